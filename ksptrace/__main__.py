@@ -1,0 +1,3 @@
+from ksptrace.cli.main import entry
+
+entry()

@@ -1,0 +1,18 @@
+"""The declared parameters of one run. CLI flags, campaign keys and trace attributes come from here."""
+
+from __future__ import annotations
+
+from ksptrace.params import Param
+
+RUN_PARAMS: tuple[Param, ...] = (
+    Param("problem", str, "laplace1d", "problem to solve (see 'ksptrace problems')"),
+    Param("n", int, 100_000, "target number of unknowns (global)", minimum=1),
+    Param("ksp", str, "gmres", "PETSc KSP type: gmres, pgmres, bcgs, pipebcgs or any other"),
+    Param("pc", str, "jacobi", "PETSc PC type"),
+    Param("iterations", int, 1000, "forced number of Krylov iterations K", minimum=1),
+    Param("restart", int, None, "GMRES restart length (PETSc's default, 30, when unset)", minimum=1),
+    Param("warmup", bool, False, "run one untimed solve before the timed one"),
+    Param("hdf5_path", str, "auto", "how the trace is written: mpio, gather, or auto",
+          choices=("auto", "mpio", "gather")),
+)
+"""Parameters that define a run (stored as trace attributes under the same names)."""

@@ -1,0 +1,138 @@
+"""The trace data model: one run's raw per-rank, per-iteration time stamps and its metadata.
+
+This module is pure: numpy arrays in, numpy arrays out. It imports neither h5py, petsc4py nor
+mpi4py, so that analysis code can depend on it on a machine without PETSc or MPI.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cached_property
+from types import MappingProxyType
+from typing import Union
+
+import numpy as np
+
+from ksptrace.errors import TraceError
+
+SCHEMA_VERSION = 1
+"""Bumped whenever a reader of the old version could not read a new file correctly."""
+
+AttrValue = Union[str, int, float, bool]
+
+CONFIG_KEYS: tuple[str, ...] = (
+    "problem",
+    "n",
+    "ksp",
+    "pc",
+    "nprocs",
+    "iterations",
+    "restart",
+    "ranks_per_node",
+    "problem_config",
+)
+"""Attributes that define a configuration: traces that agree on all of them may be pooled."""
+
+
+def _readonly(a: np.ndarray) -> np.ndarray:
+    a = np.array(a, copy=True)
+    a.setflags(write=False)
+    return a
+
+
+@dataclass(frozen=True)
+class Trace:
+    """One run of one Krylov solve, as recorded on every rank.
+
+    ``stamps[p, j]`` is ``MPI.Wtime()`` on rank ``p`` at the ``j``-th call of the KSP monitor
+    (``j = 0`` is the call before the first iteration), so the time of iteration ``k`` on rank
+    ``p`` is ``stamps[p, k] - stamps[p, k-1]``: the paper's ``T_p^k``.
+    """
+
+    stamps: np.ndarray
+    """float64 [P, K+1], seconds, each rank's own clock."""
+    residual_norms: np.ndarray
+    """float64 [K+1], the norm the KSP monitor received (rank 0's copy; all ranks agree)."""
+    node_ids: np.ndarray
+    """int64 [P], 0-based id of the node (shared-memory domain) each rank ran on."""
+    hostnames: tuple[str, ...]
+    """[P], the host name of each rank."""
+    solve_seconds: np.ndarray
+    """float64 [P], the KSPSolve time of each rank from PETSc's event log."""
+    attrs: Mapping[str, AttrValue] = field(default_factory=dict)
+    """Run parameters and provenance, as stored in the file's attributes."""
+    path: str | None = None
+    """The file the trace was read from, if any."""
+
+    def __post_init__(self) -> None:
+        stamps = np.asarray(self.stamps, dtype=np.float64)
+        if stamps.ndim != 2 or stamps.shape[0] < 1 or stamps.shape[1] < 2:
+            raise TraceError(
+                f"stamps must have shape [P >= 1, K+1 >= 2], got {stamps.shape}; "
+                "the run recorded no iteration"
+            )
+        nprocs, nstamps = stamps.shape
+        residuals = np.asarray(self.residual_norms, dtype=np.float64)
+        node_ids = np.asarray(self.node_ids, dtype=np.int64)
+        solve = np.asarray(self.solve_seconds, dtype=np.float64)
+        if residuals.shape != (nstamps,):
+            raise TraceError(f"residual_norms has shape {residuals.shape}, expected ({nstamps},)")
+        if node_ids.shape != (nprocs,):
+            raise TraceError(f"node_ids has shape {node_ids.shape}, expected ({nprocs},)")
+        if solve.shape != (nprocs,):
+            raise TraceError(f"solve_seconds has shape {solve.shape}, expected ({nprocs},)")
+        if len(self.hostnames) != nprocs:
+            raise TraceError(f"{len(self.hostnames)} hostnames for {nprocs} ranks")
+        object.__setattr__(self, "stamps", _readonly(stamps))
+        object.__setattr__(self, "residual_norms", _readonly(residuals))
+        object.__setattr__(self, "node_ids", _readonly(node_ids))
+        object.__setattr__(self, "solve_seconds", _readonly(solve))
+        object.__setattr__(self, "hostnames", tuple(str(h) for h in self.hostnames))
+        object.__setattr__(self, "attrs", MappingProxyType(dict(self.attrs)))
+
+    @property
+    def nprocs(self) -> int:
+        """P, the number of ranks."""
+        return int(self.stamps.shape[0])
+
+    @property
+    def iterations(self) -> int:
+        """K, the number of recorded iterations (monitor calls after the first)."""
+        return int(self.stamps.shape[1] - 1)
+
+    @cached_property
+    def iteration_seconds(self) -> np.ndarray:
+        """float64 [P, K]: ``T_p^k``, the duration of each iteration on each rank."""
+        t = np.diff(self.stamps, axis=1)
+        t.setflags(write=False)
+        return t
+
+    @property
+    def n_nodes(self) -> int:
+        return int(np.unique(self.node_ids).size)
+
+    @property
+    def ranks_per_node(self) -> int:
+        """The largest number of ranks sharing one node (the paper's P / P-hat)."""
+        return int(np.bincount(self.node_ids).max())
+
+    @property
+    def solve_max(self) -> float:
+        """The measured KSPSolve time: the slowest rank's, as PETSc's -log_view reports it."""
+        return float(self.solve_seconds.max())
+
+    def attr(self, name: str, default: AttrValue | None = None) -> AttrValue | None:
+        return self.attrs.get(name, default)
+
+    @property
+    def label(self) -> str:
+        """A short human name: problem, solver, P and n."""
+        return (
+            f"{self.attrs.get('problem', '?')} {self.attrs.get('ksp', '?')} "
+            f"P={self.nprocs} n={self.attrs.get('n', '?')}"
+        )
+
+    def config_key(self) -> tuple[tuple[str, AttrValue | None], ...]:
+        """The configuration this run belongs to; runs with equal keys are repetitions."""
+        return tuple((k, self.attrs.get(k)) for k in CONFIG_KEYS)

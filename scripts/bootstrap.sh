@@ -1,0 +1,62 @@
+#!/usr/bin/env bash
+# Idempotent set-up of a Debian 12 machine for ksptrace: Debian's PETSc 3.18 stack + a project venv.
+# Quick when everything is already there. Used by `make demo` and `make test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+APT_PACKAGES=(python3-petsc4py python3-mpi4py python3-h5py-mpi openmpi-bin python3-venv
+              python3-scipy python3-pandas python3-matplotlib)
+VENV=${KSPTRACE_VENV:-.venv}
+SYSPY=/usr/bin/python3
+
+missing=()
+for p in "${APT_PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
+    echo "bootstrap: missing Debian packages: ${missing[*]}; install them as root (apt-get install ${missing[*]})" >&2
+    exit 3
+  fi
+  SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
+  echo "bootstrap: installing Debian packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "bootstrap: creating $VENV (system site packages: Debian's petsc4py, mpi4py, h5py, numpy)"
+  "$SYSPY" -m venv --system-site-packages "$VENV"
+fi
+
+# Pin every package that Debian compiled against its numpy, so pip never replaces them.
+constraints="$VENV/ksptrace-constraints.txt"
+"$VENV/bin/python" - > "$constraints.new" <<'PY'
+import importlib.metadata as md
+for dist in ("numpy", "scipy", "mpi4py", "pandas", "matplotlib"):
+    try:
+        print(f"{dist}=={md.version(dist)}")
+    except md.PackageNotFoundError:
+        pass
+PY
+mv "$constraints.new" "$constraints"
+
+stamp="$VENV/.ksptrace-installed"
+need_install=0
+[ -f "$stamp" ] || need_install=1
+[ -f "$stamp" ] && [ pyproject.toml -nt "$stamp" ] && need_install=1
+[ -f "$stamp" ] && ! cmp -s "$constraints" "$stamp" && need_install=1
+"$VENV/bin/python" -c "import ksptrace" 2>/dev/null || need_install=1
+if [ "$need_install" = 1 ]; then
+  # Runtime dependencies (numpy, scipy, h5py, pandas, matplotlib) are Debian's, seen through the
+  # system site packages; Debian names its h5py differently, so pip must not resolve them itself.
+  echo "bootstrap: pip install -e . and the test tools (Debian's numpy stays)"
+  test_deps=$("$VENV/bin/python" -c "import tomllib; print('\n'.join(tomllib.load(open('pyproject.toml','rb'))['project']['optional-dependencies']['test']))")
+  # shellcheck disable=SC2086
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" --no-deps -e .
+  mapfile -t deps <<< "$test_deps"
+  "$VENV/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" "${deps[@]}"
+  "$VENV/bin/python" -c "import numpy, scipy, h5py, pandas, matplotlib" || {
+    echo "bootstrap: numpy/scipy/h5py/pandas/matplotlib do not import in $VENV" >&2; exit 3; }
+  cp "$constraints" "$stamp"
+fi
