@@ -1,0 +1,197 @@
+"""Trace files: the HDF5 layout, an atomic serial writer and a validating reader.
+
+The parallel (MPI-IO) writer lives in ``ksptrace.harness.writer``; it shares the layout and the
+atomic-publish step defined here. This module imports h5py but neither mpi4py nor petsc4py.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import uuid
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+
+from ksptrace.errors import TraceError, UsageError
+from ksptrace.trace.model import SCHEMA_VERSION, AttrValue, Trace
+
+HOSTNAME_BYTES = 64
+"""Host names are stored fixed-length (variable-length strings cannot be written in parallel)."""
+
+DATASETS: dict[str, str] = {
+    "stamps": "float64 [P, K+1]: MPI.Wtime() at each KSP monitor call, per rank (seconds)",
+    "iteration_seconds": "float64 [P, K]: T_p^k = stamps[:, 1:] - stamps[:, :-1]",
+    "residual_norms": "float64 [K+1]: residual norm passed to the KSP monitor",
+    "node_ids": "int64 [P]: node (shared-memory domain) of each rank, 0-based",
+    "hostnames": f"S{HOSTNAME_BYTES} [P]: host name of each rank",
+    "solve_seconds": "float64 [P]: KSPSolve time of each rank from PETSc's event log",
+}
+
+
+def temp_path_for(final: Path, token: str | None = None) -> Path:
+    """A hidden temporary name next to ``final`` (same file system, so rename is atomic)."""
+    token = token or uuid.uuid4().hex[:12]
+    return final.with_name(f".{final.name}.tmp-{token}")
+
+
+def check_destination(path: Path, overwrite: bool) -> None:
+    """Fail early, before any work, if ``path`` cannot be written."""
+    parent = path.parent
+    if not parent.is_dir():
+        raise UsageError(f"output folder {parent} does not exist; create it or pick another --out")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise UsageError(f"output folder {parent} is not writable; pick another --out")
+    if path.exists() and not overwrite:
+        raise UsageError(f"{path} already exists; pass --overwrite to replace it")
+
+
+def publish(tmp: Path, final: Path, overwrite: bool) -> None:
+    """Move a complete temporary file to its final name in one atomic step.
+
+    Without ``overwrite`` a hard link is used, which fails instead of clobbering a file that
+    appeared meanwhile.
+    """
+    try:
+        if overwrite:
+            os.replace(tmp, final)
+        else:
+            try:
+                os.link(tmp, final)
+            except FileExistsError:
+                raise UsageError(f"{final} already exists; pass --overwrite to replace it") from None
+            except OSError:
+                # File systems without hard links: fall back to a checked rename.
+                if final.exists():
+                    raise UsageError(
+                        f"{final} already exists; pass --overwrite to replace it"
+                    ) from None
+                os.replace(tmp, final)
+    finally:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+
+
+def encode_hostnames(names: list[str] | tuple[str, ...]) -> np.ndarray:
+    return np.array([n.encode()[:HOSTNAME_BYTES] for n in names], dtype=f"S{HOSTNAME_BYTES}")
+
+
+def write_attrs(f: h5py.File, attrs: Mapping[str, AttrValue | None]) -> None:
+    f.attrs["schema_version"] = SCHEMA_VERSION
+    for key, value in attrs.items():
+        if value is None or key == "schema_version":
+            continue
+        f.attrs[key] = value
+
+
+def create_layout(f: h5py.File, nprocs: int, nstamps: int) -> dict[str, h5py.Dataset]:
+    """Create every dataset (collectively, when the file is opened with the MPI driver)."""
+    return {
+        "stamps": f.create_dataset("stamps", (nprocs, nstamps), dtype="f8"),
+        "iteration_seconds": f.create_dataset(
+            "iteration_seconds", (nprocs, nstamps - 1), dtype="f8"
+        ),
+        "residual_norms": f.create_dataset("residual_norms", (nstamps,), dtype="f8"),
+        "node_ids": f.create_dataset("node_ids", (nprocs,), dtype="i8"),
+        "hostnames": f.create_dataset("hostnames", (nprocs,), dtype=f"S{HOSTNAME_BYTES}"),
+        "solve_seconds": f.create_dataset("solve_seconds", (nprocs,), dtype="f8"),
+    }
+
+
+def write_trace(trace: Trace, path: str | os.PathLike[str], overwrite: bool = False) -> Path:
+    """Write ``trace`` to ``path`` atomically (temporary file, then rename)."""
+    final = Path(path)
+    check_destination(final, overwrite)
+    tmp = temp_path_for(final)
+    try:
+        with h5py.File(tmp, "w") as f:
+            ds = create_layout(f, trace.nprocs, trace.iterations + 1)
+            ds["stamps"][...] = trace.stamps
+            ds["iteration_seconds"][...] = trace.iteration_seconds
+            ds["residual_norms"][...] = trace.residual_norms
+            ds["node_ids"][...] = trace.node_ids
+            ds["hostnames"][...] = encode_hostnames(trace.hostnames)
+            ds["solve_seconds"][...] = trace.solve_seconds
+            write_attrs(f, trace.attrs)
+        publish(tmp, final, overwrite)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            tmp.unlink()
+        raise
+    return final
+
+
+def _py(value: Any) -> AttrValue:
+    if isinstance(value, bytes):
+        return value.decode()
+    if isinstance(value, np.generic):
+        return value.item()  # type: ignore[no-any-return]
+    if isinstance(value, np.ndarray):
+        raise TypeError("array attribute")
+    return value  # type: ignore[no-any-return]
+
+
+def read_trace(path: str | os.PathLike[str]) -> Trace:
+    """Read and validate one trace file. Raises TraceError that names the file and the fault."""
+    p = Path(path)
+    if not p.is_file():
+        raise TraceError(f"{p}: no such trace file")
+    try:
+        f = h5py.File(p, "r")
+    except OSError:
+        raise TraceError(
+            f"{p}: not a readable HDF5 file (corrupt or truncated); rerun the run that made it"
+        ) from None
+    try:
+        with f:
+            version = f.attrs.get("schema_version")
+            if version is None:
+                raise TraceError(f"{p}: not a ksptrace trace (no schema_version attribute)")
+            if int(version) > SCHEMA_VERSION:
+                raise TraceError(
+                    f"{p}: written with trace schema {int(version)}, newer than this ksptrace "
+                    f"reads ({SCHEMA_VERSION}); upgrade ksptrace"
+                )
+            missing = [name for name in DATASETS if name not in f]
+            if missing:
+                raise TraceError(f"{p}: incomplete trace, missing datasets {', '.join(missing)}")
+            attrs: dict[str, AttrValue] = {}
+            for key, value in f.attrs.items():
+                try:
+                    attrs[key] = _py(value)
+                except TypeError:
+                    continue
+            return Trace(
+                stamps=f["stamps"][...],
+                residual_norms=f["residual_norms"][...],
+                node_ids=f["node_ids"][...],
+                hostnames=tuple(h.decode() for h in f["hostnames"][...]),
+                solve_seconds=f["solve_seconds"][...],
+                attrs=attrs,
+                path=str(p),
+            )
+    except TraceError:
+        raise
+    except (OSError, KeyError, ValueError, RuntimeError) as exc:
+        raise TraceError(f"{p}: unreadable trace ({exc}); rerun the run that made it") from None
+
+
+def check_finite(trace: Trace) -> None:
+    """Raise TraceError when a trace's timings hold NaN, inf or negative durations."""
+    name = trace.path or trace.label
+    if not np.isfinite(trace.stamps).all() or not np.isfinite(trace.solve_seconds).all():
+        raise TraceError(f"{name}: timings contain NaN or inf; the trace cannot be analysed")
+    if (trace.iteration_seconds < 0).any():
+        raise TraceError(f"{name}: negative iteration durations; the stamps are not monotonic")
+
+
+def iter_traces(paths: list[str | os.PathLike[str]]) -> Iterator[Trace | TraceError]:
+    """Read many traces; yield each Trace, or the TraceError that names a bad one."""
+    for path in paths:
+        try:
+            yield read_trace(path)
+        except TraceError as exc:
+            yield exc
