@@ -65,8 +65,9 @@ def by_name(params: Iterable[Param]) -> dict[str, Param]:
 
 
 def resolve(params: Iterable[Param], values: Mapping[str, Any], where: str = "") -> dict[str, Any]:
-    """Defaults overlaid by ``values``, each converted and checked."""
+    """Defaults overlaid by ``values`` (None means unset), each converted and checked."""
     out: dict[str, Any] = {}
     for p in params:
-        out[p.name] = p.check(values.get(p.name, p.default), where)
+        value = values.get(p.name)
+        out[p.name] = p.check(p.default if value is None else value, where)
     return out

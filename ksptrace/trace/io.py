@@ -9,7 +9,7 @@ from __future__ import annotations
 import contextlib
 import os
 import uuid
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -84,7 +84,7 @@ def write_attrs(f: h5py.File, attrs: Mapping[str, AttrValue | None]) -> None:
     for key, value in attrs.items():
         if value is None or key == "schema_version":
             continue
-        f.attrs[key] = value
+        f.attrs[key] = value.replace("\x00", "") if isinstance(value, str) else value
 
 
 def create_layout(f: h5py.File, nprocs: int, nstamps: int) -> dict[str, h5py.Dataset]:
@@ -101,6 +101,20 @@ def create_layout(f: h5py.File, nprocs: int, nstamps: int) -> dict[str, h5py.Dat
     }
 
 
+def fill_file(f: h5py.File, trace: Trace, after_stamps: Callable[[], None] | None = None) -> None:
+    """Write every dataset and attribute of ``trace`` into the open file ``f``."""
+    ds = create_layout(f, trace.nprocs, trace.iterations + 1)
+    write_attrs(f, trace.attrs)
+    ds["stamps"][...] = trace.stamps
+    if after_stamps is not None:
+        after_stamps()
+    ds["iteration_seconds"][...] = trace.iteration_seconds
+    ds["residual_norms"][...] = trace.residual_norms
+    ds["node_ids"][...] = trace.node_ids
+    ds["hostnames"][...] = encode_hostnames(trace.hostnames)
+    ds["solve_seconds"][...] = trace.solve_seconds
+
+
 def write_trace(trace: Trace, path: str | os.PathLike[str], overwrite: bool = False) -> Path:
     """Write ``trace`` to ``path`` atomically (temporary file, then rename)."""
     final = Path(path)
@@ -108,14 +122,7 @@ def write_trace(trace: Trace, path: str | os.PathLike[str], overwrite: bool = Fa
     tmp = temp_path_for(final)
     try:
         with h5py.File(tmp, "w") as f:
-            ds = create_layout(f, trace.nprocs, trace.iterations + 1)
-            ds["stamps"][...] = trace.stamps
-            ds["iteration_seconds"][...] = trace.iteration_seconds
-            ds["residual_norms"][...] = trace.residual_norms
-            ds["node_ids"][...] = trace.node_ids
-            ds["hostnames"][...] = encode_hostnames(trace.hostnames)
-            ds["solve_seconds"][...] = trace.solve_seconds
-            write_attrs(f, trace.attrs)
+            fill_file(f, trace)
         publish(tmp, final, overwrite)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):

@@ -1,0 +1,22 @@
+"""``ksptrace problems``: the registered problems and their own parameters."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ksptrace.problems import registry
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("problems", help="list the problems and their parameters")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    for name in registry.names():
+        info = registry.get(name)
+        print(f"{name}: {info.help}")
+        for p in info.params:
+            print(f"    {p.flag:<14} {p.help} (default: {p.default})")
+    return 0

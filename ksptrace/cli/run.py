@@ -1,0 +1,200 @@
+"""``ksptrace run``: one instrumented solve; launches mpiexec itself with ``--np``."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+import json
+import os
+import re
+import shlex
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+from ksptrace.cli.common import add_params
+from ksptrace.errors import EnvironmentProblem, UsageError
+from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
+from ksptrace.harness.options import RUN_PARAMS
+from ksptrace.params import resolve
+from ksptrace.problems import registry
+from ksptrace.trace import io
+
+EXTRA_FLAGS = ("--np", "--out", "--overwrite", "--tag", "--mpiexec")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "run",
+        help="run one instrumented solve and write its trace",
+        description="Run a problem for a forced number of Krylov iterations, stamping every "
+        "iteration on every rank, and write the trace (HDF5). Unrecognised single-dash "
+        "options are passed to PETSc as written, e.g. -ksp_gmres_restart 30.",
+        allow_abbrev=False,
+    )
+    add_params(p, RUN_PARAMS)
+    add_params(p, registry.all_params())
+    p.add_argument("--np", type=int, default=None, help="launch mpiexec with this many ranks")
+    p.add_argument("--out", default="traces", help="output folder, or a file name ending in .h5")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing trace file")
+    p.add_argument("--tag", default="", help="suffix for the trace file name (e.g. a repetition)")
+    p.add_argument("--mpiexec", default=None, help="mpiexec to use (default: from PATH)")
+    p.set_defaults(func=main, accepts_extra=True)
+
+
+def _petsc_options(extra: list[str], known: list[str]) -> tuple[str, ...]:
+    for arg in extra:
+        if arg.startswith("--"):
+            flag = arg.split("=")[0]
+            near = difflib.get_close_matches(flag, known, n=1)
+            hint = f"; did you mean {near[0]}?" if near else ""
+            raise UsageError(f"unknown option {flag}{hint}")
+    if extra and not extra[0].startswith("-"):
+        raise UsageError(
+            f"unexpected argument '{extra[0]}'; PETSc options start with one dash (-ksp_...)"
+        )
+    return tuple(extra)
+
+
+def _settings_values(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
+    run = resolve(RUN_PARAMS, {p.name: getattr(args, p.name) for p in RUN_PARAMS})
+    info = registry.get(run["problem"])
+    own = {p.name for p in info.params}
+    for p in registry.all_params():
+        if p.name not in own and getattr(args, p.name) is not None:
+            raise UsageError(f"{p.flag} does not apply to problem '{info.name}'")
+    problem = resolve(info.params, {p.name: getattr(args, p.name) for p in info.params})
+    return run, problem
+
+
+def _safe(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9.+-]", "_", text)
+
+
+def output_path(out: str, run: dict[str, Any], nprocs: int, tag: str) -> Path:
+    """The trace file: ``out`` itself when it ends in .h5, else a name from the parameters."""
+    target = Path(out)
+    if target.suffix == ".h5":
+        return target
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create output folder {target}: {exc.strerror}") from None
+    parts = [run["problem"], run["ksp"], run["pc"], f"n{run['n']}", f"P{nprocs}",
+             f"K{run['iterations']}"]
+    if run["restart"]:
+        parts.append(f"r{run['restart']}")
+    if tag:
+        parts.append(tag)
+    return target / ("_".join(_safe(p) for p in parts) + ".h5")
+
+
+def main(args: argparse.Namespace) -> int:
+    known = [p.flag for p in (*RUN_PARAMS, *registry.all_params())]
+    petsc_options = _petsc_options(args.extra, [*known, *EXTRA_FLAGS])
+    run, problem = _settings_values(args)
+    if args.np is not None and args.np < 1:
+        raise UsageError(f"--np must be >= 1, got {args.np}")
+    launched = under_mpi_launcher()
+    if launched:
+        size = launched_size()
+        if args.np is not None and size is not None and size != args.np:
+            raise UsageError(
+                f"started under a launcher with {size} ranks but --np {args.np}; drop --np"
+            )
+        nprocs = size or 1
+    else:
+        nprocs = args.np or 1
+    path = output_path(args.out, run, nprocs, args.tag)
+    io.check_destination(path, args.overwrite)
+    if args.np is not None and not launched:
+        return _launch(args, run, problem, petsc_options, path)
+    return _run_here(run, problem, petsc_options, path, args.overwrite)
+
+
+def _run_here(
+    run: dict[str, Any],
+    problem: dict[str, Any],
+    petsc_options: tuple[str, ...],
+    path: Path,
+    overwrite: bool,
+) -> int:
+    from ksptrace.harness.run import RunSettings, execute
+
+    settings = RunSettings(
+        out=path, overwrite=overwrite, problem_options=problem, petsc_options=petsc_options, **run
+    )
+    outcome = execute(settings)
+    if int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")) or 0) == 0:
+        print(
+            f"wrote {outcome.path} ({run['ksp']}, {outcome.iterations_done} iterations, "
+            f"KSPSolve {outcome.solve_max:.4g} s, {outcome.converged_reason})"
+        )
+    return 0
+
+
+def child_arguments(
+    run: dict[str, Any], problem: dict[str, Any], petsc_options: tuple[str, ...], path: Path,
+    overwrite: bool,
+) -> list[str]:
+    """The ``ksptrace run`` arguments that reproduce these settings inside mpiexec."""
+    out: list[str] = []
+    for params, values in ((RUN_PARAMS, run), (registry.get(run["problem"]).params, problem)):
+        for p in params:
+            value = values[p.name]
+            if value is None:
+                continue
+            if p.type is bool:
+                out.append(p.flag if value else "--no-" + p.flag[2:])
+            else:
+                out += [p.flag, str(value)]
+    out += ["--out", str(path)]
+    if overwrite:
+        out.append("--overwrite")
+    return [*out, *petsc_options]
+
+
+def _launch(
+    args: argparse.Namespace,
+    run: dict[str, Any],
+    problem: dict[str, Any],
+    petsc_options: tuple[str, ...],
+    path: Path,
+) -> int:
+    from ksptrace.harness.launch import find_mpiexec, is_root
+    from ksptrace.harness.petscenv import force_solver_env, locate_petsc4py
+    from ksptrace.harness.run import LAUNCH_ENV
+
+    env = dict(os.environ)
+    locate_petsc4py(env)
+    force_solver_env(env)
+    mpi = find_mpiexec(args.mpiexec)
+    flags = mpi.flags(args.np, os.cpu_count() or 1, is_root())
+    program = [sys.executable, "-m", "ksptrace", "run",
+               *child_arguments(run, problem, petsc_options, path, args.overwrite)]
+    cmd = mpi.command(args.np, flags, program)
+    env[LAUNCH_ENV] = json.dumps(
+        {"launcher": f"mpiexec ({mpi.flavor})", "flags": flags,
+         "command_line": shlex.join(["ksptrace", *sys.argv[1:]])}
+    )
+    try:
+        proc = subprocess.run(cmd, env=env, stderr=subprocess.PIPE, text=True, check=False)
+    except OSError as exc:
+        raise EnvironmentProblem(f"cannot start {mpi.path}: {exc.strerror}") from None
+    if proc.returncode == 0:
+        sys.stderr.write(proc.stderr)
+        return 0
+    return _report_failure(proc.returncode, proc.stderr)
+
+
+def _report_failure(code: int, stderr: str) -> int:
+    """Print the one ksptrace error line of a failed MPI job (not the MPI library's banner)."""
+    lines = [ln for ln in stderr.splitlines() if ln.startswith("ksptrace: error:")]
+    if lines:
+        print(re.sub(r" \[rank \d+\]$", "", lines[0]), file=sys.stderr)
+    else:
+        tail = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
+        last = tail[-1] if tail else "no output"
+        print(f"ksptrace: error: mpiexec failed (exit {code}): {last}", file=sys.stderr)
+    return code if 0 < code < 256 else 1

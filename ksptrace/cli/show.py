@@ -1,0 +1,39 @@
+"""``ksptrace show TRACE``: a trace's summary."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from ksptrace.trace.frame import summary_row
+from ksptrace.trace.io import read_trace
+
+HEADLINE = ("problem", "n_global", "nnz", "ksp", "pc", "restart", "iterations_done",
+            "converged_reason", "nprocs", "n_nodes", "ranks_per_node", "oversubscribed",
+            "start_utc", "petsc_version", "mpi_library", "launcher", "launcher_flags",
+            "command_line", "petsc_options", "hdf5_path")
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser("show", help="print a trace's summary", allow_abbrev=False)
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace file(s)")
+    p.add_argument("--all", action="store_true", help="print every attribute")
+    p.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    for i, path in enumerate(args.traces):
+        trace = read_trace(path)
+        if i:
+            print()
+        print(f"{trace.path}  (schema {trace.attrs.get('schema_version')})")
+        keys = sorted(trace.attrs) if args.all else [k for k in HEADLINE if k in trace.attrs]
+        width = max(len(k) for k in [*keys, "sum_max_iteration"])
+        for key in keys:
+            print(f"  {key:<{width}}  {trace.attrs[key]}")
+        for key, value in summary_row(trace).items():
+            if key in keys:
+                continue
+            text = f"{value:.6g}" if isinstance(value, float) else str(value)
+            print(f"  {key:<{width}}  {text}")
+    return 0

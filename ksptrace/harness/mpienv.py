@@ -1,0 +1,104 @@
+"""MPI facts about the running job: launcher detection, node layout, failing together."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+from ksptrace.errors import KsptraceError
+
+LAUNCHER_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "MPI_LOCALNRANKS")
+"""Variables that show this process was started by mpiexec (OpenMPI, MPICH/Hydra, PMIx)."""
+
+
+def under_mpi_launcher(env: dict[str, str] | None = None) -> bool:
+    e = os.environ if env is None else env
+    if any(k in e for k in LAUNCHER_ENV):
+        return True
+    # srun sets SLURM_PROCID for each task (but not in the batch script itself).
+    return "SLURM_PROCID" in e and "SLURM_STEP_ID" in e
+
+
+def launched_size(env: dict[str, str] | None = None) -> int | None:
+    e = os.environ if env is None else env
+    for key in ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "SLURM_NTASKS"):
+        if key in e:
+            try:
+                return int(e[key])
+            except ValueError:
+                return None
+    return None
+
+
+@dataclass(frozen=True)
+class NodeLayout:
+    node_id: int
+    """0-based id of this rank's node, in order of the node's lowest rank."""
+    hostname: str
+    ranks_on_node: int
+    node_ids: tuple[int, ...]
+    """Every rank's node id (the same on all ranks)."""
+    oversubscribed: bool
+    """True when some node runs more ranks than it has CPUs."""
+
+
+def node_layout(mpicomm: Any) -> NodeLayout:
+    """Group ranks by shared-memory domain (one per node) and give each node an id."""
+    from mpi4py import MPI
+
+    shm = mpicomm.Split_type(MPI.COMM_TYPE_SHARED)
+    try:
+        leader = shm.bcast(mpicomm.Get_rank(), root=0)
+        ranks_on_node = shm.Get_size()
+    finally:
+        shm.Free()
+    leaders = mpicomm.allgather(leader)
+    order = {lead: i for i, lead in enumerate(sorted(set(leaders)))}
+    node_ids = tuple(order[lead] for lead in leaders)
+    over_here = ranks_on_node > (os.cpu_count() or 1)
+    oversubscribed = bool(mpicomm.allreduce(over_here, op=MPI.LOR))
+    hostname = MPI.Get_processor_name() or socket.gethostname()
+    return NodeLayout(node_ids[mpicomm.Get_rank()], hostname, ranks_on_node, node_ids, oversubscribed)
+
+
+def agree_on_error(mpicomm: Any, error: KsptraceError | None) -> None:
+    """Collective: if any rank has an error, every rank raises the first one (no hang, no abort).
+
+    Use only around code without communication, so that every rank reaches this call.
+    """
+    errors = mpicomm.allgather(None if error is None else (type(error), str(error)))
+    for item in errors:
+        if item is not None:
+            cls, message = item
+            raise cls(message)
+
+
+@contextmanager
+def fail_together(mpicomm: Any) -> Iterator[None]:
+    """An exception on one rank aborts the whole job instead of leaving the others hanging."""
+    try:
+        yield
+    except KsptraceError as exc:
+        if mpicomm.Get_size() == 1:
+            raise
+        rank = mpicomm.Get_rank()
+        print(f"ksptrace: error: {exc} [rank {rank}]", file=sys.stderr, flush=True)
+        mpicomm.Abort(exc.exit_code)
+    except BaseException as exc:
+        if mpicomm.Get_size() == 1 or isinstance(exc, SystemExit):
+            raise
+        rank = mpicomm.Get_rank()
+        detail = traceback.format_exc(limit=-3) if os.environ.get("KSPTRACE_DEBUG") else ""
+        print(
+            f"ksptrace: error: internal error on rank {rank}: {type(exc).__name__}: {exc}; "
+            f"set KSPTRACE_DEBUG=1 for a traceback{detail and chr(10) + detail}",
+            file=sys.stderr,
+            flush=True,
+        )
+        mpicomm.Abort(1)

@@ -1,0 +1,104 @@
+"""Expansion of a sweep into runs: cartesian by default, zipped axes vary together.
+
+Each run gets a stable id, a hash of what defines it, so that the same run has the same id in
+every campaign, on every machine, whatever its position in the sweep.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import shlex
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from ksptrace.errors import CampaignError
+from ksptrace.harness.options import RUN_PARAMS
+from ksptrace.jobs.schema import NPROCS, CampaignFile, load_campaign_file
+from ksptrace.jobs.spec import CampaignSpec, RunSpec, SchedulerSpec
+from ksptrace.problems import registry
+
+
+def run_id(params: Mapping[str, Any], nprocs: int, repetition: int,
+           petsc_options: tuple[tuple[str, str], ...]) -> str:
+    """12 hex digits of sha256 over the canonical JSON of the run's definition."""
+    doc = {"params": dict(params), "nprocs": nprocs, "repetition": repetition,
+           "petsc_options": [list(o) for o in petsc_options]}
+    blob = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
+    return hashlib.sha256(blob.encode()).hexdigest()[:12]
+
+
+def axes(sweep: Mapping[str, tuple[Any, ...]],
+         zipped: tuple[tuple[str, ...], ...]) -> list[tuple[tuple[str, ...], list[tuple[Any, ...]]]]:
+    """The sweep as a list of axes; each axis is (keys, list of value tuples)."""
+    in_zip = {k: group for group in zipped for k in group}
+    out: list[tuple[tuple[str, ...], list[tuple[Any, ...]]]] = []
+    done: set[tuple[str, ...]] = set()
+    for key in sweep:
+        group = in_zip.get(key, (key,))
+        if group in done:
+            continue
+        done.add(group)
+        out.append((group, list(zip(*(sweep[k] for k in group), strict=True))))
+    return out
+
+
+def expand_runs(cf: CampaignFile) -> tuple[RunSpec, ...]:
+    """Every run of the campaign, in sweep order (first key outermost), repetitions innermost."""
+    sweep_axes = axes(cf.sweep, cf.campaign["zip"])
+    repetitions = int(cf.campaign["repetitions"])
+    runs: list[RunSpec] = []
+    seen: set[str] = set()
+    for combo in itertools.product(*(values for _, values in sweep_axes)):
+        point: dict[str, Any] = {}
+        for (keys, _), values in zip(sweep_axes, combo, strict=True):
+            point.update(zip(keys, values, strict=True))
+        params = {p.name: point.get(p.name, p.default) for p in RUN_PARAMS}
+        for p in registry.get(params["problem"]).params:
+            params[p.name] = point.get(p.name, p.default)
+        nprocs = int(point.get(NPROCS.name, NPROCS.default))
+        for rep in range(repetitions):
+            rid = run_id(params, nprocs, rep, cf.petsc_options)
+            if rid in seen:  # a key the run's problem does not use collapses its axis
+                continue
+            seen.add(rid)
+            runs.append(RunSpec(run_id=rid, index=len(runs), nprocs=nprocs, repetition=rep,
+                                params=tuple(params.items()), petsc_options=cf.petsc_options))
+    return tuple(runs)
+
+
+def build_spec(cf: CampaignFile, output: str | Path | None = None) -> CampaignSpec:
+    """The frozen spec of a checked campaign file; ``output`` overrides the file's folder."""
+    s = cf.scheduler
+    out = Path(output) if output is not None else cf.path.parent / cf.campaign["output"]
+    try:
+        command = tuple(shlex.split(cf.campaign["command"]))
+    except ValueError as exc:
+        raise CampaignError(f"{cf.where('campaign', 'command')}: command: {exc}") from None
+    if not command:
+        raise CampaignError(f"{cf.where('campaign', 'command')}: command is empty; "
+                            "give e.g. 'ksptrace' or 'python3 -m ksptrace'")
+    scheduler = SchedulerSpec(
+        partition=s["partition"], account=s["account"], walltime_seconds=s["walltime_seconds"],
+        ranks_per_node=s["ranks_per_node"], cores_per_node=s["cores_per_node"],
+        exclusive=s["exclusive"], launcher=s["launcher"], mpi=s["mpi"],
+        max_parallel=s["max_parallel"], directives=s["directives"],
+    )
+    if scheduler.ranks_per_node and scheduler.cores_per_node and \
+            scheduler.ranks_per_node > scheduler.cores_per_node and not cf.campaign["oversubscribe"]:
+        raise CampaignError(
+            f"{cf.where('scheduler', 'ranks_per_node')}: ranks_per_node "
+            f"{scheduler.ranks_per_node} > cores_per_node {scheduler.cores_per_node}; lower it "
+            "or set oversubscribe = true in [campaign]")
+    return CampaignSpec(
+        name=cf.campaign["name"], source=str(cf.path),
+        campaign_hash=hashlib.sha256(cf.text.encode()).hexdigest(),
+        output=out.absolute(), command=command, setup=cf.campaign["setup"],
+        oversubscribe=cf.campaign["oversubscribe"], scheduler=scheduler, runs=expand_runs(cf),
+    )
+
+
+def load_spec(path: str | Path, output: str | Path | None = None) -> CampaignSpec:
+    return build_spec(load_campaign_file(path), output)

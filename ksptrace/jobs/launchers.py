@@ -1,0 +1,47 @@
+"""MPI launchers inside a batch job: each a tiny class with one method, ``command()``."""
+
+from __future__ import annotations
+
+import abc
+from typing import ClassVar
+
+from ksptrace.errors import CampaignError
+from ksptrace.jobs.spec import SchedulerSpec
+
+
+class Launcher(abc.ABC):
+    name: ClassVar[str]
+
+    @abc.abstractmethod
+    def command(self, nprocs: int, sched: SchedulerSpec) -> list[str]:
+        """The argument list that starts ``nprocs`` ranks of the command that follows it."""
+
+
+class SrunLauncher(Launcher):
+    """Slurm's own launcher; ``--mpi`` picks the PMI plugin (pmix works with Debian's OpenMPI)."""
+
+    name = "srun"
+
+    def command(self, nprocs: int, sched: SchedulerSpec) -> list[str]:
+        return ["srun", f"--mpi={sched.mpi}", "--ntasks", str(nprocs),
+                "--nodes", str(sched.nodes(nprocs))]
+
+
+class MpiexecLauncher(Launcher):
+    """The MPI library's launcher; it reads the allocation from the scheduler's environment."""
+
+    name = "mpiexec"
+
+    def command(self, nprocs: int, sched: SchedulerSpec) -> list[str]:
+        return ["mpiexec", "-n", str(nprocs)]
+
+
+LAUNCHERS: dict[str, type[Launcher]] = {cls.name: cls for cls in (SrunLauncher, MpiexecLauncher)}
+
+
+def get_launcher(name: str) -> Launcher:
+    try:
+        return LAUNCHERS[name]()
+    except KeyError:
+        valid = ", ".join(sorted(LAUNCHERS))
+        raise CampaignError(f"unknown launcher '{name}'; valid launchers: {valid}") from None

@@ -1,0 +1,298 @@
+"""The campaign file: every key declared once, typed, with its default and one line of help.
+
+A campaign file is TOML with four tables::
+
+    [campaign]        name, output folder, repetitions, set-up lines, zipped axes, ...
+    [sweep]           the run parameters (from RUN_PARAMS and the problems' own) plus nprocs;
+                      a scalar is fixed, a list is an axis
+    [petsc_options]   extra PETSc options, name = value (no leading dash)
+    [scheduler]       partition, account, walltime, ranks per node, exclusive, directives, ...
+
+Validation errors name the file, the line and the key, and suggest the nearest valid key.
+This module is pure apart from reading the campaign file.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+import tomllib
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ksptrace.errors import CampaignError, KsptraceError
+from ksptrace.harness.options import RUN_PARAMS
+from ksptrace.params import Param
+from ksptrace.problems import registry
+
+NPROCS = Param("nprocs", int, 1, "number of MPI ranks P of each run", minimum=1)
+"""The one sweep key that is not a run parameter of the harness (it is the launch width)."""
+
+CAMPAIGN_KEYS: tuple[Param, ...] = (
+    Param("name", str, "ksptrace", "campaign name, also the scheduler job name (A-Z a-z 0-9 . _ -)"),
+    Param("output", str, "runs", "folder for traces, logs, state and scripts (relative to the file)"),
+    Param("repetitions", int, 1, "how many times each configuration is run", minimum=1),
+    Param("oversubscribe", bool, False, "allow more ranks than cores (local backend)"),
+    Param("setup", list, [], "shell lines run before each run (module load, export, ...)"),
+    Param("command", str, "ksptrace", "how a job starts ksptrace, split like a shell command line"),
+    Param("zip", list, [], "groups of sweep keys whose lists vary together, e.g. [['n', 'nprocs']]"),
+)
+
+SCHEDULER_KEYS: tuple[Param, ...] = (
+    Param("partition", str, None, "Slurm partition or PBS queue (scheduler default when unset)"),
+    Param("account", str, None, "account or project charged for the jobs"),
+    Param("walltime", str, "01:00:00", "time limit of each run, [D-]HH:MM:SS"),
+    Param("ranks_per_node", int, None, "MPI ranks per node (all ranks on one node when unset)",
+          minimum=1),
+    Param("cores_per_node", int, None, "cores requested per node (PBS ncpus); ranks_per_node "
+          "when unset", minimum=1),
+    Param("exclusive", bool, True, "reserve whole nodes, so that other jobs do not disturb timings"),
+    Param("launcher", str, None, "srun or mpiexec (srun on Slurm, mpiexec on PBS when unset)"),
+    Param("mpi", str, "pmix", "the srun --mpi plugin (pmix: pmi2 fails with Debian's OpenMPI)"),
+    Param("max_parallel", int, None, "most array tasks running at once (unlimited when unset)",
+          minimum=1),
+    Param("directives", list, [], "extra directive lines, e.g. '--constraint=knl' or "
+          "'-l filesystems=home'"),
+)
+
+SECTIONS: dict[str, str] = {
+    "campaign": "name, output folder, repetitions, set-up lines, zipped axes",
+    "sweep": "run parameters and nprocs; a list is an axis",
+    "petsc_options": "extra PETSc options, name = value",
+    "scheduler": "partition, account, walltime, ranks per node, directives",
+}
+
+SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+"""Names that go into scheduler directives unquoted (job name, partition, account)."""
+OPTION_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+WALLTIME = re.compile(r"^(?:(\d+)-)?(\d+):(\d{2}):(\d{2})$")
+MAX_WALLTIME_SECONDS = 366 * 24 * 3600
+
+
+def sweep_keys() -> tuple[Param, ...]:
+    """The keys allowed in [sweep]: the run parameters, the problems' own, and nprocs."""
+    return (*RUN_PARAMS, NPROCS, *registry.all_params())
+
+
+@dataclass(frozen=True)
+class CampaignFile:
+    """A parsed and checked campaign file (still a sweep, not yet runs)."""
+
+    path: Path
+    text: str
+    campaign: Mapping[str, Any]
+    sweep: Mapping[str, Any]
+    """Key -> tuple of values (a scalar becomes a 1-tuple); only keys the file sets."""
+    petsc_options: tuple[tuple[str, str], ...]
+    scheduler: Mapping[str, Any]
+
+    def where(self, section: str, key: str | None = None) -> str:
+        return location(self.path, self.text, section, key)
+
+
+def location(path: Path, text: str, section: str, key: str | None = None) -> str:
+    """``file:line`` of ``key`` in ``[section]`` (or of the section header), as well as known."""
+    line = find_line(text, section, key)
+    return f"{path}:{line}" if line else str(path)
+
+
+def find_line(text: str, section: str, key: str | None = None) -> int | None:
+    """1-based line of ``key = ...`` inside ``[section]`` (tomllib does not report positions)."""
+    current = None
+    header = re.compile(r"^\s*\[\s*([^\]\s]+)\s*\]")
+    for number, raw in enumerate(text.splitlines(), start=1):
+        m = header.match(raw)
+        if m:
+            current = m.group(1).strip("\"'")
+            if key is None and current == section:
+                return number
+            continue
+        if key is not None and current == section:
+            km = re.match(r"^\s*(?:\"([^\"]+)\"|'([^']+)'|([A-Za-z0-9_-]+))\s*=", raw)
+            if km and key in km.groups():
+                return number
+    return None
+
+
+def unknown_key(where: str, key: str, valid: Iterable[str], what: str) -> CampaignError:
+    valid = sorted(valid)
+    near = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
+    hint = f"did you mean '{near[0]}'? " if near else ""
+    return CampaignError(f"{where}: unknown {what} '{key}'; {hint}valid: {', '.join(valid)}")
+
+
+def parse_walltime(value: str, where: str) -> int:
+    """Seconds in ``[D-]HH:MM:SS``; an impossible value is a CampaignError."""
+    m = WALLTIME.match(value.strip())
+    if not m:
+        raise CampaignError(f"{where}: walltime {value!r} is not [D-]HH:MM:SS, e.g. '02:30:00'")
+    days, hours, minutes, seconds = (int(g) if g else 0 for g in m.groups())
+    if minutes >= 60 or seconds >= 60:
+        raise CampaignError(f"{where}: walltime {value!r} has minutes or seconds >= 60")
+    total = ((days * 24 + hours) * 60 + minutes) * 60 + seconds
+    if total <= 0:
+        raise CampaignError(f"{where}: walltime {value!r} is zero; give each run some time")
+    if total > MAX_WALLTIME_SECONDS:
+        raise CampaignError(f"{where}: walltime {value!r} is longer than a year; check it")
+    return total
+
+
+def format_walltime(seconds: int) -> str:
+    hours, rest = divmod(seconds, 3600)
+    return f"{hours:02d}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def _check(param: Param, value: Any, where: str) -> Any:
+    """Param.check, plus lists of strings; errors carry the file and line."""
+    if param.type is list:
+        if not isinstance(value, list):
+            raise CampaignError(f"{where}: '{param.name}' must be a list, got {value!r}")
+        return value
+    if param.type in (int, float) and isinstance(value, bool):
+        raise CampaignError(f"{where}: '{param.name}' must be {param.type.__name__}, got {value!r}")
+    if param.type is str and not isinstance(value, str) and value is not None:
+        raise CampaignError(f"{where}: '{param.name}' must be a string, got {value!r}")
+    try:
+        return param.check(value, where)
+    except KsptraceError as exc:
+        raise CampaignError(str(exc)) from None
+
+
+def _table(data: Mapping[str, Any], section: str, path: Path, text: str) -> dict[str, Any]:
+    table = data.get(section, {})
+    if not isinstance(table, dict):
+        raise CampaignError(f"{location(path, text, section)}: [{section}] must be a table")
+    return table
+
+
+def _resolve_table(
+    table: Mapping[str, Any], params: tuple[Param, ...], section: str, path: Path, text: str
+) -> dict[str, Any]:
+    known = {p.name: p for p in params}
+    out: dict[str, Any] = {}
+    for key in table:
+        if key not in known:
+            raise unknown_key(location(path, text, section, key), key, known, f"key in [{section}]")
+    for p in params:
+        where = location(path, text, section, p.name)
+        out[p.name] = _check(p, table[p.name], where) if p.name in table else p.default
+    return out
+
+
+def load_campaign_file(path: str | Path) -> CampaignFile:
+    """Read and check a campaign file. Every fault is one CampaignError naming file and line."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise CampaignError(f"{path}: cannot read the campaign file ({exc.strerror})") from None
+    try:
+        text = raw.decode("utf-8")
+        data = tomllib.loads(text)
+    except UnicodeDecodeError:
+        raise CampaignError(f"{path}: not UTF-8 text; save the campaign file as UTF-8") from None
+    except tomllib.TOMLDecodeError as exc:
+        raise CampaignError(f"{path}: malformed TOML: {exc}") from None
+
+    for section in data:
+        if section not in SECTIONS:
+            raise unknown_key(location(path, text, section), section, SECTIONS, "table")
+
+    campaign = _resolve_table(_table(data, "campaign", path, text), CAMPAIGN_KEYS, "campaign",
+                              path, text)
+    scheduler = _resolve_table(_table(data, "scheduler", path, text), SCHEDULER_KEYS, "scheduler",
+                               path, text)
+    sweep = _check_sweep(_table(data, "sweep", path, text), path, text)
+    options = _check_options(_table(data, "petsc_options", path, text), path, text)
+
+    _check_campaign(campaign, sweep, path, text)
+    _check_scheduler(scheduler, path, text)
+    return CampaignFile(path=path, text=text, campaign=campaign, sweep=sweep,
+                        petsc_options=options, scheduler=scheduler)
+
+
+def _check_sweep(table: Mapping[str, Any], path: Path, text: str) -> dict[str, tuple[Any, ...]]:
+    known = {p.name: p for p in sweep_keys()}
+    out: dict[str, tuple[Any, ...]] = {}
+    for key, value in table.items():
+        where = location(path, text, "sweep", key)
+        if key not in known:
+            raise unknown_key(where, key, known, "key in [sweep]")
+        values = value if isinstance(value, list) else [value]
+        if not values:
+            raise CampaignError(f"{where}: '{key}' is an empty list; give at least one value")
+        checked = tuple(_check(known[key], v, where) for v in values)
+        if key == "problem":
+            for name in checked:
+                try:
+                    registry.get(name)
+                except KsptraceError as exc:
+                    raise CampaignError(f"{where}: {exc}") from None
+        out[key] = checked
+    return out
+
+
+def _check_options(table: Mapping[str, Any], path: Path, text: str) -> tuple[tuple[str, str], ...]:
+    out: list[tuple[str, str]] = []
+    for key, value in table.items():
+        where = location(path, text, "petsc_options", key)
+        name = key.lstrip("-")
+        if not OPTION_NAME.match(name):
+            raise CampaignError(f"{where}: '{key}' is not a PETSc option name (letters, digits, _)")
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        if not isinstance(value, str | int | float):
+            raise CampaignError(f"{where}: PETSc option '{key}' must be a string or a number")
+        out.append((name, str(value)))
+    return tuple(out)
+
+
+def _check_campaign(
+    campaign: dict[str, Any], sweep: Mapping[str, tuple[Any, ...]], path: Path, text: str
+) -> None:
+    where = location(path, text, "campaign", "name")
+    if not SAFE_NAME.match(campaign["name"]):
+        raise CampaignError(f"{where}: name {campaign['name']!r} may hold only letters, digits, "
+                            "'.', '_' and '-' (it becomes the scheduler job name)")
+    where = location(path, text, "campaign", "setup")
+    for line in campaign["setup"]:
+        if not isinstance(line, str) or "\n" in line:
+            raise CampaignError(f"{where}: each set-up line must be a one-line string")
+    where = location(path, text, "campaign", "zip")
+    groups: list[tuple[str, ...]] = []
+    seen: set[str] = set()
+    for group in campaign["zip"]:
+        if not isinstance(group, list) or len(group) < 2 or not all(isinstance(k, str)
+                                                                    for k in group):
+            raise CampaignError(f"{where}: each zip group is a list of two or more sweep keys")
+        lengths = set()
+        for key in group:
+            if key not in sweep:
+                raise unknown_key(where, key, sweep, "sweep key in zip")
+            if key in seen:
+                raise CampaignError(f"{where}: '{key}' is in more than one zip group")
+            seen.add(key)
+            lengths.add(len(sweep[key]))
+        if len(lengths) != 1:
+            detail = ", ".join(f"{k}: {len(sweep[k])}" for k in group)
+            raise CampaignError(f"{where}: zipped keys need lists of one length ({detail})")
+        groups.append(tuple(group))
+    campaign["zip"] = tuple(groups)
+    campaign["setup"] = tuple(campaign["setup"])
+
+
+def _check_scheduler(scheduler: dict[str, Any], path: Path, text: str) -> None:
+    for key in ("partition", "account"):
+        value = scheduler[key]
+        if value is not None and not SAFE_NAME.match(value):
+            raise CampaignError(f"{location(path, text, 'scheduler', key)}: {key} {value!r} may "
+                                "hold only letters, digits, '.', '_' and '-'")
+    where = location(path, text, "scheduler", "walltime")
+    scheduler["walltime_seconds"] = parse_walltime(scheduler["walltime"], where)
+    where = location(path, text, "scheduler", "directives")
+    for line in scheduler["directives"]:
+        if not isinstance(line, str) or "\n" in line or not line.strip():
+            raise CampaignError(f"{where}: each directive must be a non-empty one-line string")
+    scheduler["directives"] = tuple(scheduler["directives"])

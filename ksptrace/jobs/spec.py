@@ -1,0 +1,117 @@
+"""Frozen specs: what a campaign is, once its file has been read and expanded.
+
+Backends render scripts from a CampaignSpec and nothing else, so the same spec always renders
+the same text. Paths inside the specs are relative to the campaign's output folder.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ksptrace.harness.options import RUN_PARAMS
+from ksptrace.params import Param
+from ksptrace.problems import registry
+
+TRACES_DIR = "traces"
+LOGS_DIR = "logs"
+STATE_DIR = "state"
+SCRIPTS_DIR = "scripts"
+MANIFEST = "manifest.json"
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    """One run: a point of the sweep and one repetition."""
+
+    run_id: str
+    """Stable: a hash of the parameters, the PETSc options and the repetition number."""
+    index: int
+    nprocs: int
+    repetition: int
+    params: tuple[tuple[str, Any], ...]
+    """Run parameters (RUN_PARAMS, then the problem's own), in declaration order."""
+    petsc_options: tuple[tuple[str, str], ...] = ()
+
+    def param(self, name: str) -> Any:
+        return dict(self.params)[name]
+
+    @property
+    def trace(self) -> str:
+        return f"{TRACES_DIR}/{self.run_id}.h5"
+
+    @property
+    def log(self) -> str:
+        return f"{LOGS_DIR}/{self.run_id}.log"
+
+    @property
+    def label(self) -> str:
+        p = dict(self.params)
+        return f"{p['problem']} n={p['n']} {p['ksp']}/{p['pc']} P={self.nprocs} K={p['iterations']}"
+
+    def run_args(self) -> list[str]:
+        """Arguments of ``ksptrace run`` (after the command), writing to ``self.trace``."""
+        declared: dict[str, Param] = {p.name: p for p in RUN_PARAMS}
+        declared.update({p.name: p for p in registry.get(self.param("problem")).params})
+        args = ["run"]
+        for name, value in self.params:
+            param = declared[name]
+            if value is None:
+                continue
+            if param.type is bool:
+                if value:
+                    args.append(param.flag)
+                continue
+            if name == "hdf5_path" and value == param.default:
+                continue
+            args += [param.flag, str(value)]
+        args += ["--out", self.trace, "--overwrite"]
+        for name, value in self.petsc_options:
+            args.append("-" + name)
+            if value != "":
+                args.append(value)
+        return args
+
+
+@dataclass(frozen=True)
+class SchedulerSpec:
+    partition: str | None = None
+    account: str | None = None
+    walltime_seconds: int = 3600
+    ranks_per_node: int | None = None
+    cores_per_node: int | None = None
+    exclusive: bool = True
+    launcher: str | None = None
+    mpi: str = "pmix"
+    max_parallel: int | None = None
+    directives: tuple[str, ...] = ()
+
+    def nodes(self, nprocs: int) -> int:
+        return 1 if self.ranks_per_node is None else math.ceil(nprocs / self.ranks_per_node)
+
+    def ranks_per_node_for(self, nprocs: int) -> int:
+        """Ranks on one node for a run of ``nprocs`` ranks."""
+        return min(self.ranks_per_node or nprocs, nprocs)
+
+
+@dataclass(frozen=True)
+class CampaignSpec:
+    name: str
+    source: str
+    """The campaign file, as given."""
+    campaign_hash: str
+    """sha256 of the campaign file's bytes (recorded in every trace)."""
+    output: Path
+    command: tuple[str, ...]
+    setup: tuple[str, ...]
+    oversubscribe: bool
+    scheduler: SchedulerSpec
+    runs: tuple[RunSpec, ...]
+
+    def run(self, run_id: str) -> RunSpec:
+        for r in self.runs:
+            if r.run_id == run_id:
+                return r
+        raise KeyError(run_id)
