@@ -30,13 +30,14 @@ SUBCOMMANDS: dict[str, str] = {
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="ksptrace",
-        description="Per-iteration, per-rank timing traces of PETSc Krylov solvers, and their analysis.",
+        description="Per-iteration, per-rank timing traces of PETSc Krylov solvers, "
+        "and their analysis.",
         allow_abbrev=False,
     )
     parser.add_argument("--version", action="version", version=f"ksptrace {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for name, modname in SUBCOMMANDS.items():
+    for _name, modname in SUBCOMMANDS.items():
         try:
             mod = importlib.import_module(modname)
         except ModuleNotFoundError as exc:

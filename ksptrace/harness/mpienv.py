@@ -64,7 +64,8 @@ def node_layout(mpicomm: Any) -> NodeLayout:
     over_here = ranks_on_node > (os.cpu_count() or 1)
     oversubscribed = bool(mpicomm.allreduce(over_here, op=MPI.LOR))
     hostname = MPI.Get_processor_name() or socket.gethostname()
-    return NodeLayout(node_ids[mpicomm.Get_rank()], hostname, ranks_on_node, node_ids, oversubscribed)
+    rank = mpicomm.Get_rank()
+    return NodeLayout(node_ids[rank], hostname, ranks_on_node, node_ids, oversubscribed)
 
 
 def agree_on_error(mpicomm: Any, error: KsptraceError | None) -> None:

@@ -1,4 +1,7 @@
-"""The declared parameters of one run. CLI flags, campaign keys and trace attributes come from here."""
+"""The declared parameters of one run.
+
+CLI flags, campaign keys and trace attributes all come from these declarations.
+"""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ RUN_PARAMS: tuple[Param, ...] = (
     Param("ksp", str, "gmres", "PETSc KSP type: gmres, pgmres, bcgs, pipebcgs or any other"),
     Param("pc", str, "jacobi", "PETSc PC type"),
     Param("iterations", int, 1000, "forced number of Krylov iterations K", minimum=1),
-    Param("restart", int, None, "GMRES restart length (PETSc's default, 30, when unset)", minimum=1),
+    Param("restart", int, None, "GMRES restart length (PETSc default 30 when unset)", minimum=1),
     Param("warmup", bool, False, "run one untimed solve before the timed one"),
     Param("hdf5_path", str, "auto", "how the trace is written: mpio, gather, or auto",
           choices=("auto", "mpio", "gather")),

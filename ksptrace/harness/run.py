@@ -1,4 +1,4 @@
-"""One instrumented run: build a problem, force K Krylov iterations, stamp each one, write the trace.
+"""One instrumented run: build a problem, force K iterations, stamp each one, write the trace.
 
 Runs inside an MPI job (or as a singleton). Every rank executes :func:`execute`.
 """
@@ -136,7 +136,7 @@ def _effective_restart(settings: RunSettings, petsc: Any, ksp: Any) -> int:
 def execute(settings: RunSettings) -> RunOutcome:
     """Collective over COMM_WORLD: run, and write the trace. Returns on every rank."""
     force_solver_env()
-    start_utc = dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds")
+    start_utc = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     petsc = init_petsc(list(settings.petsc_options))
     from mpi4py import MPI
 

@@ -17,7 +17,7 @@ from ksptrace.problems.base import ProblemInstance
 
 
 def local_csr(n: int, rstart: int, rend: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """CSR arrays (row pointers, global columns, values) of rows rstart..rend-1 of tridiag(-1,2,-1)."""
+    """CSR arrays (row pointers, global columns, values) of rows rstart..rend-1 of A."""
     rows = np.arange(rstart, rend, dtype=PETSc.IntType)
     has_left = rows > 0
     has_right = rows < n - 1

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -24,7 +25,8 @@ class ProblemInfo:
 
     def builder(self) -> ProblemBuilder:
         mod = importlib.import_module(self.module)
-        return mod.build  # type: ignore[no-any-return]
+        builder: ProblemBuilder = mod.build
+        return builder
 
 
 PROBLEMS: dict[str, ProblemInfo] = {}
@@ -62,7 +64,5 @@ def all_params() -> list[Param]:
 def _load_builtin() -> None:
     # Declarations live in petsc-free modules; importing them registers the problems.
     importlib.import_module("ksptrace.problems.laplace1d_info")
-    try:
+    with contextlib.suppress(ModuleNotFoundError):
         importlib.import_module("ksptrace.problems.iceflow_info")
-    except ModuleNotFoundError:
-        pass

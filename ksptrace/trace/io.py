@@ -62,7 +62,9 @@ def publish(tmp: Path, final: Path, overwrite: bool) -> None:
             try:
                 os.link(tmp, final)
             except FileExistsError:
-                raise UsageError(f"{final} already exists; pass --overwrite to replace it") from None
+                raise UsageError(
+                    f"{final} already exists; pass --overwrite to replace it"
+                ) from None
             except OSError:
                 # File systems without hard links: fall back to a checked rename.
                 if final.exists():
@@ -135,10 +137,10 @@ def _py(value: Any) -> AttrValue:
     if isinstance(value, bytes):
         return value.decode()
     if isinstance(value, np.generic):
-        return value.item()  # type: ignore[no-any-return]
+        return value.item()
     if isinstance(value, np.ndarray):
         raise TypeError("array attribute")
-    return value  # type: ignore[no-any-return]
+    return value
 
 
 def read_trace(path: str | os.PathLike[str]) -> Trace:

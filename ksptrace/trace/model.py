@@ -10,7 +10,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import cached_property
 from types import MappingProxyType
-from typing import Union
 
 import numpy as np
 
@@ -19,7 +18,7 @@ from ksptrace.errors import TraceError
 SCHEMA_VERSION = 1
 """Bumped whenever a reader of the old version could not read a new file correctly."""
 
-AttrValue = Union[str, int, float, bool]
+AttrValue = str | int | float | bool
 
 CONFIG_KEYS: tuple[str, ...] = (
     "problem",

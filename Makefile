@@ -1,0 +1,32 @@
+# ksptrace: `make demo` runs the demo campaign and its report; `make test` runs the tests.
+# Both bootstrap a fresh Debian 12 machine first (scripts/bootstrap.sh, idempotent).
+SHELL := /bin/bash
+VENV ?= .venv
+PY := $(VENV)/bin/python
+DEMO_OUT ?= demo-out
+
+DEBIAN_PETSC_DIR := /usr/lib/petscdir/petsc3.18/x86_64-linux-gnu-real
+export PETSC_DIR ?= $(DEBIAN_PETSC_DIR)
+export OPENBLAS_NUM_THREADS := 1
+export OMP_NUM_THREADS := 1
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+
+.PHONY: setup demo test lint bench
+setup:
+	@bash scripts/bootstrap.sh
+
+demo: setup
+	$(PY) -m ksptrace demo --out $(DEMO_OUT)
+
+# pytest exits 5 when it collected no test: that is a failure of the suite, say so plainly.
+test: setup
+	@KSPTRACE_REQUIRE_PETSC=1 $(PY) -m pytest -q $(PYTEST_ARGS); code=$$?; \
+	if [ $$code -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$code
+
+lint: setup
+	$(VENV)/bin/ruff check ksptrace tests bench
+	$(VENV)/bin/mypy
+
+bench: setup
+	for b in bench/*.py; do $(PY) $$b || exit 1; done

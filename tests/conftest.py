@@ -1,0 +1,66 @@
+"""Shared fixtures: running the ksptrace command (and so mpiexec) from the tests."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def solver_env(**extra: str) -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OPENBLAS_NUM_THREADS="1",
+        OMP_NUM_THREADS="1",
+        OMPI_MCA_rmaps_base_oversubscribe="1",
+    )
+    env.update(extra)
+    return env
+
+
+def petsc_available() -> bool:
+    from ksptrace.errors import EnvironmentProblem
+    from ksptrace.harness.petscenv import locate_petsc4py
+
+    try:
+        locate_petsc4py({})
+    except EnvironmentProblem:
+        return False
+    return True
+
+
+@pytest.fixture(scope="session")
+def require_petsc() -> None:
+    if not petsc_available():
+        if os.environ.get("KSPTRACE_REQUIRE_PETSC"):
+            pytest.fail("petsc4py is required here (KSPTRACE_REQUIRE_PETSC is set) but not found")
+        pytest.skip("petsc4py not available: solver tests need Debian's python3-petsc4py")
+
+
+Runner = Callable[..., subprocess.CompletedProcess[str]]
+
+
+@pytest.fixture(scope="session")
+def ksptrace_cli(require_petsc: None) -> Runner:
+    """Run ``python -m ksptrace ARGS`` in a subprocess; returns the completed process."""
+
+    def run(*args: str, timeout: float = 240, **env: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "ksptrace", *args],
+            env=solver_env(**env),
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            cwd=ROOT,
+            check=False,
+        )
+
+    return run

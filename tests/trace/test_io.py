@@ -1,0 +1,118 @@
+"""Trace files round-trip, refuse to clobber, and name the fault when they are bad."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from ksptrace.errors import TraceError, UsageError
+from ksptrace.trace.io import check_finite, read_trace, write_trace
+from ksptrace.trace.model import SCHEMA_VERSION, Trace
+
+
+def make_trace(nprocs: int = 3, k: int = 5, seed: int = 0) -> Trace:
+    rng = np.random.default_rng(seed)
+    stamps = np.cumsum(rng.uniform(1e-4, 2e-4, size=(nprocs, k + 1)), axis=1)
+    return Trace(
+        stamps=stamps,
+        residual_norms=np.geomspace(1.0, 1e-3, k + 1),
+        node_ids=np.arange(nprocs) // 2,
+        hostnames=tuple(f"node{i // 2}" for i in range(nprocs)),
+        solve_seconds=stamps[:, -1] - stamps[:, 0] + 1e-5,
+        attrs={"problem": "laplace1d", "n": 100, "ksp": "gmres", "oversubscribed": False,
+               "solve_max": 1.5, "command_line": "ksptrace run --n 100"},
+    )
+
+
+def test_round_trip(tmp_path: Path) -> None:
+    trace = make_trace()
+    path = write_trace(trace, tmp_path / "t.h5")
+    back = read_trace(path)
+    np.testing.assert_array_equal(back.stamps, trace.stamps)
+    np.testing.assert_array_equal(back.iteration_seconds, trace.iteration_seconds)
+    np.testing.assert_array_equal(back.residual_norms, trace.residual_norms)
+    np.testing.assert_array_equal(back.node_ids, trace.node_ids)
+    np.testing.assert_array_equal(back.solve_seconds, trace.solve_seconds)
+    assert back.hostnames == trace.hostnames
+    for key, value in trace.attrs.items():
+        assert back.attrs[key] == value
+        assert type(back.attrs[key]) is type(value)
+    assert back.attrs["schema_version"] == SCHEMA_VERSION
+    assert back.ranks_per_node == 2
+    assert back.n_nodes == 2
+    with h5py.File(path) as f:
+        np.testing.assert_array_equal(f["iteration_seconds"][...], np.diff(trace.stamps, axis=1))
+
+
+def test_existing_file_is_refused_unless_overwrite(tmp_path: Path) -> None:
+    path = write_trace(make_trace(seed=1), tmp_path / "t.h5")
+    with pytest.raises(UsageError, match="--overwrite"):
+        write_trace(make_trace(seed=2), path)
+    assert read_trace(path).stamps[0, 1] == make_trace(seed=1).stamps[0, 1]
+    write_trace(make_trace(seed=2), path, overwrite=True)
+    assert read_trace(path).stamps[0, 1] == make_trace(seed=2).stamps[0, 1]
+    assert [p.name for p in tmp_path.iterdir()] == ["t.h5"]  # no temporary left behind
+
+
+def test_missing_folder_is_a_usage_error(tmp_path: Path) -> None:
+    with pytest.raises(UsageError, match="does not exist"):
+        write_trace(make_trace(), tmp_path / "nope" / "t.h5")
+
+
+@pytest.mark.parametrize(
+    ("damage", "message"),
+    [
+        ("truncate", "not a readable HDF5"),
+        ("garbage", "not a readable HDF5"),
+        ("newer", "newer than this ksptrace"),
+        ("nodataset", "missing datasets"),
+        ("noschema", "not a ksptrace trace"),
+    ],
+)
+def test_bad_files_are_named(tmp_path: Path, damage: str, message: str) -> None:
+    path = write_trace(make_trace(), tmp_path / "t.h5")
+    if damage == "truncate":
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 3])
+    elif damage == "garbage":
+        path.write_bytes(b"not hdf5 at all" * 100)
+    else:
+        with h5py.File(path, "a") as f:
+            if damage == "newer":
+                f.attrs["schema_version"] = SCHEMA_VERSION + 1
+            elif damage == "nodataset":
+                del f["stamps"]
+            else:
+                del f.attrs["schema_version"]
+    with pytest.raises(TraceError, match=message) as info:
+        read_trace(path)
+    assert str(path) in str(info.value)
+
+
+def test_missing_file(tmp_path: Path) -> None:
+    with pytest.raises(TraceError, match="no such trace file"):
+        read_trace(tmp_path / "absent.h5")
+
+
+def test_non_finite_timings_are_flagged() -> None:
+    trace = make_trace()
+    stamps = trace.stamps.copy()
+    stamps[1, 3] = np.nan
+    bad = Trace(stamps, trace.residual_norms, trace.node_ids, trace.hostnames,
+                trace.solve_seconds, trace.attrs)
+    with pytest.raises(TraceError, match="NaN or inf"):
+        check_finite(bad)
+    check_finite(trace)
+
+
+def test_model_rejects_inconsistent_shapes() -> None:
+    trace = make_trace()
+    with pytest.raises(TraceError, match="node_ids"):
+        Trace(trace.stamps, trace.residual_norms, trace.node_ids[:-1], trace.hostnames,
+              trace.solve_seconds)
+    with pytest.raises(TraceError, match="no iteration"):
+        Trace(trace.stamps[:, :1], trace.residual_norms[:1], trace.node_ids, trace.hostnames,
+              trace.solve_seconds)
