@@ -12,7 +12,7 @@ Pure numpy: arrays in, frozen dataclasses out.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from typing import Literal
@@ -211,7 +211,9 @@ def _smape(pred: np.ndarray, actual: np.ndarray) -> np.ndarray:
     return 100.0 * ratio.mean(axis=-1)
 
 
-def fit_many(p: Sequence[float] | np.ndarray, y: np.ndarray, criterion: Criterion = "smape") -> PMNFFits:
+def fit_many(
+    p: Sequence[float] | np.ndarray, y: np.ndarray, criterion: Criterion = "smape"
+) -> PMNFFits:
     """Fit every hypothesis to every row of ``y`` [S, n] (or one series [n]) over the points ``p``.
 
     ``p`` must be distinct and positive (use ``aggregate`` first for repetitions); at least three
@@ -222,9 +224,13 @@ def fit_many(p: Sequence[float] | np.ndarray, y: np.ndarray, criterion: Criterio
     if criterion not in ("smape", "rss"):
         raise AnalysisError(f"unknown selection criterion {criterion!r}; use 'smape' or 'rss'")
     if pts.ndim != 1 or ys.shape[-1] != pts.shape[0]:
-        raise AnalysisError(f"y has shape {ys.shape} but p has {pts.shape[0]} points; give y as [S, n]")
+        raise AnalysisError(
+            f"y has shape {ys.shape} but p has {pts.shape[0]} points; give y as [S, n]"
+        )
     if pts.shape[0] < 3:
-        raise AnalysisError(f"a PMNF model needs at least 3 points, got {pts.shape[0]}; measure more p")
+        raise AnalysisError(
+            f"a PMNF model needs at least 3 points, got {pts.shape[0]}; measure more p"
+        )
     if np.any(pts <= 0) or np.unique(pts).size != pts.size or not np.all(np.isfinite(pts)):
         raise AnalysisError("p must be finite, positive and distinct; aggregate repetitions first")
     if not np.all(np.isfinite(ys)):
@@ -268,15 +274,19 @@ def fit_many(p: Sequence[float] | np.ndarray, y: np.ndarray, criterion: Criterio
     )
 
 
-def fit(p: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
-        criterion: Criterion = "smape") -> PMNFModel:
+def fit(
+    p: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, criterion: Criterion = "smape"
+) -> PMNFModel:
     """The best model of one series; repeated p are first reduced to their median."""
     pts, vals = aggregate(p, y)
     return fit_many(pts, vals[None, :], criterion).model(0)
 
 
-def aggregate(p: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
-              how: Literal["median", "mean", "min"] = "median") -> tuple[np.ndarray, np.ndarray]:
+def aggregate(
+    p: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    how: Literal["median", "mean", "min"] = "median",
+) -> tuple[np.ndarray, np.ndarray]:
     """Sort by p and reduce repetitions (equal p) to one value each; NaN values are dropped.
 
     Returns (unique p [m], value [m]). Non-positive p are kept; ``fit_many`` rejects them.
@@ -288,8 +298,13 @@ def aggregate(p: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
     keep = np.isfinite(pts) & np.isfinite(vals)
     pts, vals = pts[keep], vals[keep]
     uniq, inverse = np.unique(pts, return_inverse=True)
-    reduce = {"median": np.median, "mean": np.mean, "min": np.min}.get(how)
-    if reduce is None:
+    reducers: dict[str, Callable[[np.ndarray], float]] = {
+        "median": lambda v: float(np.median(v)),
+        "mean": lambda v: float(np.mean(v)),
+        "min": lambda v: float(np.min(v)),
+    }
+    if how not in reducers:
         raise AnalysisError(f"unknown repetition reduction {how!r}; use median, mean or min")
+    reduce = reducers[how]
     out = np.array([reduce(vals[inverse == k]) for k in range(uniq.size)], dtype=np.float64)
     return uniq, out

@@ -22,6 +22,7 @@ whole pipeline on one series, with repetitions, NaN and too few points handled.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -55,6 +56,13 @@ class SegmentationParams:
     """Recursion stops after this many change points."""
     criterion: Criterion = "smape"
     """Leave-one-out cost that picks each model: "smape" (Extra-P's default) or "rss"."""
+    two_sided: bool = False
+    """Beyond the paper: also flag a fall of nRSS by more than ``epsilon`` (e_i / (e_{i+1} + eta)
+    with e_i in the band), which catches changes close to the first point."""
+    refine: bool = True
+    """Beyond the paper: where the pattern is not one of its two clean cases (three or four
+    ones, clear of both ends), pick the split consistent with the pattern whose two segment
+    models leave the smallest relative residuals. False reads such runs from their middle."""
 
     def __post_init__(self) -> None:
         if self.window < 3:
@@ -92,8 +100,9 @@ class Detection:
         return "".join("1" if v else "0" for v in self.pattern[s])
 
 
-def detect_many(p: Sequence[float] | np.ndarray, y: np.ndarray,
-                params: SegmentationParams | None = None) -> Detection:
+def detect_many(
+    p: Sequence[float] | np.ndarray, y: np.ndarray, params: SegmentationParams | None = None
+) -> Detection:
     """Detect segmentation and locate one change point in every row of ``y`` [S, n]."""
     prm = params or SegmentationParams()
     pts = np.asarray(p, dtype=np.float64)
@@ -110,15 +119,28 @@ def detect_many(p: Sequence[float] | np.ndarray, y: np.ndarray,
     eps = nrss[:, 1:] / (nrss[:, :-1] + prm.eta)
     band = (nrss[:, 1:] >= prm.homogeneous_below) & (nrss[:, 1:] <= prm.theta)
     segmented = (nrss.max(axis=1) > prm.theta) | np.any(band & (eps > prm.epsilon), axis=1)
+    if prm.two_sided:
+        fall = nrss[:, :-1] / (nrss[:, 1:] + prm.eta)
+        band_before = (nrss[:, :-1] >= prm.homogeneous_below) & (nrss[:, :-1] <= prm.theta)
+        segmented |= np.any(band_before & (fall > prm.epsilon), axis=1)
     pattern = nrss >= prm.homogeneous_below
-    lo, hi = _locate(nrss, pattern, w)
+    lo, hi, clean, first, last = _locate(nrss, pattern, w)
+    if prm.refine:
+        todo = segmented & ~clean
+        if todo.any():
+            rlo = _best_split(pts, ys[todo], first[todo], last[todo], prm)
+            lo[todo] = rlo
+            hi[todo] = rlo + 1
     lo = np.where(segmented, lo, -1)
     hi = np.where(segmented, hi, -1)
     return Detection(p=pts, nrss=nrss, eps=eps, pattern=pattern, segmented=segmented, lo=lo, hi=hi)
 
 
-def _locate(nrss: np.ndarray, pattern: np.ndarray, w: int) -> tuple[np.ndarray, np.ndarray]:
+def _locate(nrss: np.ndarray, pattern: np.ndarray, w: int) -> tuple[np.ndarray, ...]:
     """Change point from the run of heterogeneous windows around the worst window.
+
+    Returns (lo, hi, clean, first, last): ``clean`` marks the paper's two cases, and every
+    change between points c and c+1 with ``first <= c <= last`` agrees with the run.
 
     With windows of w points, a change between points c and c+1 makes windows c-w+2 .. c
     heterogeneous (w-1 of them, the paper's four ones); a point c shared by both laws makes
@@ -143,31 +165,59 @@ def _locate(nrss: np.ndarray, pattern: np.ndarray, w: int) -> tuple[np.ndarray, 
     length = b - a + 1
     at_start = a == 0
     at_end = b == r - 1
-    half = w // 2  # the "third point" of a 5-point window
-    # Middle of the run: windows a..b centred on point (a + b)/2 + half (half-integer = between).
-    twice_mid = a + b + 2 * half
+    # Middle of the run: the change sits (w - 1)/2 points after the run's centre window start
+    # (a half-integer means between two points).
+    twice_mid = a + b + w - 1
     lo = twice_mid // 2
     hi = (twice_mid + 1) // 2
-    # The paper's two clean cases, when the run is not cut by either end of the data.
+    # The paper's two clean cases, when the run is not cut by either end of the data: w - 2 ones
+    # for a shared point, w - 1 ones for a change between two points.
     inner = ~at_start & ~at_end
     shared = inner & (length == w - 2)
     between = inner & (length == w - 1)
-    lo = np.where(shared, a + half + 1, lo)
-    hi = np.where(shared, a + half + 1, hi)
-    lo = np.where(between, a + half + 1, lo)
-    hi = np.where(between, a + half + 2, hi)
-    # A run cut by the start ends at the window whose last point precedes the change; a run cut
-    # by the end starts at the window whose first point follows... the change seen w-1 points on.
+    lo = np.where(shared | between, a + w - 2, lo)
+    hi = np.where(shared, a + w - 2, np.where(between, a + w - 1, hi))
+    # A run cut by one end of the data is read from its other end: the last heterogeneous
+    # window starts on the last point before the change, the first one w - 2 points before it.
     start_cut = at_start & ~at_end & (length < w - 1)
     end_cut = at_end & ~at_start & (length < w - 1)
-    lo = np.where(start_cut, b + w - 2 - (w - 2), lo)
-    hi = np.where(start_cut, b + w - 1 - (w - 2), hi)
-    lo = np.where(end_cut, a + w - 2, lo)
-    hi = np.where(end_cut, a + w - 1, hi)
+    lo = np.where(start_cut, b, np.where(end_cut, a + w - 2, lo))
+    hi = np.where(start_cut, b + 1, np.where(end_cut, a + w - 1, hi))
     n = r + w - 1
     lo = np.clip(lo, 0, n - 1)
     hi = np.clip(hi, 0, n - 1)
-    return lo.astype(np.int64), hi.astype(np.int64)
+    # Every window of the run must straddle the change: a change between c and c+1 lies in
+    # window s when s <= c <= s + w - 2, so c runs from b to a + w - 2 (widened if the run is
+    # longer than the pattern allows, which happens when noise lifts neighbouring windows).
+    first = np.clip(np.minimum(b, a + w - 2), 0, n - 2)
+    last = np.clip(np.maximum(b, a + w - 2), 0, n - 2)
+    clean = shared | between
+    return lo.astype(np.int64), hi.astype(np.int64), clean, first, last
+
+
+def _best_split(
+    pts: np.ndarray, ys: np.ndarray, first: np.ndarray, last: np.ndarray, prm: SegmentationParams
+) -> np.ndarray:
+    """For each row, the c in [first, last] whose two-sided PMNF fit leaves the smallest sum of
+    squared relative residuals (sides of fewer than 3 points fit exactly)."""
+    S, n = ys.shape
+    cost = np.full((S, n - 1), np.inf)
+    for c in range(int(first.min()), int(last.max()) + 1):
+        rows = np.flatnonzero((first <= c) & (c <= last))
+        if rows.size == 0:
+            continue
+        total = np.zeros(rows.size)
+        for sl in (slice(0, c + 1), slice(c + 1, n)):
+            p_side = pts[sl]
+            if p_side.size < 3:
+                continue
+            y_side = ys[rows, sl]
+            fits = fit_many(p_side, y_side, prm.criterion)
+            with np.errstate(divide="ignore", invalid="ignore"):
+                rel = (fits.predict(p_side) - y_side) / np.abs(y_side)
+            total += np.sum(np.where(np.isfinite(rel), rel, 0.0) ** 2, axis=1)
+        cost[rows, c] = total
+    return np.argmin(cost, axis=1).astype(np.int64)
 
 
 @dataclass(frozen=True)
@@ -178,8 +228,9 @@ class SegmentFits:
     right: list[PMNFModel | None]
 
 
-def model_segments_many(y: np.ndarray, det: Detection,
-                        params: SegmentationParams | None = None) -> SegmentFits:
+def model_segments_many(
+    y: np.ndarray, det: Detection, params: SegmentationParams | None = None
+) -> SegmentFits:
     """Fit both sides of every segmented series; series with equal (lo, hi) are fitted together."""
     prm = params or SegmentationParams()
     ys = np.atleast_2d(np.asarray(y, dtype=np.float64))
@@ -280,8 +331,11 @@ class Segmentation:
         return "\n".join(lines)
 
 
-def segment(p: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
-            params: SegmentationParams | None = None) -> Segmentation:
+def segment(
+    p: Sequence[float] | np.ndarray,
+    y: Sequence[float] | np.ndarray,
+    params: SegmentationParams | None = None,
+) -> Segmentation:
     """Detect, locate and model the segments of one series m(p).
 
     Repeated p are reduced to their median; NaN values and non-positive p are dropped with a note.
@@ -296,33 +350,54 @@ def segment(p: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray,
     notes: list[str] = []
     bad_y = ~np.isfinite(raw_y)
     if bad_y.any():
-        notes.append(f"dropped {int(bad_y.sum())} NaN/infinite value(s) at p = "
-                     f"{_fmt_list(raw_p[bad_y])}")
+        notes.append(
+            f"dropped {int(bad_y.sum())} NaN/infinite value(s) at p = {_fmt_list(raw_p[bad_y])}"
+        )
     bad_p = ~np.isfinite(raw_p) | (raw_p <= 0)
     if bad_p.any():
-        notes.append(f"dropped {int(bad_p.sum())} measurement(s) with non-positive p = "
-                     f"{_fmt_list(raw_p[bad_p])}; process counts start at 1")
+        notes.append(
+            f"dropped {int(bad_p.sum())} measurement(s) with non-positive p = "
+            f"{_fmt_list(raw_p[bad_p])}; process counts start at 1"
+        )
     keep = ~bad_y & ~bad_p
     pts, vals = aggregate(raw_p[keep], raw_y[keep])
     if pts.size < keep.sum():
-        notes.append(f"reduced {int(keep.sum())} measurements to the median at {pts.size} distinct p")
+        notes.append(
+            f"reduced {int(keep.sum())} measurements to the median at {pts.size} distinct p"
+        )
     single = fit_many(pts, vals, prm.criterion).model(0) if pts.size >= 3 else None
     if pts.size < prm.min_points:
-        notes.append(f"need at least {prm.min_points} distinct p for segmentation, got {pts.size}"
-                     f" (p = {_fmt_list(pts)}); measure {prm.min_points - pts.size} more")
-        return Segmentation(p=pts, y=vals, single=single, segmented=False, change_points=(),
-                            segments=(Segment(pts, vals, single),), notes=tuple(notes))
+        notes.append(
+            f"need at least {prm.min_points} distinct p for segmentation, got {pts.size}"
+            f" (p = {_fmt_list(pts)}); measure {prm.min_points - pts.size} more"
+        )
+        return Segmentation(
+            p=pts,
+            y=vals,
+            single=single,
+            segmented=False,
+            change_points=(),
+            segments=(Segment(pts, vals, single),),
+            notes=tuple(notes),
+        )
     det = detect_many(pts, vals[None, :], prm)
     cps, segs = _split(pts, vals, prm, det, depth=0)
     return Segmentation(
-        p=pts, y=vals, single=single, segmented=bool(det.segmented[0]),
-        change_points=tuple(cps), segments=tuple(segs), pattern=det.pattern_string(0),
-        window_nrss=det.nrss[0], notes=tuple(notes),
+        p=pts,
+        y=vals,
+        single=single,
+        segmented=bool(det.segmented[0]),
+        change_points=tuple(cps),
+        segments=tuple(segs),
+        pattern=det.pattern_string(0),
+        window_nrss=det.nrss[0],
+        notes=tuple(notes),
     )
 
 
-def _split(pts: np.ndarray, vals: np.ndarray, prm: SegmentationParams, det: Detection | None,
-           depth: int) -> tuple[list[ChangePoint], list[Segment]]:
+def _split(
+    pts: np.ndarray, vals: np.ndarray, prm: SegmentationParams, det: Detection | None, depth: int
+) -> tuple[list[ChangePoint], list[Segment]]:
     """Change points and segments of one series, searching long segments again."""
     if det is None:
         if pts.size < max(prm.recurse_min_points, prm.min_points) or depth >= prm.max_change_points:
@@ -339,9 +414,12 @@ def _split(pts: np.ndarray, vals: np.ndarray, prm: SegmentationParams, det: Dete
     return [*left_cps, cp, *right_cps], [*left_segs, *right_segs]
 
 
-def _model_segment(pts: np.ndarray, vals: np.ndarray, prm: SegmentationParams,
-                   side: str) -> Segment:
-    model = fit_many(pts, vals, prm.criterion).model(0) if pts.size >= prm.min_segment_points else None
+def _model_segment(
+    pts: np.ndarray, vals: np.ndarray, prm: SegmentationParams, side: str
+) -> Segment:
+    model = (
+        fit_many(pts, vals, prm.criterion).model(0) if pts.size >= prm.min_segment_points else None
+    )
     return Segment(pts, vals, model)
 
 
@@ -351,8 +429,10 @@ def _with_advice(seg: Segment, all_p: np.ndarray, prm: SegmentationParams, side:
     missing = prm.min_segment_points - seg.p.size
     extra = suggest_points(all_p, seg.p, missing, side)
     lo, hi = seg.p_range
-    advice = (f"not enough points for a model: {seg.p.size} of {prm.min_segment_points} in "
-              f"p = {lo:g}..{hi:g}; add measurements at p = {_fmt_list(extra)}")
+    advice = (
+        f"not enough points for a model: {seg.p.size} of {prm.min_segment_points} in "
+        f"p = {lo:g}..{hi:g}; add measurements at p = {_fmt_list(extra)}"
+    )
     return Segment(seg.p, seg.y, None, advice)
 
 
@@ -376,11 +456,8 @@ def suggest_points(all_p: np.ndarray, seg_p: np.ndarray, count: int, side: str) 
 
     lo, hi = float(seg_p[0]), float(seg_p[-1])
     if side != "right":
-        ordered = sorted(have)
-        for a, b in zip(seg_p[:-1], seg_p[1:], strict=False):
+        for a, b in itertools.pairwise(seg_p):
             take(np.sqrt(a * b) if geometric else (a + b) / 2)
-            del ordered
-            ordered = []
     cur = hi if side == "right" else lo
     for _ in range(64):
         if len(new) >= count:
