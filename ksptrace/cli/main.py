@@ -19,6 +19,7 @@ SUBCOMMANDS: dict[str, str] = {
     "run": "ksptrace.cli.run",
     "show": "ksptrace.cli.show",
     "problems": "ksptrace.cli.problems",
+    "demo": "ksptrace.cli.demo",
     "analyze": "ksptrace.cli.analyze",
     "campaign": "ksptrace.cli.campaign",
     "segment": "ksptrace.cli.segment",
