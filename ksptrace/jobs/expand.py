@@ -30,11 +30,14 @@ def run_id(params: Mapping[str, Any], nprocs: int, repetition: int,
     return hashlib.sha256(blob.encode()).hexdigest()[:12]
 
 
-def axes(sweep: Mapping[str, tuple[Any, ...]],
-         zipped: tuple[tuple[str, ...], ...]) -> list[tuple[tuple[str, ...], list[tuple[Any, ...]]]]:
+Axis = tuple[tuple[str, ...], list[tuple[Any, ...]]]
+"""Keys that vary together, and their value tuples."""
+
+
+def axes(sweep: Mapping[str, tuple[Any, ...]], zipped: tuple[tuple[str, ...], ...]) -> list[Axis]:
     """The sweep as a list of axes; each axis is (keys, list of value tuples)."""
     in_zip = {k: group for group in zipped for k in group}
-    out: list[tuple[tuple[str, ...], list[tuple[Any, ...]]]] = []
+    out: list[Axis] = []
     done: set[tuple[str, ...]] = set()
     for key in sweep:
         group = in_zip.get(key, (key,))
@@ -86,8 +89,8 @@ def build_spec(cf: CampaignFile, output: str | Path | None = None) -> CampaignSp
         exclusive=s["exclusive"], launcher=s["launcher"], mpi=s["mpi"],
         max_parallel=s["max_parallel"], directives=s["directives"],
     )
-    if scheduler.ranks_per_node and scheduler.cores_per_node and \
-            scheduler.ranks_per_node > scheduler.cores_per_node and not cf.campaign["oversubscribe"]:
+    rpn, cores = scheduler.ranks_per_node, scheduler.cores_per_node
+    if rpn and cores and rpn > cores and not cf.campaign["oversubscribe"]:
         raise CampaignError(
             f"{cf.where('scheduler', 'ranks_per_node')}: ranks_per_node "
             f"{scheduler.ranks_per_node} > cores_per_node {scheduler.cores_per_node}; lower it "

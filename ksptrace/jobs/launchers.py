@@ -16,6 +16,10 @@ class Launcher(abc.ABC):
     def command(self, nprocs: int, sched: SchedulerSpec) -> list[str]:
         """The argument list that starts ``nprocs`` ranks of the command that follows it."""
 
+    def run_flags(self, nprocs: int) -> list[str]:
+        """Flags added to ``ksptrace run`` itself (for a launcher that the harness drives)."""
+        return []
+
 
 class SrunLauncher(Launcher):
     """Slurm's own launcher; ``--mpi`` picks the PMI plugin (pmix works with Debian's OpenMPI)."""
@@ -36,7 +40,22 @@ class MpiexecLauncher(Launcher):
         return ["mpiexec", "-n", str(nprocs)]
 
 
-LAUNCHERS: dict[str, type[Launcher]] = {cls.name: cls for cls in (SrunLauncher, MpiexecLauncher)}
+class HarnessLauncher(Launcher):
+    """``ksptrace run --np P``: the harness starts mpiexec itself (OpenMPI or MPICH, with
+    ``--oversubscribe``/``--allow-run-as-root`` when needed). The local backend's launcher."""
+
+    name = "harness"
+
+    def command(self, nprocs: int, sched: SchedulerSpec) -> list[str]:
+        return []
+
+    def run_flags(self, nprocs: int) -> list[str]:
+        return ["--np", str(nprocs)]
+
+
+LAUNCHERS: dict[str, type[Launcher]] = {
+    cls.name: cls for cls in (SrunLauncher, MpiexecLauncher, HarnessLauncher)
+}
 
 
 def get_launcher(name: str) -> Launcher:

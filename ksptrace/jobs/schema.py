@@ -31,13 +31,13 @@ NPROCS = Param("nprocs", int, 1, "number of MPI ranks P of each run", minimum=1)
 """The one sweep key that is not a run parameter of the harness (it is the launch width)."""
 
 CAMPAIGN_KEYS: tuple[Param, ...] = (
-    Param("name", str, "ksptrace", "campaign name, also the scheduler job name (A-Z a-z 0-9 . _ -)"),
-    Param("output", str, "runs", "folder for traces, logs, state and scripts (relative to the file)"),
+    Param("name", str, "ksptrace", "campaign name and scheduler job name (A-Z a-z 0-9 . _ -)"),
+    Param("output", str, "runs", "folder for traces, logs, state and scripts (relative to file)"),
     Param("repetitions", int, 1, "how many times each configuration is run", minimum=1),
     Param("oversubscribe", bool, False, "allow more ranks than cores (local backend)"),
     Param("setup", list, [], "shell lines run before each run (module load, export, ...)"),
     Param("command", str, "ksptrace", "how a job starts ksptrace, split like a shell command line"),
-    Param("zip", list, [], "groups of sweep keys whose lists vary together, e.g. [['n', 'nprocs']]"),
+    Param("zip", list, [], "groups of sweep keys whose lists vary together: [['n', 'nprocs']]"),
 )
 
 SCHEDULER_KEYS: tuple[Param, ...] = (
@@ -48,7 +48,7 @@ SCHEDULER_KEYS: tuple[Param, ...] = (
           minimum=1),
     Param("cores_per_node", int, None, "cores requested per node (PBS ncpus); ranks_per_node "
           "when unset", minimum=1),
-    Param("exclusive", bool, True, "reserve whole nodes, so that other jobs do not disturb timings"),
+    Param("exclusive", bool, True, "reserve whole nodes, so other jobs do not disturb timings"),
     Param("launcher", str, None, "srun or mpiexec (srun on Slurm, mpiexec on PBS when unset)"),
     Param("mpi", str, "pmix", "the srun --mpi plugin (pmix: pmi2 fails with Debian's OpenMPI)"),
     Param("max_parallel", int, None, "most array tasks running at once (unlimited when unset)",

@@ -51,8 +51,10 @@ class RunSpec:
         p = dict(self.params)
         return f"{p['problem']} n={p['n']} {p['ksp']}/{p['pc']} P={self.nprocs} K={p['iterations']}"
 
-    def run_args(self) -> list[str]:
-        """Arguments of ``ksptrace run`` (after the command), writing to ``self.trace``."""
+    def run_args(self, extra: tuple[str, ...] | list[str] = ()) -> list[str]:
+        """Arguments of ``ksptrace run`` (after the command), writing to ``self.trace``.
+
+        ``extra`` flags go before the PETSc options (which must come last)."""
         declared: dict[str, Param] = {p.name: p for p in RUN_PARAMS}
         declared.update({p.name: p for p in registry.get(self.param("problem")).params})
         args = ["run"]
@@ -67,7 +69,7 @@ class RunSpec:
             if name == "hdf5_path" and value == param.default:
                 continue
             args += [param.flag, str(value)]
-        args += ["--out", self.trace, "--overwrite"]
+        args += ["--out", self.trace, "--overwrite", *extra]
         for name, value in self.petsc_options:
             args.append("-" + name)
             if value != "":

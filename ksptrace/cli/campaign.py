@@ -1,0 +1,136 @@
+"""``ksptrace campaign plan|run|status``: sweeps described once, run locally or submitted."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any, TextIO
+
+from ksptrace.jobs import state
+from ksptrace.jobs.backends import BACKENDS, alive_any, get_backend
+from ksptrace.jobs.cost import estimate
+from ksptrace.jobs.expand import load_spec
+from ksptrace.jobs.runner import run_campaign
+from ksptrace.jobs.spec import CampaignSpec, RunSpec
+
+
+def register(subparsers: Any) -> None:
+    parser = subparsers.add_parser(
+        "campaign", help="plan, run and follow sweeps of runs (local, Slurm, PBS)",
+        description="Sweeps described once in a TOML file, run locally or submitted.")
+    sub = parser.add_subparsers(dest="campaign_command", metavar="ACTION")
+    sub.required = True
+
+    plan = sub.add_parser("plan", help="list the runs of a campaign file and what each costs")
+    plan.add_argument("file", type=Path, help="campaign file (TOML)")
+    plan.add_argument("--out", type=Path, help="output folder (overrides the file's)")
+    plan.set_defaults(func=main)
+
+    run = sub.add_parser("run", help="run or submit the runs that are not done yet (resumes)")
+    run.add_argument("file", type=Path, help="campaign file (TOML)")
+    run.add_argument("--backend", required=True, metavar="NAME",
+                     help=f"where runs go: {', '.join(BACKENDS)}")
+    run.add_argument("--dry-run", action="store_true",
+                     help="write the scripts and the manifest, but run and submit nothing")
+    run.add_argument("--out", type=Path, help="output folder (overrides the file's)")
+    run.set_defaults(func=main)
+
+    status = sub.add_parser("status", help="done, running, failed and missing runs of a folder")
+    status.add_argument("folder", type=Path, help="a campaign's output folder")
+    status.set_defaults(func=main)
+
+
+def main(args: argparse.Namespace) -> int:
+    if args.campaign_command == "plan":
+        return plan(load_spec(args.file, args.out), sys.stdout)
+    if args.campaign_command == "run":
+        get_backend(args.backend)  # an unknown name fails before the file is read
+        return run(load_spec(args.file, args.out), args.backend, args.dry_run, sys.stdout)
+    return status(args.folder, sys.stdout)
+
+
+def _duration(seconds: float) -> str:
+    hours, rest = divmod(round(seconds), 3600)
+    return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
+
+
+def plan(spec: CampaignSpec, out: TextIO) -> int:
+    header = f"{'#':>4} {'run_id':12} {'problem':10} {'n':>10} {'ksp':9} {'pc':7} {'P':>5} " \
+             f"{'K':>6} {'rep':>3} {'nodes':>5} {'est.time':>9} {'core-h':>8}"
+    print(f"campaign {spec.name}: {len(spec.runs)} runs -> {spec.output}", file=out)
+    print(header, file=out)
+    total_s = total_ch = 0.0
+    for r in spec.runs:
+        c = estimate(r, spec.scheduler)
+        total_s += c.seconds
+        total_ch += c.core_hours
+        print(f"{r.index:>4} {r.run_id:12} {str(r.param('problem'))[:10]:10} {r.param('n'):>10} "
+              f"{str(r.param('ksp'))[:9]:9} {str(r.param('pc'))[:7]:7} {r.nprocs:>5} "
+              f"{r.param('iterations'):>6} {r.repetition:>3} {c.nodes:>5} "
+              f"{_duration(c.seconds):>9} {c.core_hours:>8.2f}", file=out)
+        if c.seconds > spec.scheduler.walltime_seconds:
+            print(f"     warning: estimate exceeds the walltime "
+                  f"{_duration(spec.scheduler.walltime_seconds)}", file=out)
+    print(f"total: {_duration(total_s)} run one after the other, {total_ch:.2f} core-hours "
+          "(rough estimates)", file=out)
+    return 0
+
+
+class ProgressBar:
+    """Progress and ETA on one line of stderr (rewritten in place on a terminal)."""
+
+    def __init__(self, stream: TextIO = sys.stderr, width: int = 24) -> None:
+        self.stream = stream
+        self.width = width
+
+    def __call__(self, done: int, total: int, run: RunSpec, ok: bool, elapsed: float) -> None:
+        filled = self.width * done // max(total, 1)
+        eta = elapsed / done * (total - done) if done else 0.0
+        verdict = "ok" if ok else f"FAILED, see {run.log}"
+        line = (f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} "
+                f"elapsed {_duration(elapsed)} ETA {_duration(eta)}  {run.run_id} {verdict}")
+        tty = self.stream.isatty()
+        end = "\n" if (not tty or done == total or not ok) else ""
+        print(("\r" if tty else "") + line, end=end, file=self.stream, flush=True)
+
+
+def run(spec: CampaignSpec, backend_name: str, dry_run: bool, out: TextIO) -> int:
+    backend = get_backend(backend_name)
+    outcome = run_campaign(spec, backend, dry_run, progress=ProgressBar())
+    if not outcome.pending:
+        print(f"campaign {spec.name}: all {len(spec.runs)} runs are done or running; "
+              f"nothing to do ({spec.output})", file=out)
+        return 0
+    skipped = f", {outcome.skipped} done or running skipped" if outcome.skipped else ""
+    for s in outcome.scripts:
+        print(f"wrote {spec.output / s.path} ({len(s.runs)} runs)", file=out)
+    if dry_run:
+        print(f"dry run: {len(outcome.pending)} runs rendered{skipped}; nothing submitted",
+              file=out)
+        return 0
+    if outcome.jobs:
+        print(f"submitted {len(outcome.pending)} runs{skipped} as job(s) "
+              f"{', '.join(outcome.jobs)}; follow with: ksptrace campaign status "
+              f"{spec.output}", file=out)
+        return 0
+    return status(spec.output, out)
+
+
+def status(folder: Path, out: TextIO) -> int:
+    data = state.read_manifest(folder)
+    queued: set[str] = set()
+    for name in BACKENDS:
+        queued |= get_backend(name).queued(folder)
+    rows = state.statuses(folder, data["runs"], alive_any, queued)
+    counts = Counter(r.state for r in rows)
+    summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in state.STATES)
+    print(f"campaign {data['campaign']} ({folder}): {len(rows)} runs: {summary}", file=out)
+    for r in rows:
+        if r.state == "done":
+            continue
+        log = f"  log: {folder / r.log}" if r.log and r.state == "failed" else ""
+        detail = f" ({r.detail})" if r.detail else ""
+        print(f"  {r.state:8} {r.run_id}{detail}{log}", file=out)
+    return 0 if counts.get("failed", 0) == 0 else 1

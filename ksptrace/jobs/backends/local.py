@@ -1,0 +1,72 @@
+"""The local backend: runs one after the other on this machine, through the harness's mpiexec."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from collections.abc import Sequence
+
+from ksptrace.errors import CampaignError, EnvironmentProblem
+from ksptrace.jobs import state
+from ksptrace.jobs.backends.base import Backend, Progress, Script
+from ksptrace.jobs.script import TaskFlavour, render_script
+from ksptrace.jobs.spec import SCRIPTS_DIR, CampaignSpec, RunSpec
+
+FLAVOUR = TaskFlavour(
+    index_expr='${1:?usage: bash SCRIPT TASK_INDEX}',
+    job_expr="local:$(hostname):$$",
+    workdir_expr='"$(dirname "$0")/../.."',
+)
+
+
+class LocalBackend(Backend):
+    name = "local"
+    default_launcher = "harness"
+
+    def check(self, spec: CampaignSpec, runs: Sequence[RunSpec], dry_run: bool) -> None:
+        super().check(spec, runs, dry_run)
+        cores = os.cpu_count() or 1
+        widest = max((r.nprocs for r in runs), default=0)
+        if widest > cores and not spec.oversubscribe:
+            raise CampaignError(
+                f"{spec.source}: a run needs P={widest} ranks but this machine has {cores} cores; "
+                "lower nprocs or set oversubscribe = true in [campaign]")
+        if dry_run:
+            return
+        if shutil.which(spec.command[0]) is None:
+            raise EnvironmentProblem(
+                f"campaign command '{spec.command[0]}' not found; install ksptrace or set "
+                "command = 'python3 -m ksptrace' in [campaign]")
+        if self.launcher(spec).name == "harness" and shutil.which("mpiexec") is None:
+            raise EnvironmentProblem("mpiexec not found on PATH; install openmpi-bin or mpich")
+
+    def render(self, spec: CampaignSpec, runs: Sequence[RunSpec]) -> list[Script]:
+        text = render_script(spec, runs, self.launcher(spec), [], FLAVOUR)
+        return [Script(f"{SCRIPTS_DIR}/local/{spec.name}.sh", text, tuple(runs))]
+
+    def submit(self, spec: CampaignSpec, scripts: Sequence[Script],
+               progress: Progress | None = None) -> list[str]:
+        total = sum(len(s.runs) for s in scripts)
+        done = 0
+        start = time.monotonic()
+        for script in scripts:
+            for index, run in enumerate(script.runs):
+                state.remove_stale_temporaries(spec.output, run.run_id)
+                rc = subprocess.run(
+                    ["bash", str(spec.output / script.path), str(index)],
+                    stdout=subprocess.DEVNULL, check=False,
+                ).returncode
+                ok = rc == 0 and state.check_trace(
+                    spec.output, run.run_id, run.nprocs, int(run.param("iterations"))) is None
+                if rc == 0 and not ok:
+                    state.write_marker(spec.output, run.run_id, "failed",
+                                       {"job": "local", "rc": "invalid trace", "log": run.log})
+                done += 1
+                if progress is not None:
+                    progress(done, total, run, ok, time.monotonic() - start)
+        return []
+
+    def alive(self, job: str) -> bool | None:
+        return state.local_alive(job)

@@ -1,0 +1,93 @@
+"""The PBS Pro / OpenPBS backend: ``-l select``, ``-J`` arrays, ``-j oe``, qsub."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from pathlib import Path
+
+from ksptrace.errors import CampaignError
+from ksptrace.jobs import state
+from ksptrace.jobs.backends.base import Backend, Progress, Script
+from ksptrace.jobs.backends.slurm import by_nodes
+from ksptrace.jobs.schema import format_walltime
+from ksptrace.jobs.script import TaskFlavour, render_script
+from ksptrace.jobs.spec import LOGS_DIR, SCRIPTS_DIR, CampaignSpec, RunSpec
+
+
+def flavour(array: bool) -> TaskFlavour:
+    index = ("${PBS_ARRAY_INDEX:?submit this script with qsub, it is a job array}" if array
+             else "${PBS_ARRAY_INDEX:-0}")
+    return TaskFlavour(index_expr=index, job_expr="pbs:${PBS_JOBID:-}",
+                       workdir_expr='"$PBS_O_WORKDIR"')
+
+
+class PbsBackend(Backend):
+    name = "pbs"
+    default_launcher = "mpiexec"
+    submit_program = "qsub"
+
+    def directives(self, spec: CampaignSpec, nodes: int, runs: Sequence[RunSpec]) -> list[str]:
+        s = spec.scheduler
+        per_node = s.ranks_per_node or max(r.nprocs for r in runs)
+        ncpus = s.cores_per_node or per_node
+        lines = [
+            f"-N {spec.name}",
+            f"-l select={nodes}:ncpus={ncpus}:mpiprocs={per_node}",
+            f"-l walltime={format_walltime(s.walltime_seconds)}",
+        ]
+        if len(runs) > 1:  # PBS refuses an array of one subjob
+            lines.append(f"-J 0-{len(runs) - 1}")
+        lines += ["-j oe", f"-o {LOGS_DIR}/"]
+        if s.exclusive:
+            lines.append("-l place=scatter:excl")
+        if s.partition:
+            lines.append(f"-q {s.partition}")
+        if s.account:
+            lines.append(f"-A {s.account}")
+        lines += [d.removeprefix("#PBS").strip() for d in s.directives]
+        return ["#PBS " + line for line in lines]
+
+    def render(self, spec: CampaignSpec, runs: Sequence[RunSpec]) -> list[Script]:
+        out = []
+        for nodes, group in by_nodes(spec, runs):
+            text = render_script(spec, group, self.launcher(spec),
+                                 self.directives(spec, nodes, group), flavour(len(group) > 1))
+            out.append(Script(f"{SCRIPTS_DIR}/pbs/{spec.name}-N{nodes}.pbs", text, tuple(group)))
+        return out
+
+    def submit(self, spec: CampaignSpec, scripts: Sequence[Script],
+               progress: Progress | None = None) -> list[str]:
+        jobs = []
+        for script in scripts:
+            proc = subprocess.run(["qsub", script.path], cwd=spec.output, capture_output=True,
+                                  text=True, check=False)
+            if proc.returncode != 0:
+                why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+                raise CampaignError(f"qsub rejected {script.path}: {why}")
+            job = proc.stdout.strip()
+            if not re.fullmatch(r"\d+(\[\])?(\.[\w.-]+)?", job):
+                raise CampaignError(f"qsub printed no job id (got {job!r}); check 'qstat -u "
+                                    "$USER' before resubmitting, to avoid duplicate jobs")
+            state.record_submission(spec.output, self.name, job, script.path,
+                                    [r.run_id for r in script.runs])
+            jobs.append(job)
+        return jobs
+
+    def alive(self, job: str) -> bool | None:
+        kind, _, jid = job.partition(":")
+        if kind != "pbs" or not jid or shutil.which("qstat") is None:
+            return None
+        proc = subprocess.run(["qstat", jid], capture_output=True, text=True, check=False)
+        return proc.returncode == 0
+
+    def queued(self, folder: Path) -> set[str]:
+        if shutil.which("qstat") is None:
+            return set()
+        out: set[str] = set()
+        for sub in state.submissions(folder):
+            if sub.get("backend") == self.name and self.alive(f"pbs:{sub['job_id']}"):
+                out.update(sub["runs"])
+        return out

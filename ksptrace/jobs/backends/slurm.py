@@ -1,0 +1,115 @@
+"""The Slurm backend: one job array per node count, a task per run, sbatch --parsable."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from collections.abc import Sequence
+from itertools import groupby
+from pathlib import Path
+
+from ksptrace.errors import CampaignError
+from ksptrace.jobs import state
+from ksptrace.jobs.backends.base import Backend, Progress, Script
+from ksptrace.jobs.schema import format_walltime
+from ksptrace.jobs.script import TaskFlavour, render_script
+from ksptrace.jobs.spec import LOGS_DIR, SCRIPTS_DIR, CampaignSpec, RunSpec
+
+FLAVOUR = TaskFlavour(
+    index_expr="${SLURM_ARRAY_TASK_ID:?submit this script with sbatch, it is a job array}",
+    job_expr="slurm:${SLURM_ARRAY_JOB_ID:-${SLURM_JOB_ID:-}}_${SLURM_ARRAY_TASK_ID:-}",
+    workdir_expr='"${SLURM_SUBMIT_DIR:-.}"',
+)
+
+
+def by_nodes(spec: CampaignSpec, runs: Sequence[RunSpec]) -> list[tuple[int, list[RunSpec]]]:
+    """Runs grouped by node count (an array's tasks share one allocation shape)."""
+    key = spec.scheduler.nodes
+    ordered = sorted(runs, key=lambda r: (key(r.nprocs), r.index))
+    return [(n, list(g)) for n, g in groupby(ordered, key=lambda r: key(r.nprocs))]
+
+
+def parse_job_id(stdout: str) -> str:
+    """``sbatch --parsable`` prints ``id`` or ``id;cluster``; anything else is an error."""
+    job = stdout.strip().split(";")[0].strip()
+    if not re.fullmatch(r"\d+", job):
+        raise CampaignError(f"sbatch printed no job id (got {stdout.strip()!r}); check "
+                            "'squeue --me' before resubmitting, to avoid duplicate jobs")
+    return job
+
+
+class SlurmBackend(Backend):
+    name = "slurm"
+    default_launcher = "srun"
+    submit_program = "sbatch"
+
+    def directives(self, spec: CampaignSpec, nodes: int, runs: Sequence[RunSpec]) -> list[str]:
+        s = spec.scheduler
+        per_node = s.ranks_per_node or max(r.nprocs for r in runs)
+        array = f"0-{len(runs) - 1}" + (f"%{s.max_parallel}" if s.max_parallel else "")
+        lines = [
+            f"--job-name={spec.name}",
+            f"--nodes={nodes}",
+            f"--ntasks-per-node={per_node}",
+            f"--time={format_walltime(s.walltime_seconds)}",
+            f"--output={LOGS_DIR}/%x-%A_%a.out",
+            f"--array={array}",
+        ]
+        if s.exclusive:
+            lines.append("--exclusive")
+        if s.partition:
+            lines.append(f"--partition={s.partition}")
+        if s.account:
+            lines.append(f"--account={s.account}")
+        lines += [d.removeprefix("#SBATCH").strip() for d in s.directives]
+        return ["#SBATCH " + line for line in lines]
+
+    def render(self, spec: CampaignSpec, runs: Sequence[RunSpec]) -> list[Script]:
+        out = []
+        for nodes, group in by_nodes(spec, runs):
+            text = render_script(spec, group, self.launcher(spec),
+                                 self.directives(spec, nodes, group), FLAVOUR)
+            out.append(Script(f"{SCRIPTS_DIR}/slurm/{spec.name}-N{nodes}.sbatch", text,
+                              tuple(group)))
+        return out
+
+    def submit(self, spec: CampaignSpec, scripts: Sequence[Script],
+               progress: Progress | None = None) -> list[str]:
+        jobs = []
+        for script in scripts:
+            proc = subprocess.run(["sbatch", "--parsable", script.path], cwd=spec.output,
+                                  capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+                raise CampaignError(f"sbatch rejected {script.path}: {why}")
+            job = parse_job_id(proc.stdout)
+            state.record_submission(spec.output, self.name, job, script.path,
+                                    [r.run_id for r in script.runs])
+            jobs.append(job)
+        return jobs
+
+    def alive(self, job: str) -> bool | None:
+        kind, _, jid = job.partition(":")
+        if kind != "slurm" or shutil.which("squeue") is None:
+            return None
+        proc = subprocess.run(["squeue", "-h", "-o", "%i", "-j", jid], capture_output=True,
+                              text=True, check=False)
+        if proc.returncode != 0:
+            return False if "Invalid job id" in proc.stderr else None
+        return bool(proc.stdout.strip())
+
+    def queued(self, folder: Path) -> set[str]:
+        subs = [s for s in state.submissions(folder) if s.get("backend") == self.name]
+        if not subs or shutil.which("squeue") is None:
+            return set()
+        out: set[str] = set()
+        for sub in subs:
+            proc = subprocess.run(["squeue", "-h", "-r", "-o", "%K", "-j", str(sub["job_id"])],
+                                  capture_output=True, text=True, check=False)
+            if proc.returncode != 0:
+                continue
+            for line in proc.stdout.split():
+                if line.isdigit() and int(line) < len(sub["runs"]):
+                    out.add(sub["runs"][int(line)])
+        return out

@@ -1,0 +1,55 @@
+"""A rough cost model for ``campaign plan``: seconds and core-hours of each run.
+
+Per iteration, local work grows with n/P and is weighted by the Krylov method's vector work;
+global reductions add a latency term that grows with log2 P. The constants are of the order
+of a 2020s CPU core and one interconnect hop; the plan shows orders of magnitude, not promises.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from ksptrace.jobs.spec import RunSpec, SchedulerSpec
+
+SECONDS_PER_UNKNOWN = 4e-9
+"""Time of one matrix-vector product row plus a few vector updates on one core."""
+REDUCTION_SECONDS = 3e-6
+"""Latency of one allreduce step (times log2 P steps)."""
+STARTUP_SECONDS = 2.0
+"""Launch, PETSc initialisation, set-up and trace writing."""
+
+WORK: dict[str, tuple[float, float]] = {
+    "gmres": (2.0, 2.0),
+    "pgmres": (2.0, 1.0),
+    "fgmres": (2.5, 2.0),
+    "bcgs": (3.0, 3.0),
+    "pipebcgs": (3.5, 1.0),
+    "cg": (1.5, 2.0),
+    "pipecg": (2.0, 1.0),
+}
+"""KSP type -> (vector work, reductions) per iteration, relative to one matvec."""
+
+
+@dataclass(frozen=True)
+class Cost:
+    seconds: float
+    nodes: int
+    core_hours: float
+
+
+def estimate(run: RunSpec, sched: SchedulerSpec) -> Cost:
+    ksp = str(run.param("ksp"))
+    work, reductions = WORK.get(ksp, (2.0, 2.0))
+    if ksp in ("gmres", "pgmres", "fgmres"):  # orthogonalisation against ~restart/2 vectors
+        restart = run.param("restart") or 30
+        work += restart / 2
+        reductions += 1
+    n, nprocs = int(run.param("n")), run.nprocs
+    per_iteration = (SECONDS_PER_UNKNOWN * work * n / nprocs
+                     + REDUCTION_SECONDS * reductions * max(1.0, math.log2(nprocs)))
+    solves = 2 if run.param("warmup") else 1
+    seconds = STARTUP_SECONDS + solves * int(run.param("iterations")) * per_iteration
+    nodes = sched.nodes(nprocs)
+    cores = nodes * (sched.cores_per_node or sched.ranks_per_node_for(nprocs))
+    return Cost(seconds=seconds, nodes=nodes, core_hours=seconds * cores / 3600)

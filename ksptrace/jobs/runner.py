@@ -1,0 +1,58 @@
+"""Running a campaign: check everything, then write state, then submit. Resumes by default.
+
+Nothing is written before every check has passed, so bad input leaves no partial state.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from ksptrace.jobs import state
+from ksptrace.jobs.backends import Backend, Script, alive_any
+from ksptrace.jobs.backends.base import Progress
+from ksptrace.jobs.spec import LOGS_DIR, STATE_DIR, TRACES_DIR, CampaignSpec, RunSpec
+
+
+@dataclass(frozen=True)
+class Outcome:
+    pending: tuple[RunSpec, ...]
+    """Runs this call rendered (and, unless a dry run, submitted)."""
+    skipped: int
+    """Runs already done or still running, left alone."""
+    scripts: tuple[Script, ...]
+    jobs: tuple[str, ...]
+
+
+def prepare(spec: CampaignSpec, backend: Backend, dry_run: bool) -> tuple[list[RunSpec],
+                                                                           list[Script]]:
+    """Checks, then the runs to do and their scripts; writes nothing."""
+    backend.check(spec, spec.runs, dry_run)
+    queued = backend.queued(spec.output) if spec.output.exists() else set()
+    todo = state.pending(spec, alive_any, queued) if spec.output.exists() else list(spec.runs)
+    return todo, backend.render(spec, todo) if todo else []
+
+
+def write_scripts(spec: CampaignSpec, scripts: list[Script]) -> None:
+    for d in (TRACES_DIR, LOGS_DIR, STATE_DIR):
+        (spec.output / d).mkdir(parents=True, exist_ok=True)
+    state.write_manifest(spec)
+    for s in scripts:
+        path = spec.output / s.path
+        state.atomic_write(path, s.text)
+        os.chmod(path, 0o755)
+
+
+def run_campaign(spec: CampaignSpec, backend: Backend, dry_run: bool = False,
+                 progress: Progress | None = None) -> Outcome:
+    todo, scripts = prepare(spec, backend, dry_run)
+    skipped = len(spec.runs) - len(todo)
+    if not todo:
+        if spec.output.exists():
+            state.write_manifest(spec)
+        return Outcome((), skipped, (), ())
+    write_scripts(spec, scripts)
+    jobs: list[str] = []
+    if not dry_run:
+        jobs = backend.submit(spec, scripts, progress)
+    return Outcome(tuple(todo), skipped, tuple(scripts), tuple(jobs))

@@ -1,0 +1,101 @@
+"""The one script builder: a bash script that runs one task of a campaign, chosen by index.
+
+Every backend renders the same body and differs only in its directives, the variable that
+holds the task index, the job id it records and the folder it starts in. The body
+
+* runs in the campaign's output folder (all paths in it are relative to that folder);
+* exports ``KSPTRACE_CAMPAIGN_HASH`` and ``KSPTRACE_RUN_ID``, which the harness records;
+* marks the run ``state/<id>.running`` while it runs and ``state/<id>.failed`` if it fails,
+  each written to a temporary name and renamed, so a kill never leaves half a marker.
+
+Every user string is shell-quoted with :func:`shlex.quote`; set-up lines are shell by intent.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ksptrace import __version__
+from ksptrace.jobs.launchers import Launcher
+from ksptrace.jobs.spec import CampaignSpec, RunSpec
+
+
+@dataclass(frozen=True)
+class TaskFlavour:
+    """What differs between schedulers inside the body."""
+
+    index_expr: str
+    """Shell expression for the task index, e.g. ``${SLURM_ARRAY_TASK_ID:?...}``."""
+    job_expr: str
+    """Shell expression recorded as the job of a run, e.g. ``slurm:${SLURM_JOB_ID}``."""
+    workdir_expr: str
+    """Shell expression of the folder the job starts in (the campaign's output folder)."""
+
+
+def _comment(text: str) -> str:
+    """Printable ASCII only, so that nothing in a comment can end the comment."""
+    return re.sub(r"[^\x20-\x7e]", "?", text)
+
+
+def quote_args(args: Sequence[str]) -> str:
+    return " ".join(shlex.quote(a) for a in args)
+
+
+def task_command(spec: CampaignSpec, run: RunSpec, launcher: Launcher) -> list[str]:
+    return [*launcher.command(run.nprocs, spec.scheduler), *spec.command,
+            *run.run_args(launcher.run_flags(run.nprocs))]
+
+
+def render_script(spec: CampaignSpec, runs: Sequence[RunSpec], launcher: Launcher,
+                  directives: Sequence[str], flavour: TaskFlavour) -> str:
+    """The whole script: shebang, directives, then the task body."""
+    lines = ["#!/bin/bash", *directives, ""]
+    lines += [
+        f"# ksptrace {__version__} campaign {shlex.quote(spec.name)}: "
+        f"{len(runs)} run(s) of {len(spec.runs)}, one per task.",
+        f"# Campaign file sha256 {spec.campaign_hash}",
+        "# Paths are relative to the campaign's output folder.",
+        "set -u",
+    ]
+    if spec.setup:
+        lines += ["", "# set-up lines from the campaign file", *spec.setup]
+    lines += [
+        "",
+        f"cd {flavour.workdir_expr} || exit 1",
+        f"export KSPTRACE_CAMPAIGN_HASH={spec.campaign_hash}",
+        f"task={flavour.index_expr}",
+        'case "$task" in',
+    ]
+    for i, run in enumerate(runs):
+        cmd = quote_args(task_command(spec, run, launcher))
+        lines += [f"  {i}) run_id={run.run_id}  # {_comment(run.label)}",
+                  f"     cmd=({cmd}) ;;"]
+    lines += [
+        '  *) echo "ksptrace: no run for task $task" >&2; exit 2 ;;',
+        "esac",
+        "",
+        'export KSPTRACE_RUN_ID="$run_id"',
+        "mkdir -p traces logs state",
+        'log="logs/$run_id.log"',
+        f'job="{flavour.job_expr}"',
+        'printf \'job=%s\\nhost=%s\\npid=%s\\nlog=%s\\n\' "$job" "$(hostname)" "$$" "$log" '
+        '> "state/$run_id.running.tmp" && mv -f "state/$run_id.running.tmp" '
+        '"state/$run_id.running"',
+        'echo "ksptrace: task $task run $run_id -> $log"',
+        '"${cmd[@]}" > "$log" 2>&1',
+        "rc=$?",
+        'if [ "$rc" -eq 0 ]; then',
+        '  rm -f "state/$run_id.failed"',
+        "else",
+        '  printf \'job=%s\\nrc=%s\\nlog=%s\\n\' "$job" "$rc" "$log" '
+        '> "state/$run_id.failed.tmp" && mv -f "state/$run_id.failed.tmp" "state/$run_id.failed"',
+        '  echo "ksptrace: run $run_id failed with exit code $rc; see $log" >&2',
+        "fi",
+        'rm -f "state/$run_id.running"',
+        'exit "$rc"',
+        "",
+    ]
+    return "\n".join(lines)

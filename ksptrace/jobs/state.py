@@ -1,0 +1,203 @@
+"""A campaign folder's state: manifest, run markers, submissions, and the status of each run.
+
+A run is *done* when its trace exists and validates (and belongs to the run), *running* when a
+marker says so and its job is alive, *failed* when a marker says it failed, its trace is corrupt,
+or its job died, and *missing* otherwise. Resuming reruns everything that is not done or running.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import time
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from ksptrace.errors import CampaignError, TraceError
+from ksptrace.jobs.spec import MANIFEST, STATE_DIR, TRACES_DIR, CampaignSpec, RunSpec
+from ksptrace.trace.io import read_trace
+
+SUBMISSIONS = "submissions.jsonl"
+STATES = ("done", "running", "failed", "missing")
+
+
+def atomic_write(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file and a rename."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(text)
+    os.replace(tmp, path)
+
+
+def manifest(spec: CampaignSpec) -> dict[str, Any]:
+    return {
+        "campaign": spec.name,
+        "source": spec.source,
+        "campaign_hash": spec.campaign_hash,
+        "runs": [
+            {"run_id": r.run_id, "index": r.index, "nprocs": r.nprocs,
+             "repetition": r.repetition, "params": dict(r.params),
+             "petsc_options": dict(r.petsc_options), "trace": r.trace, "log": r.log}
+            for r in spec.runs
+        ],
+    }
+
+
+def write_manifest(spec: CampaignSpec) -> Path:
+    path = spec.output / MANIFEST
+    atomic_write(path, json.dumps(manifest(spec), indent=1) + "\n")
+    return path
+
+
+def read_manifest(folder: Path) -> dict[str, Any]:
+    path = folder / MANIFEST
+    try:
+        data: dict[str, Any] = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise CampaignError(f"{folder}: no {MANIFEST}; is this a campaign output folder? "
+                            "(it is written by 'ksptrace campaign run')") from None
+    except (OSError, ValueError) as exc:
+        raise CampaignError(f"{path}: unreadable manifest ({exc}); rerun 'ksptrace campaign "
+                            "run' to rewrite it") from None
+    return data
+
+
+def read_marker(path: Path) -> dict[str, str] | None:
+    try:
+        text = path.read_text()
+    except FileNotFoundError:
+        return None
+    out: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition("=")
+        out[key.strip()] = value.strip()
+    return out
+
+
+def write_marker(folder: Path, run_id: str, kind: str, fields: Mapping[str, object]) -> None:
+    text = "".join(f"{k}={v}\n" for k, v in fields.items())
+    atomic_write(folder / STATE_DIR / f"{run_id}.{kind}", text)
+
+
+def clear_marker(folder: Path, run_id: str, kind: str) -> None:
+    (folder / STATE_DIR / f"{run_id}.{kind}").unlink(missing_ok=True)
+
+
+def local_job() -> str:
+    return f"local:{socket.gethostname()}:{os.getpid()}"
+
+
+def record_submission(folder: Path, backend: str, job_id: str, script: str,
+                      run_ids: Iterable[str]) -> None:
+    entry = {"backend": backend, "job_id": job_id, "script": script, "runs": list(run_ids),
+             "time": time.time()}
+    with open(folder / SUBMISSIONS, "a") as f:
+        f.write(json.dumps(entry) + "\n")
+
+
+def submissions(folder: Path) -> list[dict[str, Any]]:
+    path = folder / SUBMISSIONS
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text().splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a line cut short by a kill
+    return out
+
+
+def check_trace(folder: Path, run_id: str, nprocs: int, iterations: int) -> str | None:
+    """None when the run's trace is complete and belongs to the run, else what is wrong."""
+    path = folder / TRACES_DIR / f"{run_id}.h5"
+    if not path.exists():
+        return "no trace"
+    try:
+        trace = read_trace(path)
+    except TraceError as exc:
+        return str(exc)
+    owner = trace.attr("run_id")
+    if owner is not None and owner != run_id:
+        return f"{path}: trace of run {owner}, not {run_id}"
+    if trace.nprocs != nprocs or trace.iterations != iterations:
+        return (f"{path}: P={trace.nprocs} K={trace.iterations}, expected P={nprocs} "
+                f"K={iterations}")
+    return None
+
+
+def remove_stale_temporaries(folder: Path, run_id: str) -> None:
+    """Temporary trace files a killed run left behind (the harness publishes by rename)."""
+    for tmp in (folder / TRACES_DIR).glob(f".{run_id}.h5.tmp-*"):
+        tmp.unlink(missing_ok=True)
+
+
+JobAlive = Callable[[str], bool | None]
+"""Job id (``local:host:pid``, ``slurm:123_4``, ``pbs:...``) -> alive, dead, or None (unknown)."""
+
+
+def local_alive(job: str) -> bool | None:
+    kind, _, rest = job.partition(":")
+    if kind != "local":
+        return None
+    host, _, pid = rest.rpartition(":")
+    if host != socket.gethostname() or not pid.isdigit():
+        return None
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+@dataclass(frozen=True)
+class RunStatus:
+    run_id: str
+    state: str
+    detail: str = ""
+    log: str | None = None
+
+
+def run_status(folder: Path, run: Mapping[str, Any], alive: JobAlive,
+               queued: set[str] | frozenset[str] = frozenset()) -> RunStatus:
+    rid = str(run["run_id"])
+    problem = check_trace(folder, rid, int(run["nprocs"]), int(run["params"]["iterations"]))
+    if problem is None:
+        return RunStatus(rid, "done")
+    running = read_marker(folder / STATE_DIR / f"{rid}.running")
+    if running is not None:
+        state = alive(running.get("job", ""))
+        if state is not False:
+            return RunStatus(rid, "running", running.get("job", ""), running.get("log"))
+        return RunStatus(rid, "failed", f"killed ({running.get('job', '?')} is gone)",
+                         running.get("log"))
+    if rid in queued:
+        return RunStatus(rid, "running", "queued")
+    failed = read_marker(folder / STATE_DIR / f"{rid}.failed")
+    if failed is not None:
+        return RunStatus(rid, "failed", f"exit code {failed.get('rc', '?')}", failed.get("log"))
+    if problem != "no trace":
+        return RunStatus(rid, "failed", problem, str(run.get("log")))
+    return RunStatus(rid, "missing")
+
+
+def statuses(folder: Path, runs: Iterable[Mapping[str, Any]], alive: JobAlive,
+             queued: set[str] | frozenset[str] = frozenset()) -> list[RunStatus]:
+    return [run_status(folder, r, alive, queued) for r in runs]
+
+
+def run_dicts(spec: CampaignSpec) -> list[dict[str, Any]]:
+    return list(manifest(spec)["runs"])
+
+
+def pending(spec: CampaignSpec, alive: JobAlive,
+            queued: set[str] | frozenset[str] = frozenset()) -> list[RunSpec]:
+    """Runs to (re)do: everything not done and not running."""
+    todo = {s.run_id for s in statuses(spec.output, run_dicts(spec), alive, queued)
+            if s.state in ("failed", "missing")}
+    return [r for r in spec.runs if r.run_id in todo]

@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# A single-node Slurm on localhost, from Debian's packages, for tests and demos.
+#
+#   scripts/slurm-local.sh start    install (apt) if needed, start munged, slurmctld, slurmd; wait
+#   scripts/slurm-local.sh stop     stop the daemons this script started (by PID), nothing else
+#   scripts/slurm-local.sh status   say what runs
+#   scripts/slurm-local.sh env      print the 'export SLURM_CONF=...' line for your shell
+#
+# Idempotent: 'start' on a running cluster returns at once. There is no systemd here, so each
+# daemon runs in the foreground (-D / -F) as a background process started with setsid; munged
+# runs as the munge user. The node advertises KSPTRACE_SLURM_CPUS CPUs (default 8) whatever
+# the machine has (SlurmdParameters=config_overrides), so 4- and 8-rank jobs fit, and
+# EnforcePartLimits=ALL makes an impossible request fail at submit instead of pending forever.
+# Accounting is off: follow jobs with squeue/scontrol, not sacct.
+# Environment: KSPTRACE_SLURM_DIR (default /tmp/ksptrace-slurm), KSPTRACE_SLURM_CPUS,
+# KSPTRACE_SLURM_PORT (slurmctld; slurmd uses the next port).
+set -euo pipefail
+
+DIR=${KSPTRACE_SLURM_DIR:-/tmp/ksptrace-slurm}
+CPUS=${KSPTRACE_SLURM_CPUS:-8}
+PORT=${KSPTRACE_SLURM_PORT:-6817}
+NODE=$(hostname -s)
+CONF="$DIR/slurm.conf"
+PACKAGES=(slurmctld slurmd slurm-client munge)
+export SLURM_CONF="$CONF"
+
+say() { echo "slurm-local: $*"; }
+die() { echo "slurm-local: error: $*" >&2; exit 1; }
+
+# PID of a daemon we started, if it still runs that program.
+ours() {
+  local name=$1 pidfile="$DIR/pids/$1.pid" pid
+  [ -f "$pidfile" ] || return 1
+  pid=$(cat "$pidfile")
+  [ -n "$pid" ] && [ -r "/proc/$pid/cmdline" ] || return 1
+  tr '\0' ' ' < "/proc/$pid/cmdline" | grep -q "$name" || return 1
+  echo "$pid"
+}
+
+install_packages() {
+  local missing=() p
+  for p in "${PACKAGES[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+  [ ${#missing[@]} -eq 0 ] && return 0
+  [ "$(id -u)" -eq 0 ] || die "missing Debian packages ${missing[*]}; install them as root"
+  say "installing ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${missing[@]}" \
+    >/dev/null
+}
+
+write_config() {
+  mkdir -p "$DIR/pids" "$DIR/state" "$DIR/spool" "$DIR/log"
+  cat > "$CONF.new" <<EOF
+# Written by ksptrace scripts/slurm-local.sh: a single-node Slurm on localhost.
+ClusterName=ksptrace
+SlurmctldHost=$NODE(127.0.0.1)
+SlurmctldPort=$PORT
+SlurmdPort=$((PORT + 1))
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+StateSaveLocation=$DIR/state
+SlurmdSpoolDir=$DIR/spool
+SlurmctldPidFile=$DIR/slurmctld.pid
+SlurmdPidFile=$DIR/slurmd.pid
+SlurmctldLogFile=$DIR/log/slurmctld.log
+SlurmdLogFile=$DIR/log/slurmd.log
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+MpiDefault=none
+ReturnToService=2
+SlurmdParameters=config_overrides
+EnforcePartLimits=ALL
+AccountingStorageType=accounting_storage/none
+JobAcctGatherType=jobacct_gather/none
+JobCompType=jobcomp/none
+SchedulerType=sched/builtin
+MinJobAge=300
+InactiveLimit=0
+KillWait=5
+NodeName=$NODE NodeAddr=127.0.0.1 CPUs=$CPUS Boards=1 SocketsPerBoard=1 CoresPerSocket=$CPUS ThreadsPerCore=1 RealMemory=1000 State=UNKNOWN
+PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
+EOF
+  if [ -f "$CONF" ] && cmp -s "$CONF" "$CONF.new"; then rm -f "$CONF.new"; else mv "$CONF.new" "$CONF"; fi
+}
+
+start_munge() {
+  if munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1; then return 0; fi
+  [ -f /etc/munge/munge.key ] || die "/etc/munge/munge.key is missing; reinstall munge"
+  mkdir -p /run/munge /var/lib/munge /var/log/munge
+  chown munge:munge /run/munge /var/lib/munge /var/log/munge
+  chmod 0755 /run/munge
+  setsid setpriv --reuid=munge --regid=munge --init-groups /usr/sbin/munged -F \
+    > "$DIR/log/munged.out" 2>&1 < /dev/null &
+  echo $! > "$DIR/pids/munged.pid"
+  for _ in $(seq 50); do
+    munge -n </dev/null 2>/dev/null | unmunge >/dev/null 2>&1 && return 0
+    sleep 0.1
+  done
+  die "munged did not start; see $DIR/log/munged.out"
+}
+
+start_daemon() {  # name, args...
+  local name=$1; shift
+  ours "$name" >/dev/null && return 0
+  setsid "/usr/sbin/$name" -D "$@" > "$DIR/log/$name.out" 2>&1 < /dev/null &
+  echo $! > "$DIR/pids/$name.pid"
+}
+
+wait_ready() {
+  for _ in $(seq 150); do
+    if scontrol ping 2>/dev/null | grep -q "is UP" &&
+       sinfo -h -n "$NODE" -o %T 2>/dev/null | grep -Eq "^(idle|mixed|allocated)"; then
+      return 0
+    fi
+    ours slurmctld >/dev/null || die "slurmctld exited; see $DIR/log/slurmctld.log"
+    ours slurmd >/dev/null || die "slurmd exited; see $DIR/log/slurmd.log"
+    sleep 0.2
+  done
+  die "the node did not become idle in 30 s; see $DIR/log/"
+}
+
+cmd_start() {
+  install_packages
+  write_config
+  start_munge
+  # A config change while running needs a restart of the daemons we own.
+  start_daemon slurmctld -f "$CONF" -i
+  start_daemon slurmd -f "$CONF" -N "$NODE"
+  wait_ready
+  scontrol update nodename="$NODE" state=resume >/dev/null 2>&1 || true
+  say "up: node $NODE with $CPUS CPUs; export SLURM_CONF=$CONF"
+}
+
+cmd_stop() {
+  local name pid
+  for name in slurmd slurmctld munged; do
+    if pid=$(ours "$name"); then
+      kill "$pid" 2>/dev/null || true
+      for _ in $(seq 50); do [ -d "/proc/$pid" ] || break; sleep 0.1; done
+      [ -d "/proc/$pid" ] && kill -9 "$pid" 2>/dev/null || true
+      say "stopped $name ($pid)"
+    fi
+    rm -f "$DIR/pids/$name.pid"
+  done
+}
+
+cmd_status() {
+  local name pid
+  for name in munged slurmctld slurmd; do
+    if pid=$(ours "$name"); then say "$name running ($pid)"; else say "$name not started by this script"; fi
+  done
+  sinfo 2>/dev/null || true
+}
+
+case "${1:-start}" in
+  start) cmd_start ;;
+  stop) cmd_stop ;;
+  status) cmd_status ;;
+  env) echo "export SLURM_CONF=$CONF" ;;
+  *) die "unknown action '$1'; valid actions: start, stop, status, env" ;;
+esac
