@@ -87,7 +87,8 @@ def build_spec(cf: CampaignFile, output: str | Path | None = None) -> CampaignSp
         partition=s["partition"], account=s["account"], walltime_seconds=s["walltime_seconds"],
         ranks_per_node=s["ranks_per_node"], cores_per_node=s["cores_per_node"],
         exclusive=s["exclusive"], launcher=s["launcher"], mpi=s["mpi"],
-        max_parallel=s["max_parallel"], directives=s["directives"],
+        max_parallel=s["max_parallel"], sbatch_directives=s["sbatch_directives"],
+        pbs_directives=s["pbs_directives"],
     )
     rpn, cores = scheduler.ranks_per_node, scheduler.cores_per_node
     if rpn and cores and rpn > cores and not cf.campaign["oversubscribe"]:

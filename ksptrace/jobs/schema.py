@@ -53,8 +53,8 @@ SCHEDULER_KEYS: tuple[Param, ...] = (
     Param("mpi", str, "pmix", "the srun --mpi plugin (pmix: pmi2 fails with Debian's OpenMPI)"),
     Param("max_parallel", int, None, "most array tasks running at once (unlimited when unset)",
           minimum=1),
-    Param("directives", list, [], "extra directive lines, e.g. '--constraint=knl' or "
-          "'-l filesystems=home'"),
+    Param("sbatch_directives", list, [], "extra #SBATCH lines, e.g. '--constraint=knl'"),
+    Param("pbs_directives", list, [], "extra #PBS lines, e.g. '-l filesystems=home'"),
 )
 
 SECTIONS: dict[str, str] = {
@@ -181,6 +181,17 @@ def _resolve_table(
     return out
 
 
+def _toml_message(path: Path, text: str, message: str) -> str:
+    """``file:line: malformed TOML: ...`` from tomllib's ``... (at line L, column C)``."""
+    m = re.search(r"\s*\(at line (\d+), column (\d+)\)$", message)
+    if m:
+        return (f"{path}:{m.group(1)}: malformed TOML: {message[:m.start()]} "
+                f"(column {m.group(2)}); fix the file and retry")
+    line = len(text.splitlines()) or 1
+    message = re.sub(r"\s*\(at end of document\)$", " at the end of the file", message)
+    return f"{path}:{line}: malformed TOML: {message}; fix the file and retry"
+
+
 def load_campaign_file(path: str | Path) -> CampaignFile:
     """Read and check a campaign file. Every fault is one CampaignError naming file and line."""
     path = Path(path)
@@ -194,7 +205,7 @@ def load_campaign_file(path: str | Path) -> CampaignFile:
     except UnicodeDecodeError:
         raise CampaignError(f"{path}: not UTF-8 text; save the campaign file as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:
-        raise CampaignError(f"{path}: malformed TOML: {exc}") from None
+        raise CampaignError(_toml_message(path, text, str(exc))) from None
 
     for section in data:
         if section not in SECTIONS:
@@ -291,8 +302,9 @@ def _check_scheduler(scheduler: dict[str, Any], path: Path, text: str) -> None:
                                 "hold only letters, digits, '.', '_' and '-'")
     where = location(path, text, "scheduler", "walltime")
     scheduler["walltime_seconds"] = parse_walltime(scheduler["walltime"], where)
-    where = location(path, text, "scheduler", "directives")
-    for line in scheduler["directives"]:
-        if not isinstance(line, str) or "\n" in line or not line.strip():
-            raise CampaignError(f"{where}: each directive must be a non-empty one-line string")
-    scheduler["directives"] = tuple(scheduler["directives"])
+    for key in ("sbatch_directives", "pbs_directives"):
+        where = location(path, text, "scheduler", key)
+        for line in scheduler[key]:
+            if not isinstance(line, str) or "\n" in line or not line.strip():
+                raise CampaignError(f"{where}: each of {key} must be a non-empty one-line string")
+        scheduler[key] = tuple(scheduler[key])

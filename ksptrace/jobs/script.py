@@ -18,7 +18,6 @@ import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ksptrace import __version__
 from ksptrace.jobs.launchers import Launcher
 from ksptrace.jobs.spec import CampaignSpec, RunSpec
 
@@ -54,7 +53,7 @@ def render_script(spec: CampaignSpec, runs: Sequence[RunSpec], launcher: Launche
     """The whole script: shebang, directives, then the task body."""
     lines = ["#!/bin/bash", *directives, ""]
     lines += [
-        f"# ksptrace {__version__} campaign {shlex.quote(spec.name)}: "
+        f"# ksptrace campaign {spec.name}: "
         f"{len(runs)} run(s) of {len(spec.runs)}, one per task.",
         f"# Campaign file sha256 {spec.campaign_hash}",
         "# Paths are relative to the campaign's output folder.",

@@ -88,7 +88,8 @@ class SchedulerSpec:
     launcher: str | None = None
     mpi: str = "pmix"
     max_parallel: int | None = None
-    directives: tuple[str, ...] = ()
+    sbatch_directives: tuple[str, ...] = ()
+    pbs_directives: tuple[str, ...] = ()
 
     def nodes(self, nprocs: int) -> int:
         return 1 if self.ranks_per_node is None else math.ceil(nprocs / self.ranks_per_node)

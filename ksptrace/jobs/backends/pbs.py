@@ -47,7 +47,7 @@ class PbsBackend(Backend):
             lines.append(f"-q {s.partition}")
         if s.account:
             lines.append(f"-A {s.account}")
-        lines += [d.removeprefix("#PBS").strip() for d in s.directives]
+        lines += [d.removeprefix("#PBS").strip() for d in s.pbs_directives]
         return ["#PBS " + line for line in lines]
 
     def render(self, spec: CampaignSpec, runs: Sequence[RunSpec]) -> list[Script]:

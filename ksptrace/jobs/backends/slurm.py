@@ -62,7 +62,7 @@ class SlurmBackend(Backend):
             lines.append(f"--partition={s.partition}")
         if s.account:
             lines.append(f"--account={s.account}")
-        lines += [d.removeprefix("#SBATCH").strip() for d in s.directives]
+        lines += [d.removeprefix("#SBATCH").strip() for d in s.sbatch_directives]
         return ["#SBATCH " + line for line in lines]
 
     def render(self, spec: CampaignSpec, runs: Sequence[RunSpec]) -> list[Script]:

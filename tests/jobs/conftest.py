@@ -1,0 +1,57 @@
+"""Shared helpers for campaign tests: campaign files in tmp_path and a fast fake harness."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "jobs"
+FAKE = DATA / "fake_ksptrace.py"
+FAKE_COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE))}"
+
+
+@pytest.fixture
+def write_campaign(tmp_path: Path) -> Callable[[str], Path]:
+    """Write a campaign file in tmp_path; returns its path."""
+
+    def write(text: str, name: str = "campaign.toml") -> Path:
+        path = tmp_path / name
+        path.write_text(text)
+        return path
+
+    return write
+
+
+@pytest.fixture
+def fake_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """Environment for the fake harness; returns the file that logs its calls."""
+    calls = tmp_path / "calls.log"
+    calls.touch()
+    monkeypatch.setenv("FAKE_CALLS", str(calls))
+    monkeypatch.setenv("FAKE_SLEEP", "0")
+    monkeypatch.delenv("FAKE_FAIL", raising=False)
+    monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    return calls
+
+
+def local_campaign(runs_ksp: str = '["gmres", "bcgs"]', nprocs: str = "[1, 2]",
+                   extra: str = "") -> str:
+    return f"""
+[campaign]
+name = "t"
+output = "out"
+command = {FAKE_COMMAND!r}
+oversubscribe = true
+{extra}
+
+[sweep]
+problem = "laplace1d"
+ksp = {runs_ksp}
+nprocs = {nprocs}
+n = 1000
+iterations = 20
+"""

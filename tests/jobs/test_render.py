@@ -1,0 +1,137 @@
+"""Rendered scripts: golden Slurm and PBS files, and hostile strings that must stay inert.
+
+Regenerate the golden files after an intended change with
+``KSPTRACE_UPDATE_GOLDEN=1 pytest tests/jobs/test_render.py`` and review the diff.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ksptrace.jobs.backends import BACKENDS, get_backend
+from ksptrace.jobs.expand import load_spec
+from ksptrace.jobs.runner import write_scripts
+from ksptrace.jobs.spec import CampaignSpec
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "jobs"
+
+GOLDEN = DATA / "golden"
+UPDATE = os.environ.get("KSPTRACE_UPDATE_GOLDEN") == "1"
+
+
+def golden_spec() -> CampaignSpec:
+    return load_spec(DATA / "golden.toml")
+
+
+@pytest.mark.parametrize("backend", ["slurm", "pbs", "local"])
+def test_golden_scripts(backend: str) -> None:
+    spec = golden_spec()
+    scripts = get_backend(backend).render(spec, spec.runs)
+    for script in scripts:
+        golden = GOLDEN / script.path
+        if UPDATE:
+            golden.parent.mkdir(parents=True, exist_ok=True)
+            golden.write_text(script.text)
+        assert golden.exists(), f"no golden file {golden}; run with KSPTRACE_UPDATE_GOLDEN=1"
+        assert script.text == golden.read_text(), f"{script.path} differs from {golden}"
+    assert sorted(p.relative_to(GOLDEN).as_posix() for p in (GOLDEN / "scripts" / backend).rglob(
+        "*") if p.is_file()) == sorted(s.path for s in scripts)
+
+
+def test_slurm_directives_and_grouping() -> None:
+    spec = golden_spec()
+    scripts = get_backend("slurm").render(spec, spec.runs)
+    assert [s.path for s in scripts] == ["scripts/slurm/golden-N1.sbatch",
+                                         "scripts/slurm/golden-N2.sbatch"]
+    one = scripts[0].text
+    for line in ("#SBATCH --job-name=golden", "#SBATCH --nodes=1",
+                 "#SBATCH --ntasks-per-node=64", "#SBATCH --time=00:45:00",
+                 "#SBATCH --output=logs/%x-%A_%a.out", "#SBATCH --array=0-3%4",
+                 "#SBATCH --exclusive", "#SBATCH --partition=compute",
+                 "#SBATCH --account=proj-123", "#SBATCH --constraint=cache-quad"):
+        assert line in one.splitlines()
+    assert "srun --mpi=pmix --ntasks 64 --nodes 1 ksptrace run" in one
+    assert "srun --mpi=pmix --ntasks 128 --nodes 2 ksptrace run" in scripts[1].text
+    assert all(len(s.runs) == 4 for s in scripts)
+
+
+def test_pbs_directives() -> None:
+    spec = golden_spec()
+    text = get_backend("pbs").render(spec, spec.runs)[1].text.splitlines()
+    for line in ("#PBS -N golden", "#PBS -l select=2:ncpus=64:mpiprocs=64",
+                 "#PBS -l walltime=00:45:00", "#PBS -J 0-3", "#PBS -j oe",
+                 "#PBS -l place=scatter:excl", "#PBS -q compute", "#PBS -A proj-123",
+                 "#PBS -l filesystems=home:grand",
+                 'cd "$PBS_O_WORKDIR" || exit 1'):
+        assert line in text
+    assert any(ln.strip().startswith("cmd=(mpiexec -n 128 ksptrace run") for ln in text)
+
+
+def test_pbs_single_run_is_not_an_array(tmp_path: Path) -> None:
+    path = tmp_path / "one.toml"
+    path.write_text("[sweep]\nksp = 'cg'\n")
+    spec = load_spec(path)
+    text = get_backend("pbs").render(spec, spec.runs)[0].text
+    assert "#PBS -J" not in text
+    assert "task=${PBS_ARRAY_INDEX:-0}" in text
+
+
+def test_rendering_is_pure() -> None:
+    spec = golden_spec()
+    for name in BACKENDS:
+        a = get_backend(name).render(spec, spec.runs)
+        b = get_backend(name).render(spec, spec.runs)
+        assert a == b
+
+
+FAKE_LAUNCHER = """#!/bin/bash
+while [ $# -gt 0 ]; do
+  case "$1" in --mpi=*) shift ;; --ntasks|--nodes|-n) shift 2 ;; *) break ;; esac
+done
+exec "$@"
+"""
+DUMP = ("import json, os, sys; "
+        "open(os.environ['ARGV_OUT'], 'a').write(json.dumps(sys.argv[1:]) + '\\n')")
+
+
+@pytest.mark.parametrize("backend", ["slurm", "pbs", "local"])
+def test_hostile_strings_reach_the_run_verbatim(tmp_path: Path, backend: str) -> None:
+    work = tmp_path / "work"
+    work.mkdir()
+    spec = load_spec(DATA / "hostile.toml", output=work / "out dir 'x' $(touch PWNED)")
+    spec = dataclasses.replace(spec, command=(sys.executable, "-c", DUMP))
+    assert len(spec.runs) == 2
+    scripts = get_backend(backend).render(spec, spec.runs)
+    write_scripts(spec, scripts)
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    for name in ("srun", "mpiexec"):
+        (bindir / name).write_text(FAKE_LAUNCHER)
+        (bindir / name).chmod(stat.S_IRWXU)
+    argv_out = tmp_path / "argv.jsonl"
+    for script in scripts:
+        for index, run in enumerate(script.runs):
+            env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}",
+                   "ARGV_OUT": str(argv_out), "SLURM_ARRAY_TASK_ID": str(index),
+                   "SLURM_SUBMIT_DIR": str(spec.output), "SLURM_ARRAY_JOB_ID": "77",
+                   "PBS_ARRAY_INDEX": str(index), "PBS_O_WORKDIR": str(spec.output),
+                   "PBS_JOBID": "77[1].server"}
+            proc = subprocess.run(["bash", str(spec.output / script.path), str(index)], env=env,
+                                  cwd=work, capture_output=True, text=True, check=False)
+            assert proc.returncode == 0, proc.stderr
+            got = json.loads(argv_out.read_text().splitlines()[-1])
+            expected = run.run_args(get_backend(backend).launcher(spec).run_flags(run.nprocs))
+            assert got == expected
+            assert "setup-ran" in proc.stdout
+    calls = [json.loads(x) for x in argv_out.read_text().splitlines()]
+    assert {c[c.index("--ksp") + 1] for c in calls} == {
+        "gmres; touch PWNED", "it's \"quoted\" $(touch PWNED) `touch PWNED`"}
+    assert not list(tmp_path.rglob("PWNED")), "a hostile string was executed"
