@@ -64,6 +64,14 @@ class Laplace1D(ProblemInstance):
         self.nnz = int(self._A.getInfo(PETSc.Mat.InfoType.GLOBAL_SUM)["nz_used"])
 
     @property
+    def rhs(self) -> PETSc.Vec:
+        return self._b
+
+    @property
+    def solution(self) -> PETSc.Vec:
+        return self._x
+
+    @property
     def ksp(self) -> PETSc.KSP:
         return self._ksp
 
