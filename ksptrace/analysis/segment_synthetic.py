@@ -232,3 +232,72 @@ def split_table(
             for n in sizes:
                 for n1 in range(1, n):
                     yield evaluate_cell(rng, series, space, spacing, noise, n1, n - n1, params)
+
+
+def summarize(cells: Sequence[Cell]) -> dict[str, dict[str, float]]:
+    """Per spacing, the acceptance figures of the noise table (ten points, 5/5).
+
+    overall: mean % correct over its cells; fp_low_noise: the largest false-positive % at noise
+    <= 5 %; located_in / located_out: % of true positives located, pooled over noise levels.
+    """
+    out: dict[str, dict[str, float]] = {}
+    for spacing in ("linear", "geometric"):
+        cs = [c for c in cells if c.spacing == spacing and c.n1 == 5 and c.n2 == 5]
+        if not cs:
+            continue
+        tp = {sp: [(1 - c.false_negative / 100) * c.series for c in cs if c.space == sp]
+              for sp in ("in", "out")}  # fmt: skip
+        loc = {sp: [c.located * (1 - c.false_negative / 100) * c.series / 100
+                    for c in cs if c.space == sp] for sp in ("in", "out")}  # fmt: skip
+        out[spacing] = {
+            "overall_correct_pct": round(float(np.mean([c.correct for c in cs])), 2),
+            "fp_max_pct_noise_le_5": round(max(c.false_positive for c in cs if c.noise <= 0.05), 2),
+            "located_in_pct": round(100 * sum(loc["in"]) / max(sum(tp["in"]), 1), 2),
+            "located_out_pct": round(100 * sum(loc["out"]) / max(sum(tp["out"]), 1), 2),
+        }
+    return out
+
+
+def _pct(x: float) -> str:
+    return "–" if np.isnan(x) else f"{x:.1f}"
+
+
+def noise_markdown(cells: Sequence[Cell]) -> str:
+    """The noise table: one row per spacing x space x noise level."""
+    lines = [
+        "| spacing | functions | noise | series | correct % | false pos. % | false neg. % "
+        "| located % |",
+        "|---|---|---:|---:|---:|---:|---:|---:|",
+    ]
+    for c in cells:
+        lines.append(
+            f"| {c.spacing} | {c.space} space | {100 * c.noise:.0f}% | {2 * c.series} "
+            f"| {_pct(c.correct)} | {_pct(c.false_positive)} | {_pct(c.false_negative)} "
+            f"| {_pct(c.located)} |"
+        )
+    return "\n".join(lines)
+
+
+def split_markdown(cells: Sequence[Cell]) -> str:
+    """The point-count table: one row per spacing x n (n1/n2), in- and out-of-space columns."""
+    lines = [
+        "| spacing | points (n1/n2) | in: correct % | in: FN % | in: located % "
+        "| out: correct % | out: FN % | out: located % | FP % (in/out) |",
+        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
+    ]
+    index = {(c.spacing, c.space, c.n1, c.n2): c for c in cells}
+    keys = sorted(
+        {(c.spacing, c.n1 + c.n2, c.n1) for c in cells},
+        key=lambda k: (k[0] != "linear", k[1], k[2]),
+    )
+    for spacing, n, n1 in keys:
+        a = index.get((spacing, "in", n1, n - n1))
+        b = index.get((spacing, "out", n1, n - n1))
+        if a is None or b is None:
+            continue
+        lines.append(
+            f"| {spacing} | {n} ({n1}/{n - n1}) | {_pct(a.correct)} | {_pct(a.false_negative)} "
+            f"| {_pct(a.located)} | {_pct(b.correct)} | {_pct(b.false_negative)} "
+            f"| {_pct(b.located)} | {_pct(a.false_positive)}/{_pct(b.false_positive)} |"
+        )
+    return "\n".join(lines)

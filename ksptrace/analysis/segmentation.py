@@ -56,13 +56,20 @@ class SegmentationParams:
     """Recursion stops after this many change points."""
     criterion: Criterion = "smape"
     """Leave-one-out cost that picks each model: "smape" (Extra-P's default) or "rss"."""
-    two_sided: bool = False
-    """Beyond the paper: also flag a fall of nRSS by more than ``epsilon`` (e_i / (e_{i+1} + eta)
-    with e_i in the band), which catches changes close to the first point."""
+    two_sided: bool = True
+    """Beyond the paper (``paper()`` turns it off): also flag a fall of nRSS by more than
+    ``epsilon`` (e_i / (e_{i+1} + eta) with e_i in the band), which catches changes close to
+    the first point."""
     refine: bool = True
-    """Beyond the paper: where the pattern is not one of its two clean cases (three or four
-    ones, clear of both ends), pick the split consistent with the pattern whose two segment
-    models leave the smallest relative residuals. False reads such runs from their middle."""
+    """Beyond the paper (``paper()`` turns it off): where the pattern is not one of its two
+    clean cases (three or four ones, clear of both ends), pick the split consistent with the
+    pattern whose two segment models leave the smallest relative residuals. False reads such
+    runs from their middle."""
+
+    @classmethod
+    def paper(cls) -> SegmentationParams:
+        """The detector exactly as published: one-sided relative nRSS, runs read from the middle."""
+        return cls(two_sided=False, refine=False)
 
     def __post_init__(self) -> None:
         if self.window < 3:
@@ -429,10 +436,14 @@ def _with_advice(seg: Segment, all_p: np.ndarray, prm: SegmentationParams, side:
     missing = prm.min_segment_points - seg.p.size
     extra = suggest_points(all_p, seg.p, missing, side)
     lo, hi = seg.p_range
-    advice = (
+    head = (
         f"not enough points for a model: {seg.p.size} of {prm.min_segment_points} in "
-        f"p = {lo:g}..{hi:g}; add measurements at p = {_fmt_list(extra)}"
+        f"p = {lo:g}..{hi:g}"
     )
+    if extra.size:
+        advice = f"{head}; add measurements at p = {_fmt_list(extra)}"
+    else:
+        advice = f"{head}, and no other integer p lies there; it cannot be modelled separately"
     return Segment(seg.p, seg.y, None, advice)
 
 

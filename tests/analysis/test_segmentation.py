@@ -94,7 +94,14 @@ def test_batch_equals_one_by_one() -> None:
 def test_change_near_the_start_needs_two_sided() -> None:
     p = np.arange(1.0, 9.0)
     y = np.where(p <= 2, 10 / p, 5 * p)  # strong scaling, then oversubscription
-    assert segment(p, y, SegmentationParams(two_sided=True)).segmented
+    assert segment(p, y).segmented
+    assert not segment(p, y, SegmentationParams.paper()).segmented
+
+
+def test_paper_variant_gives_the_same_worked_example() -> None:
+    res = segment(P10, WORKED, SegmentationParams.paper())
+    assert res.pattern == "001110"
+    assert str(res.change_points[0]) == "p = 6"
 
 
 def test_short_segment_says_what_to_measure() -> None:

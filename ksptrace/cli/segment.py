@@ -1,0 +1,237 @@
+"""``ksptrace segment TRACES... --out DIR``: segmentation of campaign results over process counts.
+
+Traces are grouped by (problem, ksp); within a group every trace is one measurement at its P
+(traces at the same P are repetitions, reduced to their median). Three metrics are modelled over
+P: the KSPSolve time (slowest rank), the mean iteration time (over ranks and iterations) and the
+Johnson SU location of a_k (each iteration's fastest rank). For each group and metric the report
+gives the data, the single PMNF model, the change point and the segment models, as a plot, as
+text in Extra-P's notation, in ``segment.json``, ``segment.md`` and ``segment.html``, and as an
+Extra-P text input file.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ksptrace.analysis.extrap_export import ExtrapSeries, group_repetitions, to_extrap_text
+from ksptrace.analysis.segmentation import Segmentation, SegmentationParams, segment
+from ksptrace.errors import AnalysisError, KsptraceError, UsageError
+from ksptrace.trace.model import Trace
+
+
+def johnsonsu_location(trace: Trace) -> float:
+    """The location of a Johnson SU fitted to a_k = min over ranks of each iteration's time."""
+    from ksptrace.analysis.fitting import fit_johnsonsu
+
+    a_k = trace.iteration_seconds.min(axis=0)
+    return float(fit_johnsonsu(a_k, fit_size=5000).loc)
+
+
+METRICS: tuple[tuple[str, str, Callable[[Trace], float]], ...] = (
+    ("solve_time", "KSPSolve time [s]", lambda t: t.solve_max),
+    ("mean_iteration_time", "mean iteration time [s]", lambda t: float(t.iteration_seconds.mean())),
+    ("johnsonsu_loc_ak", "Johnson SU location of a_k [s]", johnsonsu_location),
+)
+"""(key, label, value of one trace) for each modelled metric."""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "segment",
+        help="detect changes of behaviour over process counts and model each segment",
+        allow_abbrev=False,
+    )
+    p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (any P, any solver)")
+    p.add_argument("--out", type=Path, required=True, help="report folder (created)")
+    p.add_argument("--paper", action="store_true", help="the detector exactly as published")
+    p.add_argument(
+        "--criterion",
+        choices=("smape", "rss"),
+        default="smape",
+        help="leave-one-out model selection cost (default smape, as Extra-P)",
+    )
+    p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
+    p.add_argument(
+        "--metrics",
+        default=",".join(m[0] for m in METRICS),
+        help="comma-separated metrics to model (default: all of "
+        f"{', '.join(m[0] for m in METRICS)})",
+    )
+    p.set_defaults(func=main)
+
+
+@dataclass(frozen=True)
+class SeriesReport:
+    group: tuple[str, str]
+    metric: str
+    label: str
+    p: np.ndarray
+    y: np.ndarray
+    result: Segmentation
+    skipped: tuple[str, ...]
+
+
+def collect(traces: list[Trace]) -> dict[tuple[str, str], list[Trace]]:
+    groups: dict[tuple[str, str], list[Trace]] = {}
+    for t in traces:
+        key = (str(t.attrs.get("problem", "unknown")), str(t.attrs.get("ksp", "unknown")))
+        groups.setdefault(key, []).append(t)
+    return groups
+
+
+def analyse(
+    group: tuple[str, str],
+    traces: list[Trace],
+    params: SegmentationParams,
+    metrics: tuple[str, ...],
+) -> list[SeriesReport]:
+    reports = []
+    for key, label, value in METRICS:
+        if key not in metrics:
+            continue
+        p, y, skipped = [], [], []
+        for t in traces:
+            try:
+                v = value(t)
+            except (KsptraceError, ValueError, FloatingPointError) as exc:
+                skipped.append(f"{t.path or t.label}: {exc}")
+                continue
+            p.append(float(t.nprocs))
+            y.append(v)
+        pa, ya = np.array(p), np.array(y)
+        reports.append(
+            SeriesReport(group, key, label, pa, ya, segment(pa, ya, params), tuple(skipped))
+        )
+    return reports
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "series"
+
+
+def plot(rep: SeriesReport, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    res = rep.result
+    fig, ax = plt.subplots(figsize=(6.4, 4.0))
+    ax.plot(rep.p, rep.y, "o", color="0.7", ms=4, label="measurements")
+    ax.plot(res.p, res.y, "o", color="k", ms=5, label="median per p")
+    if res.p.size:
+        grid = np.linspace(res.p[0], res.p[-1], 200)
+        if res.single is not None:
+            ax.plot(grid, res.single(grid), "--", color="tab:gray", label=f"single: {res.single}")
+        if res.segmented:
+            for k, seg in enumerate(res.segments):
+                if seg.model is None:
+                    continue
+                g = np.linspace(seg.p[0], seg.p[-1], 100)
+                ax.plot(g, seg.model(g), "-", color=f"C{k}", label=f"segment {k + 1}: {seg.model}")
+            for cp in res.change_points:
+                ax.axvline((cp.p_lo + cp.p_hi) / 2, color="tab:red", ls=":", label=f"change {cp}")
+    if res.p.size >= 3 and np.allclose(res.p[1:] / res.p[:-1], res.p[1] / res.p[0]):
+        ax.set_xscale("log", base=2)
+    ax.set_xlabel("p (MPI ranks)")
+    ax.set_ylabel(rep.label)
+    ax.set_title(f"{rep.group[0]} / {rep.group[1]}: {rep.label}", fontsize=10)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    plt.close(fig)
+
+
+def to_json(rep: SeriesReport) -> dict[str, Any]:
+    res = rep.result
+    return {
+        "problem": rep.group[0], "ksp": rep.group[1], "metric": rep.metric,
+        "p": rep.p.tolist(), "values": rep.y.tolist(),
+        "p_distinct": res.p.tolist(), "median": res.y.tolist(),
+        "detection_ran": res.ok, "segmented": res.segmented, "pattern": res.pattern,
+        "window_nrss": [round(float(v), 6) for v in res.window_nrss],
+        "single_model": None if res.single is None else str(res.single),
+        "change_points": [{"p_lo": c.p_lo, "p_hi": c.p_hi, "text": str(c)}
+                          for c in res.change_points],
+        "segments": [{"p_first": s.p_range[0], "p_last": s.p_range[1],
+                      "model": None if s.model is None else str(s.model), "advice": s.advice}
+                     for s in res.segments],
+        "notes": list(res.notes) + list(rep.skipped),
+    }  # fmt: skip
+
+
+def main(args: argparse.Namespace) -> int:
+    from ksptrace.trace.io import read_trace
+
+    params = SegmentationParams.paper() if args.paper else SegmentationParams()
+    if args.criterion != params.criterion:
+        params = SegmentationParams(**{**params.__dict__, "criterion": args.criterion})
+    known = [m[0] for m in METRICS]
+    metrics = tuple(m.strip() for m in args.metrics.split(",") if m.strip())
+    unknown = [m for m in metrics if m not in known]
+    if unknown or not metrics:
+        raise UsageError(
+            f"unknown metric(s) {', '.join(unknown) or '(none)'}; choose from {', '.join(known)}"
+        )
+    traces = [read_trace(path) for path in args.traces]
+    out: Path = args.out
+    if out.exists() and not out.is_dir():
+        raise UsageError(f"--out {out} exists and is not a folder; choose another path")
+    out.mkdir(parents=True, exist_ok=True)
+    md = ["## Segmentation over process counts", ""]
+    body: list[str] = []
+    records = []
+    for group, members in sorted(collect(traces).items()):
+        md += [
+            f"### {group[0]} / {group[1]} ({len(members)} traces, "
+            f"P = {sorted({t.nprocs for t in members})})",
+            "",
+        ]
+        body.append(f"<h3>{html.escape(group[0])} / {html.escape(group[1])}</h3>")
+        for rep in analyse(group, members, params, metrics):
+            stem = _slug(f"{group[0]}_{group[1]}_{rep.metric}")
+            record = to_json(rep)
+            text = rep.result.describe() + "".join(f"\nskipped {s}" for s in rep.skipped)
+            print(f"{group[0]} / {group[1]} / {rep.label}:\n  " + text.replace("\n", "\n  "))
+            md += [f"#### {rep.label}", "", "```", text, "```", ""]
+            body.append(f"<h4>{html.escape(rep.label)}</h4><pre>{html.escape(text)}</pre>")
+            if not args.no_plots and rep.result.p.size:
+                png = out / f"{stem}.png"
+                plot(rep, png)
+                record["plot"] = png.name
+                md += [f"![{rep.label}]({png.name})", ""]
+                body.append(f'<img src="{html.escape(png.name)}" alt="{html.escape(rep.label)}">')
+            if rep.result.p.size:
+                try:
+                    pts, reps = group_repetitions(rep.p, rep.y)
+                    txt = to_extrap_text(
+                        "p",
+                        pts,
+                        [ExtrapSeries("KSPSolve", rep.metric, reps)],
+                        {"problem": group[0], "ksp": group[1], "metric": rep.label},
+                    )
+                except AnalysisError as exc:
+                    record["notes"].append(f"no Extra-P export: {exc}")
+                else:
+                    (out / f"{stem}.extrap.txt").write_text(txt)
+                    record["extrap_text"] = f"{stem}.extrap.txt"
+            records.append(record)
+    (out / "segment.json").write_text(
+        json.dumps({"params": params.__dict__, "series": records}, indent=1) + "\n"
+    )
+    (out / "segment.md").write_text("\n".join(md) + "\n")
+    (out / "segment.html").write_text(
+        "<!doctype html><html><head><meta charset='utf-8'><title>ksptrace segment</title></head>"
+        "<body><h2>Segmentation over process counts</h2>" + "\n".join(body) + "</body></html>\n"
+    )
+    print(f"report: {out / 'segment.md'}, {out / 'segment.html'}, {out / 'segment.json'}")
+    return 0
