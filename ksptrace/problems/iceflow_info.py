@@ -1,8 +1,8 @@
 """Declaration of the iceflow problem (PETSc SNES tutorial ex48, v3.18). Pure: no PETSc import.
 
-Parameter names mirror ex48's options: ``hom`` is ``-thi_hom``, ``mx``/``my``/``mz`` are
-``-M``/``-N``/``-P`` (map-plane points in x and y, points in the vertical), ``refine`` is ``-da_refine``,
-``quadrature`` is ``-thi_quadrature``, ``alpha`` is ``-thi_alpha`` and ``friction_m`` is
+Parameter names mirror ex48's options: ``hom`` is ``-thi_hom``; ``mx``, ``my``, ``mz`` are ``-M``,
+``-N``, ``-P`` (map-plane points in x and y, points in the vertical); ``refine`` is ``-da_refine``;
+``quadrature`` is ``-thi_quadrature``; ``alpha`` is ``-thi_alpha``; ``friction_m`` is
 ``-thi_friction_m``.
 """
 

@@ -37,28 +37,34 @@ def refined(mx: int, my: int, mz: int, levels: int) -> Grid:
     return Grid(mx, my, mz)
 
 
-def target_grid(n: int) -> tuple[int, int]:
-    """Map-plane points m (= mx = my) and vertical points mz giving about n unknowns, with about
-    twice as many points across the map plane as in the vertical (2 m^2 mz ~ n, mz ~ m / 2)."""
-    m = max(MIN_MAP_POINTS, round(n ** (1 / 3)))
-    mz = max(MIN_VERTICAL_POINTS, round(n / (2 * m * m)))
-    return m, mz
+def target_map_points(n: int) -> int:
+    """Map-plane points m (= mx = my) for about n unknowns with about twice as many points across
+    the map plane as in the vertical: 2 m^2 mz = n with mz = m / 2, so m = n^(1/3)."""
+    return max(MIN_MAP_POINTS, round(n ** (1 / 3)))
 
 
 def choose_grid(
     n: int, mx: int | None, my: int | None, mz: int | None, refine: int
 ) -> tuple[Grid, Grid]:
-    """(coarse, fine) grids. Unset sizes are picked so that the fine grid has about n unknowns."""
+    """(coarse, fine) grids. Sizes left unset are picked so that the fine grid has about n
+    unknowns; mx and my default to each other."""
     if refine < 0:
         raise UsageError(f"--refine must be >= 0, got {refine}")
-    m_fine, mz_fine = target_grid(n)
     scale = 2**refine
-    if mx is None:
-        base = my if my is not None else round(m_fine / scale)
-        mx = max(MIN_MAP_POINTS, base)
-    if my is None:
+    if mx is None and my is None:
+        if mz is None:
+            m_fine = target_map_points(n)
+        else:
+            m_fine = round((n / (2 * ((mz - 1) * scale + 1))) ** 0.5)
+        mx = my = max(MIN_MAP_POINTS, round(m_fine / scale))
+    elif mx is None:
+        mx = my
+    elif my is None:
         my = mx
+    assert mx is not None
+    assert my is not None
     if mz is None:
+        mz_fine = max(MIN_VERTICAL_POINTS, round(n / (2 * mx * my * scale * scale)))
         mz = max(MIN_VERTICAL_POINTS, round((mz_fine - 1) / scale) + 1)
     if mz < MIN_VERTICAL_POINTS:
         raise UsageError(
