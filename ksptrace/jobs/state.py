@@ -152,7 +152,11 @@ def local_alive(job: str) -> bool | None:
         return False
     except PermissionError:
         return True
-    return True
+    try:  # a killed process nobody has reaped yet is a zombie: dead for our purpose
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return True
+    return stat.rpartition(")")[2].split()[0] != "Z"
 
 
 @dataclass(frozen=True)
@@ -180,7 +184,8 @@ def run_status(folder: Path, run: Mapping[str, Any], alive: JobAlive,
         return RunStatus(rid, "running", "queued")
     failed = read_marker(folder / STATE_DIR / f"{rid}.failed")
     if failed is not None:
-        return RunStatus(rid, "failed", f"exit code {failed.get('rc', '?')}", failed.get("log"))
+        why = failed.get("reason") or f"exit code {failed.get('rc', '?')}"
+        return RunStatus(rid, "failed", why, failed.get("log"))
     if problem != "no trace":
         return RunStatus(rid, "failed", problem, str(run.get("log")))
     return RunStatus(rid, "missing")

@@ -38,7 +38,13 @@ def fake_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     return calls
 
 
-def local_campaign(runs_ksp: str = '["gmres", "bcgs"]', nprocs: str = "[1, 2]",
+@pytest.fixture
+def local_campaign() -> Callable[..., str]:
+    """A campaign file's text that runs the fake harness locally."""
+    return _local_campaign
+
+
+def _local_campaign(runs_ksp: str = '["gmres", "bcgs"]', nprocs: str = "[1, 2]",
                    extra: str = "") -> str:
     return f"""
 [campaign]

@@ -58,11 +58,13 @@ class LocalBackend(Backend):
                     ["bash", str(spec.output / script.path), str(index)],
                     stdout=subprocess.DEVNULL, check=False,
                 ).returncode
-                ok = rc == 0 and state.check_trace(
-                    spec.output, run.run_id, run.nprocs, int(run.param("iterations"))) is None
-                if rc == 0 and not ok:
+                problem = state.check_trace(spec.output, run.run_id, run.nprocs,
+                                            int(run.param("iterations"))) if rc == 0 else None
+                if problem is not None:
                     state.write_marker(spec.output, run.run_id, "failed",
-                                       {"job": "local", "rc": "invalid trace", "log": run.log})
+                                       {"job": "local", "rc": rc, "log": run.log,
+                                        "reason": problem})
+                ok = rc == 0 and problem is None
                 done += 1
                 if progress is not None:
                     progress(done, total, run, ok, time.monotonic() - start)

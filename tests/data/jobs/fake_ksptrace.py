@@ -19,10 +19,12 @@ from ksptrace.trace.model import Trace
 
 def main(argv: list[str]) -> int:
     assert argv[0] == "run", argv
-    args = dict(zip(argv[1::2], argv[2::2], strict=False))
-    out = Path(argv[argv.index("--out") + 1])
-    nprocs = int(args.get("--np", os.environ.get("SLURM_NTASKS", "1")))
-    iterations = int(args["--iterations"])
+    def value(flag: str, default: str | None = None) -> str:
+        return argv[argv.index(flag) + 1] if flag in argv else str(default)
+
+    out = Path(value("--out"))
+    nprocs = int(value("--np", os.environ.get("SLURM_NTASKS", "1")))
+    iterations = int(value("--iterations"))
     run_id = os.environ.get("KSPTRACE_RUN_ID", "")
     with open(os.environ["FAKE_CALLS"], "a") as f:
         f.write(f"{run_id} {' '.join(argv)}\n")
