@@ -6,8 +6,10 @@ Nothing is written before every check has passed, so bad input leaves no partial
 from __future__ import annotations
 
 import os
+import shutil
 from dataclasses import dataclass
 
+from ksptrace.errors import KsptraceError
 from ksptrace.jobs import state
 from ksptrace.jobs.backends import Backend, Script, alive_any
 from ksptrace.jobs.backends.base import Progress
@@ -51,8 +53,14 @@ def run_campaign(spec: CampaignSpec, backend: Backend, dry_run: bool = False,
         if spec.output.exists():
             state.write_manifest(spec)
         return Outcome((), skipped, (), ())
+    fresh = not spec.output.exists()
     write_scripts(spec, scripts)
     jobs: list[str] = []
     if not dry_run:
-        jobs = backend.submit(spec, scripts, progress)
+        try:
+            jobs = backend.submit(spec, scripts, progress)
+        except KsptraceError:
+            if fresh and not state.submissions(spec.output):
+                shutil.rmtree(spec.output, ignore_errors=True)  # leave no partial state
+            raise
     return Outcome(tuple(todo), skipped, tuple(scripts), tuple(jobs))
