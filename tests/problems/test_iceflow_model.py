@@ -8,10 +8,10 @@ import pytest
 
 from ksptrace.errors import UsageError
 from ksptrace.problems.iceflow import elements
-from ksptrace.problems.iceflow.elements import BedData, Physics
+from ksptrace.problems.iceflow.elements import BedData, BoolArray, Physics
 from ksptrace.problems.iceflow.geometry import make_domain
 from ksptrace.problems.iceflow.grid import Grid, check_ranks, choose_grid, rank_split, refined
-from ksptrace.problems.iceflow.physics import Rheology, Sliding, Units
+from ksptrace.problems.iceflow.physics import FloatArray, Rheology, Sliding, Units
 from ksptrace.problems.iceflow.quadrature import face_rule, hex_rule
 from ksptrace.problems.registry import get
 
@@ -89,7 +89,9 @@ def _physics(case: str, friction_m: float = 1.0, quadrature: str = "gauss") -> P
     )
 
 
-def _elements(no_slip: bool, count: int = 6) -> tuple[np.ndarray, ...]:
+def _elements(
+    no_slip: bool, count: int = 6
+) -> tuple[FloatArray, FloatArray, BoolArray, BedData]:
     rng = np.random.default_rng(3)
     layer = np.array([0, 0, 0, 0, 1, 1, 1, 1], dtype=float)
     zn = -10.0 + 3.3 * layer[None, :] + 0.3 * rng.standard_normal((count, 8))

@@ -165,7 +165,8 @@ def run_helper(
 def helper_json(nprocs: int, mode: str, arg: Any) -> list[dict[str, Any]]:
     proc = run_helper(nprocs, mode, arg)
     assert proc.returncode == 0, proc.stderr
-    return json.loads(proc.stdout.strip().splitlines()[-1])  # type: ignore[no-any-return]
+    result: list[dict[str, Any]] = json.loads(proc.stdout.strip().splitlines()[-1])
+    return result
 
 
 @pytest.fixture(scope="module", params=[1, 2], ids=["np1", "np2"])
