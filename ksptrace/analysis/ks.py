@@ -9,15 +9,19 @@ the whole trace, with no per-pair Python loop.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
 
 from ksptrace.errors import AnalysisError
 
-ROWS_PER_CHUNK_ELEMENTS = 2_000_000
-"""About this many samples are processed at once, which bounds the working memory."""
+ROWS_PER_CHUNK_ELEMENTS = 1_000_000
+"""About this many samples are processed at once per thread, which bounds the working memory."""
+DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
+"""Threads for one-vs-all tests (numpy's binary search releases the GIL)."""
 
 
 def critical_value(alpha: float) -> float:
@@ -112,17 +116,30 @@ def compare_ranks(times: np.ndarray, a: int, b: int, alpha: float = 0.05) -> KST
     return compare(x[a], x[b], alpha)
 
 
-def _right_counts_within(sorted_rows: np.ndarray) -> np.ndarray:
-    """For sorted rows, the number of values <= each value in its own row (ties included)."""
-    c, k = sorted_rows.shape
-    base = np.broadcast_to(np.arange(1, k + 1, dtype=np.int64), (c, k))
-    ties = sorted_rows[:, 1:] == sorted_rows[:, :-1]
-    if not ties.any():
-        return np.array(base)
-    boundary = np.ones((c, k), dtype=bool)
-    boundary[:, :-1] = ~ties
-    last = np.where(boundary, base, k)
-    return np.minimum.accumulate(last[:, ::-1], axis=1)[:, ::-1]
+def _gaps_to_reference(ref: np.ndarray, ref_counts: np.ndarray, block: np.ndarray) -> np.ndarray:
+    """n m D for each row of ``block`` against the sorted reference sample ``ref``.
+
+    Between two consecutive reference values F_ref is constant and F_row only grows, so the
+    largest gap is reached at a reference value or at the last row value before the next
+    reference value. Both follow from per-row histograms over the reference bins: no row sort.
+    """
+    c, m = block.shape
+    n = ref.size
+    flat = block.ravel()
+    bins = np.searchsorted(ref, flat, side="right")
+    tie = ref[np.maximum(bins - 1, 0)] == flat
+    tie &= bins > 0
+    keys = bins + (np.arange(c, dtype=np.int64) * (n + 1)).repeat(m)
+    hist = np.bincount(keys, minlength=c * (n + 1)).reshape(c, n + 1)
+    equal = np.bincount(keys[tie], minlength=c * (n + 1)).reshape(c, n + 1)
+    below = np.cumsum(hist, axis=1)
+    # At reference value i: rows values <= ref[i] are those below ref[i] plus those equal to it.
+    at_or_below = below[:, :n] + equal[:, ref_counts]
+    gap_ref = np.abs(ref_counts[None, :] * m - at_or_below * n).max(axis=1)
+    # At the last row value of each non-empty bin j: F_ref = j / n, F_row = below[j] / m.
+    steps = np.arange(n + 1, dtype=np.int64)[None, :] * m
+    gap_own = np.where(hist > 0, np.abs(steps - below * n), 0).max(axis=1)
+    return np.maximum(gap_ref, gap_own)
 
 
 def one_vs_all(
@@ -130,8 +147,12 @@ def one_vs_all(
     reference: int = 0,
     alpha: float = 0.05,
     progress: Callable[[float], None] | None = None,
+    workers: int = DEFAULT_WORKERS,
 ) -> KSOneVsAll:
-    """Test rank ``reference`` against each other rank of a [P, K] matrix of iteration times."""
+    """Test rank ``reference`` against each other rank of a [P, K] matrix of iteration times.
+
+    Blocks of rows are handled by ``workers`` threads; the result does not depend on it.
+    """
     x = np.asarray(times, dtype=np.float64)
     if x.ndim != 2:
         raise AnalysisError(f"times must be [P, K], got shape {x.shape}")
@@ -141,36 +162,33 @@ def one_vs_all(
     if not 0 <= reference < nprocs:
         raise AnalysisError(f"reference rank {reference} is outside 0..{nprocs - 1}")
     ref = np.sort(_check_sample(x[reference], f"rank {reference}"))
-    ref_self = np.searchsorted(ref, ref, side="right").astype(np.int64)
-    others = np.delete(np.arange(nprocs, dtype=np.int64), reference)
-    stats = np.empty(others.size, dtype=np.float64)
+    ref_counts = np.searchsorted(ref, ref, side="right").astype(np.int64)
+    gaps = np.empty(nprocs, dtype=np.int64)
     chunk = max(1, ROWS_PER_CHUNK_ELEMENTS // max(k, 1))
-    n = m = k
-    for start in range(0, others.size, chunk):
-        rows = others[start : start + chunk]
-        block = np.sort(x[rows], axis=1)
+    starts = range(0, nprocs, chunk)
+
+    def one_block(start: int) -> int:
+        block = x[start : start + chunk]
         if not np.isfinite(block).all():
             raise AnalysisError("iteration times hold NaN or inf; drop the bad trace first")
-        c = rows.size
-        right = np.searchsorted(ref, block.ravel(), side="right").reshape(c, k)
-        left = np.searchsorted(ref, block.ravel(), side="left")
-        # Values of each row at or below ref[i] are those with fewer than i+1 ref values below.
-        offsets = (np.arange(c, dtype=np.int64) * (k + 1))[:, None]
-        hist = np.bincount((left.reshape(c, k) + offsets).ravel(), minlength=c * (k + 1))
-        below_ref = np.cumsum(hist.reshape(c, k + 1), axis=1)[:, :k]
-        gap_at_ref = np.abs(ref_self[None, :] * m - below_ref * n).max(axis=1)
-        own = _right_counts_within(block)
-        gap_at_own = np.abs(right * m - own * n).max(axis=1)
-        stats[start : start + c] = np.maximum(gap_at_ref, gap_at_own) / (n * m)
-        if progress is not None:
-            progress(min(1.0, (start + c) / others.size))
+        gaps[start : start + block.shape[0]] = _gaps_to_reference(ref, ref_counts, block)
+        return int(block.shape[0])
+
+    done = 0
+    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+        for rows in pool.map(one_block, starts):
+            done += rows
+            if progress is not None:
+                progress(done / nprocs)
+    others = np.delete(np.arange(nprocs, dtype=np.int64), reference)
+    stats = np.delete(gaps, reference) / float(k * k)
     stats.setflags(write=False)
     others.setflags(write=False)
     return KSOneVsAll(
         reference=reference,
         others=others,
         statistics=stats,
-        threshold=threshold(n, m, alpha),
+        threshold=threshold(k, k, alpha),
         alpha=alpha,
         n=k,
     )

@@ -9,7 +9,8 @@ The iteration time of rank p at iteration k is built as
 * ``level_k`` is non-stationary: a slow log-normal random walk plus one or two episodes in which
   every iteration is slower, as the machine's state changes over time.
 * Synchronising methods (GMRES, BiCGStab) run in lockstep on a node: a strong node term and a
-  tiny rank term. Pipelined methods decouple ranks: a small node term and a larger rank term.
+  tiny rank term. Pipelined methods decouple ranks: a small node term, a larger rank term and a
+  persistent per-rank factor (ranks differ, so KS tests between them reject).
 * Rare detours (operating-system noise) add an exponential delay to single iterations.
 
 With ``stationary=True`` every T_p^k is instead an independent draw from
@@ -43,10 +44,14 @@ class Noise:
     detour_probability: float = 2e-3
     detour_mean: float = 3.0
     """Mean detour length, in base iteration times."""
+    rank_bias: float = 0.0
+    """Standard deviation of a persistent per-rank factor (uneven communication work)."""
 
 
 SYNCHRONISING_NOISE = Noise(node=0.08, rank=0.002)
-PIPELINED_NOISE = Noise(node=0.015, rank=0.06)
+PIPELINED_NOISE = Noise(
+    node=0.015, rank=0.05, detour_probability=2e-4, detour_mean=1.0, rank_bias=0.03
+)
 
 
 def _work(iterations: int, ksp: str, restart: int) -> tuple[np.ndarray, int]:
@@ -121,6 +126,8 @@ def synthetic_trace(
         for node in range(n_nodes):
             times[node * ranks_per_node : (node + 1) * ranks_per_node] += node_term[node]
         times += 1.0
+        if mix.rank_bias > 0:
+            times *= (1.0 + rng.normal(0.0, mix.rank_bias, nprocs))[:, None]
         times *= scale
         # A detour on one rank of a lockstep method holds up its whole node at the next
         # reduction; a pipelined method absorbs it on the rank that suffered it.

@@ -70,3 +70,10 @@ def test_one_rank_or_bad_values_say_why() -> None:
         ks.one_vs_all(bad)
     with pytest.raises(AnalysisError, match="alpha"):
         ks.threshold(10, 10, 1.5)
+
+
+def test_threads_do_not_change_results() -> None:
+    rng = np.random.default_rng(8)
+    x = rng.gamma(2.0, size=(37, 64))
+    serial = ks.one_vs_all(x, 5, workers=1).statistics
+    assert np.array_equal(ks.one_vs_all(x, 5, workers=3).statistics, serial)

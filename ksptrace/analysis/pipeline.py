@@ -1,0 +1,252 @@
+"""The whole per-trace analysis of the paper, as one pure function of an in-memory Trace.
+
+Which iterations feed which method:
+
+* bulk fits, the stationary models, the bounds, the KS tests and the Monte Carlo use the
+  *kept* iterations (pipeline-fill iterations dropped unless asked otherwise), and K is their
+  number;
+* the non-stationary models use every recorded iteration, each with its own uniform fit.
+
+A step that cannot be computed (P = 1, K < 2, too few values) leaves its result at None and adds
+a note that says why; the other steps still run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ksptrace.analysis import ks, models, montecarlo
+from ksptrace.analysis.cycles import CycleLayout, cycle_layout, fill_was_recorded, is_pipelined
+from ksptrace.analysis.fitting import DEFAULT_CANDIDATES, MIN_SAMPLES, FitRanking, fit_candidates
+from ksptrace.analysis.nodes import NodeVariance, node_variance
+from ksptrace.errors import AnalysisError, UsageError
+from ksptrace.trace.model import Trace
+
+Progress = Callable[[str, float], None]
+"""Called with (step name, fraction done of that step)."""
+
+INDEPENDENT_UNITS = ("nodes", "ranks")
+
+
+@dataclass(frozen=True)
+class AnalysisOptions:
+    """Knobs of the analysis, each with its default."""
+
+    alpha: float = 0.05
+    """Significance level of the KS tests."""
+    reference_rank: int = 0
+    """Rank tested against all others."""
+    candidates: tuple[str, ...] = DEFAULT_CANDIDATES
+    """Distribution families fitted to the bulk data."""
+    fit_size: int | None = 10_000
+    """Fit on a seeded subsample of this many values (None: all values)."""
+    bins: int = 200
+    independent: str = "nodes"
+    """Independent units in the max: 'nodes' (P-hat = P / ranks-per-node) or 'ranks' (P)."""
+    drop_fill: bool = True
+    """Drop pipelined GMRES's pipeline-fill iterations from bulk statistics."""
+    mc_runs: int = 16
+    seed: int = 0
+    iteration: int | None = None
+    """Iteration for per-iteration node variances (default: a mid-cycle one)."""
+
+    def __post_init__(self) -> None:
+        if self.independent not in INDEPENDENT_UNITS:
+            raise UsageError(
+                f"independent must be one of {', '.join(INDEPENDENT_UNITS)}, "
+                f"got {self.independent!r}"
+            )
+        if self.mc_runs < 1:
+            raise UsageError(f"mc_runs must be >= 1, got {self.mc_runs}")
+        ks.critical_value(self.alpha)
+
+
+@dataclass(frozen=True)
+class TraceAnalysis:
+    """Everything the paper computes for one trace."""
+
+    label: str
+    path: str | None
+    ksp: str
+    pipelined: bool
+    nprocs: int
+    ranks_per_node: int
+    count: float
+    """N in the expected maximum: P or P-hat."""
+    iterations: int
+    """K recorded."""
+    kept: int
+    """K used by bulk statistics."""
+    measured: float
+    """KSPSolve of the slowest rank."""
+    layout: CycleLayout
+    focus_iteration: int
+    uniform: models.UniformFits
+    nonstationary: models.NonStationaryModel
+    lockstep_sum: float
+    """sum_k max_p T_p^k of the trace (kept iterations)."""
+    rank_sum_max: float
+    """max_p sum_k T_p^k of the trace (kept iterations)."""
+    bounds: models.Bounds
+    ks_all: ks.KSOneVsAll | None = None
+    ks_pair: ks.KSTest | None = None
+    nodes_at: NodeVariance | None = None
+    nodes_overall: NodeVariance | None = None
+    bulk: FitRanking | None = None
+    stationary: tuple[models.StationaryModel, ...] = ()
+    parameters: montecarlo.ParameterFits | None = None
+    simulation: montecarlo.Simulation | None = None
+    notes: tuple[str, ...] = field(default_factory=tuple)
+    attrs: tuple[tuple[str, object], ...] = ()
+
+    def model(self, family: str) -> models.StationaryModel | None:
+        return next((m for m in self.stationary if m.family == family), None)
+
+    @property
+    def simulated(self) -> float | None:
+        """The Monte Carlo runtime of the method kind this trace ran."""
+        if self.simulation is None:
+            return None
+        sim = self.simulation
+        return sim.pipelined_mean if self.pipelined else sim.standard_mean
+
+
+def check_timings(trace: Trace) -> None:
+    """Raise AnalysisError when the timings cannot be analysed (NaN, inf, negative)."""
+    name = trace.path or trace.label
+    if not np.isfinite(trace.stamps).all() or not np.isfinite(trace.solve_seconds).all():
+        raise AnalysisError(f"{name}: timings contain NaN or inf; rerun the run that made it")
+    if (trace.iteration_seconds < 0).any():
+        raise AnalysisError(f"{name}: negative iteration durations (stamps not monotonic)")
+
+
+def layout_of(trace: Trace) -> CycleLayout:
+    """The restart-cycle layout of a trace, from its KSP type and attributes."""
+    ksp = str(trace.attr("ksp", "") or "")
+    restart = trace.attr("restart", None)
+    requested = trace.attr("iterations", None)
+    fill = fill_was_recorded(
+        ksp, trace.iterations, int(requested) if isinstance(requested, int | float) else None
+    )
+    return cycle_layout(
+        trace.iterations, ksp, int(restart) if isinstance(restart, int | float) else None, fill
+    )
+
+
+def _noop(step: str, fraction: float) -> None:
+    return None
+
+
+def analyze_trace(
+    trace: Trace, options: AnalysisOptions | None = None, progress: Progress | None = None
+) -> TraceAnalysis:
+    """Run every analysis of the paper on one trace."""
+    opt = options or AnalysisOptions()
+    tick = progress or _noop
+    check_timings(trace)
+    notes: list[str] = []
+    ksp = str(trace.attr("ksp", "?"))
+    pipelined = is_pipelined(ksp)
+    times = trace.iteration_seconds
+    nprocs, k_all = times.shape
+    rpn = trace.ranks_per_node
+    count = nprocs / rpn if opt.independent == "nodes" else float(nprocs)
+    count = max(count, 1.0)
+    layout = layout_of(trace)
+    keep = layout.keep(opt.drop_fill)
+    kept = times if keep.size == k_all else times[:, keep]
+    k = int(kept.shape[1])
+    focus = opt.iteration
+    if focus is None:
+        mid = layout.at_position(layout.middle_position())
+        focus = int(mid[1] if mid.size > 1 else mid[0]) if mid.size else 0
+    if not 0 <= focus < k_all:
+        raise UsageError(f"iteration {focus} is outside 0..{k_all - 1} for {trace.label}")
+
+    tick("uniform fits", 0.0)
+    uniform = models.uniform_fits(times)
+    nonstationary = models.nonstationary_model(uniform, count)
+    bulk_mean, bulk_std = float(kept.mean()), float(kept.std())
+    bounds = models.Bounds(iterations=k, count=count, mean=bulk_mean, std=bulk_std)
+    result: dict[str, object] = {}
+
+    if nprocs < 2:
+        notes.append("P = 1: the KS tests between ranks and node variances need >= 2 ranks")
+    elif k < 2:
+        notes.append("K < 2: the KS tests need >= 2 iterations per rank")
+    else:
+        tick("KS tests", 0.0)
+        result["ks_all"] = ks.one_vs_all(
+            kept,
+            opt.reference_rank,
+            opt.alpha,
+            progress=lambda f: tick("KS tests", f),
+        )
+        other = 1 if opt.reference_rank != 1 else 0
+        result["ks_pair"] = ks.compare_ranks(kept, opt.reference_rank, other, opt.alpha)
+    if nprocs >= 2:
+        tick("node variances", 0.0)
+        result["nodes_at"] = node_variance(times, trace.node_ids, focus)
+        result["nodes_overall"] = node_variance(kept, trace.node_ids)
+
+    if kept.size < MIN_SAMPLES or bulk_std == 0:
+        notes.append(f"{kept.size} distinct-enough samples: too few for distribution fits")
+    else:
+        tick("bulk fits", 0.0)
+        bulk = fit_candidates(kept, opt.candidates, opt.bins, opt.fit_size, opt.seed)
+        result["bulk"] = bulk
+        for name, why in bulk.failed:
+            notes.append(f"fit of {name} failed: {why}")
+        tick("stationary models", 0.0)
+        stationary = []
+        for fit in bulk.fits:
+            try:
+                stationary.append(models.stationary_model(fit.name, fit.frozen(), k, count))
+            except AnalysisError as exc:
+                notes.append(f"stationary model with {fit.name}: {exc}")
+        result["stationary"] = tuple(stationary)
+
+    kept_uniform = uniform if keep.size == k_all else models.uniform_fits(kept)
+    if k < MIN_SAMPLES:
+        notes.append(f"K = {k} < {MIN_SAMPLES}: too few iterations to fit a_k and s_k")
+    else:
+        tick("Monte Carlo", 0.0)
+        try:
+            params = montecarlo.fit_parameters(kept_uniform, opt.fit_size, opt.seed)
+            result["parameters"] = params
+            result["simulation"] = montecarlo.simulate(
+                params,
+                k,
+                max(1, round(count)),
+                runs=opt.mc_runs,
+                seed=opt.seed,
+                progress=lambda f: tick("Monte Carlo", f),
+            )
+        except AnalysisError as exc:
+            notes.append(f"Monte Carlo skipped: {exc}")
+    tick("done", 1.0)
+    return TraceAnalysis(
+        label=trace.label,
+        path=trace.path,
+        ksp=ksp,
+        pipelined=pipelined,
+        nprocs=nprocs,
+        ranks_per_node=rpn,
+        count=count,
+        iterations=k_all,
+        kept=k,
+        measured=trace.solve_max,
+        layout=layout,
+        focus_iteration=focus,
+        uniform=uniform,
+        nonstationary=nonstationary,
+        lockstep_sum=models.measured_standard(kept),
+        rank_sum_max=models.measured_pipelined(kept),
+        bounds=bounds,
+        notes=tuple(notes),
+        attrs=tuple(sorted((str(a), v) for a, v in trace.attrs.items())),
+        **result,  # type: ignore[arg-type]
+    )
