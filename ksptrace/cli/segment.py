@@ -81,11 +81,32 @@ class SeriesReport:
 
 
 def collect(traces: list[Trace]) -> dict[tuple[str, str], list[Trace]]:
+    """Series over P: one per (problem, ksp), split further by pc, K and n when those vary.
+
+    A weak-scaling series (one n per P) stays together; but when one P was measured at several
+    n (or with several PCs or iteration counts) those are different configurations, never
+    repetitions, so each gets its own series.
+    """
     groups: dict[tuple[str, str], list[Trace]] = {}
     for t in traces:
         key = (str(t.attrs.get("problem", "unknown")), str(t.attrs.get("ksp", "unknown")))
         groups.setdefault(key, []).append(t)
-    return groups
+    out: dict[tuple[str, str], list[Trace]] = {}
+    for (problem, ksp), members in groups.items():
+        by_p: dict[int, set[tuple[str, ...]]] = {}
+        for t in members:
+            by_p.setdefault(t.nprocs, set()).add(_sub_key(t, ("pc", "iterations", "n")))
+        split = [name for name in ("pc", "iterations", "n")
+                 if any(len({k[("pc", "iterations", "n").index(name)] for k in keys}) > 1
+                        for keys in by_p.values())]
+        for t in members:
+            label = ksp + "".join(f" {name}={t.attrs.get(name)}" for name in split)
+            out.setdefault((problem, label), []).append(t)
+    return out
+
+
+def _sub_key(trace: Trace, names: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(str(trace.attrs.get(name)) for name in names)
 
 
 def analyse(

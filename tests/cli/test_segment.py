@@ -194,3 +194,20 @@ def test_extrap_export_refuses_mismatched_points() -> None:
         to_extrap_text("p", [1, 2, 3], [ExtrapSeries("r", "m", [[1.0], [2.0]])])
     with pytest.raises(AnalysisError, match="distinct"):
         to_extrap_text("p", [1, 1, 3], [ExtrapSeries("r", "m", [[1.0], [2.0], [3.0]])])
+
+
+def test_different_sizes_at_one_p_are_separate_series() -> None:
+    from ksptrace.cli.segment import collect
+    from tests.trace.test_io import make_trace
+
+    def with_attrs(nprocs: int, n: int) -> Trace:
+        base = make_trace(nprocs=nprocs, k=4)
+        attrs = {**base.attrs, "ksp": "gmres", "n": n, "pc": "jacobi", "iterations": 4}
+        return Trace(base.stamps, base.residual_norms, base.node_ids, base.hostnames,
+                     base.solve_seconds, attrs)
+
+    weak = collect([with_attrs(p, 1000 * p) for p in (1, 2, 3)])
+    assert list(weak) == [("laplace1d", "gmres")]  # one n per P: a weak-scaling series
+    mixed = collect([with_attrs(p, n) for p in (1, 2, 3) for n in (1000, 2000)])
+    assert sorted(mixed) == [("laplace1d", "gmres n=1000"), ("laplace1d", "gmres n=2000")]
+    assert all(len(v) == 3 for v in mixed.values())
