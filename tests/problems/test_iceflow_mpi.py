@@ -129,6 +129,27 @@ EX48_FIGURES: dict[str, dict[str, Any]] = {
             ],
         },
     },
+    "C-6x12x4-ysplit": {
+        "ex48_args": "-M 6 -N 12 -P 4 -thi_hom C",
+        "options": {"mx": 6, "my": 12, "mz": 4, "hom": "C"},
+        "unknowns": 576, "nnz": 25920,
+        "np1": {
+            "snes_norm0": 10.84075797002, "snes_norm1": 7.941630471495,
+            "ksp_norms": [
+                0.0002712985834355, 0.0002075160903006, 0.0001753075402005,
+                7.853477654351e-05, 7.147533613727e-05, 4.15195272504e-05,
+                3.633927978448e-05,
+            ],
+        },
+        "np2": {
+            "snes_norm0": 10.84075797002, "snes_norm1": 7.941630471495,
+            "ksp_norms": [
+                0.0002712985834355, 0.0002075160903006, 0.0001753075402005,
+                7.853477654351e-05, 7.147533613727e-05, 4.15195272504e-05,
+                3.633927978449e-05,
+            ],
+        },
+    },
     "C-m0.5-8x6x4": {
         "ex48_args": "-M 8 -N 6 -P 4 -thi_hom C -thi_friction_m 0.5",
         "options": {"mx": 8, "my": 6, "mz": 4, "hom": "C", "friction_m": 0.5},
@@ -151,6 +172,7 @@ EX48_FIGURES: dict[str, dict[str, Any]] = {
         },
     },
 }
+
 
 def run_helper(
     nprocs: int, mode: str, arg: Any, timeout: float = 120
