@@ -14,6 +14,16 @@ HEADLINE = ("problem", "n_global", "nnz", "ksp", "pc", "restart", "iterations_do
             "command_line", "petsc_options", "hdf5_path")
 
 
+HARNESS_ATTRS = frozenset((
+    "schema_version", "n", "ksp_requested", "iterations", "warmup", "problem_config", "argv",
+    "cpu_count", "monitor_calls", "solution_error", "solve_max", "solve_min", "solve_mean",
+    "petsc4py_version", "mpi4py_version", "mpi_standard", "h5py_version", "numpy_version",
+    "python_version", "ksptrace_version", "openblas_num_threads", "omp_num_threads",
+))
+"""Attributes every trace has that the summary leaves out (``--all`` prints them).
+Attributes outside this set and the headline are the problem's own and are always printed."""
+
+
 def register(sub: Any) -> None:
     p = sub.add_parser("show", help="print a trace's summary", allow_abbrev=False)
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace file(s)")
@@ -27,7 +37,10 @@ def main(args: argparse.Namespace) -> int:
         if i:
             print()
         print(f"{trace.path}  (schema {trace.attrs.get('schema_version')})")
-        keys = sorted(trace.attrs) if args.all else [k for k in HEADLINE if k in trace.attrs]
+        keys = sorted(trace.attrs) if args.all else [
+            *[k for k in HEADLINE if k in trace.attrs],
+            *sorted(k for k in trace.attrs if k not in HARNESS_ATTRS and k not in HEADLINE),
+        ]
         width = max(len(k) for k in [*keys, "sum_max_iteration"])
         for key in keys:
             print(f"  {key:<{width}}  {trace.attrs[key]}")
