@@ -141,11 +141,24 @@ def _jsu_cells(p: montecarlo.ParameterFits | None) -> list[Cell]:
 def prediction_table(analyses: Sequence[TraceAnalysis]) -> Table:
     """Tables 2 and 3: Johnson S_U fits of a_k and s_k, and the simulated runtime."""
     cols = (
-        "trace", "ksp", "P", "N", "K",
-        "a_k a", "a_k b", "a_k loc", "a_k scale",
-        "s_k a", "s_k b", "s_k loc", "s_k scale",
-        "KSPSolve", "simulated", "err_simulated", "runs",
-    )  # fmt: skip
+        "trace",
+        "ksp",
+        "P",
+        "N",
+        "K",
+        "a_k a",
+        "a_k b",
+        "a_k loc",
+        "a_k scale",
+        "s_k a",
+        "s_k b",
+        "s_k loc",
+        "s_k scale",
+        "KSPSolve",
+        "simulated",
+        "err_simulated",
+        "runs",
+    )
     rows = []
     for a in analyses:
         sim = a.simulated
@@ -195,8 +208,9 @@ def apriori_table(analyses: Sequence[TraceAnalysis], runs: int = 16, seed: int =
                 runs=runs,
                 seed=seed,
             )
-            rows.append((pred.source, pred.target, pred.simulated, pred.measured,
-                         pred.relative_error))  # fmt: skip
+            rows.append(
+                (pred.source, pred.target, pred.simulated, pred.measured, pred.relative_error)
+            )
     return Table(
         name="apriori",
         title="A priori prediction: fits of one configuration predict another's runtime",
@@ -222,9 +236,20 @@ def scaling_table(analyses: Sequence[TraceAnalysis], across: str = "P") -> Table
             continue
         for m in sorted(members, key=lambda m: _number(dict(m.attrs).get(key))):
             rows.append((*g, _cell(dict(m.attrs).get(key)), *_jsu_cells(m.parameters)))
-    cols = ("problem", "ksp", fixed, key,
-            "a_k a", "a_k b", "a_k loc", "a_k scale",
-            "s_k a", "s_k b", "s_k loc", "s_k scale")  # fmt: skip
+    cols = (
+        "problem",
+        "ksp",
+        fixed,
+        key,
+        "a_k a",
+        "a_k b",
+        "a_k loc",
+        "a_k scale",
+        "s_k a",
+        "s_k b",
+        "s_k loc",
+        "s_k scale",
+    )
     return Table(
         name=f"scaling_{key}",
         title=f"Johnson S_U parameters of a_k and s_k across {across}",
