@@ -30,6 +30,9 @@ WORK: dict[str, tuple[float, float]] = {
 }
 """KSP type -> (vector work, reductions) per iteration, relative to one matvec."""
 
+MATVEC: dict[str, float] = {"laplace1d": 1.0, "iceflow": 36.0}
+"""Problem -> cost of one matvec row relative to a 3-point stencil (ex48: 2 dofs, 27 points)."""
+
 
 @dataclass(frozen=True)
 class Cost:
@@ -45,6 +48,7 @@ def estimate(run: RunSpec, sched: SchedulerSpec) -> Cost:
         restart = run.param("restart") or 30
         work += restart / 2
         reductions += 1
+    work += MATVEC.get(str(run.param("problem")), 1.0)
     n, nprocs = int(run.param("n")), run.nprocs
     per_iteration = (SECONDS_PER_UNKNOWN * work * n / nprocs
                      + REDUCTION_SECONDS * reductions * max(1.0, math.log2(nprocs)))

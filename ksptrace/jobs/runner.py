@@ -47,6 +47,7 @@ def write_scripts(spec: CampaignSpec, scripts: list[Script]) -> None:
 
 def run_campaign(spec: CampaignSpec, backend: Backend, dry_run: bool = False,
                  progress: Progress | None = None) -> Outcome:
+    spec = backend.adapt(spec)
     todo, scripts = prepare(spec, backend, dry_run)
     skipped = len(spec.runs) - len(todo)
     if not todo:

@@ -202,7 +202,14 @@ def run_dicts(spec: CampaignSpec) -> list[dict[str, Any]]:
 
 def pending(spec: CampaignSpec, alive: JobAlive,
             queued: set[str] | frozenset[str] = frozenset()) -> list[RunSpec]:
-    """Runs to (re)do: everything not done and not running."""
-    todo = {s.run_id for s in statuses(spec.output, run_dicts(spec), alive, queued)
-            if s.state in ("failed", "missing")}
+    """Runs to (re)do: everything not done and not running.
+
+    Markers left next to a complete trace (a kill between publishing the trace and clearing the
+    marker) are removed: the trace is what counts."""
+    rows = statuses(spec.output, run_dicts(spec), alive, queued)
+    for row in rows:
+        if row.state == "done":
+            clear_marker(spec.output, row.run_id, "running")
+            clear_marker(spec.output, row.run_id, "failed")
+    todo = {s.run_id for s in rows if s.state in ("failed", "missing")}
     return [r for r in spec.runs if r.run_id in todo]

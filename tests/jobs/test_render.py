@@ -135,3 +135,17 @@ def test_hostile_strings_reach_the_run_verbatim(tmp_path: Path, backend: str) ->
     assert {c[c.index("--ksp") + 1] for c in calls} == {
         "gmres; touch PWNED", "it's \"quoted\" $(touch PWNED) `touch PWNED`"}
     assert not list(tmp_path.rglob("PWNED")), "a hostile string was executed"
+
+
+@pytest.mark.parametrize("backend", ["slurm", "pbs"])
+def test_committed_paper_theta_scripts_are_current(backend: str) -> None:
+    example = DATA.parents[2] / "examples" / "paper-theta.toml"
+    spec = load_spec(example)
+    scripts = get_backend(backend).render(spec, spec.runs)
+    assert len(spec.runs) == 2 * 4 * 4 * 3
+    assert len(scripts) == 4  # 16, 32, 64 and 128 nodes
+    for script in scripts:
+        committed = spec.output / script.path
+        assert committed.read_text() == script.text, (
+            f"{committed} is stale; rerun: ksptrace campaign run {example} --backend {backend} "
+            "--dry-run")

@@ -124,5 +124,6 @@ def test_impossible_request_fails_at_submit(slurm: dict[str, str], tmp_path: Pat
     path.write_text(path.read_text().replace("nprocs = [1, 2, 4]", "nprocs = 64"))
     assert main(["campaign", "run", str(path), "--backend", "slurm"]) == 7
     err = capsys.readouterr().err.strip().splitlines()
-    assert len(err) == 1 and "sbatch rejected" in err[0], err
+    assert len(err) == 1, err
+    assert "sbatch rejected" in err[0]
     assert not (tmp_path / "out").exists()

@@ -36,6 +36,10 @@ class Backend(abc.ABC):
     def launcher(self, spec: CampaignSpec) -> Launcher:
         return get_launcher(spec.scheduler.launcher or self.default_launcher)
 
+    def adapt(self, spec: CampaignSpec) -> CampaignSpec:
+        """The spec as this backend runs it (default: unchanged)."""
+        return spec
+
     def check(self, spec: CampaignSpec, runs: Sequence[RunSpec], dry_run: bool) -> None:
         """Raise before any state is written if the runs cannot be submitted here."""
         self.launcher(spec)

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 import subprocess
+import sys
 import time
 from collections.abc import Sequence
 
@@ -24,6 +26,12 @@ FLAVOUR = TaskFlavour(
 class LocalBackend(Backend):
     name = "local"
     default_launcher = "harness"
+
+    def adapt(self, spec: CampaignSpec) -> CampaignSpec:
+        """Without ``ksptrace`` on PATH (a venv not activated), run this Python's ksptrace."""
+        if spec.command == ("ksptrace",) and shutil.which("ksptrace") is None:
+            return dataclasses.replace(spec, command=(sys.executable, "-m", "ksptrace"))
+        return spec
 
     def check(self, spec: CampaignSpec, runs: Sequence[RunSpec], dry_run: bool) -> None:
         super().check(spec, runs, dry_run)
