@@ -9,10 +9,9 @@ import os
 import shutil
 from dataclasses import dataclass
 
-from ksptrace.errors import KsptraceError
 from ksptrace.jobs import state
 from ksptrace.jobs.backends import Backend, Script, alive_any
-from ksptrace.jobs.backends.base import Progress
+from ksptrace.jobs.backends.base import Progress, SubmissionRejected
 from ksptrace.jobs.spec import LOGS_DIR, STATE_DIR, TRACES_DIR, CampaignSpec, RunSpec
 
 
@@ -60,8 +59,8 @@ def run_campaign(spec: CampaignSpec, backend: Backend, dry_run: bool = False,
     if not dry_run:
         try:
             jobs = backend.submit(spec, scripts, progress)
-        except KsptraceError:
+        except SubmissionRejected:
             if fresh and not state.submissions(spec.output):
-                shutil.rmtree(spec.output, ignore_errors=True)  # leave no partial state
+                shutil.rmtree(spec.output, ignore_errors=True)  # nothing queued: no state left
             raise
     return Outcome(tuple(todo), skipped, tuple(scripts), tuple(jobs))

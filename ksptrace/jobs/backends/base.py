@@ -9,9 +9,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import ClassVar
 
-from ksptrace.errors import EnvironmentProblem
+from ksptrace.errors import CampaignError, EnvironmentProblem
 from ksptrace.jobs.launchers import Launcher, get_launcher
 from ksptrace.jobs.spec import CampaignSpec, RunSpec
+
+
+class SubmissionRejected(CampaignError):
+    """The scheduler refused a script: nothing was queued, so the caller may undo its writes."""
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from ksptrace.errors import CampaignError
 from ksptrace.jobs import state
-from ksptrace.jobs.backends.base import Backend, Progress, Script
+from ksptrace.jobs.backends.base import Backend, Progress, Script, SubmissionRejected
 from ksptrace.jobs.backends.slurm import by_nodes
 from ksptrace.jobs.schema import format_walltime
 from ksptrace.jobs.script import TaskFlavour, render_script
@@ -66,7 +66,7 @@ class PbsBackend(Backend):
                                   text=True, check=False)
             if proc.returncode != 0:
                 why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-                raise CampaignError(f"qsub rejected {script.path}: {why}")
+                raise SubmissionRejected(f"qsub rejected {script.path}: {why}")
             job = proc.stdout.strip()
             if not re.fullmatch(r"\d+(\[\])?(\.[\w.-]+)?", job):
                 raise CampaignError(f"qsub printed no job id (got {job!r}); check 'qstat -u "

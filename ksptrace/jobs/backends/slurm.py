@@ -11,7 +11,7 @@ from pathlib import Path
 
 from ksptrace.errors import CampaignError
 from ksptrace.jobs import state
-from ksptrace.jobs.backends.base import Backend, Progress, Script
+from ksptrace.jobs.backends.base import Backend, Progress, Script, SubmissionRejected
 from ksptrace.jobs.schema import format_walltime
 from ksptrace.jobs.script import TaskFlavour, render_script
 from ksptrace.jobs.spec import LOGS_DIR, SCRIPTS_DIR, CampaignSpec, RunSpec
@@ -82,7 +82,7 @@ class SlurmBackend(Backend):
                                   capture_output=True, text=True, check=False)
             if proc.returncode != 0:
                 why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-                raise CampaignError(f"sbatch rejected {script.path}: {why}")
+                raise SubmissionRejected(f"sbatch rejected {script.path}: {why}")
             job = parse_job_id(proc.stdout)
             state.record_submission(spec.output, self.name, job, script.path,
                                     [r.run_id for r in script.runs])
