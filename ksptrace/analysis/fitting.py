@@ -31,7 +31,7 @@ DEFAULT_CANDIDATES: tuple[str, ...] = (
 )
 """The families the paper tried: Johnson SU first, non-central t second, and the usual others."""
 DEFAULT_BINS = 200
-SLOW_FAMILY_CAP: dict[str, int] = {"nct": 2_000}
+SLOW_FAMILY_CAP: dict[str, int] = {"nct": 600}
 """Families whose scipy pdf is about a hundred times slower than the others are fitted on a
 seeded subsample of at most this many values (the effect is measured by subsampling_effect)."""
 MIN_SAMPLES = 8

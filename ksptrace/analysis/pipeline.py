@@ -114,6 +114,10 @@ class TraceAnalysis:
         return sim.pipelined_mean if self.pipelined else sim.standard_mean
 
 
+FIT_MEAN_TOLERANCE = 0.5
+"""A fitted family whose mean is off the sample mean by more than this fraction is unusable."""
+
+
 def check_timings(trace: Trace) -> None:
     """Raise AnalysisError when the timings cannot be analysed (NaN, inf, negative)."""
     name = trace.path or trace.label
@@ -202,11 +206,24 @@ def analyze_trace(
             notes.append(f"fit of {name} failed: {why}")
         tick("stationary models", 0.0)
         stationary = []
+        sample_mean = float(kept.mean())
         for fit in bulk.fits:
             try:
-                stationary.append(models.stationary_model(fit.name, fit.frozen(), k, count))
+                model = models.stationary_model(fit.name, fit.frozen(), k, count)
             except AnalysisError as exc:
                 notes.append(f"stationary model with {fit.name}: {exc}")
+                continue
+            fitted_mean = model.pipelined / k
+            if not np.isfinite(model.standard) or not (
+                abs(fitted_mean - sample_mean) <= FIT_MEAN_TOLERANCE * sample_mean
+            ):
+                notes.append(
+                    f"stationary model with {fit.name} left out: the fitted mean "
+                    f"{fitted_mean:.4g} s is far from the sample mean {sample_mean:.4g} s "
+                    "(the fit did not converge to the data)"
+                )
+                continue
+            stationary.append(model)
         result["stationary"] = tuple(stationary)
 
     kept_uniform = uniform if keep.size == k_all else models.uniform_fits(kept)

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+import warnings
 from typing import Any, TextIO
+
+from scipy.integrate import IntegrationWarning
 
 from ksptrace.analysis.fitting import DEFAULT_CANDIDATES
 from ksptrace.analysis.pipeline import INDEPENDENT_UNITS, AnalysisOptions
@@ -25,8 +28,16 @@ class ProgressBar:
         self.stream = stream
         self.width = width
         self.last = ""
+        self.tty = bool(getattr(stream, "isatty", lambda: False)())
+        self.last_step = ""
 
     def __call__(self, step: str, fraction: float) -> None:
+        if not self.tty:  # a log file gets one line per step, not a redrawn bar
+            if step != self.last_step:
+                self.stream.write(f"{step}\n")
+                self.stream.flush()
+                self.last_step = step
+            return
         filled = round(self.width * max(0.0, min(1.0, fraction)))
         line = f"[{'#' * filled}{'.' * (self.width - filled)}] {step}"[:120]
         if line != self.last:
@@ -35,7 +46,7 @@ class ProgressBar:
             self.last = line
 
     def close(self) -> None:
-        if self.last:
+        if self.tty and self.last:
             self.stream.write("\n")
             self.stream.flush()
 
@@ -119,7 +130,13 @@ def main(args: argparse.Namespace) -> int:
         print(f"ksptrace: skipped {s.path}: {s.reason}", file=sys.stderr)
 
     try:
-        report = write_report(args.out, traces, skipped, options, bar, not args.no_figures, on_skip)
+        with warnings.catch_warnings():
+            # scipy's optimisers and quadratures warn on hard fits; the report says what failed.
+            warnings.simplefilter("ignore", RuntimeWarning)
+            warnings.simplefilter("ignore", IntegrationWarning)
+            report = write_report(
+                args.out, traces, skipped, options, bar, not args.no_figures, on_skip
+            )
     finally:
         if bar is not None:
             bar.close()
