@@ -64,6 +64,7 @@ def render_script(spec: CampaignSpec, runs: Sequence[RunSpec], launcher: Launche
     lines += [
         "",
         f"cd {flavour.workdir_expr} || exit 1",
+        f"export KSPTRACE_CAMPAIGN={spec.name}",
         f"export KSPTRACE_CAMPAIGN_HASH={spec.campaign_hash}",
         f"task={flavour.index_expr}",
         'case "$task" in',

@@ -60,4 +60,7 @@ ksp = {runs_ksp}
 nprocs = {nprocs}
 n = 1000
 iterations = 20
+
+[scheduler]
+launcher = "harness"  # the fake reads --np; no real mpiexec in these tests
 """

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -11,6 +13,8 @@ import time
 from collections.abc import Sequence
 
 from ksptrace.errors import CampaignError, EnvironmentProblem
+from ksptrace.harness.petscenv import force_solver_env, locate_petsc4py
+from ksptrace.harness.run import LAUNCH_ENV
 from ksptrace.jobs import state
 from ksptrace.jobs.backends.base import Backend, Progress, Script
 from ksptrace.jobs.script import TaskFlavour, render_script
@@ -25,7 +29,7 @@ FLAVOUR = TaskFlavour(
 
 class LocalBackend(Backend):
     name = "local"
-    default_launcher = "harness"
+    default_launcher = "local-mpiexec"
 
     def adapt(self, spec: CampaignSpec) -> CampaignSpec:
         """Without ``ksptrace`` on PATH (a venv not activated), run this Python's ksptrace."""
@@ -34,6 +38,8 @@ class LocalBackend(Backend):
         return spec
 
     def check(self, spec: CampaignSpec, runs: Sequence[RunSpec], dry_run: bool) -> None:
+        if shutil.which("mpiexec") is None and not os.environ.get("KSPTRACE_MPIEXEC"):
+            raise EnvironmentProblem("mpiexec not found on PATH; install openmpi-bin or mpich")
         super().check(spec, runs, dry_run)
         cores = os.cpu_count() or 1
         widest = max((r.nprocs for r in runs), default=0)
@@ -47,8 +53,6 @@ class LocalBackend(Backend):
             raise EnvironmentProblem(
                 f"campaign command '{spec.command[0]}' not found; install ksptrace or set "
                 "command = 'python3 -m ksptrace' in [campaign]")
-        if self.launcher(spec).name == "harness" and shutil.which("mpiexec") is None:
-            raise EnvironmentProblem("mpiexec not found on PATH; install openmpi-bin or mpich")
 
     def render(self, spec: CampaignSpec, runs: Sequence[RunSpec]) -> list[Script]:
         text = render_script(spec, runs, self.launcher(spec), [], FLAVOUR)
@@ -56,6 +60,13 @@ class LocalBackend(Backend):
 
     def submit(self, spec: CampaignSpec, scripts: Sequence[Script],
                progress: Progress | None = None) -> list[str]:
+        env = dict(os.environ)
+        locate_petsc4py(env)
+        force_solver_env(env)
+        env[LAUNCH_ENV] = json.dumps({
+            "launcher": f"{self.launcher(spec).name} (ksptrace campaign, local backend)",
+            "command_line": shlex.join(["ksptrace", "campaign", "run", spec.source,
+                                        "--backend", self.name])})
         total = sum(len(s.runs) for s in scripts)
         done = 0
         start = time.monotonic()
@@ -64,7 +75,7 @@ class LocalBackend(Backend):
                 state.remove_stale_temporaries(spec.output, run.run_id)
                 rc = subprocess.run(
                     ["bash", str(spec.output / script.path), str(index)],
-                    stdout=subprocess.DEVNULL, check=False,
+                    stdout=subprocess.DEVNULL, env=env, check=False,
                 ).returncode
                 problem = state.check_trace(spec.output, run.run_id, run.nprocs,
                                             int(run.param("iterations"))) if rc == 0 else None

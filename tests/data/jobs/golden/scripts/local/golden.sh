@@ -10,6 +10,7 @@ module load petsc/3.18
 export OMP_NUM_THREADS=1
 
 cd "$(dirname "$0")/../.." || exit 1
+export KSPTRACE_CAMPAIGN=golden
 export KSPTRACE_CAMPAIGN_HASH=e8f86e871a5cbbf70812db0b19d0d228f8c0c06ef41d47661a968e567fda31c9
 task=${1:?usage: bash SCRIPT TASK_INDEX}
 case "$task" in
