@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from ksptrace.jobs import state
-from ksptrace.jobs.backends import BACKENDS, alive_any, get_backend
+from ksptrace.jobs.backends import BACKENDS, Script, alive_any, get_backend
 from ksptrace.jobs.cost import estimate
 from ksptrace.jobs.expand import load_spec
 from ksptrace.jobs.runner import run_campaign
@@ -98,14 +98,16 @@ class ProgressBar:
 
 def run(spec: CampaignSpec, backend_name: str, dry_run: bool, out: TextIO) -> int:
     backend = get_backend(backend_name)
-    outcome = run_campaign(spec, backend, dry_run, progress=ProgressBar())
+    def written(adapted: CampaignSpec, scripts: list[Script]) -> None:
+        for s in scripts:
+            print(f"wrote {adapted.output / s.path} ({len(s.runs)} runs)", file=out, flush=True)
+
+    outcome = run_campaign(spec, backend, dry_run, progress=ProgressBar(), on_written=written)
     if not outcome.pending:
         print(f"campaign {spec.name}: all {len(spec.runs)} runs are done or running; "
               f"nothing to do ({spec.output})", file=out)
         return 0
     skipped = f", {outcome.skipped} done or running skipped" if outcome.skipped else ""
-    for s in outcome.scripts:
-        print(f"wrote {spec.output / s.path} ({len(s.runs)} runs)", file=out)
     if dry_run:
         print(f"dry run: {len(outcome.pending)} runs rendered{skipped}; nothing submitted",
               file=out)

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from ksptrace.jobs import state
@@ -45,7 +46,10 @@ def write_scripts(spec: CampaignSpec, scripts: list[Script]) -> None:
 
 
 def run_campaign(spec: CampaignSpec, backend: Backend, dry_run: bool = False,
-                 progress: Progress | None = None) -> Outcome:
+                 progress: Progress | None = None,
+                 on_written: Callable[[CampaignSpec, list[Script]], None] | None = None
+                 ) -> Outcome:
+    """Check, write the manifest and scripts (then call ``on_written``), then submit."""
     spec = backend.adapt(spec)
     todo, scripts = prepare(spec, backend, dry_run)
     skipped = len(spec.runs) - len(todo)
@@ -55,6 +59,8 @@ def run_campaign(spec: CampaignSpec, backend: Backend, dry_run: bool = False,
         return Outcome((), skipped, (), ())
     fresh = not spec.output.exists()
     write_scripts(spec, scripts)
+    if on_written is not None:
+        on_written(spec, scripts)
     jobs: list[str] = []
     if not dry_run:
         try:
