@@ -21,7 +21,9 @@ CPUS=${KSPTRACE_SLURM_CPUS:-8}
 PORT=${KSPTRACE_SLURM_PORT:-6817}
 NODE=$(hostname -s)
 CONF="$DIR/slurm.conf"
-PACKAGES=(slurmctld slurmd slurm-client munge)
+# libpmix-dev: Slurm's mpi/pmix plugin loads the unversioned libpmix.so, which only it provides;
+# without it `srun --mpi=pmix` fails on a fresh machine ("can not load PMIx library").
+PACKAGES=(slurmctld slurmd slurm-client munge libpmix-dev)
 export SLURM_CONF="$CONF"
 
 say() { echo "slurm-local: $*"; }

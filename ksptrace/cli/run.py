@@ -126,7 +126,7 @@ def _run_here(
         out=path, overwrite=overwrite, problem_options=problem, petsc_options=petsc_options, **run
     )
     outcome = execute(settings)
-    if int(os.environ.get("OMPI_COMM_WORLD_RANK", os.environ.get("PMI_RANK", "0")) or 0) == 0:
+    if outcome.rank == 0:
         print(
             f"wrote {outcome.path} ({run['ksp']}, {outcome.iterations_done} iterations, "
             f"KSPSolve {outcome.solve_max:.4g} s, {outcome.converged_reason})"

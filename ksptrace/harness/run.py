@@ -76,6 +76,8 @@ class RunOutcome:
     converged_reason: str
     solve_max: float
     solution_error: float | None
+    rank: int
+    """This process's rank: callers print on rank 0 only."""
 
 
 def _type_names(cls: Any) -> set[str]:
@@ -166,6 +168,7 @@ def execute(settings: RunSettings) -> RunOutcome:
         instance.set_from_options()
         monitor = StampMonitor(2 * (settings.iterations + 1) + 8, MPI.Wtime)
         ksp.setMonitor(monitor)
+        instance.prepare()
 
         if settings.warmup:
             instance.solve()
@@ -211,7 +214,7 @@ def execute(settings: RunSettings) -> RunOutcome:
             mpicomm, settings.out, local, attrs, mode, settings.overwrite
         )
         instance.destroy()
-        return RunOutcome(path, done, reason, float(max(solves)), solution_error)
+        return RunOutcome(path, done, reason, float(max(solves)), solution_error, rank)
     raise AssertionError("unreachable")  # fail_together either returns or aborts
 
 

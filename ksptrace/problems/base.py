@@ -35,6 +35,9 @@ class ProblemInstance(abc.ABC):
     def set_from_options(self) -> None:
         """Apply the PETSc options database to every solver object (called last)."""
 
+    def prepare(self) -> None:  # noqa: B027 - optional hook
+        """Set solver objects up before the timed solve, so that KSPSolve times iterations."""
+
     @abc.abstractmethod
     def solve(self) -> None:
         """The timed solve: one KSPSolve, or one Newton step whose linear solve is ``ksp``."""

@@ -78,6 +78,9 @@ class Laplace1D(ProblemInstance):
     def set_from_options(self) -> None:
         self._ksp.setFromOptions()
 
+    def prepare(self) -> None:
+        self._ksp.setUp()
+
     def solve(self) -> None:
         self._ksp.solve(self._b, self._x)
 

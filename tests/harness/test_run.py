@@ -56,20 +56,26 @@ def test_gmres_residuals_agree_on_one_and_two_ranks(traces: dict[tuple[str, int]
 
 
 @pytest.mark.parametrize("nprocs", [1, 2])
+@pytest.mark.parametrize("ksp", KSP_TYPES)
 def test_iteration_sum_matches_solve_time(
-    traces: dict[tuple[str, int], Trace], nprocs: int
+    ksptrace_cli, tmp_path: Path, ksp: str, nprocs: int
 ) -> None:
-    """The monitor brackets the iterations; KSPSolve adds set-up and the initial residual.
+    """The monitor's stamps bracket the iterations; KSPSolve adds only the initial residual and
+    the final solution update (the KSP is set up before the timed solve).
 
-    Stated tolerance: the stamped span is at most the event-log time and covers at least 80% of
-    it, give or take 2 ms of set-up (these solves are short, so set-up weighs relatively more).
+    Stated tolerance, per rank: the stamped span is at most the event-log KSPSolve time and at
+    least 90% of it minus 5 ms (a rank can wait for a descheduled peer before its first
+    iteration; on a loaded 2-core machine that is the noise).
     """
-    for ksp in KSP_TYPES:
-        trace = traces[(ksp, nprocs)]
-        span = trace.iteration_seconds.sum(axis=1)
-        solve = trace.solve_seconds
-        assert (span <= solve * 1.0001 + 1e-6).all(), (ksp, span, solve)
-        assert (span >= 0.8 * solve - 2e-3).all(), (ksp, span, solve)
+    path = tmp_path / "t.h5"
+    proc = ksptrace_cli("run", "--n", "100000", "--ksp", ksp, "--iterations", "300",
+                        "--np", str(nprocs), "--out", str(path))
+    assert proc.returncode == 0, proc.stderr
+    trace = read_trace(path)
+    span = trace.iteration_seconds.sum(axis=1)
+    solve = trace.solve_seconds
+    assert (span <= solve * 1.0001 + 1e-6).all(), (span, solve)
+    assert (span >= 0.9 * solve - 5e-3).all(), (span, solve)
 
 
 def test_metadata_is_complete(traces: dict[tuple[str, int], Trace]) -> None:
