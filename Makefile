@@ -17,7 +17,7 @@ setup:
 	@bash scripts/bootstrap.sh
 
 demo: setup
-	$(PY) -m ksptrace demo --out $(DEMO_OUT)
+	$(PY) -m ksptrace demo --out $(DEMO_OUT) --campaign examples/demo.toml --scaling examples/oversubscription.toml
 
 # pytest exits 5 when it collected no test: that is a failure of the suite, say so plainly.
 test: setup

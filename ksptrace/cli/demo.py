@@ -1,27 +1,35 @@
-"""``ksptrace demo``: the main job. A small sweep of every solver, a table, and the report."""
+"""``ksptrace demo``: the main job.
+
+1. the demo campaign (both problems, four solvers, P = 1 and 2) runs locally, resumably;
+2. a table of every run;
+3. ``analyze`` writes the report (Table 1 analogue, fits, models, figures);
+4. a strong-scaling sweep past the cores (P = 1..8 on this machine) and ``segment``, which
+   should find where oversubscription changes the behaviour.
+"""
 
 from __future__ import annotations
 
 import argparse
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
 
-from ksptrace.errors import KsptraceError, SolverError
+from ksptrace.cli import analyze, segment
+from ksptrace.cli.campaign import run as run_campaign
+from ksptrace.errors import UsageError
+from ksptrace.jobs.expand import load_spec
 from ksptrace.trace.frame import traces_to_frame
 from ksptrace.trace.io import read_trace
 
-DEMO_SOLVERS = ("gmres", "pgmres", "bcgs", "pipebcgs")
-DEMO_PROCS = (1, 2)
-
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("demo", help="run the demo sweep and print its table",
+    p = sub.add_parser("demo", help="run the demo campaign, its table, report and segmentation",
                        allow_abbrev=False)
-    p.add_argument("--out", default="demo-out", help="folder for traces and report")
-    p.add_argument("--n", type=int, default=100_000, help="laplace1d unknowns")
-    p.add_argument("--iterations", type=int, default=1000, help="forced iterations K")
+    p.add_argument("--out", type=Path, default=Path("demo-out"), help="folder for everything")
+    p.add_argument("--campaign", type=Path, default=Path("examples/demo.toml"),
+                   help="the demo campaign file")
+    p.add_argument("--scaling", type=Path, default=Path("examples/oversubscription.toml"),
+                   help="the P = 1..8 campaign for segmentation ('none' to skip)")
     p.set_defaults(func=main)
 
 
@@ -30,7 +38,7 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     head = (f"{'problem':<10} {'solver':<9} {'P':>2} {'K':>5} {'KSPSolve max':>13} "
             f"{'sum_k max_p T':>14} {'mean T_p^k':>11} {'rank spread':>12}")
     lines = [head, "-" * len(head)]
-    for r in rows:
+    for r in sorted(rows, key=lambda r: (r["problem"], r["nprocs"], r["ksp"])):
         lines.append(
             f"{r['problem']:<10} {r['ksp']:<9} {r['nprocs']:>2} {r['iterations']:>5} "
             f"{r['solve_max'] * 1e3:>10.2f} ms {r['sum_max_iteration'] * 1e3:>11.2f} ms "
@@ -39,26 +47,62 @@ def format_table(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def _campaign(path: Path, out: Path) -> list[Path]:
+    if not path.is_file():
+        raise UsageError(f"campaign file {path} not found; run the demo from the repository root")
+    spec = load_spec(path, out)
+    code = run_campaign(spec, "local", False, sys.stderr)
+    if code != 0:
+        raise UsageError(f"the campaign in {out} did not complete; rerun 'make demo' to resume")
+    return sorted((out / "traces").glob("*.h5"))
+
+
 def main(args: argparse.Namespace) -> int:
-    out = Path(args.out)
-    traces_dir = out / "traces"
-    traces_dir.mkdir(parents=True, exist_ok=True)
-    paths = []
-    for nprocs in DEMO_PROCS:
-        for ksp in DEMO_SOLVERS:
-            path = traces_dir / f"laplace1d_{ksp}_P{nprocs}.h5"
-            cmd = [sys.executable, "-m", "ksptrace", "run", "--problem", "laplace1d",
-                   "--n", str(args.n), "--ksp", ksp, "--iterations", str(args.iterations),
-                   "--np", str(nprocs), "--out", str(path), "--overwrite"]
-            proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-            if proc.returncode != 0:
-                last = (proc.stderr.strip().splitlines() or ["no output"])[-1]
-                raise SolverError(f"demo run {ksp} on {nprocs} ranks failed: {last}")
-            print(proc.stdout.strip(), file=sys.stderr)
-            paths.append(path)
-    try:
-        frame = traces_to_frame(read_trace(p) for p in paths)
-    except KsptraceError:
-        raise
-    print(format_table(frame.to_dict("records")))
+    out: Path = args.out
+    print(f"== demo campaign ({args.campaign}) -> {out / 'campaign'}", file=sys.stderr)
+    traces = _campaign(args.campaign, out / "campaign")
+    print(format_table(traces_to_frame(read_trace(p) for p in traces).to_dict("records")))
+
+    print(f"\n== analysis report -> {out / 'report'}", file=sys.stderr)
+    parser = argparse.ArgumentParser(allow_abbrev=False)
+    sub = parser.add_subparsers()
+    analyze.register(sub)
+    segment.register(sub)
+    code = analyze.main(parser.parse_args(
+        ["analyze", *map(str, traces), "--out", str(out / "report"), "--quiet"]))
+    if code != 0:
+        return code
+    _print_table1(out / "report" / "table1_models.csv")
+
+    if str(args.scaling) != "none":
+        print(f"\n== oversubscription sweep ({args.scaling}) -> {out / 'scaling'}", file=sys.stderr)
+        scaling = _campaign(args.scaling, out / "scaling")
+        code = segment.main(parser.parse_args(
+            ["segment", *map(str, scaling), "--out", str(out / "segment"),
+             "--metrics", "solve_time,mean_iteration_time"]))
+        if code != 0:
+            return code
+    print(f"\nreport: {out / 'report' / 'report.html'}")
+    if str(args.scaling) != "none":
+        print(f"segmentation: {out / 'segment' / 'segment.html'}")
     return 0
+
+
+def _print_table1(path: Path) -> None:
+    """The Table 1 analogue in short: measured KSPSolve, E-hat(unif) and the best fitted model."""
+    import csv
+
+    with path.open() as f:
+        rows = list(csv.DictReader(f))
+    print("\nTable 1 analogue (seconds; relative error in brackets)")
+    print(f"{'problem':<22} {'solver':<9} {'P':>2} {'KSPSolve':>9} {'E^unif':>17} "
+          f"{'E JohnsonSU':>17} {'Cramer':>17}")
+    for r in rows:
+        def cell(key: str, r: dict[str, str] = r) -> str:
+            value, err = r.get(key, ""), r.get("err_" + key.removeprefix("E_"), "")
+            if not value:
+                return f"{'-':>17}"
+            return f"{float(value):>8.4f} ({float(err):+6.1%})"
+
+        print(f"{r['problem']:<22} {r['ksp']:<9} {r['P']:>2} {float(r['KSPSolve']):>9.4f} "
+              f"{cell('E_hat_unif')} {cell('E_johnsonsu')} {cell('cramer')}")
