@@ -93,9 +93,9 @@ def _print_table1(path: Path) -> None:
     import csv
 
     with path.open() as f:
-        rows = list(csv.DictReader(f))
+        rows = sorted(csv.DictReader(f), key=lambda r: (r["problem"], r["ksp"], int(r["P"])))
     print("\nTable 1 analogue (seconds; relative error in brackets)")
-    print(f"{'problem':<22} {'solver':<9} {'P':>2} {'KSPSolve':>9} {'E^unif':>17} "
+    print(f"{'problem':<22} {'solver':<9} {'P':>2} {'N':>3} {'KSPSolve':>9} {'E^unif':>17} "
           f"{'E JohnsonSU':>17} {'Cramer':>17}")
     for r in rows:
         def cell(key: str, r: dict[str, str] = r) -> str:
@@ -104,5 +104,6 @@ def _print_table1(path: Path) -> None:
                 return f"{'-':>17}"
             return f"{float(value):>8.4f} ({float(err):+6.1%})"
 
-        print(f"{r['problem']:<22} {r['ksp']:<9} {r['P']:>2} {float(r['KSPSolve']):>9.4f} "
+        print(f"{r['problem']:<22} {r['ksp']:<9} {r['P']:>2} {float(r['N']):>3g} "
+              f"{float(r['KSPSolve']):>9.4f} "
               f"{cell('E_hat_unif')} {cell('E_johnsonsu')} {cell('cramer')}")
