@@ -51,11 +51,18 @@ def config_label(trace: Trace) -> str:
 
 
 def group_by_config(traces: Sequence[Trace]) -> dict[str, list[Trace]]:
-    """Traces grouped by configuration, in first-seen order."""
+    """Traces grouped by configuration, ordered by problem, solver, n and P."""
     groups: dict[str, list[Trace]] = {}
-    for t in traces:
+    for t in sorted(traces, key=_order):
         groups.setdefault(config_label(t), []).append(t)
     return groups
+
+
+def _order(trace: Trace) -> tuple[str, str, float, int, str]:
+    a = trace.attrs
+    n = a.get("n")
+    return (str(a.get("problem", "")), str(a.get("ksp", "")),
+            float(n) if isinstance(n, int | float) else 0.0, trace.nprocs, trace.path or "")
 
 
 def trace_figures(trace: Trace, a: TraceAnalysis) -> Figures:

@@ -248,7 +248,9 @@ def _attributes(
         "command_line": launch.get("command_line") or shlex.join(sys.argv),
         "argv": shlex.join(sys.argv),
         "petsc_options": shlex.join(settings.petsc_options),
-        "problem_config": json.dumps(dict(settings.problem_options), sort_keys=True),
+        "problem_config": json.dumps(
+            {k: v for k, v in settings.problem_options.items() if v is not None}, sort_keys=True
+        ),
         "launcher": launch.get("launcher", "external" if nprocs > 1 else "none"),
         "launcher_flags": " ".join(launch.get("flags", [])),
         "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""),
