@@ -120,11 +120,9 @@ FIT_MEAN_TOLERANCE = 0.5
 
 def check_timings(trace: Trace) -> None:
     """Raise AnalysisError when the timings cannot be analysed (NaN, inf, negative)."""
-    name = trace.path or trace.label
-    if not np.isfinite(trace.stamps).all() or not np.isfinite(trace.solve_seconds).all():
-        raise AnalysisError(f"{name}: timings contain NaN or inf; rerun the run that made it")
-    if (trace.iteration_seconds < 0).any():
-        raise AnalysisError(f"{name}: negative iteration durations (stamps not monotonic)")
+    fault = trace.timing_fault()
+    if fault is not None:
+        raise AnalysisError(f"{trace.path or trace.label}: {fault}; rerun the run that made it")
 
 
 def layout_of(trace: Trace) -> CycleLayout:

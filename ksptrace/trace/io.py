@@ -190,11 +190,9 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
 
 def check_finite(trace: Trace) -> None:
     """Raise TraceError when a trace's timings hold NaN, inf or negative durations."""
-    name = trace.path or trace.label
-    if not np.isfinite(trace.stamps).all() or not np.isfinite(trace.solve_seconds).all():
-        raise TraceError(f"{name}: timings contain NaN or inf; the trace cannot be analysed")
-    if (trace.iteration_seconds < 0).any():
-        raise TraceError(f"{name}: negative iteration durations; the stamps are not monotonic")
+    fault = trace.timing_fault()
+    if fault is not None:
+        raise TraceError(f"{trace.path or trace.label}: {fault}; the trace cannot be analysed")
 
 
 def iter_traces(paths: list[str | os.PathLike[str]]) -> Iterator[Trace | TraceError]:

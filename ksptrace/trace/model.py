@@ -132,6 +132,14 @@ class Trace:
             f"P={self.nprocs} n={self.attrs.get('n', '?')}"
         )
 
+    def timing_fault(self) -> str | None:
+        """Why the timings cannot be analysed (NaN, inf, stamps going backwards), or None."""
+        if not np.isfinite(self.stamps).all() or not np.isfinite(self.solve_seconds).all():
+            return "timings contain NaN or inf"
+        if (self.iteration_seconds < 0).any():
+            return "negative iteration durations (the stamps are not monotonic)"
+        return None
+
     def config_key(self) -> tuple[tuple[str, AttrValue | None], ...]:
         """The configuration this run belongs to; runs with equal keys are repetitions."""
         return tuple((k, self.attrs.get(k)) for k in CONFIG_KEYS)
