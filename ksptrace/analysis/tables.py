@@ -53,6 +53,11 @@ class Table:
         )
 
 
+def _name(a: TraceAnalysis) -> str:
+    """The trace's file name (its folder is in the report's metadata), or its label."""
+    return a.path.rsplit("/", 1)[-1] if a.path else a.label
+
+
 def fmt(c: Cell) -> str:
     """A cell as text: floats to four significant digits, None as empty."""
     if c is None:
@@ -94,7 +99,7 @@ def model_table(analyses: Sequence[TraceAnalysis]) -> Table:
     rows = []
     for a in analyses:
         row: list[Cell] = [
-            a.path or a.label,
+            _name(a),
             _config(a),
             a.ksp,
             "T'=max_p sum_k" if a.pipelined else "T=sum_k max_p",
@@ -164,7 +169,7 @@ def prediction_table(analyses: Sequence[TraceAnalysis]) -> Table:
         sim = a.simulated
         rows.append(
             (
-                a.path or a.label,
+                _name(a),
                 a.ksp,
                 a.nprocs,
                 round(a.count, 3),
@@ -277,7 +282,7 @@ def variability_table(analyses: Sequence[TraceAnalysis]) -> Table:
         at, overall = a.nodes_at, a.nodes_overall
         rows.append(
             (
-                a.path or a.label,
+                _name(a),
                 a.ksp,
                 a.nprocs,
                 a.kept,

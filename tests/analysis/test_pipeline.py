@@ -26,3 +26,26 @@ def test_a_fit_far_from_the_data_is_left_out(monkeypatch: pytest.MonkeyPatch) ->
     result = analyze_trace(trace, options)
     assert [m.family for m in result.stationary] == ["lognorm"]
     assert any("norm left out" in note for note in result.notes)
+
+
+def test_a_heavy_tailed_parameter_fit_is_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ksptrace.analysis import montecarlo
+
+    trace = synthetic_trace(nprocs=8, iterations=400, ranks_per_node=4, seed=3)
+    real = montecarlo.fit_parameters
+
+    def shifted(*args: object, **kwargs: object) -> montecarlo.ParameterFits:
+        fits = real(*args, **kwargs)  # type: ignore[arg-type]
+        lower = dataclasses.replace(fits.lower, loc=fits.lower.loc + 10 * abs(fits.lower.loc))
+        return montecarlo.ParameterFits(lower=lower, span=fits.span)
+
+    monkeypatch.setattr(pipeline.montecarlo, "fit_parameters", shifted)
+    result = analyze_trace(trace, AnalysisOptions(candidates=("norm",)))
+    flagged = [n for n in result.notes if "Johnson S_U fit of" in n]
+    assert len(flagged) == 1
+    assert "a_k" in flagged[0]
+    clean = analyze_trace(trace, AnalysisOptions(candidates=("norm",)))
+    assert clean.notes == result.notes  # monkeypatch still active: same verdict
+    monkeypatch.undo()
+    assert not [n for n in analyze_trace(trace, AnalysisOptions(candidates=("norm",))).notes
+                if "Johnson S_U fit of" in n]
