@@ -274,6 +274,18 @@ def fit_many(
     )
 
 
+def loo_residuals(fits: PMNFFits, y: np.ndarray) -> np.ndarray:
+    """float64 [S, n]: y_i minus each series' winning model refitted without point i.
+
+    ``y`` must be the data ``fits`` came from; like ``fit_many``, this uses the hat matrix.
+    """
+    ys = np.atleast_2d(np.asarray(y, dtype=np.float64))
+    d = _design(fits.p)
+    h = fits.term + 1  # row 0 of the design is the constant model
+    fitted = np.einsum("smn,sn->sm", d.hat[h], ys)
+    return (ys - fitted) * d.loo_scale[h]
+
+
 def fit(
     p: Sequence[float] | np.ndarray, y: Sequence[float] | np.ndarray, criterion: Criterion = "smape"
 ) -> PMNFModel:

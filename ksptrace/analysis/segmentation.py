@@ -16,6 +16,11 @@ Segmented Data" (Euro-Par 2017 workshops):
 5. Each side gets its own model when it has ``min_segment_points``; a shorter side gets advice on
    which measurements to add. Sides long enough are searched again (recursion, beyond the paper).
 
+Beyond the paper, step 3 also counts a fall of nRSS (``two_sided``), step 4 picks the split with
+the smallest residuals when the run is not one of the paper's two cases (``refine``), and when no
+window is homogeneous, so that the pattern cannot place a change, one model over all points is
+compared with the best two-segment model by leave-one-out error (``global_split``).
+
 ``detect_many`` runs steps 1-4 for many series over the same points at once; ``segment`` runs the
 whole pipeline on one series, with repetitions, NaN and too few points handled.
 """
@@ -28,7 +33,14 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from ksptrace.analysis.pmnf import Criterion, PMNFFits, PMNFModel, aggregate, fit_many
+from ksptrace.analysis.pmnf import (
+    Criterion,
+    PMNFFits,
+    PMNFModel,
+    aggregate,
+    fit_many,
+    loo_residuals,
+)
 from ksptrace.errors import AnalysisError
 
 
@@ -65,11 +77,21 @@ class SegmentationParams:
     clean cases (three or four ones, clear of both ends), pick the split consistent with the
     pattern whose two segment models leave the smallest relative residuals. False reads such
     runs from their middle."""
+    global_split: bool = True
+    """Beyond the paper (``paper()`` turns it off): when every window is heterogeneous and the
+    tests above did not fire, compare one model over all points with the best two-segment model
+    (sides of ``split_min_side`` points or more; a side of two is a constant) by the sum of
+    squared relative leave-one-out residuals, and split where that cuts it by ``split_gain``."""
+    split_gain: float = 2.0
+    """The global split must divide the single model's leave-one-out error by more than this."""
+    split_min_side: int = 2
+    """Fewest points on either side of a global split (one point is an outlier, not a law)."""
 
     @classmethod
     def paper(cls) -> SegmentationParams:
-        """The detector exactly as published: one-sided relative nRSS, runs read from the middle."""
-        return cls(two_sided=False, refine=False)
+        """The detector exactly as published: one-sided relative nRSS, runs read from the middle,
+        no global split."""
+        return cls(two_sided=False, refine=False, global_split=False)
 
     def __post_init__(self) -> None:
         if self.window < 3:
@@ -82,6 +104,10 @@ class SegmentationParams:
             raise AnalysisError("need 0 < homogeneous_below <= theta; check the thresholds")
         if self.min_segment_points < 3:
             raise AnalysisError("min_segment_points must be at least 3 (two coefficients + LOO)")
+        if self.split_gain <= 1:
+            raise AnalysisError(f"split_gain must exceed 1, got {self.split_gain}")
+        if self.split_min_side < 2:
+            raise AnalysisError(f"split_min_side must be at least 2, got {self.split_min_side}")
 
 
 @dataclass(frozen=True)
@@ -102,6 +128,8 @@ class Detection:
     """int64 [S]: last point of the left segment (-1 when not segmented)."""
     hi: np.ndarray
     """int64 [S]: first point of the right segment; equal to ``lo`` for a shared point."""
+    by_split: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """bool [S]: segmented by the global two-segment test, not by the window thresholds."""
 
     def pattern_string(self, s: int = 0) -> str:
         return "".join("1" if v else "0" for v in self.pattern[s])
@@ -138,9 +166,23 @@ def detect_many(
             rlo = _best_split(pts, ys[todo], first[todo], last[todo], prm)
             lo[todo] = rlo
             hi[todo] = rlo + 1
+    by_split = np.zeros_like(segmented)
+    if prm.global_split:
+        todo = np.flatnonzero(pattern.all(axis=1) & ~segmented)
+        if todo.size:
+            gain, c = _global_split(pts, ys[todo], prm)
+            hit = gain > prm.split_gain
+            rows = todo[hit]
+            by_split[rows] = True
+            segmented[rows] = True
+            lo[rows] = c[hit]
+            hi[rows] = c[hit] + 1
     lo = np.where(segmented, lo, -1)
     hi = np.where(segmented, hi, -1)
-    return Detection(p=pts, nrss=nrss, eps=eps, pattern=pattern, segmented=segmented, lo=lo, hi=hi)
+    return Detection(
+        p=pts, nrss=nrss, eps=eps, pattern=pattern, segmented=segmented, lo=lo, hi=hi,
+        by_split=by_split,
+    )  # fmt: skip
 
 
 def _locate(nrss: np.ndarray, pattern: np.ndarray, w: int) -> tuple[np.ndarray, ...]:
@@ -225,6 +267,40 @@ def _best_split(
             total += np.sum(np.where(np.isfinite(rel), rel, 0.0) ** 2, axis=1)
         cost[rows, c] = total
     return np.argmin(cost, axis=1).astype(np.int64)
+
+
+def _global_split(
+    pts: np.ndarray, ys: np.ndarray, prm: SegmentationParams
+) -> tuple[np.ndarray, np.ndarray]:
+    """Per row, (gain, c): the single model's leave-one-out error divided by that of the best
+    two-segment model, which splits between points c and c+1."""
+    S, n = ys.shape
+    single = _loo_error(pts, ys, prm)
+    best = np.full(S, np.inf)
+    where = np.zeros(S, dtype=np.int64)
+    m = prm.split_min_side
+    for c in range(m - 1, n - m):
+        cost = _loo_error(pts[: c + 1], ys[:, : c + 1], prm)
+        cost += _loo_error(pts[c + 1 :], ys[:, c + 1 :], prm)
+        better = cost < best
+        best = np.where(better, cost, best)
+        where = np.where(better, c, where)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        gain = np.where(best > 0, single / best, np.where(single > 0, np.inf, 1.0))
+    return gain, where
+
+
+def _loo_error(pts: np.ndarray, ys: np.ndarray, prm: SegmentationParams) -> np.ndarray:
+    """Sum of squared relative leave-one-out residuals of each row's model (a constant below three
+    points, where each point is predicted by the mean of the others)."""
+    n = pts.shape[0]
+    if n >= 3:
+        resid = loo_residuals(fit_many(pts, ys, prm.criterion), ys)
+    else:
+        resid = ys - (ys.sum(axis=1, keepdims=True) - ys) / (n - 1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = resid / np.abs(ys)
+    return np.sum(np.where(np.isfinite(rel), rel, 0.0) ** 2, axis=1)
 
 
 @dataclass(frozen=True)
@@ -313,6 +389,8 @@ class Segmentation:
     pattern: str = ""
     """The top-level window pattern, e.g. "001110" ("" when not run)."""
     window_nrss: np.ndarray = field(default_factory=lambda: np.empty(0))
+    by_split: bool = False
+    """Segmented by the global two-segment test because no window was homogeneous."""
     notes: tuple[str, ...] = ()
     """What was done to the input and why detection did not run, in words."""
 
@@ -327,6 +405,8 @@ class Segmentation:
             lines.append(f"single model: {self.single}")
         if self.ok:
             verdict = "segmented" if self.segmented else "not segmented"
+            if self.by_split:
+                verdict += " (no homogeneous window; found by the global two-segment test)"
             lines.append(f"window pattern {self.pattern}: {verdict}")
         for cp in self.change_points:
             lines.append(f"change point {cp}")
@@ -398,6 +478,7 @@ def segment(
         segments=tuple(segs),
         pattern=det.pattern_string(0),
         window_nrss=det.nrss[0],
+        by_split=bool(det.by_split[0]),
         notes=tuple(notes),
     )
 

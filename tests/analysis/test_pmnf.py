@@ -103,6 +103,15 @@ def test_loo_cost_matches_explicit_refits() -> None:
     assert fits.cv_cost[0] == pytest.approx(loo, rel=1e-9)
 
 
+def test_loo_residuals_of_many_series() -> None:
+    p = np.arange(1.0, 7.0)
+    ys = np.array([[3.0, 5.1, 6.8, 9.4, 10.7, 13.5], [7.0, 7.1, 6.9, 7.05, 7.0, 6.95]])
+    fits = pmnf.fit_many(p, ys, "rss")
+    resid = pmnf.loo_residuals(fits, ys)
+    assert resid.shape == (2, 6)
+    np.testing.assert_allclose(np.sum(resid**2, axis=1), fits.cv_cost, rtol=1e-9)
+
+
 def test_nrss_definition() -> None:
     p = np.arange(1.0, 6.0)
     y = np.array([9.0, 16, 25, 36, 37])

@@ -76,6 +76,14 @@ def test_thresholds_are_parameters() -> None:
     assert segment(P10, WORKED, SegmentationParams(theta=0.15)).segmented
 
 
+def test_global_split_thresholds_are_checked() -> None:
+    with pytest.raises(AnalysisError, match="split_gain"):
+        SegmentationParams(split_gain=1.0)
+    with pytest.raises(AnalysisError, match="split_min_side"):
+        SegmentationParams(split_min_side=1)
+    assert not SegmentationParams.paper().global_split
+
+
 def test_batch_equals_one_by_one() -> None:
     rng = np.random.default_rng(5)
     ys = np.stack([WORKED * (1 + rng.uniform(-0.03, 0.03, 10)) for _ in range(20)])
