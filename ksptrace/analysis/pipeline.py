@@ -232,9 +232,9 @@ def analyze_trace(
         try:
             params = montecarlo.fit_parameters(kept_uniform, opt.fit_size, opt.seed)
             result["parameters"] = params
-            for what, fit, data in (("a_k", params.lower, kept_uniform.lower),
+            for what, jsu, data in (("a_k", params.lower, kept_uniform.lower),
                                     ("s_k", params.span, kept_uniform.span)):
-                fitted, sample = float(fit.frozen().mean()), float(np.mean(data))
+                fitted, sample = float(jsu.frozen().mean()), float(np.mean(data))
                 if not abs(fitted - sample) <= FIT_MEAN_TOLERANCE * abs(sample):
                     notes.append(
                         f"the Johnson S_U fit of {what} has mean {fitted:.4g} s against the "
