@@ -54,7 +54,8 @@ def _campaign(path: Path, out: Path) -> list[Path]:
     code = run_campaign(spec, "local", False, sys.stderr)
     if code != 0:
         raise UsageError(f"the campaign in {out} did not complete; rerun 'make demo' to resume")
-    return sorted((out / "traces").glob("*.h5"))
+    # Exactly this campaign's runs: the folder may hold traces of an earlier version of the file.
+    return [spec.output / run.trace for run in spec.runs]
 
 
 def main(args: argparse.Namespace) -> int:
