@@ -53,6 +53,10 @@ class Table:
         )
 
 
+JSU_COLUMNS = tuple(f"{v} {p}" for v in ("a_k", "s_k") for p in ("a", "b", "loc", "scale"))
+"""Johnson S_U parameters (scipy's a, b, loc, scale) of a_k and then of s_k."""
+
+
 def _name(a: TraceAnalysis) -> str:
     """The trace's file name (its folder is in the report's metadata), or its label."""
     return a.path.rsplit("/", 1)[-1] if a.path else a.label
@@ -151,14 +155,7 @@ def prediction_table(analyses: Sequence[TraceAnalysis]) -> Table:
         "P",
         "N",
         "K",
-        "a_k a",
-        "a_k b",
-        "a_k loc",
-        "a_k scale",
-        "s_k a",
-        "s_k b",
-        "s_k loc",
-        "s_k scale",
+        *JSU_COLUMNS,
         "KSPSolve",
         "simulated",
         "err_simulated",
@@ -246,14 +243,7 @@ def scaling_table(analyses: Sequence[TraceAnalysis], across: str = "P") -> Table
         "ksp",
         fixed,
         key,
-        "a_k a",
-        "a_k b",
-        "a_k loc",
-        "a_k scale",
-        "s_k a",
-        "s_k b",
-        "s_k loc",
-        "s_k scale",
+        *JSU_COLUMNS,
     )
     return Table(
         name=f"scaling_{key}",
