@@ -275,7 +275,9 @@ def write_report(
                 per_trace[id(a)] = trace_figures(trace, a)
                 tick("figures", 1.0)
     if not analysed:
-        reasons = "; ".join(f"{s.path}: {s.reason}" for s in skips) or "no trace given"
+        reasons = "; ".join(
+            s.reason if s.reason.startswith(s.path) else f"{s.path}: {s.reason}" for s in skips
+        ) or "no trace given"
         raise AnalysisError(f"no trace could be analysed ({reasons}); pass valid trace files")
     table_list = all_tables(analysed, opt)
     shared = scaling_figures(analysed) if with_figures else []
