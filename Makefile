@@ -20,7 +20,8 @@ demo: setup
 	$(PY) -m ksptrace demo --out $(DEMO_OUT) --campaign examples/demo.toml --scaling examples/oversubscription.toml
 
 # pytest exits 5 when it collected no test: that is a failure of the suite, say so plainly.
-test: setup
+test:
+	@bash scripts/bootstrap.sh --test
 	@KSPTRACE_REQUIRE_PETSC=1 $(PY) -m pytest -q $(PYTEST_ARGS); code=$$?; \
 	if [ $$code -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$code
 

@@ -5,7 +5,11 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(python3-petsc4py python3-mpi4py python3-h5py-mpi openmpi-bin python3-venv
-              python3-scipy python3-pandas python3-matplotlib)
+              python3-scipy python3-pandas python3-matplotlib python3-jinja2 python3-tqdm)
+# The test command (`bootstrap.sh --test`) also renders the report in a real headless browser.
+if [ "${1:-}" = "--test" ]; then
+  APT_PACKAGES+=(chromium chromium-driver python3-selenium)
+fi
 VENV=${KSPTRACE_VENV:-.venv}
 SYSPY=/usr/bin/python3
 
@@ -33,7 +37,7 @@ fi
 constraints="$VENV/ksptrace-constraints.txt"
 "$VENV/bin/python" - > "$constraints.new" <<'PY'
 import importlib.metadata as md
-for dist in ("numpy", "scipy", "mpi4py", "pandas", "matplotlib"):
+for dist in ("numpy", "scipy", "mpi4py", "pandas", "matplotlib", "jinja2", "tqdm", "selenium"):
     try:
         print(f"{dist}=={md.version(dist)}")
     except md.PackageNotFoundError:
@@ -56,7 +60,8 @@ if [ "$need_install" = 1 ]; then
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" --no-deps -e .
   mapfile -t deps <<< "$test_deps"
   "$VENV/bin/python" -m pip install -q --disable-pip-version-check -c "$constraints" "${deps[@]}"
-  "$VENV/bin/python" -c "import numpy, scipy, h5py, pandas, matplotlib" || {
-    echo "bootstrap: numpy/scipy/h5py/pandas/matplotlib do not import in $VENV" >&2; exit 3; }
+  "$VENV/bin/python" -c "import numpy, scipy, h5py, pandas, matplotlib, jinja2, tqdm" || {
+    echo "bootstrap: numpy/scipy/h5py/pandas/matplotlib/jinja2/tqdm do not import in $VENV" >&2
+    exit 3; }
   cp "$constraints" "$stamp"
 fi
