@@ -52,3 +52,10 @@ class CampaignError(KsptraceError):
     """A campaign file or a campaign folder that is invalid."""
 
     exit_code = 7
+
+
+class OutputError(KsptraceError):
+    """Results that cannot be written (full disk, read-only or unwritable folder); nothing
+    partial is left behind."""
+
+    exit_code = 8
