@@ -1,0 +1,50 @@
+"""The one progress display: a bar on a terminal, one timestamped line per item in a log."""
+
+from __future__ import annotations
+
+import io
+import re
+
+from ksptrace.cli.progress import Progress
+
+
+class FakeTty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_log_gets_one_timestamped_line_per_item() -> None:
+    out = io.StringIO()
+    with Progress(3, "trace", out) as p:
+        p.step("a.h5: KS tests")  # sub-steps are not logged
+        p.advance("a.h5")
+        p.advance("b.h5", "skipped: corrupt")
+        p.advance("c.h5")
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 3
+    stamp = r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d"
+    assert re.match(stamp + r" trace 1 of 3 a\.h5 ok \(elapsed 0:00:\d\d, ETA 0:00:\d\d\)$",
+                    lines[0])
+    assert "trace 2 of 3 b.h5 skipped: corrupt" in lines[1]
+    assert "trace 3 of 3 c.h5 ok" in lines[2]
+
+
+def test_terminal_gets_a_bar_with_count_elapsed_and_eta() -> None:
+    out = FakeTty()
+    with Progress(2, "trace", out) as p:
+        p.step("a.h5: Monte Carlo")
+        p.advance("a.h5")
+        p.advance("b.h5", "skipped: corrupt")
+    text = out.getvalue()
+    assert "trace 2 of 2" in text
+    assert "elapsed" in text and "ETA" in text
+    assert "b.h5: skipped: corrupt" in text  # a verdict other than ok stays visible
+    assert "a.h5: Monte Carlo" in text
+
+
+def test_disabled_prints_nothing() -> None:
+    out = io.StringIO()
+    with Progress(1, "run", out, enabled=False) as p:
+        p.advance("x")
+    assert out.getvalue() == ""
+    assert p.done == 1
