@@ -67,6 +67,22 @@ class Simulation:
     def pipelined_mean(self) -> float:
         return float(self.pipelined.mean())
 
+    @property
+    def standard_stderr(self) -> float | None:
+        """Standard error of ``standard_mean`` over the runs (None with one run)."""
+        return _stderr(self.standard)
+
+    @property
+    def pipelined_stderr(self) -> float | None:
+        """Standard error of ``pipelined_mean`` over the runs (None with one run)."""
+        return _stderr(self.pipelined)
+
+
+def _stderr(values: np.ndarray) -> float | None:
+    if values.size < 2:
+        return None
+    return float(values.std(ddof=1) / np.sqrt(values.size))
+
 
 def _draw_parameters(
     params: ParameterFits, iterations: int, rng: np.random.Generator

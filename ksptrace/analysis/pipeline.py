@@ -45,7 +45,7 @@ class AnalysisOptions:
     """Fit on a seeded subsample of this many values (None: all values)."""
     bins: int = 200
     independent: str = "nodes"
-    """Independent units in the max: 'nodes' (P-hat = P / ranks-per-node) or 'ranks' (P)."""
+    """Independent units in the max: 'nodes' (N = the trace's node count) or 'ranks' (N = P)."""
     drop_fill: bool = True
     """Drop pipelined GMRES's pipeline-fill iterations from bulk statistics."""
     mc_runs: int = 16
@@ -65,6 +65,25 @@ class AnalysisOptions:
 
 
 @dataclass(frozen=True)
+class Flag:
+    """A result a reader must not take at face value, and why.
+
+    ``code`` is a stable id: "prediction-far" (a model or the Monte Carlo is more than 50 % off
+    the measured KSPSolve), "fit-mean-outliers" (a converged fit whose mean differs from the
+    sample mean because of outliers), "fit-mean-far" (a converged fit whose mean differs from
+    the sample mean for no reason found), "jsu-collapsed" (a Johnson S_U fit of a_k or s_k
+    collapsed to its normal limit), "one-node" (N = 1: every model is K times the mean),
+    "infinite-mean" (a fitted family with no finite mean: no E[max of N]).
+    """
+
+    code: str
+    subject: str
+    """What it is about: "Monte Carlo", "stationary model (lognorm)", "JSU fit of s_k"."""
+    message: str
+    """One sentence with the numbers and the reason where known."""
+
+
+@dataclass(frozen=True)
 class TraceAnalysis:
     """Everything the paper computes for one trace."""
 
@@ -75,7 +94,7 @@ class TraceAnalysis:
     nprocs: int
     ranks_per_node: int
     count: float
-    """N in the expected maximum: P or P-hat."""
+    """N in the expected maximum: the node count (independent="nodes") or P ("ranks")."""
     iterations: int
     """K recorded."""
     kept: int
@@ -101,6 +120,9 @@ class TraceAnalysis:
     simulation: montecarlo.Simulation | None = None
     notes: tuple[str, ...] = field(default_factory=tuple)
     attrs: tuple[tuple[str, object], ...] = ()
+    flags: tuple[Flag, ...] = ()
+    n_nodes: int = 1
+    """The trace's node count (distinct node ids)."""
 
     def model(self, family: str) -> models.StationaryModel | None:
         return next((m for m in self.stationary if m.family == family), None)
@@ -112,6 +134,26 @@ class TraceAnalysis:
             return None
         sim = self.simulation
         return sim.pipelined_mean if self.pipelined else sim.standard_mean
+
+    @property
+    def simulated_stderr(self) -> float | None:
+        """Standard error of ``simulated`` over the Monte Carlo runs (None with one run)."""
+        if self.simulation is None:
+            return None
+        sim = self.simulation
+        return sim.pipelined_stderr if self.pipelined else sim.standard_stderr
+
+    @property
+    def best_fit_name(self) -> str | None:
+        """The lowest-SSE family that has a stationary model (the best one Table 1 shows)."""
+        if self.bulk is None:
+            return None
+        shown = {m.family for m in self.stationary}
+        return next((f.name for f in self.bulk.fits if f.name in shown), None)
+
+    def flagged(self, code: str) -> tuple[Flag, ...]:
+        """The flags with this code."""
+        return tuple(f for f in self.flags if f.code == code)
 
 
 FIT_MEAN_TOLERANCE = 0.5
@@ -155,8 +197,10 @@ def analyze_trace(
     times = trace.iteration_seconds
     nprocs, k_all = times.shape
     rpn = trace.ranks_per_node
-    count = nprocs / rpn if opt.independent == "nodes" else float(nprocs)
-    count = max(count, 1.0)
+    n_nodes = trace.n_nodes
+    # N is a whole number of independent units: the nodes the trace ran on (P = 200 on 16-core
+    # nodes is 13 nodes, not P / ranks-per-node = 12.5), or every rank.
+    count = float(n_nodes) if opt.independent == "nodes" else float(nprocs)
     layout = layout_of(trace)
     keep = layout.keep(opt.drop_fill)
     kept = times if keep.size == k_all else times[:, keep]
@@ -244,7 +288,7 @@ def analyze_trace(
             result["simulation"] = montecarlo.simulate(
                 params,
                 k,
-                max(1, round(count)),
+                int(count),
                 runs=opt.mc_runs,
                 seed=opt.seed,
                 progress=lambda f: tick("Monte Carlo", f),
@@ -272,5 +316,6 @@ def analyze_trace(
         bounds=bounds,
         notes=tuple(notes),
         attrs=tuple(sorted((str(a), v) for a, v in trace.attrs.items())),
+        n_nodes=n_nodes,
         **result,  # type: ignore[arg-type]
     )
