@@ -37,7 +37,8 @@ def test_terminal_gets_a_bar_with_count_elapsed_and_eta() -> None:
         p.advance("b.h5", "skipped: corrupt")
     text = out.getvalue()
     assert "trace 2 of 2" in text
-    assert "elapsed" in text and "ETA" in text
+    assert "elapsed" in text
+    assert "ETA" in text
     assert "b.h5: skipped: corrupt" in text  # a verdict other than ok stays visible
     assert "a.h5: Monte Carlo" in text
 
