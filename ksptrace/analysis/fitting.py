@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -61,8 +61,16 @@ class Fit:
     sse: float
     """Sum over histogram bins of (histogram density - pdf)^2."""
     ks: float
-    """KS distance between the fitted sample and the fitted cdf."""
+    """KS distance between the scored sample and the fitted cdf."""
     n_fit: int
+    """Values the parameters were fitted on."""
+    n_scored: int | None = None
+    """Values the log-likelihood, AIC and KS distance were evaluated on (None: the fitted ones).
+    fit_candidates scores every family on the same sample, so their AIC compare like for like."""
+
+    @property
+    def scored_on(self) -> int:
+        return self.n_fit if self.n_scored is None else self.n_scored
 
     def frozen(self) -> Any:
         """The fitted scipy frozen distribution."""
@@ -186,6 +194,28 @@ def fit_one(name: str, sample: np.ndarray, hist: Histogram) -> Fit:
     )
 
 
+def rescore(fit: Fit, x: np.ndarray) -> Fit:
+    """``fit`` with its log-likelihood, AIC and KS distance evaluated on ``x`` instead."""
+    flat = _check(x)
+    frozen = fit.frozen()
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        loglik = float(np.sum(frozen.logpdf(flat)))
+        ks_distance = float(st.kstest(flat, frozen.cdf).statistic)
+    if not np.isfinite(loglik):
+        raise AnalysisError(
+            f"the {fit.name} fit gives zero density to some of the {flat.size} values it is "
+            "scored on (non-finite likelihood)"
+        )
+    return replace(
+        fit,
+        loglik=loglik,
+        aic=float(2 * len(fit.params) - 2 * loglik),
+        ks=ks_distance,
+        n_scored=int(flat.size),
+    )
+
+
 def fit_candidates(
     x: np.ndarray,
     candidates: Sequence[str] = DEFAULT_CANDIDATES,
@@ -197,7 +227,8 @@ def fit_candidates(
 
     ``fit_size`` fits on a seeded random subsample of that many values; the histogram that
     scores the fits uses all of ``x``. The histogram covers the 0.1 %..99.9 % quantiles. Families
-    in SLOW_FAMILY_CAP are fitted on at most that many values.
+    in SLOW_FAMILY_CAP are fitted on at most that many values, then their log-likelihood, AIC and
+    KS distance are evaluated on the same sample as the other families' (like for like).
     """
     for name in candidates:
         distribution(name)
@@ -211,7 +242,8 @@ def fit_candidates(
         cap = SLOW_FAMILY_CAP.get(name)
         used = subsample(sample, cap, seed) if cap is not None else sample
         try:
-            fits.append(fit_one(name, used, hist))
+            fit = fit_one(name, used, hist)
+            fits.append(fit if used.size == sample.size else rescore(fit, sample))
         except (AnalysisError, ValueError, RuntimeError, FloatingPointError) as exc:
             failed.append((name, str(exc) or type(exc).__name__))
     fits.sort(key=lambda f: f.sse)
@@ -283,3 +315,83 @@ def subsampling_effect(
         mean_rel_change=means,
         q99_rel_change=q99s,
     )
+
+
+OUTLIER_FENCE = 3.0
+"""Values beyond the quartiles by more than this many interquartile ranges are outliers
+(Tukey's "far out" fence)."""
+COLLAPSE_SHAPE = 1e3
+"""|a| of a Johnson S_U fit beyond which it is taken for its normal limit ..."""
+COLLAPSE_LOCATION = 1e3
+"""... when its loc also lies this many data standard deviations away from the data's median."""
+
+
+@dataclass(frozen=True)
+class Outliers:
+    """Far-out values of a sample and what the sample mean is without them."""
+
+    count: int
+    low: float
+    """Smallest outlier."""
+    high: float
+    """Largest outlier."""
+    total: int
+    sample_mean: float
+    clean_mean: float
+    """Mean of the sample without its outliers."""
+
+    def describe(self) -> str:
+        """E.g. '12 of 1000 values between 0.008 s and 0.028 s'."""
+        return f"{self.count} of {self.total} values between {self.low:.3g} s and {self.high:.3g} s"
+
+
+def outliers(x: np.ndarray, fence: float = OUTLIER_FENCE) -> Outliers | None:
+    """The values of ``x`` outside [Q1 - fence IQR, Q3 + fence IQR], or None when there are none."""
+    flat = np.asarray(x, dtype=np.float64).ravel()
+    if flat.size == 0:
+        return None
+    q1, q3 = np.quantile(flat, [0.25, 0.75])
+    iqr = float(q3 - q1)
+    far = (flat > q3 + fence * iqr) | (flat < q1 - fence * iqr)
+    count = int(np.count_nonzero(far))
+    if count == 0 or count == flat.size:
+        return None
+    out = flat[far]
+    return Outliers(
+        count=count,
+        low=float(out.min()),
+        high=float(out.max()),
+        total=int(flat.size),
+        sample_mean=float(flat.mean()),
+        clean_mean=float(flat[~far].mean()),
+    )
+
+
+def outliers_explain_mean(x: np.ndarray, fitted_mean: float, tolerance: float) -> Outliers | None:
+    """The outliers of ``x`` when they explain why ``fitted_mean`` is far from the sample mean.
+
+    They do when the mean of ``x`` without them is within ``tolerance`` (a fraction) of the
+    fitted mean: the fit follows the bulk and the outliers pull the sample mean away.
+    """
+    found = outliers(x)
+    if found is None or not np.isfinite(fitted_mean):
+        return None
+    if abs(fitted_mean - found.clean_mean) <= tolerance * abs(found.clean_mean):
+        return found
+    return None
+
+
+def jsu_collapsed(fit: JohnsonSU, x: np.ndarray) -> bool:
+    """Whether a Johnson S_U fit of ``x`` ran off to its normal limit.
+
+    As a -> -inf and b -> inf with a / b fixed, S_U tends to a normal distribution; the
+    optimiser then stops at arbitrary, huge parameters (a of -1e8 and loc of -2000 s for data
+    of microseconds are seen on real traces). Detected from the parameters: |a| above
+    COLLAPSE_SHAPE and loc more than COLLAPSE_LOCATION data standard deviations off the median.
+    """
+    flat = np.asarray(x, dtype=np.float64).ravel()
+    spread = float(flat.std())
+    if not spread > 0:
+        spread = max(abs(float(np.median(flat))), float(np.finfo(np.float64).tiny))
+    far = abs(fit.loc - float(np.median(flat))) > COLLAPSE_LOCATION * spread
+    return bool(abs(fit.a) > COLLAPSE_SHAPE and far) or not np.isfinite(fit.params).all()

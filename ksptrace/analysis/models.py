@@ -31,9 +31,36 @@ def _check_count(count: float) -> float:
     return c
 
 
+def has_finite_mean(dist: Any) -> bool:
+    """Whether the scipy frozen distribution ``dist`` has a finite mean.
+
+    Cauchy, t and nct with df <= 1, Pareto with b <= 1 and others do not: scipy's mean is then
+    nan or inf.
+    """
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        mean = float(dist.mean())
+    return bool(np.isfinite(mean))
+
+
+def _family(dist: Any) -> str:
+    name = getattr(getattr(dist, "dist", None), "name", None)
+    args = getattr(dist, "args", ())
+    return f"{name}{tuple(float(a) for a in args)}" if name else "this distribution"
+
+
 def expected_max(dist: Any, count: float) -> float:
-    """E[max of ``count`` independent draws] from a scipy frozen distribution ``dist``."""
+    """E[max of ``count`` independent draws] from a scipy frozen distribution ``dist``.
+
+    A distribution with no finite mean has no finite expected maximum either: refused (the
+    quadrature would return a finite, meaningless number).
+    """
     n = _check_count(count)
+    if not has_finite_mean(dist):
+        raise AnalysisError(
+            f"{_family(dist)} has no finite mean, so the expected maximum of {n:g} draws is "
+            "infinite; use a fitted family with a finite mean"
+        )
 
     def integrand(w: float) -> float:
         weight = np.exp(-w)

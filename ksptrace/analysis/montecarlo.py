@@ -1,6 +1,7 @@
 """Monte Carlo simulation of Krylov runs from the distributions of the uniform parameters.
 
-Each iteration k draws a_k and s_k from Johnson S_U fits of the measured {a_k} and {s_k}; every
+Each iteration k draws a_k and s_k from Johnson S_U fits of the measured {a_k} and {s_k} (from
+the normal fit of the data instead where the S_U fit collapsed to its normal limit); every
 one of N independent ranks then takes T_p^k ~ Uniform(a_k, a_k + s_k). A standard method takes
 sum_k max_p T_p^k and a pipelined one max_p sum_k T_p^k. The maximum of N uniforms is drawn
 exactly as a_k + s_k V^(1/N) (V uniform), so the standard method costs O(K) per run whatever N;
@@ -14,7 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ksptrace.analysis.fitting import JohnsonSU, fit_johnsonsu
+from ksptrace.analysis.fitting import JohnsonSU, fit_johnsonsu, jsu_collapsed
 from ksptrace.analysis.models import UniformFits
 from ksptrace.errors import AnalysisError
 
@@ -23,23 +24,49 @@ BLOCK_ELEMENTS = 4_000_000
 
 
 @dataclass(frozen=True)
+class NormalLimit:
+    """The normal distribution a collapsed Johnson S_U fit tends to: the data's mean and std."""
+
+    mean: float
+    std: float
+
+
+@dataclass(frozen=True)
 class ParameterFits:
-    """Johnson S_U fits of the per-iteration uniform parameters a_k (lower) and s_k (span)."""
+    """Johnson S_U fits of the per-iteration uniform parameters a_k (lower) and s_k (span).
+
+    When a fit collapsed to its normal limit (``fitting.jsu_collapsed``), its parameters are
+    kept for the record but the simulation draws from ``lower_normal`` / ``span_normal``, the
+    maximum-likelihood normal fit of the same data, instead of from the arbitrary huge
+    parameters where the optimiser stopped.
+    """
 
     lower: JohnsonSU
     span: JohnsonSU
+    lower_normal: NormalLimit | None = None
+    span_normal: NormalLimit | None = None
+
+
+def _normal_if_collapsed(fit: JohnsonSU, data: np.ndarray) -> NormalLimit | None:
+    if not jsu_collapsed(fit, data):
+        return None
+    return NormalLimit(mean=float(np.mean(data)), std=float(np.std(data)))
 
 
 def fit_parameters(fits: UniformFits, fit_size: int | None = None, seed: int = 0) -> ParameterFits:
-    """Fit Johnson S_U distributions to {a_k} and {s_k}."""
+    """Fit Johnson S_U distributions to {a_k} and {s_k} (normal limits where a fit collapsed)."""
     if fits.lower.size < 8:
         raise AnalysisError(
             f"{fits.lower.size} iterations are too few to fit the distribution of a_k and s_k; "
             "record more iterations (K >= 8)"
         )
+    lower = fit_johnsonsu(fits.lower, fit_size, seed)
+    span = fit_johnsonsu(fits.span, fit_size, seed)
     return ParameterFits(
-        lower=fit_johnsonsu(fits.lower, fit_size, seed),
-        span=fit_johnsonsu(fits.span, fit_size, seed),
+        lower=lower,
+        span=span,
+        lower_normal=_normal_if_collapsed(lower, fits.lower),
+        span_normal=_normal_if_collapsed(span, fits.span),
     )
 
 
@@ -84,11 +111,19 @@ def _stderr(values: np.ndarray) -> float | None:
     return float(values.std(ddof=1) / np.sqrt(values.size))
 
 
+def _draw(
+    fit: JohnsonSU, normal: NormalLimit | None, size: int, rng: np.random.Generator
+) -> np.ndarray:
+    if normal is not None:
+        return rng.normal(normal.mean, normal.std, size)
+    return np.asarray(fit.frozen().rvs(size=size, random_state=rng), dtype=np.float64)
+
+
 def _draw_parameters(
     params: ParameterFits, iterations: int, rng: np.random.Generator
 ) -> tuple[np.ndarray, np.ndarray]:
-    lower = params.lower.frozen().rvs(size=iterations, random_state=rng)
-    span = params.span.frozen().rvs(size=iterations, random_state=rng)
+    lower = _draw(params.lower, params.lower_normal, iterations, rng)
+    span = _draw(params.span, params.span_normal, iterations, rng)
     # A time cannot be negative: the far left tail of a fitted S_U is cut at zero.
     return np.maximum(lower, 0.0), np.maximum(span, 0.0)
 

@@ -13,14 +13,21 @@ a note that says why; the other steps still run.
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from ksptrace.analysis import ks, models, montecarlo
 from ksptrace.analysis.cycles import CycleLayout, cycle_layout, fill_was_recorded, is_pipelined
-from ksptrace.analysis.fitting import DEFAULT_CANDIDATES, MIN_SAMPLES, FitRanking, fit_candidates
+from ksptrace.analysis.fitting import (
+    DEFAULT_CANDIDATES,
+    MIN_SAMPLES,
+    FitRanking,
+    JohnsonSU,
+    fit_candidates,
+    outliers_explain_mean,
+)
 from ksptrace.analysis.nodes import NodeVariance, node_variance
 from ksptrace.errors import AnalysisError, UsageError
 from ksptrace.trace.model import Trace
@@ -157,7 +164,178 @@ class TraceAnalysis:
 
 
 FIT_MEAN_TOLERANCE = 0.5
-"""A fitted family whose mean is off the sample mean by more than this fraction is unusable."""
+"""A fitted family whose mean is off the sample mean by more than this fraction is flagged."""
+PREDICTION_TOLERANCE = 0.5
+"""A model or Monte Carlo prediction off the measured KSPSolve by more than this is flagged."""
+
+
+def _mean_flag(code_subject: str, fitted: float, data: np.ndarray) -> Flag | None:
+    """A flag when a converged fit's mean is far from the sample mean, with the reason if known."""
+    sample = float(np.mean(data))
+    if abs(fitted - sample) <= FIT_MEAN_TOLERANCE * abs(sample):
+        return None
+    gap = (
+        f"the fitted mean {fitted:.3g} s is {abs(fitted / sample - 1):.0%} "
+        f"{'below' if fitted < sample else 'above'} the sample mean {sample:.3g} s"
+    )
+    found = outliers_explain_mean(data, fitted, FIT_MEAN_TOLERANCE)
+    if found is not None:
+        return Flag(
+            "fit-mean-outliers",
+            code_subject,
+            f"{gap} because of outliers ({found.describe()}); without them the sample mean is "
+            f"{found.clean_mean:.3g} s, which the fit follows",
+        )
+    return Flag("fit-mean-far", code_subject, f"{gap}, and outliers do not explain it")
+
+
+def _stationary_models(
+    bulk: FitRanking,
+    kept: np.ndarray,
+    k: int,
+    count: float,
+    notes: list[str],
+    flags: list[Flag],
+) -> tuple[models.StationaryModel, ...]:
+    """A stationary model per converged fit; those whose mean is far from the data flagged.
+
+    Only fits that did not converge (a non-finite model, or a mean both far from the sample mean
+    and outside the data's range) are left out. A fit that follows the bulk while outliers pull
+    the sample mean stays, flagged, as the paper keeps such rows.
+    """
+    stationary = []
+    lo, hi = float(kept.min()), float(kept.max())
+    for fit in bulk.fits:
+        subject = f"stationary model ({fit.name})"
+        dist = fit.frozen()
+        if not models.has_finite_mean(dist):
+            flags.append(
+                Flag(
+                    "infinite-mean",
+                    subject,
+                    f"the {fit.name} fit {tuple(round(p, 6) for p in fit.params)} has no finite "
+                    "mean, so its E[max of N] and K mu are infinite; no model from it",
+                )
+            )
+            continue
+        try:
+            model = models.stationary_model(fit.name, dist, k, count)
+        except AnalysisError as exc:
+            notes.append(f"stationary model with {fit.name}: {exc}")
+            continue
+        fitted_mean = model.mean
+        flag = _mean_flag(subject, fitted_mean, kept)
+        inside = lo <= fitted_mean <= hi
+        if not np.isfinite(model.standard) or (flag is not None and not inside):
+            notes.append(
+                f"stationary model with {fit.name} left out: the fitted mean "
+                f"{fitted_mean:.4g} s lies outside the data's range {lo:.4g}..{hi:.4g} s "
+                "(the fit did not converge to the data)"
+            )
+            continue
+        if flag is not None:
+            flags.append(flag)
+        stationary.append(model)
+    return tuple(stationary)
+
+
+def _parameter_flags(params: montecarlo.ParameterFits, fits: models.UniformFits) -> list[Flag]:
+    """Flags on the Johnson S_U fits of a_k and s_k: collapsed, or mean far from the data."""
+    flags = []
+    for what, jsu, normal, data in (
+        ("a_k", params.lower, params.lower_normal, fits.lower),
+        ("s_k", params.span, params.span_normal, fits.span),
+    ):
+        subject = f"JSU fit of {what}"
+        if normal is not None:
+            flags.append(
+                Flag(
+                    "jsu-collapsed",
+                    subject,
+                    f"the Johnson S_U fit of {what} collapsed to its normal limit "
+                    f"(a = {jsu.a:.3g}, b = {jsu.b:.3g}, loc = {jsu.loc:.3g} s, "
+                    f"scale = {jsu.scale:.3g} s for data of mean {np.mean(data):.3g} s); "
+                    f"the Monte Carlo draws {what} from the normal fit N({normal.mean:.3g} s, "
+                    f"{normal.std:.3g} s) instead, cut at zero",
+                )
+            )
+            continue
+        flag = _mean_flag(subject, _jsu_mean(jsu), data)
+        if flag is not None:
+            flags.append(
+                replace(flag, message=f"{flag.message}; the simulated runtime is unreliable")
+            )
+    return flags
+
+
+def _jsu_mean(jsu: JohnsonSU) -> float:
+    return float(jsu.frozen().mean())
+
+
+def _count_flags(nprocs: int, count: float) -> list[Flag]:
+    """The one-node flag: with N = 1 every model is K times the mean."""
+    if count != 1:
+        return []
+    if nprocs == 1:
+        why = "P = 1"
+    else:
+        why = (
+            f"all {nprocs} ranks share one node and N counts nodes "
+            "(--independent ranks makes N = P)"
+        )
+    return [
+        Flag(
+            "one-node",
+            "models",
+            f"N = 1 ({why}): E[max of N] is the mean, so every stationary model is K times the "
+            "mean, the non-stationary Ê[T] equals Ê[T'], the bounds equal K mu and the Monte "
+            "Carlo draws one rank; they cannot show the cost of waiting for the slowest rank",
+        )
+    ]
+
+
+def _reason(flags: Sequence[Flag], subjects: Sequence[str]) -> str:
+    """The messages of the flags already raised on these subjects, as a reason."""
+    known = [f for f in flags if f.subject in subjects or f.code == "one-node"]
+    if not known:
+        return "no reason found"
+    return "; ".join(f"{f.subject}: {f.message}" for f in known)
+
+
+def _prediction_flags(a: TraceAnalysis, flags: Sequence[Flag]) -> list[Flag]:
+    """A flag for every model or Monte Carlo prediction more than 50 % off KSPSolve."""
+    if not a.measured > 0:
+        return []
+    out = []
+    candidates: list[tuple[str, float | None, tuple[str, ...]]] = [
+        (
+            f"stationary model ({m.family})",
+            m.pipelined if a.pipelined else m.standard,
+            (f"stationary model ({m.family})",),
+        )
+        for m in a.stationary
+    ]
+    candidates.append(
+        (
+            "non-stationary model",
+            a.nonstationary.pipelined if a.pipelined else a.nonstationary.standard,
+            (),
+        )
+    )
+    candidates.append(("Monte Carlo", a.simulated, ("JSU fit of a_k", "JSU fit of s_k")))
+    for subject, value, related in candidates:
+        if value is None or abs(value - a.measured) <= PREDICTION_TOLERANCE * a.measured:
+            continue
+        err = value / a.measured - 1.0
+        out.append(
+            Flag(
+                "prediction-far",
+                subject,
+                f"{value:.4g} s against the measured KSPSolve {a.measured:.4g} s ({err:+.0%}); "
+                f"reason: {_reason(flags, related)}",
+            )
+        )
+    return out
 
 
 def check_timings(trace: Trace) -> None:
@@ -192,6 +370,7 @@ def analyze_trace(
     tick = progress or _noop
     check_timings(trace)
     notes: list[str] = []
+    flags: list[Flag] = []
     ksp = str(trace.attr("ksp", "?"))
     pipelined = is_pipelined(ksp)
     times = trace.iteration_seconds
@@ -247,26 +426,7 @@ def analyze_trace(
         for name, why in bulk.failed:
             notes.append(f"fit of {name} failed: {why}")
         tick("stationary models", 0.0)
-        stationary = []
-        sample_mean = float(kept.mean())
-        for fit in bulk.fits:
-            try:
-                model = models.stationary_model(fit.name, fit.frozen(), k, count)
-            except AnalysisError as exc:
-                notes.append(f"stationary model with {fit.name}: {exc}")
-                continue
-            fitted_mean = model.pipelined / k
-            if not np.isfinite(model.standard) or not (
-                abs(fitted_mean - sample_mean) <= FIT_MEAN_TOLERANCE * sample_mean
-            ):
-                notes.append(
-                    f"stationary model with {fit.name} left out: the fitted mean "
-                    f"{fitted_mean:.4g} s is far from the sample mean {sample_mean:.4g} s "
-                    "(the fit did not converge to the data)"
-                )
-                continue
-            stationary.append(model)
-        result["stationary"] = tuple(stationary)
+        result["stationary"] = _stationary_models(bulk, kept, k, count, notes, flags)
 
     kept_uniform = uniform if keep.size == k_all else models.uniform_fits(kept)
     if k < MIN_SAMPLES:
@@ -276,15 +436,7 @@ def analyze_trace(
         try:
             params = montecarlo.fit_parameters(kept_uniform, opt.fit_size, opt.seed)
             result["parameters"] = params
-            for what, jsu, data in (("a_k", params.lower, kept_uniform.lower),
-                                    ("s_k", params.span, kept_uniform.span)):
-                fitted, sample = float(jsu.frozen().mean()), float(np.mean(data))
-                if not abs(fitted - sample) <= FIT_MEAN_TOLERANCE * abs(sample):
-                    notes.append(
-                        f"the Johnson S_U fit of {what} has mean {fitted:.4g} s against the "
-                        f"sample's {sample:.4g} s (a heavy-tailed fit): its simulated runtime "
-                        "is unreliable"
-                    )
+            flags.extend(_parameter_flags(params, kept_uniform))
             result["simulation"] = montecarlo.simulate(
                 params,
                 k,
@@ -295,8 +447,9 @@ def analyze_trace(
             )
         except AnalysisError as exc:
             notes.append(f"Monte Carlo skipped: {exc}")
+    flags.extend(_count_flags(nprocs, count))
     tick("done", 1.0)
-    return TraceAnalysis(
+    analysis = TraceAnalysis(
         label=trace.label,
         path=trace.path,
         ksp=ksp,
@@ -319,3 +472,5 @@ def analyze_trace(
         n_nodes=n_nodes,
         **result,  # type: ignore[arg-type]
     )
+    far = _prediction_flags(analysis, flags)
+    return replace(analysis, flags=(*flags, *far))

@@ -8,6 +8,7 @@ import scipy.stats as st
 from scipy import integrate
 
 from ksptrace.analysis import models
+from ksptrace.errors import AnalysisError
 
 
 def _tail_form(dist: st.rv_continuous, n: float) -> float:
@@ -93,3 +94,21 @@ def test_stationary_and_nonstationary_models() -> None:
     assert ns.pipelined_sample == pytest.approx(x.mean(axis=0).sum())
     assert models.measured_standard(x) == 3 + 2 + 6
     assert models.measured_pipelined(x) == 10
+
+
+@pytest.mark.parametrize(
+    "dist",
+    [st.cauchy(3e-4, 1e-5), st.nct(0.8, 1.0, loc=3e-4, scale=1e-5), st.t(1.0), st.pareto(0.9)],
+)
+def test_expected_max_refuses_a_family_with_infinite_mean(dist: st.rv_continuous) -> None:
+    assert not models.has_finite_mean(dist)
+    with pytest.raises(AnalysisError, match="no finite mean"):
+        models.expected_max(dist, 16)
+    with pytest.raises(AnalysisError, match="no finite mean"):
+        models.stationary_model("heavy", dist, 100, 16)
+
+
+def test_a_heavy_but_finite_mean_family_is_still_computed() -> None:
+    dist = st.nct(1.5, 0.5, loc=3e-4, scale=1e-5)
+    assert models.has_finite_mean(dist)
+    assert np.isfinite(models.expected_max(dist, 4))

@@ -41,11 +41,13 @@ def test_a_heavy_tailed_parameter_fit_is_flagged(monkeypatch: pytest.MonkeyPatch
 
     monkeypatch.setattr(pipeline.montecarlo, "fit_parameters", shifted)
     result = analyze_trace(trace, AnalysisOptions(candidates=("norm",)))
-    flagged = [n for n in result.notes if "Johnson S_U fit of" in n]
+    flagged = [f for f in result.flags if f.subject.startswith("JSU fit of")]
     assert len(flagged) == 1
-    assert "a_k" in flagged[0]
-    clean = analyze_trace(trace, AnalysisOptions(candidates=("norm",)))
-    assert clean.notes == result.notes  # monkeypatch still active: same verdict
+    assert flagged[0].subject == "JSU fit of a_k"
+    assert flagged[0].code == "fit-mean-far"
+    assert "unreliable" in flagged[0].message
+    again = analyze_trace(trace, AnalysisOptions(candidates=("norm",)))
+    assert again.flags == result.flags  # monkeypatch still active: same verdict
     monkeypatch.undo()
-    assert not [n for n in analyze_trace(trace, AnalysisOptions(candidates=("norm",))).notes
-                if "Johnson S_U fit of" in n]
+    assert not [f for f in analyze_trace(trace, AnalysisOptions(candidates=("norm",))).flags
+                if f.subject.startswith("JSU fit of")]
