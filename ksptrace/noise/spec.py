@@ -1,0 +1,203 @@
+"""Controlled noise: the detour model of a run, declared by one string.
+
+A spec reads ``DIST[:key=value,...]``, for example::
+
+    none
+    fixed:value=50us,p=0.1
+    exponential:scale=20us,p=0.5,per=node,seed=3
+    lognormal:median=10us,sigma=1.5,p=0.2
+    pareto:scale=10us,shape=1.5,p=0.05
+    uniform:low=0,high=100us
+
+``p`` is the probability of a detour per iteration per rank (per node with ``per=node``: then
+all ranks of a node detour together, as OS noise does), 1 by default; ``seed`` makes the draw
+reproducible (0 by default). Durations take a unit (s, ms, us, ns; seconds when bare).
+Pure: no PETSc, no MPI.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from ksptrace.errors import UsageError
+
+DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
+    "none": (),
+    "fixed": ("value",),
+    "exponential": ("scale",),
+    "lognormal": ("median", "sigma"),
+    "pareto": ("scale", "shape"),
+    "uniform": ("low", "high"),
+}
+"""Each detour distribution and its parameters (all required)."""
+
+DURATIONS = frozenset({"value", "scale", "median", "low", "high"})
+"""Parameters that are durations (they take a unit); the others are plain numbers."""
+
+COMMON = ("p", "per", "seed")
+UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
+PER = ("rank", "node")
+MAX_DETOUR_SECONDS = 10.0
+"""A single detour longer than this is almost certainly a unit mistake."""
+
+
+@dataclass(frozen=True)
+class NoiseSpec:
+    """A validated detour model."""
+
+    dist: str
+    params: tuple[tuple[str, float], ...] = ()
+    """The distribution's parameters in seconds (durations) or plain numbers, in declared order."""
+    p: float = 1.0
+    per: str = "rank"
+    seed: int = 0
+
+    @property
+    def active(self) -> bool:
+        return self.dist != "none" and self.p > 0
+
+    def param(self, name: str) -> float:
+        return dict(self.params)[name]
+
+    def scipy_args(self) -> tuple[str, dict[str, float]]:
+        """The scipy.stats family and keyword arguments of one detour's size (p aside)."""
+        d = dict(self.params)
+        if self.dist == "exponential":
+            return "expon", {"loc": 0.0, "scale": d["scale"]}
+        if self.dist == "lognormal":
+            return "lognorm", {"s": d["sigma"], "loc": 0.0, "scale": d["median"]}
+        if self.dist == "pareto":
+            return "pareto", {"b": d["shape"], "loc": 0.0, "scale": d["scale"]}
+        if self.dist == "uniform":
+            return "uniform", {"loc": d["low"], "scale": d["high"] - d["low"]}
+        raise UsageError(f"noise '{self.dist}' has no continuous distribution")
+
+    def mean_detour(self) -> float:
+        """Expected injected time per iteration per rank: p times the mean detour (inf allowed)."""
+        d = dict(self.params)
+        if self.dist == "none":
+            return 0.0
+        if self.dist == "fixed":
+            mean = d["value"]
+        elif self.dist == "exponential":
+            mean = d["scale"]
+        elif self.dist == "lognormal":
+            mean = d["median"] * math.exp(d["sigma"] ** 2 / 2)
+        elif self.dist == "pareto":
+            mean = math.inf if d["shape"] <= 1 else d["shape"] * d["scale"] / (d["shape"] - 1)
+        else:
+            mean = (d["low"] + d["high"]) / 2
+        return self.p * mean
+
+    def text(self) -> str:
+        """The canonical spec string (what a trace records; parses back to the same spec)."""
+        if self.dist == "none":
+            return "none"
+        parts = [f"{k}={_format(v, k in DURATIONS)}" for k, v in self.params]
+        parts += [f"p={self.p:g}", f"per={self.per}", f"seed={self.seed}"]
+        return f"{self.dist}:{','.join(parts)}"
+
+
+def _format(value: float, duration: bool) -> str:
+    if not duration or value == 0:
+        return f"{value:g}"
+    for unit, factor in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
+        if abs(value) >= factor:
+            return f"{value / factor:g}{unit}"
+    return f"{value / 1e-9:g}ns"
+
+
+_NUMBER = re.compile(r"^\s*([-+]?(?:\d+\.?\d*|\.\d+)(?:[eE][-+]?\d+)?)\s*([a-zµ]*)\s*$")
+
+
+def _number(key: str, text: str, duration: bool, spec: str) -> float:
+    match = _NUMBER.match(text)
+    if not match:
+        raise UsageError(f"noise '{spec}': {key}={text!r} is not a number")
+    value, unit = float(match.group(1)), match.group(2)
+    if unit:
+        if not duration:
+            raise UsageError(f"noise '{spec}': {key} takes no unit, got {text!r}")
+        if unit not in UNITS:
+            raise UsageError(
+                f"noise '{spec}': unknown unit {unit!r} in {key}; use s, ms, us or ns"
+            )
+        value *= UNITS[unit]
+    if not math.isfinite(value):
+        raise UsageError(f"noise '{spec}': {key} must be finite, got {text!r}")
+    return value
+
+
+def parse(spec: str) -> NoiseSpec:
+    """Parse and validate a noise spec; every fault is one UsageError line saying what to do."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise UsageError("noise spec is empty; use 'none' or e.g. 'exponential:scale=20us,p=0.1'")
+    text = spec.strip()
+    name, _, rest = text.partition(":")
+    name = name.strip().lower()
+    if name not in DISTRIBUTIONS:
+        raise UsageError(
+            f"unknown noise distribution '{name}'; valid: {', '.join(DISTRIBUTIONS)} "
+            "(e.g. 'exponential:scale=20us,p=0.1')"
+        )
+    wanted = DISTRIBUTIONS[name]
+    given: dict[str, str] = {}
+    for item in filter(None, (s.strip() for s in rest.split(","))):
+        key, eq, value = item.partition("=")
+        key = key.strip().lower()
+        if not eq:
+            raise UsageError(f"noise '{text}': '{item}' is not key=value")
+        if key not in wanted and key not in COMMON:
+            valid = ", ".join((*wanted, *COMMON))
+            raise UsageError(
+                f"noise '{text}': unknown parameter '{key}' for {name}; valid: {valid}"
+            )
+        if key in given:
+            raise UsageError(f"noise '{text}': '{key}' given twice")
+        given[key] = value.strip()
+    missing = [k for k in wanted if k not in given]
+    if missing:
+        raise UsageError(f"noise '{text}': {name} needs {', '.join(missing)}")
+    params = tuple((k, _number(k, given[k], k in DURATIONS, text)) for k in wanted)
+    p = _number("p", given.get("p", "1"), False, text)
+    if not 0.0 <= p <= 1.0:
+        raise UsageError(f"noise '{text}': p is a probability, must be in [0, 1], got {p:g}")
+    per = given.get("per", "rank").lower()
+    if per not in PER:
+        raise UsageError(f"noise '{text}': per must be rank or node, got {per!r}")
+    seed_text = given.get("seed", "0")
+    if not re.fullmatch(r"\d+", seed_text):
+        raise UsageError(f"noise '{text}': seed must be a non-negative integer, got {seed_text!r}")
+    out = NoiseSpec(name, params, p, per, int(seed_text))
+    _check_values(out, text)
+    return out
+
+
+def _check_values(s: NoiseSpec, text: str) -> None:
+    for key, value in s.params:
+        if value < 0:
+            raise UsageError(f"noise '{text}': {key} must be >= 0, got {value:g}")
+    d = dict(s.params)
+    positive = {"exponential": "scale", "lognormal": "median", "pareto": "scale"}
+    if s.dist in positive and d[positive[s.dist]] <= 0:
+        raise UsageError(f"noise '{text}': {positive[s.dist]} must be > 0")
+    if s.dist == "lognormal" and d["sigma"] <= 0:
+        raise UsageError(f"noise '{text}': sigma must be > 0")
+    if s.dist == "pareto" and d["shape"] <= 0:
+        raise UsageError(f"noise '{text}': shape must be > 0")
+    if s.dist == "uniform" and d["high"] < d["low"]:
+        raise UsageError(f"noise '{text}': high must be >= low")
+    for key in ("value", "scale", "median", "high"):
+        if key in d and d[key] > MAX_DETOUR_SECONDS:
+            raise UsageError(
+                f"noise '{text}': {key} = {d[key]:g} s is longer than {MAX_DETOUR_SECONDS:g} s; "
+                "did you forget a unit (us, ms)?"
+            )
+
+
+def as_spec(value: Any) -> NoiseSpec:
+    """A NoiseSpec from a spec or its string (campaign values, CLI flags)."""
+    return value if isinstance(value, NoiseSpec) else parse(str(value))

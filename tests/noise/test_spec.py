@@ -1,0 +1,76 @@
+"""Noise specs: parsing, units, validation, canonical text."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from ksptrace.errors import UsageError
+from ksptrace.noise.spec import parse
+
+
+def test_parse_units_and_defaults() -> None:
+    s = parse("exponential:scale=20us")
+    assert s.dist == "exponential"
+    assert s.param("scale") == pytest.approx(20e-6)
+    assert (s.p, s.per, s.seed) == (1.0, "rank", 0)
+    s = parse("lognormal: median=1.5ms, sigma=2, p=0.25, per=node, seed=7")
+    assert s.param("median") == pytest.approx(1.5e-3)
+    assert s.param("sigma") == 2.0
+    assert (s.p, s.per, s.seed) == (0.25, "node", 7)
+    assert parse("uniform:low=0,high=100us").param("high") == pytest.approx(1e-4)
+    assert parse("fixed:value=2e-5").param("value") == pytest.approx(2e-5)
+    assert not parse("none").active
+    assert not parse("fixed:value=1us,p=0").active
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["none", "fixed:value=50us,p=0.1", "exponential:scale=20us,p=0.5,per=node,seed=3",
+     "lognormal:median=10us,sigma=1.5,p=0.2", "pareto:scale=10us,shape=1.5,p=0.05",
+     "uniform:low=1us,high=100us"],
+)
+def test_canonical_text_round_trips(text: str) -> None:
+    s = parse(text)
+    assert parse(s.text()) == s
+
+
+def test_mean_detour() -> None:
+    assert parse("fixed:value=10us,p=0.5").mean_detour() == pytest.approx(5e-6)
+    assert parse("lognormal:median=1ms,sigma=1").mean_detour() == pytest.approx(
+        1e-3 * math.exp(0.5))
+    assert parse("pareto:scale=1ms,shape=3").mean_detour() == pytest.approx(1.5e-3)
+    assert math.isinf(parse("pareto:scale=1ms,shape=1").mean_detour())
+
+
+@pytest.mark.parametrize(
+    ("text", "fragment"),
+    [
+        ("gaussian:scale=1us", "unknown noise distribution 'gaussian'"),
+        ("exponential", "exponential needs scale"),
+        ("exponential:scale=-1us", "scale must be >= 0"),
+        ("exponential:scale=0", "scale must be > 0"),
+        ("exponential:scale=1us,p=1.5", "must be in [0, 1]"),
+        ("exponential:scale=1us,p=-0.1", "must be in [0, 1]"),
+        ("exponential:scale=1us,per=socket", "per must be rank or node"),
+        ("exponential:scale=1us,seed=-3", "seed must be a non-negative integer"),
+        ("exponential:scale=1parsec", "unknown unit"),
+        ("exponential:scale=abc", "is not a number"),
+        ("exponential:scale=1us,shape=2", "unknown parameter 'shape'"),
+        ("exponential:scale=1us,scale=2us", "given twice"),
+        ("lognormal:median=1us,sigma=0", "sigma must be > 0"),
+        ("pareto:scale=1us,shape=-1", "shape must be >= 0"),
+        ("uniform:low=5us,high=1us", "high must be >= low"),
+        ("fixed:value=50", "did you forget a unit"),
+        ("fixed:value=nan", "is not a number"),
+        ("exponential:scale", "is not key=value"),
+        ("", "noise spec is empty"),
+    ],
+)
+def test_bad_specs_are_one_line(text: str, fragment: str) -> None:
+    with pytest.raises(UsageError) as info:
+        parse(text)
+    message = str(info.value)
+    assert fragment in message
+    assert "\n" not in message
