@@ -13,7 +13,7 @@ a note that says why; the other steps still run.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -24,7 +24,6 @@ from ksptrace.analysis.fitting import (
     DEFAULT_CANDIDATES,
     MIN_SAMPLES,
     FitRanking,
-    JohnsonSU,
     fit_candidates,
     outliers_explain_mean,
 )
@@ -169,24 +168,48 @@ PREDICTION_TOLERANCE = 0.5
 """A model or Monte Carlo prediction off the measured KSPSolve by more than this is flagged."""
 
 
-def _mean_flag(code_subject: str, fitted: float, data: np.ndarray) -> Flag | None:
-    """A flag when a converged fit's mean is far from the sample mean, with the reason if known."""
+def _t(seconds: float) -> str:
+    """A time in the unit that suits it, 3 significant digits: '28 ms', '398 µs'."""
+    size = abs(seconds)
+    if size >= 1.0 or size == 0.0 or not np.isfinite(size):
+        return f"{seconds:.3g} s"
+    if size >= 1e-3:
+        return f"{seconds * 1e3:.3g} ms"
+    if size >= 1e-6:
+        return f"{seconds * 1e6:.3g} µs"
+    return f"{seconds * 1e9:.3g} ns"
+
+
+def _mean_flag(
+    subject: str, name: str, fitted: float, data: np.ndarray, reasons: dict[str, str]
+) -> Flag | None:
+    """A flag when a converged fit's mean is far from the sample mean, with the reason if known.
+
+    Records in ``reasons`` the short reason it gives a prediction that is far off.
+    """
     sample = float(np.mean(data))
     if abs(fitted - sample) <= FIT_MEAN_TOLERANCE * abs(sample):
         return None
-    gap = (
-        f"the fitted mean {fitted:.3g} s is {abs(fitted / sample - 1):.0%} "
-        f"{'below' if fitted < sample else 'above'} the sample mean {sample:.3g} s"
+    off = (
+        f"{abs(fitted / sample - 1):.0%} {'below' if fitted < sample else 'above'} the sample "
+        f"mean {_t(sample)}"
     )
+    gap = f"the fitted mean {_t(fitted)} is {off}"
     found = outliers_explain_mean(data, fitted, FIT_MEAN_TOLERANCE)
     if found is not None:
+        where = f"{found.count} of {found.total} values from {_t(found.low)} to {_t(found.high)}"
+        reasons[subject] = (
+            f"{name} follows the bulk (mean {_t(fitted)}) while outliers ({where}) pull the "
+            f"sample mean to {_t(sample)}"
+        )
         return Flag(
             "fit-mean-outliers",
-            code_subject,
-            f"{gap} because of outliers ({found.describe()}); without them the sample mean is "
-            f"{found.clean_mean:.3g} s, which the fit follows",
+            subject,
+            f"{gap} because of outliers ({where}); without them the sample mean is "
+            f"{_t(found.clean_mean)}, which the fit follows",
         )
-    return Flag("fit-mean-far", code_subject, f"{gap}, and outliers do not explain it")
+    reasons[subject] = f"the mean of {name}, {_t(fitted)}, is {off}"
+    return Flag("fit-mean-far", subject, f"{gap}, and outliers do not explain it")
 
 
 def _stationary_models(
@@ -196,6 +219,7 @@ def _stationary_models(
     count: float,
     notes: list[str],
     flags: list[Flag],
+    reasons: dict[str, str],
 ) -> tuple[models.StationaryModel, ...]:
     """A stationary model per converged fit; those whose mean is far from the data flagged.
 
@@ -209,12 +233,13 @@ def _stationary_models(
         subject = f"stationary model ({fit.name})"
         dist = fit.frozen()
         if not models.has_finite_mean(dist):
+            shapes = ", ".join(f"{p:.3g}" for p in fit.params[:-2])
             flags.append(
                 Flag(
                     "infinite-mean",
                     subject,
-                    f"the {fit.name} fit {tuple(round(p, 6) for p in fit.params)} has no finite "
-                    "mean, so its E[max of N] and K mu are infinite; no model from it",
+                    f"the {fit.name} fit (shape {shapes}) has no finite mean, so E[max of N] "
+                    "and K mu are infinite: no model from this family",
                 )
             )
             continue
@@ -224,7 +249,8 @@ def _stationary_models(
             notes.append(f"stationary model with {fit.name}: {exc}")
             continue
         fitted_mean = model.mean
-        flag = _mean_flag(subject, fitted_mean, kept)
+        found: dict[str, str] = {}
+        flag = _mean_flag(subject, f"the {fit.name} fit", fitted_mean, kept, found)
         inside = lo <= fitted_mean <= hi
         if not np.isfinite(model.standard) or (flag is not None and not inside):
             notes.append(
@@ -235,11 +261,14 @@ def _stationary_models(
             continue
         if flag is not None:
             flags.append(flag)
+            reasons.update(found)
         stationary.append(model)
     return tuple(stationary)
 
 
-def _parameter_flags(params: montecarlo.ParameterFits, fits: models.UniformFits) -> list[Flag]:
+def _parameter_flags(
+    params: montecarlo.ParameterFits, fits: models.UniformFits, reasons: dict[str, str]
+) -> list[Flag]:
     """Flags on the Johnson S_U fits of a_k and s_k: collapsed, or mean far from the data."""
     flags = []
     for what, jsu, normal, data in (
@@ -248,19 +277,25 @@ def _parameter_flags(params: montecarlo.ParameterFits, fits: models.UniformFits)
     ):
         subject = f"JSU fit of {what}"
         if normal is not None:
+            reasons[subject] = (
+                f"the Johnson S_U fit of {what} collapsed to its normal limit "
+                f"(a = {jsu.a:.3g}, loc = {_t(jsu.loc)}) and {what} was drawn from a normal fit"
+            )
             flags.append(
                 Flag(
                     "jsu-collapsed",
                     subject,
                     f"the Johnson S_U fit of {what} collapsed to its normal limit "
-                    f"(a = {jsu.a:.3g}, b = {jsu.b:.3g}, loc = {jsu.loc:.3g} s, "
-                    f"scale = {jsu.scale:.3g} s for data of mean {np.mean(data):.3g} s); "
-                    f"the Monte Carlo draws {what} from the normal fit N({normal.mean:.3g} s, "
-                    f"{normal.std:.3g} s) instead, cut at zero",
+                    f"(a = {jsu.a:.3g}, b = {jsu.b:.3g}, loc = {_t(jsu.loc)}, "
+                    f"scale = {_t(jsu.scale)} for data of mean {_t(float(np.mean(data)))}); "
+                    f"the Monte Carlo draws {what} from the normal fit (mean "
+                    f"{_t(normal.mean)}, std {_t(normal.std)}) instead, cut at zero",
                 )
             )
             continue
-        flag = _mean_flag(subject, _jsu_mean(jsu), data)
+        flag = _mean_flag(
+            subject, f"the Johnson S_U fit of {what}", float(jsu.frozen().mean()), data, reasons
+        )
         if flag is not None:
             flags.append(
                 replace(flag, message=f"{flag.message}; the simulated runtime is unreliable")
@@ -268,11 +303,7 @@ def _parameter_flags(params: montecarlo.ParameterFits, fits: models.UniformFits)
     return flags
 
 
-def _jsu_mean(jsu: JohnsonSU) -> float:
-    return float(jsu.frozen().mean())
-
-
-def _count_flags(nprocs: int, count: float) -> list[Flag]:
+def _count_flags(nprocs: int, count: float, reasons: dict[str, str]) -> list[Flag]:
     """The one-node flag: with N = 1 every model is K times the mean."""
     if count != 1:
         return []
@@ -280,38 +311,33 @@ def _count_flags(nprocs: int, count: float) -> list[Flag]:
         why = "P = 1"
     else:
         why = (
-            f"all {nprocs} ranks share one node and N counts nodes "
-            "(--independent ranks makes N = P)"
+            f"all {nprocs} ranks share one node and N counts nodes; --independent ranks "
+            "makes N = P"
         )
+    reasons["N = 1"] = (
+        "with N = 1 the model is K times the mean and misses the wait for the slowest rank"
+    )
     return [
         Flag(
             "one-node",
             "models",
             f"N = 1 ({why}): E[max of N] is the mean, so every stationary model is K times the "
-            "mean, the non-stationary Ê[T] equals Ê[T'], the bounds equal K mu and the Monte "
-            "Carlo draws one rank; they cannot show the cost of waiting for the slowest rank",
+            "mean, the non-stationary Ê[T] equals Ê[T'], both bounds equal K mu and the Monte "
+            "Carlo draws one rank; no model shows the wait for the slowest rank",
         )
     ]
 
 
-def _reason(flags: Sequence[Flag], subjects: Sequence[str]) -> str:
-    """The messages of the flags already raised on these subjects, as a reason."""
-    known = [f for f in flags if f.subject in subjects or f.code == "one-node"]
-    if not known:
-        return "no reason found"
-    return "; ".join(f"{f.subject}: {f.message}" for f in known)
-
-
-def _prediction_flags(a: TraceAnalysis, flags: Sequence[Flag]) -> list[Flag]:
+def _prediction_flags(a: TraceAnalysis, reasons: dict[str, str]) -> list[Flag]:
     """A flag for every model or Monte Carlo prediction more than 50 % off KSPSolve."""
     if not a.measured > 0:
         return []
-    out = []
+    lockstep = () if a.pipelined else ("N = 1",)
     candidates: list[tuple[str, float | None, tuple[str, ...]]] = [
         (
             f"stationary model ({m.family})",
             m.pipelined if a.pipelined else m.standard,
-            (f"stationary model ({m.family})",),
+            (f"stationary model ({m.family})", *lockstep),
         )
         for m in a.stationary
     ]
@@ -319,20 +345,22 @@ def _prediction_flags(a: TraceAnalysis, flags: Sequence[Flag]) -> list[Flag]:
         (
             "non-stationary model",
             a.nonstationary.pipelined if a.pipelined else a.nonstationary.standard,
-            (),
+            lockstep,
         )
     )
-    candidates.append(("Monte Carlo", a.simulated, ("JSU fit of a_k", "JSU fit of s_k")))
+    candidates.append(("Monte Carlo", a.simulated, ("JSU fit of a_k", "JSU fit of s_k", *lockstep)))
+    out = []
     for subject, value, related in candidates:
         if value is None or abs(value - a.measured) <= PREDICTION_TOLERANCE * a.measured:
             continue
-        err = value / a.measured - 1.0
+        known = [reasons[r] for r in related if r in reasons]
+        why = "; ".join(known) if known else "no known reason was detected"
         out.append(
             Flag(
                 "prediction-far",
                 subject,
-                f"{value:.4g} s against the measured KSPSolve {a.measured:.4g} s ({err:+.0%}); "
-                f"reason: {_reason(flags, related)}",
+                f"{_t(value)} against the measured KSPSolve {_t(a.measured)} "
+                f"({value / a.measured - 1.0:+.0%}): {why}",
             )
         )
     return out
@@ -371,6 +399,8 @@ def analyze_trace(
     check_timings(trace)
     notes: list[str] = []
     flags: list[Flag] = []
+    reasons: dict[str, str] = {}
+    """Subject -> the short reason it gives a prediction that is far off."""
     ksp = str(trace.attr("ksp", "?"))
     pipelined = is_pipelined(ksp)
     times = trace.iteration_seconds
@@ -426,7 +456,9 @@ def analyze_trace(
         for name, why in bulk.failed:
             notes.append(f"fit of {name} failed: {why}")
         tick("stationary models", 0.0)
-        result["stationary"] = _stationary_models(bulk, kept, k, count, notes, flags)
+        result["stationary"] = _stationary_models(
+            bulk, kept, k, count, notes, flags, reasons
+        )
 
     kept_uniform = uniform if keep.size == k_all else models.uniform_fits(kept)
     if k < MIN_SAMPLES:
@@ -436,7 +468,7 @@ def analyze_trace(
         try:
             params = montecarlo.fit_parameters(kept_uniform, opt.fit_size, opt.seed)
             result["parameters"] = params
-            flags.extend(_parameter_flags(params, kept_uniform))
+            flags.extend(_parameter_flags(params, kept_uniform, reasons))
             result["simulation"] = montecarlo.simulate(
                 params,
                 k,
@@ -447,7 +479,7 @@ def analyze_trace(
             )
         except AnalysisError as exc:
             notes.append(f"Monte Carlo skipped: {exc}")
-    flags.extend(_count_flags(nprocs, count))
+    flags.extend(_count_flags(nprocs, count, reasons))
     tick("done", 1.0)
     analysis = TraceAnalysis(
         label=trace.label,
@@ -472,5 +504,5 @@ def analyze_trace(
         n_nodes=n_nodes,
         **result,  # type: ignore[arg-type]
     )
-    far = _prediction_flags(analysis, flags)
+    far = _prediction_flags(analysis, reasons)
     return replace(analysis, flags=(*flags, *far))

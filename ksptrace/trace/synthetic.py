@@ -175,3 +175,87 @@ def synthetic_trace(
         solve_seconds=solve,
         attrs=attrs,
     )
+
+
+def inject_outliers(
+    times: np.ndarray,
+    fraction: float,
+    low: float,
+    high: float,
+    seed: int = 0,
+    whole_iterations: bool = True,
+) -> np.ndarray:
+    """A copy of a [P, K] matrix of T_p^k in which a ``fraction`` of the entries take long.
+
+    The chosen iterations (``whole_iterations``: every rank of a column, as when the whole job
+    is held up, so that a_k carries the outlier too) or single entries get an extra delay drawn
+    uniformly from [low, high] seconds: the millisecond detours seen in real traces.
+    """
+    x = np.array(times, dtype=np.float64, copy=True)
+    if x.ndim != 2 or not 0 <= fraction <= 1 or not 0 <= low <= high:
+        raise UsageError(
+            f"inject_outliers needs a [P, K] matrix, 0 <= fraction <= 1 and 0 <= low <= high, "
+            f"got shape {x.shape}, fraction {fraction}, range {low}..{high}"
+        )
+    rng = np.random.default_rng(seed)
+    if whole_iterations:
+        count = round(fraction * x.shape[1])
+        cols = rng.choice(x.shape[1], size=count, replace=False)
+        x[:, cols] += rng.uniform(low, high, size=count)
+    else:
+        count = round(fraction * x.size)
+        flat = rng.choice(x.size, size=count, replace=False)
+        x.reshape(-1)[flat] += rng.uniform(low, high, size=count)
+    return x
+
+
+def trace_from_times(
+    times: np.ndarray,
+    node_ids: np.ndarray | None = None,
+    ksp: str = "gmres",
+    restart: int = 30,
+    seed: int = 0,
+    n: int = 1_000_000,
+) -> Trace:
+    """A trace whose T_p^k are exactly ``times`` [P, K] (up to the rounding of the stamps).
+
+    ``node_ids`` [P] gives each rank's node (default: all on node 0). KSPSolve is the lockstep
+    time sum_k max_p T_p^k for a synchronising ``ksp`` and each rank's sum for a pipelined one,
+    plus a millisecond of setup. Every iteration is a work iteration (no pipeline fill).
+    """
+    x = np.asarray(times, dtype=np.float64)
+    if x.ndim != 2 or x.shape[1] < 1 or not (x > 0).all():
+        raise UsageError(f"times must be a positive [P, K >= 1] matrix, got shape {x.shape}")
+    nprocs, iterations = x.shape
+    ids = np.zeros(nprocs, dtype=np.int64) if node_ids is None else np.asarray(node_ids)
+    if ids.shape != (nprocs,):
+        raise UsageError(f"node_ids must have shape ({nprocs},), got {ids.shape}")
+    name = ksp.lower()
+    rng = np.random.default_rng(seed)
+    setup = 1e-3 + 1e-5 * rng.random(nprocs)
+    solve = x.sum(axis=1) + setup if name in PIPELINED else float(x.max(axis=0).sum()) + setup
+    stamps = np.empty((nprocs, iterations + 1))
+    stamps[:, 0] = 100.0
+    np.cumsum(x, axis=1, out=stamps[:, 1:])
+    stamps[:, 1:] += 100.0
+    attrs: dict[str, str | int | float | bool] = {
+        "problem": "synthetic",
+        "n": int(n),
+        "ksp": name,
+        "pc": "jacobi",
+        "iterations": int(iterations),
+        "restart": int(restart) if name in RESTARTED else 0,
+        "nprocs": int(nprocs),
+        "ranks_per_node": int(np.bincount(ids).max()),
+        "nnz": int(3 * n),
+        "seed": int(seed),
+        "generator": "ksptrace.trace.synthetic.trace_from_times",
+    }
+    return Trace(
+        stamps=stamps,
+        residual_norms=np.geomspace(1.0, 1e-6, iterations + 1),
+        node_ids=ids.astype(np.int64),
+        hostnames=tuple(f"synth{int(i):05d}" for i in ids),
+        solve_seconds=solve,
+        attrs=attrs,
+    )
