@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import hashlib
 import json
 import os
 import re
@@ -16,7 +17,7 @@ from typing import Any
 from ksptrace.cli.common import add_params
 from ksptrace.errors import EnvironmentProblem, UsageError
 from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
-from ksptrace.harness.options import RUN_PARAMS
+from ksptrace.harness.options import CHECK_PARAMS, RUN_PARAMS
 from ksptrace.params import resolve
 from ksptrace.problems import registry
 from ksptrace.trace import io
@@ -34,6 +35,7 @@ def register(sub: Any) -> None:
         allow_abbrev=False,
     )
     add_params(p, RUN_PARAMS)
+    add_params(p, CHECK_PARAMS)
     add_params(p, registry.all_params())
     p.add_argument("--np", type=int, default=None, help="launch mpiexec with this many ranks")
     p.add_argument("--out", default="traces", help="output folder, or a file name ending in .h5")
@@ -58,7 +60,8 @@ def _petsc_options(extra: list[str], known: list[str]) -> tuple[str, ...]:
 
 
 def _settings_values(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
-    run = resolve(RUN_PARAMS, {p.name: getattr(args, p.name) for p in RUN_PARAMS})
+    declared = (*RUN_PARAMS, *CHECK_PARAMS)
+    run = resolve(declared, {p.name: getattr(args, p.name) for p in declared})
     info = registry.get(run["problem"])
     own = {p.name for p in info.params}
     for p in registry.all_params():
@@ -72,8 +75,17 @@ def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.+-]", "_", text)
 
 
-def output_path(out: str, run: dict[str, Any], nprocs: int, tag: str) -> Path:
-    """The trace file: ``out`` itself when it ends in .h5, else a name from the parameters."""
+def options_digest(petsc_options: tuple[str, ...]) -> str:
+    """8 hex digits of sha256 over the passed-through PETSc options, as written (order kept:
+    for PETSc the last of two values wins)."""
+    return hashlib.sha256("\0".join(petsc_options).encode()).hexdigest()[:8]
+
+
+def output_path(
+    out: str, run: dict[str, Any], nprocs: int, tag: str, petsc_options: tuple[str, ...] = ()
+) -> Path:
+    """The trace file: ``out`` itself when it ends in .h5, else a name from the parameters
+    (and a digest of the PETSc options, when there are any)."""
     target = Path(out)
     if target.suffix == ".h5":
         return target
@@ -85,13 +97,15 @@ def output_path(out: str, run: dict[str, Any], nprocs: int, tag: str) -> Path:
              f"K{run['iterations']}"]
     if run["restart"]:
         parts.append(f"r{run['restart']}")
+    if petsc_options:
+        parts.append(f"o{options_digest(petsc_options)}")
     if tag:
         parts.append(tag)
     return target / ("_".join(_safe(p) for p in parts) + ".h5")
 
 
 def main(args: argparse.Namespace) -> int:
-    known = [p.flag for p in (*RUN_PARAMS, *registry.all_params())]
+    known = [p.flag for p in (*RUN_PARAMS, *CHECK_PARAMS, *registry.all_params())]
     petsc_options = _petsc_options(args.extra, [*known, *EXTRA_FLAGS])
     run, problem = _settings_values(args)
     if args.np is not None and args.np < 1:
@@ -106,11 +120,57 @@ def main(args: argparse.Namespace) -> int:
         nprocs = size or 1
     else:
         nprocs = args.np or 1
-    path = output_path(args.out, run, nprocs, args.tag)
+    path = output_path(args.out, run, nprocs, args.tag, petsc_options)
+    if not args.overwrite:
+        _refuse_other_experiment(path, run, problem, petsc_options, nprocs)
     io.check_destination(path, args.overwrite)
     if args.np is not None and not launched:
         return _launch(args, run, problem, petsc_options, path)
     return _run_here(run, problem, petsc_options, path, args.overwrite)
+
+
+def _experiment(
+    run: dict[str, Any], problem: dict[str, Any], petsc_options: tuple[str, ...], nprocs: int
+) -> dict[str, Any]:
+    """The trace attributes that say which experiment a run is (not how it was written)."""
+    found = {k: run[k] for k in ("problem", "n", "ksp", "pc", "iterations", "warmup")}
+    if run["restart"] is not None:
+        found["restart"] = run["restart"]
+    found["nprocs"] = nprocs
+    found["petsc_options"] = shlex.join(petsc_options)
+    found["problem_config"] = json.dumps(
+        {k: v for k, v in problem.items() if v is not None}, sort_keys=True
+    )
+    return found
+
+
+def _refuse_other_experiment(
+    path: Path, run: dict[str, Any], problem: dict[str, Any], petsc_options: tuple[str, ...],
+    nprocs: int,
+) -> None:
+    """An existing trace of a different experiment is not a rerun: say so, and what differs."""
+    import h5py
+
+    if not path.is_file():
+        return
+    try:
+        with h5py.File(path, "r") as f:
+            stored = {k: f.attrs[k] for k in f.attrs}
+    except (OSError, KeyError, ValueError):
+        return  # not a readable trace: check_destination says it exists
+    if "schema_version" not in stored:
+        return
+    differ = []
+    for key, wanted in _experiment(run, problem, petsc_options, nprocs).items():
+        have = stored.get(key)
+        have = have.decode() if isinstance(have, bytes) else have
+        if have is None or type(wanted)(have) != wanted:
+            differ.append(f"{key} {have!r} there, {wanted!r} here")
+    if differ:
+        raise UsageError(
+            f"{path} holds a different experiment ({'; '.join(differ)}); this run is not a "
+            "rerun of it: pick another --out or add a --tag"
+        )
 
 
 def _run_here(
@@ -140,7 +200,9 @@ def child_arguments(
 ) -> list[str]:
     """The ``ksptrace run`` arguments that reproduce these settings inside mpiexec."""
     out: list[str] = []
-    for params, values in ((RUN_PARAMS, run), (registry.get(run["problem"]).params, problem)):
+    declared = ((RUN_PARAMS, run), (CHECK_PARAMS, run),
+                (registry.get(run["problem"]).params, problem))
+    for params, values in declared:
         for p in params:
             value = values[p.name]
             if value is None:

@@ -18,7 +18,7 @@ MonitorCallback = Callable[[Any, int, float], None]
 
 
 def _stamping_callback(
-    stamps: np.ndarray, norms: np.ndarray, wtime: Callable[[], float]
+    stamps: np.ndarray, norms: np.ndarray, beyond: list[int], wtime: Callable[[], float]
 ) -> MonitorCallback:
     def monitor(
         ksp: Any,
@@ -27,12 +27,13 @@ def _stamping_callback(
         st: np.ndarray = stamps,
         nr: np.ndarray = norms,
         w: Callable[[], float] = wtime,
+        b: list[int] = beyond,
     ) -> None:
         try:  # free when nothing is raised (Python >= 3.11), unlike a bounds test
             st[its] = w()
             nr[its] = rnorm
-        except IndexError:  # more iterations than forced: recorded() reports it
-            pass
+        except IndexError:  # more iterations than forced: check() reports it
+            b[0] = max(b[0], its)
 
     return monitor
 
@@ -42,34 +43,59 @@ class StampMonitor:
 
     ``stamps[k]`` is the time at which the KSP reported iteration ``k`` (``k = 0`` before the
     first iteration), as PETSc's own ``-ksp_monitor`` numbers them. A method that reported one
-    iteration number twice keeps the later report. Slots start as NaN, so an iteration that was
-    never reported is detected rather than read as zero.
+    iteration number twice (tfqmr's two half steps) keeps the later report. Slots start as NaN,
+    so an iteration that was never reported is detected rather than read as zero.
     """
 
-    __slots__ = ("callback", "norms", "stamps")
+    __slots__ = ("beyond", "callback", "norms", "stamps")
 
     def __init__(self, capacity: int, wtime: Callable[[], float]) -> None:
         self.stamps = np.full(capacity, np.nan)
         self.norms = np.full(capacity, np.nan)
-        self.callback: MonitorCallback = _stamping_callback(self.stamps, self.norms, wtime)
+        self.beyond = [0]
+        """The highest iteration number reported beyond the capacity (0: none)."""
+        self.callback: MonitorCallback = _stamping_callback(
+            self.stamps, self.norms, self.beyond, wtime
+        )
 
     def reset(self) -> None:
         self.stamps.fill(np.nan)
         self.norms.fill(np.nan)
+        self.beyond[0] = 0
 
-    def recorded(self, iterations_done: int) -> tuple[np.ndarray, np.ndarray]:
-        """Copies of the stamps and norms of iterations 0..``iterations_done``."""
-        count = iterations_done + 1
+    def check(self, ksp_type: str, upto: int) -> None:
+        """Raise a SolverError that says why, unless iterations 0..``upto`` were all reported
+        and none beyond the capacity."""
+        forced = self.stamps.shape[0] - 1
+        upto = min(upto, forced)
+        seen = np.flatnonzero(~np.isnan(self.stamps[: upto + 1]))
+        steps = np.unique(np.diff(seen))
+        if seen.size >= 2 and seen[0] == 0 and steps.size == 1 and steps[0] > 1:
+            shown = ", ".join(str(int(i)) for i in seen[:4])
+            raise SolverError(
+                f"{ksp_type} reports only one iteration in {int(steps[0])} to the monitor "
+                f"({shown}, ...), so single iterations cannot be timed; use another KSP type"
+            )
+        if self.beyond[0]:
+            raise SolverError(
+                f"{ksp_type} reported iteration {self.beyond[0]}, more than the {forced} "
+                "forced; remove -ksp_max_it from the PETSc options"
+            )
+        if seen.size == upto + 1:
+            return
+        missing = int(np.flatnonzero(np.isnan(self.stamps[: upto + 1]))[0])
+        raise SolverError(
+            f"{ksp_type} never reported iteration {missing} of 0..{upto} to the monitor"
+            f"{' (the start of the first iteration)' if missing == 0 else ''}, so it cannot "
+            "be timed per iteration; use another KSP type"
+        )
+
+    def recorded(
+        self, iterations: int, ksp_type: str = "the KSP"
+    ) -> tuple[np.ndarray, np.ndarray]:
+        """Copies of the stamps and norms of iterations 0..``iterations``, once check() passes."""
+        count = iterations + 1
         if count > self.stamps.shape[0]:
-            raise SolverError(
-                f"the KSP ran {iterations_done} iterations, more than the "
-                f"{self.stamps.shape[0] - 1} forced; remove -ksp_max_it from the PETSc options"
-            )
-        stamps, norms = self.stamps[:count].copy(), self.norms[:count].copy()
-        missing = np.flatnonzero(np.isnan(stamps))
-        if missing.size:
-            raise SolverError(
-                f"the KSP monitor never reported iteration {int(missing[0])} of "
-                f"0..{iterations_done}; this KSP type cannot be timed per iteration"
-            )
-        return stamps, norms
+            self.beyond[0] = max(self.beyond[0], iterations)
+        self.check(ksp_type, iterations)
+        return self.stamps[:count].copy(), self.norms[:count].copy()

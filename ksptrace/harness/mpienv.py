@@ -13,6 +13,9 @@ from typing import Any
 
 from ksptrace.errors import KsptraceError
 
+AGREED = "ksptrace_agreed"
+"""Attribute set on an error that every rank raised together (see :func:`agree_on_error`)."""
+
 LAUNCHER_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "MPI_LOCALNRANKS")
 """Variables that show this process was started by mpiexec (OpenMPI, MPICH/Hydra, PMIx)."""
 
@@ -71,24 +74,35 @@ def node_layout(mpicomm: Any) -> NodeLayout:
 def agree_on_error(mpicomm: Any, error: KsptraceError | None) -> None:
     """Collective: if any rank has an error, every rank raises the first one (no hang, no abort).
 
-    Use only around code without communication, so that every rank reaches this call.
+    Use only around code without communication, so that every rank reaches this call. Inside
+    :func:`fail_together` only rank 0 reports such an error; the others exit with its code.
     """
     errors = mpicomm.allgather(None if error is None else (type(error), str(error)))
     for item in errors:
         if item is not None:
             cls, message = item
-            raise cls(message)
+            agreed = cls(message)
+            setattr(agreed, AGREED, True)
+            raise agreed
 
 
 @contextmanager
 def fail_together(mpicomm: Any) -> Iterator[None]:
-    """An exception on one rank aborts the whole job instead of leaving the others hanging."""
+    """An exception on one rank aborts the whole job instead of leaving the others hanging.
+
+    An error all ranks agreed on needs no abort: rank 0 raises it (the CLI prints one line) and
+    the other ranks exit quietly with its exit code.
+    """
     try:
         yield
     except KsptraceError as exc:
         if mpicomm.Get_size() == 1:
             raise
         rank = mpicomm.Get_rank()
+        if getattr(exc, AGREED, False):
+            if rank == 0:
+                raise
+            raise SystemExit(exc.exit_code) from None
         print(f"ksptrace: error: {exc} [rank {rank}]", file=sys.stderr, flush=True)
         mpicomm.Abort(exc.exit_code)
     except BaseException as exc:

@@ -19,3 +19,10 @@ RUN_PARAMS: tuple[Param, ...] = (
           choices=("auto", "mpio", "gather")),
 )
 """Parameters that define a run (stored as trace attributes under the same names)."""
+
+CHECK_PARAMS: tuple[Param, ...] = (
+    Param("allow_unused_options", bool, False,
+          "record PETSc options that nothing used in the trace instead of refusing the run"),
+)
+"""How a run is checked, not what it measures: CLI flags and trace attributes, but not part of
+a run's identity (campaign run ids are computed from RUN_PARAMS)."""

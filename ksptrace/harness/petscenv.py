@@ -1,14 +1,20 @@
-"""Finding and starting petsc4py, and the environment solver processes need.
+"""Finding and starting petsc4py, the environment solver processes need, and what PETSc says.
 
 Debian's petsc4py is found only when PETSC_DIR names its PETSc (there is no alternatives link),
 so we look in the usual places before giving up with a message that says what to install.
+petsc4py 3.18 wraps neither PETSc's list of unused options nor its error text in a message, so
+:func:`unused_options` calls ``PetscOptionsLeftGet`` through ctypes and
+:func:`petsc_error_text` reads the traceback petsc4py keeps on ``PETSc.Error``.
 """
 
 from __future__ import annotations
 
+import ctypes
 import glob
 import os
+import re
 import sys
+import tempfile
 from types import ModuleType
 
 from ksptrace.errors import EnvironmentProblem
@@ -67,3 +73,126 @@ def init_petsc(argv: list[str]) -> ModuleType:
     from petsc4py import PETSc
 
     return PETSc
+
+
+FINALIZE_OPTIONS: frozenset[str] = frozenset({
+    "mpi_linear_solver_server", "citations", "textbelt", "tellmycell", "saw_options", "x_virtual",
+    "malloc_info", "memory_view", "get_total_flops", "log_mpe", "log_summary", "log_all", "log",
+    "no_signal_handler", "mpidump", "malloc_dump", "objects_dump", "options_view", "nox",
+    "nox_warning", "options_left", "malloc_test", "malloc_debug", "malloc_view",
+})
+"""Options PETSc 3.18 reads only in PetscFinalize (src/sys/objects/pinit.c), that is after any
+check ksptrace can make: never reported as unused."""
+
+FILE_OPTIONS: dict[str, str] = {
+    "log_view": "viewer", "log_all": "file", "log_summary": "file", "citations": "file",
+    "malloc_dump": "file", "malloc_view": "file",
+}
+"""Options whose file PETSc opens only at PetscFinalize, after the trace is published, with
+how their value names it: a viewer spec ``[type][:file[:format[:mode]]]`` or a file name."""
+
+_HELP_PREFIX = "ksptracehelp_"
+_FRAME = re.compile(r"^(\w+)\(\) at \S+$")
+
+
+def unused_options(petsc: ModuleType) -> list[str]:
+    """Names (without the dash) of the options in PETSc's database that nothing queried.
+
+    Not collective. Options PETSc reads only at finalize time (:data:`FINALIZE_OPTIONS`) are
+    left out.
+    """
+    int_type = ctypes.c_int64 if petsc.IntType().itemsize == 8 else ctypes.c_int32
+    try:
+        lib = ctypes.CDLL(petsc.__file__)  # resolves libpetsc's symbols through its dependencies
+        left_get, left_restore = lib.PetscOptionsLeftGet, lib.PetscOptionsLeftRestore
+    except (OSError, AttributeError) as exc:
+        raise EnvironmentProblem(
+            f"cannot ask PETSc which options were used ({exc}); pass --allow-unused-options "
+            "to run without this check"
+        ) from None
+    count = int_type(0)
+    names = ctypes.POINTER(ctypes.c_char_p)()
+    if left_get(None, ctypes.byref(count), ctypes.byref(names), None) != 0:
+        raise EnvironmentProblem(
+            "PetscOptionsLeftGet failed; pass --allow-unused-options to run without this check"
+        )
+    try:
+        found = [names[i].decode(errors="replace") for i in range(count.value)]
+    finally:
+        left_restore(None, ctypes.byref(count), ctypes.byref(names), None)
+    return sorted(name for name in found if name not in FINALIZE_OPTIONS)
+
+
+def known_option_names(
+    petsc: ModuleType, ksp_type: str, pc_type: str, prefix: str = ""
+) -> list[str]:
+    """Every option (without the dash) that a KSP of these types, its PC and PETSc read.
+
+    PETSc has no list of option names; its ``-help`` output has them. This sets ``-help`` for
+    a moment, configures a scratch KSP of the same types on COMM_SELF under a private prefix
+    (so that PETSc has not printed its help before) and reads what PETSc printed on stdout.
+    Only meant for error messages: it is slow (a few ms) and prints nothing.
+    """
+    options = petsc.Options()
+    had_help = options.hasName("help")
+    sys.stdout.flush()
+    saved = os.dup(1)
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 1)
+        scratch = petsc.KSP().create(comm=petsc.COMM_SELF)
+        try:
+            options.setValue("-help", None)
+            scratch.setOptionsPrefix(_HELP_PREFIX + prefix)
+            scratch.setType(ksp_type)
+            scratch.getPC().setType(pc_type)
+            scratch.setFromOptions()
+        except petsc.Error:
+            pass
+        finally:
+            scratch.destroy()
+            if not had_help:
+                options.delValue("-help")
+            os.dup2(saved, 1)
+            os.close(saved)
+        capture.seek(0)
+        text = capture.read().decode(errors="replace")
+    names = set(re.findall(rf"^\s*-{_HELP_PREFIX}(\w+)", text, re.MULTILINE))
+    names |= set(options.getAll()) | FINALIZE_OPTIONS | set(FILE_OPTIONS)
+    return sorted(names)
+
+
+def petsc_error_text(exc: BaseException) -> str:
+    """PETSc's own one-line account of a ``PETSc.Error``: the code, the innermost function and
+    PETSc's message (petsc4py 3.18 keeps them as a traceback list; ``str()`` shows only the
+    code on its first line)."""
+    code = getattr(exc, "ierr", None)
+    entries = [str(e) for e in getattr(exc, "_traceback_", None) or []]
+    frames = [m.group(1) for e in entries if (m := _FRAME.match(e))]
+    messages = [e.strip() for e in entries if not _FRAME.match(e) and e.strip()]
+    where = f" in {frames[-1]}()" if frames else ""
+    what = ": " + ": ".join(messages) if messages else ""
+    return f"PETSc error {code}{where}{what}"
+
+
+def file_option_problem(name: str, value: str | None) -> str | None:
+    """Why the file that option ``-name value`` names cannot be written, or None when it can
+    (or names none). Pure apart from looking at the file system."""
+    kind = FILE_OPTIONS.get(name)
+    if kind is None or not value:
+        return None
+    target = value.split(":")[1] if kind == "viewer" and ":" in value else value
+    if kind == "viewer" and ":" not in value:
+        return None  # -log_view ascii: standard output
+    if not target:
+        return None
+    path = os.path.abspath(target)
+    folder = os.path.dirname(path)
+    if not os.path.isdir(folder):
+        return f"-{name} {value}: folder {folder} does not exist; create it or pick another file"
+    if os.path.isdir(path):
+        return f"-{name} {value}: {path} is a folder; give a file name"
+    if os.path.exists(path) and not os.access(path, os.W_OK):
+        return f"-{name} {value}: {path} is not writable; pick another file"
+    if not os.path.exists(path) and not os.access(folder, os.W_OK | os.X_OK):
+        return f"-{name} {value}: folder {folder} is not writable; pick another file"
+    return None

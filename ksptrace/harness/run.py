@@ -6,6 +6,7 @@ Runs inside an MPI job (or as a singleton). Every rank executes :func:`execute`.
 from __future__ import annotations
 
 import datetime as dt
+import difflib
 import json
 import os
 import platform
@@ -23,7 +24,14 @@ from ksptrace.errors import KsptraceError, SolverError, UsageError
 from ksptrace.harness import writer
 from ksptrace.harness.monitor import StampMonitor
 from ksptrace.harness.mpienv import agree_on_error, fail_together, node_layout
-from ksptrace.harness.petscenv import force_solver_env, init_petsc
+from ksptrace.harness.petscenv import (
+    file_option_problem,
+    force_solver_env,
+    init_petsc,
+    known_option_names,
+    petsc_error_text,
+    unused_options,
+)
 from ksptrace.problems import registry
 from ksptrace.trace import io
 from ksptrace.trace.model import AttrValue
@@ -32,6 +40,19 @@ GMRES_FAMILY = frozenset({"gmres", "pgmres", "fgmres", "lgmres", "dgmres", "pipe
 PETSC_DEFAULT_RESTART = 30
 DIVTOL_FORCED = 1e300
 """Divergence tolerance for forced runs: never stop because the residual grew."""
+
+UNTRACEABLE_KSP: dict[str, str] = {
+    "preonly": "applies the preconditioner once and has no Krylov iterations to force",
+    "none": "applies the preconditioner once and has no Krylov iterations to force",
+    "python": "runs a Python KSP implementation (-ksp_python_type) that ksptrace cannot supply",
+    "fetidp": "needs a MATIS operator (FETI-DP substructuring); ksptrace's problems assemble AIJ",
+    "tsirm": "needs -pc_type ksp: its iterations are inner KSP solves, not Krylov iterations",
+}
+"""KSP types that can never be forced to K timed iterations, and why."""
+
+EXTRA_ITERATIONS: dict[str, int] = {"qcg": 1}
+"""Types that run max_it + n iterations (qcg: ``for (i = 0; i <= maxit; i++)`` in PETSc 3.18);
+ksptrace asks them for K - n so that they run K."""
 
 LAUNCH_ENV = "KSPTRACE_LAUNCH"
 """JSON set by ``ksptrace run --np``: the launcher, the flags it added and the user's command."""
@@ -67,6 +88,8 @@ class RunSettings:
     overwrite: bool = False
     problem_options: Mapping[str, Any] = field(default_factory=dict)
     petsc_options: tuple[str, ...] = ()
+    allow_unused_options: bool = False
+    """Record PETSc options that nothing used instead of refusing the run."""
 
 
 @dataclass(frozen=True)
@@ -90,19 +113,33 @@ def _reason_name(cls: Any, value: int) -> str:
     return names[0] if names else str(value)
 
 
+def _unknown_type(kind: str, name: str, valid: set[str]) -> UsageError:
+    near = difflib.get_close_matches(name, sorted(valid), n=1)
+    hint = f"did you mean '{near[0]}'? " if near else ""
+    listed = ", ".join(sorted(valid))
+    return UsageError(f"unknown {kind} type '{name}'; {hint}valid types: {listed}")
+
+
 def _validate(settings: RunSettings, petsc: Any, nprocs: int, rank: int) -> None:
     ksp_types = _type_names(petsc.KSP.Type)
     if settings.ksp not in ksp_types:
-        raise UsageError(
-            f"unknown KSP type '{settings.ksp}'; valid types: {', '.join(sorted(ksp_types))}"
-        )
+        raise _unknown_type("KSP", settings.ksp, ksp_types)
     pc_types = _type_names(petsc.PC.Type)
     if settings.pc not in pc_types:
+        raise _unknown_type("PC", settings.pc, pc_types)
+    if settings.ksp in UNTRACEABLE_KSP:
         raise UsageError(
-            f"unknown PC type '{settings.pc}'; valid types: {', '.join(sorted(pc_types))}"
+            f"KSP type '{settings.ksp}' cannot be traced: it {UNTRACEABLE_KSP[settings.ksp]}; "
+            "use a Krylov method such as gmres, cg or bcgs"
         )
     if settings.n < nprocs:
         raise UsageError(f"n = {settings.n} is smaller than P = {nprocs}; use n >= P")
+    options = petsc.Options()
+    for name, value in options.getAll().items():
+        problem = file_option_problem(name, value)
+        if problem is not None:
+            options.delValue(f"-{name}")  # or PetscFinalize fails on it once more
+            raise UsageError(f"{problem} (PETSc writes it after the solve)")
     if rank == 0:
         io.check_destination(settings.out, settings.overwrite)
 
@@ -135,6 +172,86 @@ def _effective_restart(settings: RunSettings, petsc: Any, ksp: Any) -> int:
     return int(petsc.Options().getInt(f"{prefix}ksp_gmres_restart", default))
 
 
+def _configure(settings: RunSettings, petsc: Any, instance: Any, mpicomm: Any) -> Any:
+    """Code defaults on the problem's KSP, then the user's PETSc options; refuse options that
+    contradict --ksp or --pc (the trace and its file name must say what ran)."""
+    ksp = instance.ksp
+    try:
+        ksp.setType(settings.ksp)
+        ksp.getPC().setType(settings.pc)
+    except petsc.Error as exc:
+        raise UsageError(
+            f"KSP '{settings.ksp}' with PC '{settings.pc}' is not available in this PETSc "
+            f"build ({petsc_error_text(exc)}); pick another type"
+        ) from None
+    max_it = max(settings.iterations - EXTRA_ITERATIONS.get(settings.ksp, 0), 0)
+    ksp.setTolerances(rtol=0.0, atol=0.0, divtol=DIVTOL_FORCED, max_it=max_it)
+    if settings.restart is not None:
+        ksp.setGMRESRestart(settings.restart)
+    instance.set_from_options()
+    error: KsptraceError | None = None
+    prefix = ksp.getOptionsPrefix() or ""
+    for kind, wanted, got, flag in (("KSP", settings.ksp, ksp.getType(), "--ksp"),
+                                    ("PC", settings.pc, ksp.getPC().getType(), "--pc")):
+        if got != wanted:
+            option = f"-{prefix}{kind.lower()}_type"
+            error = UsageError(
+                f"the PETSc options make the {kind} {got} but {flag} is {wanted}; "
+                f"give the type once, with {flag} {got}, and drop {option}"
+            )
+            break
+    agree_on_error(mpicomm, error)
+    return ksp
+
+
+def _check_iterations(settings: RunSettings, petsc: Any, ksp: Any, monitor: StampMonitor) -> str:
+    """Raise a SolverError unless the monitor saw exactly iterations 0..K; returns the reason.
+
+    Pipelined CG-type methods (pipecg, pipecr, pipecgrr, pipeprcg, ibcgs) count one more
+    iteration than they report: their last pass reports iteration K, then updates the solution
+    once more. The trace holds what the monitor reported, as PETSc's -ksp_monitor numbers it.
+    """
+    done = int(ksp.getIterationNumber())
+    code = int(ksp.getConvergedReason())
+    reason = _reason_name(petsc.KSP.ConvergedReason, code)
+    monitor.check(settings.ksp, min(done, settings.iterations))
+    if done < settings.iterations:
+        if code > 0:
+            why = "a forced run must not converge: use a larger n or fewer iterations"
+        elif reason in ("DIVERGED_ITS", "DIVERGED_MAX_IT"):
+            why = "its iteration limit was lower: remove -ksp_max_it from the PETSc options"
+        else:
+            why = (f"{settings.ksp} broke down on this problem and cannot be forced to "
+                   f"{settings.iterations} iterations: use fewer iterations or another KSP or PC")
+        raise SolverError(
+            f"{settings.ksp} stopped after {done} of {settings.iterations} iterations "
+            f"({reason}); {why}"
+        )
+    return reason
+
+
+def _check_unused(
+    settings: RunSettings, petsc: Any, mpicomm: Any, ksp_types: tuple[str, str, str]
+) -> list[str]:
+    """Collective: the options no rank used; refuses them unless --allow-unused-options."""
+    found = mpicomm.allgather(unused_options(petsc))
+    unused = sorted(set(found[0]).intersection(*found[1:]))
+    error: KsptraceError | None = None
+    if unused and not settings.allow_unused_options and mpicomm.Get_rank() == 0:
+        known = [n for n in known_option_names(petsc, *ksp_types) if n not in unused]
+        named = []
+        for name in unused:
+            near = difflib.get_close_matches(name, known, n=1, cutoff=0.75)
+            named.append(f"-{name}" + (f" (did you mean -{near[0]}?)" if near else ""))
+        error = UsageError(
+            f"PETSc never used {', '.join(named)}; no trace written: correct or remove "
+            f"{'it' if len(unused) == 1 else 'them'}, or pass --allow-unused-options to record "
+            "unused options in the trace"
+        )
+    agree_on_error(mpicomm, error)
+    return unused
+
+
 def execute(settings: RunSettings) -> RunOutcome:
     """Collective over COMM_WORLD: run, and write the trace. Returns on every rank."""
     force_solver_env()
@@ -157,65 +274,76 @@ def execute(settings: RunSettings) -> RunOutcome:
         layout = node_layout(mpicomm)
         if os.environ.get(writer.FAULT_ENV) == "raise-on-rank-1" and rank == 1:
             raise RuntimeError("injected fault on rank 1 (KSPTRACE_FAULT)")
-        instance = info.builder()(comm, settings.n, settings.problem_options)
-
-        ksp = instance.ksp
-        ksp.setType(settings.ksp)
-        ksp.getPC().setType(settings.pc)
-        ksp.setTolerances(rtol=0.0, atol=0.0, divtol=DIVTOL_FORCED, max_it=settings.iterations)
-        if settings.restart is not None:
-            ksp.setGMRESRestart(settings.restart)
-        instance.set_from_options()
-        monitor = StampMonitor(settings.iterations + 1, MPI.Wtime)
-        ksp.setMonitor(monitor.callback)
-        instance.prepare()
-
-        if settings.warmup:
-            instance.solve()
-            instance.reset()
-            monitor.reset()
-        event = petsc.Log.Event("KSPSolve")
-        mpicomm.Barrier()
-        before = event.getPerfInfo()["time"]
-        instance.solve()
-        solve_seconds = event.getPerfInfo()["time"] - before
-
-        done = int(ksp.getIterationNumber())
-        reason = _reason_name(petsc.KSP.ConvergedReason, int(ksp.getConvergedReason()))
-        if done < settings.iterations:
+        try:
+            return _solve_and_write(settings, petsc, info, layout, mpicomm, start_utc, MPI.Wtime)
+        except petsc.Error as exc:
             raise SolverError(
-                f"{settings.ksp} stopped after {done} of {settings.iterations} iterations "
-                f"({reason}); a forced run must not converge: use a larger n or fewer iterations"
-            )
-        stamps, norms = monitor.recorded(done)
-
-        solution_error = instance.solution_error()
-        attrs: dict[str, AttrValue | None] | None = None
-        if rank == 0:
-            attrs = _attributes(settings, petsc, ksp, instance, layout, nprocs, start_utc)
-            attrs.update(
-                iterations_done=done,
-                monitor_calls=int(stamps.shape[0]),
-                converged_reason=reason,
-                solution_error=solution_error,
-            )
-        solves = mpicomm.allgather(solve_seconds)
-        attrs = mpicomm.bcast(attrs, root=0)
-        assert attrs is not None
-        attrs.update(
-            solve_max=float(max(solves)),
-            solve_min=float(min(solves)),
-            solve_mean=float(np.mean(solves)),
-        )
-        local = writer.LocalRecord(stamps, norms, layout.node_id, layout.hostname, solve_seconds)
-        mode = writer.choose_mode(settings.hdf5_path, nprocs)
-        attrs["hdf5_path"] = mode
-        path = writer.write_distributed(
-            mpicomm, settings.out, local, attrs, mode, settings.overwrite
-        )
-        instance.destroy()
-        return RunOutcome(path, done, reason, float(max(solves)), solution_error, rank)
+                f"{petsc_error_text(exc)}; check the PETSc options and --ksp/--pc"
+            ) from None
     raise AssertionError("unreachable")  # fail_together either returns or aborts
+
+
+def _solve_and_write(
+    settings: RunSettings,
+    petsc: Any,
+    info: Any,
+    layout: Any,
+    mpicomm: Any,
+    start_utc: str,
+    wtime: Any,
+) -> RunOutcome:
+    rank, nprocs = mpicomm.Get_rank(), mpicomm.Get_size()
+    instance = info.builder()(petsc.COMM_WORLD, settings.n, settings.problem_options)
+    ksp = _configure(settings, petsc, instance, mpicomm)
+    monitor = StampMonitor(settings.iterations + 1, wtime)
+    ksp.setMonitor(monitor.callback)
+    instance.prepare()
+
+    if settings.warmup:
+        instance.solve()
+        instance.reset()
+        monitor.reset()
+    event = petsc.Log.Event("KSPSolve")
+    mpicomm.Barrier()
+    before = event.getPerfInfo()["time"]
+    instance.solve()
+    solve_seconds = event.getPerfInfo()["time"] - before
+
+    reason = _check_iterations(settings, petsc, ksp, monitor)
+    done = settings.iterations
+    stamps, norms = monitor.recorded(done, settings.ksp)
+
+    solution_error = instance.solution_error()
+    attrs: dict[str, AttrValue | None] | None = None
+    if rank == 0:
+        attrs = _attributes(settings, petsc, ksp, instance, layout, nprocs, start_utc)
+        attrs.update(
+            iterations_done=done,
+            petsc_iterations=int(ksp.getIterationNumber()),
+            monitor_calls=int(stamps.shape[0]),
+            converged_reason=reason,
+            solution_error=solution_error,
+        )
+    types = (ksp.getType(), ksp.getPC().getType(), ksp.getOptionsPrefix() or "")
+    instance.destroy()  # before the check: options read at destroy time count as used
+    unused = _check_unused(settings, petsc, mpicomm, types)
+    solves = mpicomm.allgather(solve_seconds)
+    attrs = mpicomm.bcast(attrs, root=0)
+    assert attrs is not None
+    attrs.update(
+        solve_max=float(max(solves)),
+        solve_min=float(min(solves)),
+        solve_mean=float(np.mean(solves)),
+        petsc_options_unused=shlex.join(f"-{name}" for name in unused),
+        allow_unused_options=settings.allow_unused_options,
+    )
+    local = writer.LocalRecord(stamps, norms, layout.node_id, layout.hostname, solve_seconds)
+    mode = writer.choose_mode(settings.hdf5_path, nprocs)
+    attrs["hdf5_path"] = mode
+    path = writer.write_distributed(
+        mpicomm, settings.out, local, attrs, mode, settings.overwrite
+    )
+    return RunOutcome(path, done, reason, float(max(solves)), solution_error, rank)
 
 
 def _attributes(
