@@ -1,28 +1,41 @@
-"""The analysis report: traces grouped by configuration, analysed one by one (never pooled),
-rendered as one self-contained report.html (figures inlined as base64 PNG), the tables as CSV
-and a summary.json. Rendering is pure; ``write_report`` is the only function that writes.
+"""The analysis report: traces analysed one at a time (read, analysed, drawn, dropped; never
+pooled), then rendered as one self-contained report.html (Jinja2 template, inline CSS, figures
+as base64 PNG), one CSV per table and a summary.json, written whole or not at all.
+
+``analyse`` is the only step that sees traces; ``render_html`` and ``summary`` are pure;
+``write_report`` is the only function that writes.
 """
 
 from __future__ import annotations
 
 import base64
-import html
+import importlib
 import json
 import time
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
+import jinja2
 import numpy as np
 
 from ksptrace import __version__
-from ksptrace.analysis import figures, tables
-from ksptrace.analysis.pipeline import AnalysisOptions, Progress, TraceAnalysis, analyze_trace
-from ksptrace.errors import AnalysisError, UsageError
-from ksptrace.trace.model import Trace
+from ksptrace.analysis import figures, findings, tables
+from ksptrace.analysis.pipeline import AnalysisOptions, TraceAnalysis, analyze_trace
+from ksptrace.errors import AnalysisError, KsptraceError
+from ksptrace.outputs import check_destination, staged_directory
+from ksptrace.trace.model import CONFIG_KEYS, Trace
 
-Figures = list[tuple[str, bytes]]
+
+class Reporter(Protocol):
+    """The progress display the report reports to (``ksptrace.cli.progress.Progress``)."""
+
+    def step(self, text: str) -> None: ...
+
+    def advance(self, item: str, verdict: str = "ok") -> None: ...
+
+    def note(self, text: str) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -31,6 +44,38 @@ class Skipped:
 
     path: str
     reason: str
+
+
+@dataclass(frozen=True)
+class Picture:
+    """A figure as the report shows it."""
+
+    key: str
+    title: str
+    caption: str
+    png: bytes
+
+
+@dataclass(frozen=True)
+class Analysed:
+    """What is kept of one trace once it has been analysed and drawn: no raw timings."""
+
+    analysis: TraceAnalysis
+    pictures: tuple[Picture, ...] = ()
+    omitted: tuple[str, ...] = ()
+    digest: Any = None
+
+
+@dataclass(frozen=True)
+class Results:
+    """Every analysed trace, in report order, what was skipped, and the cross-trace figures."""
+
+    analysed: tuple[Analysed, ...]
+    skipped: tuple[Skipped, ...]
+    options: AnalysisOptions
+    across: tuple[Picture, ...] = ()
+    across_omitted: tuple[str, ...] = ()
+    started: float = field(default_factory=time.time)
 
 
 @dataclass(frozen=True)
@@ -45,77 +90,114 @@ class Report:
     skipped: tuple[Skipped, ...]
 
 
-def config_label(trace: Trace) -> str:
-    """A readable name of the configuration a trace belongs to."""
-    return ", ".join(f"{k}={v}" for k, v in trace.config_key() if v is not None)
+def _figure_sets() -> Any:
+    """The figure module (``figure_sets``), or None while it is not installed."""
+    try:
+        return importlib.import_module("ksptrace.analysis.figure_sets")
+    except ImportError:
+        return None
 
 
-def group_by_config(traces: Sequence[Trace]) -> dict[str, list[Trace]]:
-    """Traces grouped by configuration, ordered by problem, solver, n and P."""
-    groups: dict[str, list[Trace]] = {}
-    for t in sorted(traces, key=_order):
-        groups.setdefault(config_label(t), []).append(t)
-    return groups
+def _pictures(drawn: Iterable[Any]) -> tuple[Picture, ...]:
+    return tuple(Picture(str(d.key), str(d.title), str(d.caption), bytes(d.png)) for d in drawn)
 
 
-def _order(trace: Trace) -> tuple[str, str, float, int, str]:
-    a = trace.attrs
-    n = a.get("n")
-    return (str(a.get("problem", "")), str(a.get("ksp", "")),
-            float(n) if isinstance(n, int | float) else 0.0, trace.nprocs, trace.path or "")
-
-
-def trace_figures(trace: Trace, a: TraceAnalysis) -> Figures:
-    """Every per-trace figure of the paper, as (caption, PNG)."""
+def _legacy_figures(trace: Trace, a: TraceAnalysis) -> tuple[tuple[Picture, ...], tuple[str, ...]]:
+    """The per-trace figures of ``figures.py`` (used only when figure_sets is missing)."""
     times = trace.iteration_seconds
-    out: Figures = []
+    out: list[Picture] = []
 
-    def add(caption: str, fig: Any) -> None:
-        out.append((caption, figures.to_png(fig)))
+    def add(key: str, title: str, fig: Any) -> None:
+        out.append(Picture(key, title, title, figures.to_png(fig)))
 
-    add("Per-rank histograms", figures.rank_histograms(times, (0, min(1, a.nprocs - 1))))
-    add(
-        f"T_p^k against rank, k = {a.focus_iteration}",
-        figures.iteration_vs_rank(times, a.focus_iteration, trace.node_ids),
-    )
+    omitted: list[str] = []
+    if a.nprocs > 1:
+        add("rank-histograms", "Per-rank histograms", figures.rank_histograms(times, (0, 1)))
+        add("iteration-vs-rank", f"T_p^k against rank, k = {a.focus_iteration}",
+            figures.iteration_vs_rank(times, a.focus_iteration, trace.node_ids))
+    else:
+        omitted.append("P = 1: no rank pairs; the rank histograms and rank scatter are left out")
     mid = a.layout.at_position(a.layout.middle_position())
-    add("Colormap of equal-work iterations", figures.colormap(times, mid if mid.size > 1 else None))
+    add("colormap", "Colormap of equal-work iterations",
+        figures.colormap(times, mid if mid.size > 1 else None))
     if a.bulk is not None:
-        add("Bulk histogram with fitted pdfs", figures.bulk_fit(a.bulk))
-    ks_shown = sorted({int(mid[0]), int(mid[min(1, mid.size - 1)])}) if mid.size else [0]
-    add("Iterations with uniform fits", figures.uniform_fits(times, ks_shown))
-    add("a_k and s_k with Johnson S_U fits", figures.uniform_parameters(a.uniform, a.parameters))
-    if a.layout.cycle_length > 1:
-        first = a.layout.keep(True)[0] % a.layout.cycle_length if a.iterations else 0
-        positions = sorted({int(first), a.layout.middle_position(), a.layout.cycle_length - 1})
-        add(
-            "Histograms by restart-cycle position",
-            figures.cycle_histograms(times, a.layout, positions),
-        )
-    return out
+        add("bulk-fit", "Bulk histogram with fitted pdfs", figures.bulk_fit(a.bulk))
+    add("uniform-parameters", "a_k and s_k with Johnson S_U fits",
+        figures.uniform_parameters(a.uniform, a.parameters))
+    return tuple(out), tuple(omitted)
 
 
-def scaling_figures(analyses: Sequence[TraceAnalysis]) -> Figures:
-    """Johnson S_U curves across P and across n, for every group with two or more values."""
-    out: Figures = []
-    for across, key, fixed in (("P", "nprocs", "n"), ("n", "n", "nprocs")):
-        groups: dict[tuple[str, ...], list[TraceAnalysis]] = {}
-        for a in analyses:
-            attrs = dict(a.attrs)
-            groups.setdefault((str(attrs.get("problem")), a.ksp, str(attrs.get(fixed))), []).append(
-                a
-            )
-        for g, members in groups.items():
-            entries = [
-                (f"{key}={dict(m.attrs).get(key)}", m.parameters)
-                for m in members
-                if m.parameters is not None
-            ]
-            if len({label for label, _ in entries}) < 2:
-                continue
-            fig = figures.scaling_curves(entries, f"{across} ({', '.join(g)})")
-            out.append((f"Johnson S_U across {across}: {', '.join(g)}", figures.to_png(fig)))
-    return out
+def _order(a: TraceAnalysis) -> tuple[str, str, float, int, str]:
+    n = findings.n_of(a)
+    return (findings.problem_of(a), a.ksp, float(n or 0), a.nprocs, a.path or "")
+
+
+def config_key(a: TraceAnalysis) -> tuple[str, ...]:
+    """The configuration of an analysis; equal keys are repetitions."""
+    attrs = dict(a.attrs)
+    return (*(str(attrs.get(k)) for k in CONFIG_KEYS), str(a.nprocs))
+
+
+def _skip(path: str, reason: str, progress: Reporter | None) -> Skipped:
+    """A skipped trace, named once on the progress display."""
+    if progress is not None:
+        progress.advance(path, "skipped: " + reason.removeprefix(f"{path}: "))
+    return Skipped(path, reason)
+
+
+def analyse(
+    items: Iterable[Trace | KsptraceError],
+    options: AnalysisOptions | None = None,
+    progress: Reporter | None = None,
+    with_figures: bool = True,
+) -> Results:
+    """Analyse and draw each trace as it comes, keeping only results; name bad ones once."""
+    opt = options or AnalysisOptions()
+    figure_sets = _figure_sets() if with_figures else None
+    started = time.time()
+    done: list[Analysed] = []
+    skipped: list[Skipped] = []
+    for item in items:
+        if isinstance(item, KsptraceError):
+            path = str(item).split(": ", 1)[0]
+            skipped.append(_skip(path, str(item), progress))
+            continue
+        trace = item
+        name = trace.path or trace.label
+
+        def tick(step: str, fraction: float, name: str = name) -> None:
+            if progress is not None:
+                progress.step(f"{Path(name).name}: {step}")
+
+        try:
+            a = analyze_trace(trace, opt, tick)
+        except AnalysisError as exc:
+            skipped.append(_skip(name, str(exc), progress))
+            continue
+        pictures: tuple[Picture, ...] = ()
+        omitted: tuple[str, ...] = ()
+        digest = None
+        if with_figures:
+            tick("figures", 0.0)
+            if figure_sets is not None:
+                drawn = figure_sets.trace_figures(trace, a)
+                pictures, omitted = _pictures(drawn.drawn), tuple(drawn.omitted)
+                digest = figure_sets.digest(trace, a)
+            else:
+                pictures, omitted = _legacy_figures(trace, a)
+        done.append(Analysed(a, pictures, omitted, digest))
+        del trace, item  # only results are kept
+        if progress is not None:
+            progress.advance(name)
+    done.sort(key=lambda d: _order(d.analysis))
+    across: tuple[Picture, ...] = ()
+    across_omitted: tuple[str, ...] = ()
+    if figure_sets is not None and done:
+        if progress is not None:
+            progress.step("figures across configurations")
+        fs = figure_sets.across_figures([(d.analysis, d.digest) for d in done])
+        across, across_omitted = _pictures(fs.drawn), tuple(fs.omitted)
+    return Results(tuple(done), tuple(skipped), opt, across, across_omitted, started)
 
 
 def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions) -> list[tables.Table]:
@@ -129,59 +211,164 @@ def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions) -> l
     ]
 
 
-STYLE = """body{font-family:sans-serif;margin:2em;max-width:1200px}
-table{border-collapse:collapse;font-size:12px;margin:0.5em 0}
-td,th{border:1px solid #bbb;padding:2px 6px;text-align:right}
-th{background:#eee}.note{color:#555;font-size:12px}img{max-width:100%}
-.skip{color:#a00}"""
+SECTIONS = (
+    ("distributions", "Distributions of T_p^k"),
+    ("ks", "Kolmogorov–Smirnov tests between ranks"),
+    ("nodes", "Within- and between-node variance"),
+    ("fits", "Bulk distribution fits"),
+    ("models", "Stationary and non-stationary models, bounds"),
+    ("montecarlo", "Johnson S_U Monte Carlo"),
+)
+"""The per-configuration sections, in the paper's order."""
 
 
-def _img(caption: str, png: bytes) -> str:
-    data = base64.b64encode(png).decode("ascii")
-    return (
-        f"<figure><img alt='{html.escape(caption)}' src='data:image/png;base64,{data}'>"
-        f"<figcaption>{html.escape(caption)}</figcaption></figure>"
-    )
+def section_of(key: str) -> str:
+    """The section a figure belongs to, from its stable key."""
+    k = key.lower()
+    for words, section in (
+        (("ks",), "ks"),
+        (("node", "vs-rank", "scatter"), "nodes"),
+        (("bulk", "fit-pdf", "fits-bulk"), "fits"),
+        (("parameter", "jsu", "a_k", "s_k", "montecarlo", "monte-carlo"), "montecarlo"),
+        (("uniform",), "models"),
+    ):
+        if any(w in k for w in words):
+            return section
+    return "distributions"
 
 
-def render_html(
-    groups: dict[str, list[TraceAnalysis]],
-    table_list: Sequence[tables.Table],
-    per_trace: dict[int, Figures],
-    shared: Figures,
-    skipped: Sequence[Skipped],
-    metadata: dict[str, Any],
-) -> str:
-    """The whole report as one HTML string."""
-    parts = [
-        f"<!doctype html><html><head><meta charset='utf-8'><title>ksptrace report</title>"
-        f"<style>{STYLE}</style></head><body><h1>ksptrace analysis report</h1>"
+def _img(p: Picture) -> dict[str, str]:
+    return {"key": p.key, "title": p.title, "caption": p.caption,
+            "src": "data:image/png;base64," + base64.b64encode(p.png).decode("ascii")}
+
+
+def _omitted_in(section: str, omitted: Sequence[str]) -> list[str]:
+    words = {"ks": ("KS",), "nodes": ("node", "rank scatter", "scatter"),
+             "distributions": ("histogram", "colormap", "rank"), "fits": ("fit",),
+             "models": ("uniform",), "montecarlo": ("a_k", "s_k", "Johnson")}[section]
+    return [o for o in omitted if any(w in o for w in words)]
+
+
+def _finding_row(f: findings.Finding) -> dict[str, Any]:
+    best = f.best
+    if f.within_pct is not None:
+        nodes = f"{f.within_pct:.0f} % within / {100 - f.within_pct:.0f} % between"
+    else:
+        nodes = f.nodes_why
+    return {
+        "anchor": f.anchor, "problem": f.problem, "solver": f.ksp, "n": findings.fmt_n(f.n),
+        "P": f.nprocs, "N": f"{f.count:g}", "rep": f.repetition,
+        "reps": f.repetitions, "file": f.file,
+        "measured": findings.fmt_time(f.measured),
+        "best": "no model" if best is None else best.name,
+        "best_error": "" if best is None else findings.fmt_pct(best.error_pct),
+        "best_far": best is not None and abs(best.error_pct or 0) > findings.FAR,
+        "ks": f.ks_why if f.ks_rejected_pct is None else f"{f.ks_rejected_pct:.0f} %",
+        "ks_missing": f.ks_rejected_pct is None,
+        "nodes": nodes, "nodes_missing": f.within_pct is None,
+        "flags": [{"code": fl.code, "subject": fl.subject, "message": fl.message}
+                  for fl in f.flags],
+    }
+
+
+def _section(d: Analysed, f: findings.Finding, options: AnalysisOptions) -> dict[str, Any]:
+    a = d.analysis
+    by_section: dict[str, list[dict[str, str]]] = {s: [] for s, _ in SECTIONS}
+    for p in d.pictures:
+        by_section[section_of(p.key)].append(_img(p))
+    tables_of: dict[str, list[tables.Table]] = {
+        "distributions": [],
+        "ks": [tables.ks_table(a)],
+        "nodes": [tables.node_table(a)],
+        "fits": [tables.fit_table(a)],
+        "models": [tables.models_table(a)],
+        "montecarlo": [tables.jsu_table(a)],
+    }
+    omitted_all = list(d.omitted)
+    parts: list[dict[str, Any]] = []
+    for key, title in SECTIONS:
+        omitted = _omitted_in(key, omitted_all)
+        parts.append({
+            "id": f"{f.anchor}-{key}", "title": title, "figures": by_section[key],
+            "tables": [{"title": t.title, "html": t.to_html(), "notes": t.notes}
+                       for t in tables_of[key]],
+            "omitted": omitted,
+        })
+    placed = {o for p in parts for o in p["omitted"]}
+    if leftover := [o for o in omitted_all if o not in placed]:
+        parts[0]["omitted"] = list(parts[0]["omitted"]) + leftover
+    sim = a.simulation
+    if sim is not None:
+        mc = (f"Monte Carlo: {sim.runs} runs of K = {sim.iterations} iterations on "
+              f"N = {sim.count} units (seed {sim.seed}); mean {findings.fmt_time(a.simulated)}"
+              + (f" ± {findings.fmt_time(a.simulated_stderr)} (standard error)"
+                 if a.simulated_stderr is not None else " (one run: no standard error)")
+              + f" against KSPSolve {findings.fmt_time(a.measured)} "
+              f"({findings.fmt_pct(findings.error_pct(a.simulated, a.measured))}).")
+    else:
+        mc = f"No Monte Carlo: {findings._montecarlo_why(a)}."
+    parts[-1]["lead"] = mc
+    parts[1]["lead"] = findings.ks_alpha_note(options.alpha, options.reference_rank)
+    if a.count <= 1.0:
+        parts[4]["lead"] = ("N = 1 independent unit (one node): every stationary model collapses "
+                            "to K·mean and the bounds to K·μ.")
+    measured = [
+        ("KSPSolve (slowest rank, PETSc's event log)", findings.fmt_time(a.measured)),
+        ("Σ_k max_p T_p^k (measured, kept iterations)", findings.fmt_time(a.lockstep_sum)),
+        ("max_p Σ_k T_p^k (measured, kept iterations)", findings.fmt_time(a.rank_sum_max)),
+        ("iterations K recorded / kept for bulk statistics", f"{a.iterations} / {a.kept}"),
+        ("ranks P, nodes, N in the maximum", f"{a.nprocs}, {a.n_nodes}, {a.count:g}"),
+        ("file", a.path or "in memory"),
     ]
-    meta = "".join(
-        f"<tr><th>{html.escape(str(k))}</th><td>{html.escape(str(v))}</td></tr>"
-        for k, v in metadata.items()
+    notes = list(a.notes)
+    return {"anchor": f.anchor, "name": f.config, "file": f.file, "measured": measured,
+            "flags": [{"subject": fl.subject, "message": fl.message, "code": fl.code}
+                      for fl in a.flags],
+            "notes": notes, "parts": parts}
+
+
+def _anchors(analysed: Sequence[Analysed]) -> list[findings.Finding]:
+    counts: dict[tuple[str, ...], int] = {}
+    for d in analysed:
+        counts[config_key(d.analysis)] = counts.get(config_key(d.analysis), 0) + 1
+    seen: dict[tuple[str, ...], int] = {}
+    rows = []
+    for i, d in enumerate(analysed):
+        key = config_key(d.analysis)
+        seen[key] = seen.get(key, 0) + 1
+        rows.append(findings.finding(d.analysis, f"run-{i + 1}", seen[key], counts[key]))
+    return rows
+
+
+ENV = jinja2.Environment(
+    loader=jinja2.PackageLoader("ksptrace.analysis", "templates"),
+    autoescape=True,
+    trim_blocks=True,
+    lstrip_blocks=True,
+    undefined=jinja2.StrictUndefined,
+)
+
+
+def render_html(results: Results, table_list: Sequence[tables.Table],
+                metadata: dict[str, Any]) -> str:
+    """The whole report as one HTML string."""
+    rows = _anchors(results.analysed)
+    opt = results.options
+    across_tables = [t for t in table_list if t.name in ("table1_models", "apriori",
+                                                         "scaling_nprocs", "scaling_n")]
+    return ENV.get_template("report.html.j2").render(
+        metadata=metadata,
+        findings=[_finding_row(f) for f in rows],
+        sentences=findings.sentences(rows),
+        sections=[_section(d, f, opt) for d, f in zip(results.analysed, rows, strict=True)],
+        section_titles=SECTIONS,
+        skipped=results.skipped,
+        across_tables=[{"title": t.title, "html": t.to_html(), "notes": t.notes,
+                        "empty": t.empty, "csv": f"{t.name}.csv"} for t in across_tables],
+        across_figures=[_img(p) for p in results.across],
+        across_omitted=results.across_omitted,
+        ks_note=findings.ks_alpha_note(opt.alpha, opt.reference_rank),
     )
-    parts.append(f"<h2>Run metadata</h2><table>{meta}</table>")
-    if skipped:
-        items = "".join(f"<li>{html.escape(s.path)}: {html.escape(s.reason)}</li>" for s in skipped)
-        parts.append(f"<h2>Skipped traces</h2><ul class='skip'>{items}</ul>")
-    parts.append("<h2>Tables</h2>")
-    parts.extend(t.to_html() for t in table_list)
-    for label, members in groups.items():
-        parts.append(f"<h2>Configuration: {html.escape(label)}</h2>")
-        if len(members) > 1:
-            parts.append(f"<p class='note'>{len(members)} repetitions, analysed separately.</p>")
-        for a in members:
-            parts.append(f"<h3>{html.escape(a.path or a.label)}</h3>")
-            for note in a.notes:
-                parts.append(f"<p class='note'>Not computed: {html.escape(note)}</p>")
-            parts.append(tables.fit_table(a).to_html())
-            parts.extend(_img(c, p) for c, p in per_trace.get(id(a), []))
-    if shared:
-        parts.append("<h2>Scaling</h2>")
-        parts.extend(_img(c, p) for c, p in shared)
-    parts.append("</body></html>")
-    return "\n".join(parts)
 
 
 def _jsonable(v: Any) -> Any:
@@ -192,102 +379,55 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
-def summary(
-    analyses: Sequence[TraceAnalysis],
-    skipped: Sequence[Skipped],
-    table_list: Sequence[tables.Table],
-    metadata: dict[str, Any],
-) -> dict[str, Any]:
+def summary(results: Results, table_list: Sequence[tables.Table],
+            metadata: dict[str, Any]) -> dict[str, Any]:
     """The machine-readable digest: metadata, each trace's key numbers, tables, skips."""
+    out = []
+    for d in results.analysed:
+        a = d.analysis
+        out.append({
+            "trace": a.path or a.label,
+            "label": a.label,
+            "ksp": a.ksp,
+            "pipelined": a.pipelined,
+            "nprocs": a.nprocs,
+            "n_nodes": a.n_nodes,
+            "independent_units": a.count,
+            "iterations": a.iterations,
+            "iterations_kept": a.kept,
+            "kspsolve": a.measured,
+            "sum_k_max_p_T": a.lockstep_sum,
+            "max_p_sum_k_T": a.rank_sum_max,
+            "nonstationary_standard": a.nonstationary.standard,
+            "nonstationary_pipelined": a.nonstationary.pipelined,
+            "stationary": {m.family: {"standard": m.standard, "pipelined": m.pipelined}
+                           for m in a.stationary},
+            "best_fit": a.best_fit_name,
+            "simulated": a.simulated,
+            "simulated_stderr": a.simulated_stderr,
+            "ks_fraction_rejected": None if a.ks_all is None else a.ks_all.fraction_rejected,
+            "flags": [{"code": f.code, "subject": f.subject, "message": f.message}
+                      for f in a.flags],
+            "notes": list(a.notes),
+        })
     return {
         "metadata": metadata,
-        "traces": [
-            {
-                "trace": a.path or a.label,
-                "label": a.label,
-                "ksp": a.ksp,
-                "pipelined": a.pipelined,
-                "nprocs": a.nprocs,
-                "independent_units": a.count,
-                "iterations": a.iterations,
-                "iterations_kept": a.kept,
-                "kspsolve": a.measured,
-                "nonstationary_standard": a.nonstationary.standard,
-                "nonstationary_pipelined": a.nonstationary.pipelined,
-                "stationary": {
-                    m.family: {"standard": m.standard, "pipelined": m.pipelined}
-                    for m in a.stationary
-                },
-                "best_fit": None if a.bulk is None or not a.bulk.fits else a.bulk.best.name,
-                "simulated": a.simulated,
-                "ks_fraction_rejected": None if a.ks_all is None else a.ks_all.fraction_rejected,
-                "notes": list(a.notes),
-            }
-            for a in analyses
-        ],
-        "tables": {
-            t.name: [{k: _jsonable(v) for k, v in r.items()} for r in t.records()]
-            for t in table_list
-        },
-        "skipped": [{"path": s.path, "reason": s.reason} for s in skipped],
+        "traces": out,
+        "tables": {t.name: t.records() for t in table_list},
+        "skipped": [{"path": s.path, "reason": s.reason} for s in results.skipped],
     }
 
 
-def write_report(
-    out_dir: str | Path,
-    traces: Sequence[Trace],
-    skipped: Sequence[Skipped] = (),
-    options: AnalysisOptions | None = None,
-    progress: Progress | None = None,
-    with_figures: bool = True,
-    on_skip: Callable[[Skipped], None] | None = None,
-) -> Report:
-    """Analyse ``traces`` and write report.html, one CSV per table and summary.json."""
-    opt = options or AnalysisOptions()
-    out = Path(out_dir)
-    if out.exists() and not out.is_dir():
-        raise UsageError(f"{out} exists and is not a directory; choose another --out")
-    skips = list(skipped)
-    groups: dict[str, list[TraceAnalysis]] = {}
-    per_trace: dict[int, Figures] = {}
-    analysed: list[TraceAnalysis] = []
-    started = time.time()
-    for label, members in group_by_config(traces).items():
-        for trace in members:
-            name = trace.path or trace.label
-
-            def tick(step: str, fraction: float, name: str = name) -> None:
-                if progress is not None:
-                    progress(f"{name}: {step}", fraction)
-
-            try:
-                a = analyze_trace(trace, opt, tick)
-            except AnalysisError as exc:
-                skip = Skipped(name, str(exc))
-                skips.append(skip)
-                if on_skip is not None:
-                    on_skip(skip)
-                continue
-            analysed.append(a)
-            groups.setdefault(label, []).append(a)
-            if with_figures:
-                tick("figures", 0.0)
-                per_trace[id(a)] = trace_figures(trace, a)
-                tick("figures", 1.0)
-    if not analysed:
-        reasons = "; ".join(
-            s.reason if s.reason.startswith(s.path) else f"{s.path}: {s.reason}" for s in skips
-        ) or "no trace given"
-        raise AnalysisError(f"no trace could be analysed ({reasons}); pass valid trace files")
-    table_list = all_tables(analysed, opt)
-    shared = scaling_figures(analysed) if with_figures else []
-    metadata: dict[str, Any] = {
+def metadata_of(results: Results) -> dict[str, Any]:
+    opt = results.options
+    return {
         "ksptrace": __version__,
-        "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(started)),
-        "traces analysed": len(analysed),
-        "traces skipped": len(skips),
-        "configurations": len(groups),
+        "created": time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(results.started)),
+        "traces analysed": len(results.analysed),
+        "traces skipped": len(results.skipped),
+        "configurations": len({config_key(d.analysis) for d in results.analysed}),
         "alpha": opt.alpha,
+        "reference rank": opt.reference_rank,
         "independent units": opt.independent,
         "fit subsample": opt.fit_size,
         "candidates": " ".join(opt.candidates),
@@ -295,15 +435,44 @@ def write_report(
         "seed": opt.seed,
         "pipeline-fill iterations dropped": opt.drop_fill,
     }
-    out.mkdir(parents=True, exist_ok=True)
-    csv_paths = []
-    for t in table_list:
-        p = out / f"{t.name}.csv"
-        p.write_text(t.to_csv())
-        csv_paths.append(p)
-    html_path = out / "report.html"
-    html_path.write_text(render_html(groups, table_list, per_trace, shared, skips, metadata))
-    summary_path = out / "summary.json"
-    doc = summary(analysed, skips, table_list, metadata)
-    summary_path.write_text(json.dumps(doc, indent=2, default=_jsonable) + "\n")
-    return Report(out, html_path, summary_path, tuple(csv_paths), len(analysed), tuple(skips))
+
+
+def write_report(
+    out_dir: str | Path,
+    traces: Iterable[Trace | KsptraceError],
+    options: AnalysisOptions | None = None,
+    progress: Reporter | None = None,
+    with_figures: bool = True,
+) -> Report:
+    """Analyse ``traces`` one by one and write report.html, one CSV per table and summary.json.
+
+    The folder is written whole or not at all (``OutputError`` on a full disk, an unwritable
+    or read-only folder, or a destination under a file).
+    """
+    out = Path(out_dir)
+    check_destination(out)  # before minutes of analysis
+    results = analyse(traces, options, progress, with_figures)
+    if not results.analysed:
+        if progress is not None and results.skipped:  # each was named as it was skipped
+            reasons = f"{len(results.skipped)} skipped, each named above"
+        else:
+            reasons = "; ".join(
+                s.reason if s.reason.startswith(s.path) else f"{s.path}: {s.reason}"
+                for s in results.skipped
+            ) or "no trace given"
+        raise AnalysisError(f"no trace could be analysed ({reasons}); pass valid trace files")
+    analyses = [d.analysis for d in results.analysed]
+    if progress is not None:
+        progress.step("tables and report")
+    table_list = all_tables(analyses, results.options)
+    metadata = metadata_of(results)
+    page = render_html(results, table_list, metadata)
+    doc = json.dumps(summary(results, table_list, metadata), indent=2, default=_jsonable)
+    with staged_directory(out) as tmp:
+        for t in table_list:
+            (tmp / f"{t.name}.csv").write_text(t.to_csv())
+        (tmp / "report.html").write_text(page, encoding="utf-8")
+        (tmp / "summary.json").write_text(doc + "\n")
+    return Report(out, out / "report.html", out / "summary.json",
+                  tuple(out / f"{t.name}.csv" for t in table_list), len(results.analysed),
+                  results.skipped)

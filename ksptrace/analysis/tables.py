@@ -1,92 +1,115 @@
 """Tables built from analyses: the paper's Table 1 (models and bounds against KSPSolve), its
 Tables 2 and 3 (Johnson S_U fits of a_k and s_k, simulated runtimes), a priori predictions,
-scaling tables across P and n, and the variability statistics. Pure: rows in, text out.
+scaling tables across P and n, and the variability statistics. Pure: analyses in, pandas
+DataFrames out.
+
+Each :class:`Table` holds the machine-readable frame written as CSV (times in seconds, column
+names ending in ``_s``; errors as signed percentages, column names with ``pct``) and, for the
+report, a display frame of formatted text in which every empty cell says why it is empty.
 """
 
 from __future__ import annotations
 
-import csv
 import html
-import io
-import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
 
 from ksptrace.analysis import montecarlo
+from ksptrace.analysis.findings import (
+    Prediction,
+    error_pct,
+    file_name,
+    fmt_n,
+    fmt_pct,
+    fmt_time,
+    ks_why,
+    n_of,
+    nodes_why,
+    predictions,
+    problem_of,
+)
 from ksptrace.analysis.pipeline import TraceAnalysis
 
-Cell = str | int | float | None
 
-
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class Table:
-    """A titled table of plain cells; None is an empty cell."""
+    """A titled table: ``frame`` for CSV and JSON, ``display`` (text cells) for HTML."""
 
     name: str
     """File-name stem of the CSV."""
     title: str
-    columns: tuple[str, ...]
-    rows: tuple[tuple[Cell, ...], ...]
+    frame: pd.DataFrame
+    display: pd.DataFrame | None = None
     notes: tuple[str, ...] = ()
 
-    def records(self) -> list[dict[str, Cell]]:
-        return [dict(zip(self.columns, row, strict=True)) for row in self.rows]
+    def records(self) -> list[dict[str, Any]]:
+        """Rows as dicts, NaN as None (for summary.json)."""
+        clean = self.frame.astype(object).where(self.frame.notna(), None)
+        return [{k: _plain(v) for k, v in row.items()} for row in clean.to_dict("records")]
 
     def to_csv(self) -> str:
-        buf = io.StringIO()
-        writer = csv.writer(buf, lineterminator="\n")
-        writer.writerow(self.columns)
-        for row in self.rows:
-            writer.writerow(["" if c is None else c for c in row])
-        return buf.getvalue()
+        return str(self.frame.to_csv(index=False, lineterminator="\n"))
 
     def to_html(self) -> str:
-        head = "".join(f"<th>{html.escape(c)}</th>" for c in self.columns)
-        body = "".join(
-            "<tr>" + "".join(f"<td>{html.escape(fmt(c))}</td>" for c in row) + "</tr>"
-            for row in self.rows
-        )
-        notes = "".join(f"<p class='note'>{html.escape(n)}</p>" for n in self.notes)
-        return (
-            f"<h3>{html.escape(self.title)}</h3><table><thead><tr>{head}</tr></thead>"
-            f"<tbody>{body}</tbody></table>{notes}"
-        )
+        """The display frame as an HTML table (every cell escaped here)."""
+        shown = self.display if self.display is not None else self.frame.astype(object).where(
+            self.frame.notna(), "")
+        escaped = _each(shown, lambda c: html.escape(str(c)))
+        escaped.columns = [html.escape(str(c)) for c in shown.columns]
+        return str(escaped.to_html(index=False, escape=False, border=0,
+                                   classes=["data", f"t-{self.name}"], na_rep=""))
+
+    @property
+    def empty(self) -> bool:
+        return self.frame.empty
 
 
-JSU_COLUMNS = tuple(f"{v} {p}" for v in ("a_k", "s_k") for p in ("a", "b", "loc", "scale"))
+def _each(frame: pd.DataFrame, fn: Callable[[Any], str]) -> pd.DataFrame:
+    """``fn`` on every cell (DataFrame.map in pandas >= 2.1, applymap before)."""
+    mapper = getattr(frame, "map", None) or frame.applymap
+    return pd.DataFrame(mapper(fn))
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, float) and not np.isfinite(v):
+        return None
+    return v
+
+
+JSU_PARAMS = ("a", "b", "loc", "scale")
+JSU_COLUMNS = tuple(f"{v}_{p}" for v in ("a_k", "s_k") for p in JSU_PARAMS)
 """Johnson S_U parameters (scipy's a, b, loc, scale) of a_k and then of s_k."""
 
 
-def _name(a: TraceAnalysis) -> str:
-    """The trace's file name (its folder is in the report's metadata), or its label."""
-    return a.path.rsplit("/", 1)[-1] if a.path else a.label
+def run_name(a: TraceAnalysis) -> str:
+    """A run named by its parameters: problem, solver, n, P."""
+    n = n_of(a)
+    return f"{problem_of(a)} {a.ksp} n={fmt_n(n)} P={a.nprocs}"
 
 
-def fmt(c: Cell) -> str:
-    """A cell as text: floats to four significant digits, None as empty."""
-    if c is None:
-        return ""
-    if isinstance(c, float):
-        if not math.isfinite(c):
-            return str(c)
-        return f"{c:.4g}"
-    return str(c)
+def _id_columns(a: TraceAnalysis) -> dict[str, Any]:
+    return {"problem": problem_of(a), "ksp": a.ksp, "n": n_of(a), "P": a.nprocs,
+            "N": a.count, "nodes": a.n_nodes, "K": a.kept, "file": file_name(a)}
 
 
-def rel(value: float | None, measured: float) -> float | None:
-    """Relative error (value - measured) / measured, or None when there is no value."""
-    if value is None or not measured:
-        return None
-    return (value - measured) / measured
-
-
-def _config(a: TraceAnalysis) -> str:
-    attrs = dict(a.attrs)
-    return f"{attrs.get('problem', '?')} n={attrs.get('n', '?')}"
+def _cell(p: Prediction) -> str:
+    """'4.831 s (+118 %)', with the standard error when there is one, or the reason."""
+    if p.value is None:
+        return p.why
+    value = fmt_time(p.value)
+    if p.stderr is not None:
+        value += f" ± {fmt_time(p.stderr)}"
+    return f"{value} ({fmt_pct(p.error_pct)})"
 
 
 def model_table(analyses: Sequence[TraceAnalysis]) -> Table:
-    """Table 1: measured KSPSolve next to every model and bound, with relative errors.
+    """Table 1: measured KSPSolve, Σ_k max_p T and max_p Σ_k T next to every model and bound.
 
     Standard methods get E[T] = K E[max of N] per fitted family and Ê[T]; pipelined methods get
     E[T'] = K mu per family and Ê[T'] = sum_k mu_k. The bounds apply to standard methods.
@@ -96,227 +119,265 @@ def model_table(analyses: Sequence[TraceAnalysis]) -> Table:
         for fitted in a.stationary:
             if fitted.family not in families:
                 families.append(fitted.family)
-    cols = ["trace", "problem", "ksp", "model", "P", "N", "K", "KSPSolve"]
-    for f in families:
-        cols += [f"E_{f}", f"err_{f}"]
-    cols += ["E_hat_unif", "err_hat_unif", "cramer", "err_cramer", "bertsimas", "err_bertsimas"]
-    rows = []
+    rows, shown = [], []
     for a in analyses:
-        row: list[Cell] = [
-            _name(a),
-            _config(a),
-            a.ksp,
-            "T'=max_p sum_k" if a.pipelined else "T=sum_k max_p",
-            a.nprocs,
-            round(a.count, 3),
-            a.kept,
-            a.measured,
-        ]
+        preds = {p.key: p for p in predictions(a)}
+        row: dict[str, Any] = {**_id_columns(a), "model": "T'=max_p sum_k" if a.pipelined
+                               else "T=sum_k max_p", "KSPSolve_s": a.measured,
+                               "sum_k_max_p_T_s": a.lockstep_sum,
+                               "max_p_sum_k_T_s": a.rank_sum_max,
+                               "best_fit": a.best_fit_name}
         for f in families:
-            m = a.model(f)
-            value = None if m is None else (m.pipelined if a.pipelined else m.standard)
-            row += [value, rel(value, a.measured)]
-        ns = a.nonstationary.pipelined if a.pipelined else a.nonstationary.standard
-        row += [ns, rel(ns, a.measured)]
-        if a.pipelined:
-            row += [None, None, None, None]
-        else:
-            row += [
-                a.bounds.cramer,
-                rel(a.bounds.cramer, a.measured),
-                a.bounds.bertsimas,
-                rel(a.bounds.bertsimas, a.measured),
-            ]
-        rows.append(tuple(row))
+            p = preds.get(f"stationary:{f}")
+            row[f"E_{f}_s"] = None if p is None else p.value
+            row[f"err_pct_{f}"] = None if p is None else p.error_pct
+        for key, col in (("nonstationary", "hat_unif"), ("cramer", "cramer"),
+                         ("bertsimas", "bertsimas"), ("montecarlo", "montecarlo")):
+            p = preds[key]
+            row[f"{'E_' if key == 'nonstationary' else ''}{col}_s"] = p.value
+            row[f"err_pct_{col}"] = p.error_pct
+        row["montecarlo_stderr_s"] = preds["montecarlo"].stderr
+        rows.append(row)
+        best = a.best_fit_name
+        best_pred = preds.get(f"stationary:{best}") if best else None
+        shown.append({
+            "run": run_name(a),
+            "N": f"{a.count:g}",
+            "KSPSolve": fmt_time(a.measured),
+            "Σ_k max_p T": fmt_time(a.lockstep_sum),
+            "max_p Σ_k T": fmt_time(a.rank_sum_max),
+            "E[T] best fit": (f"{best}: {_cell(best_pred)}" if best_pred is not None
+                              else preds.get("stationary", Prediction("", "", "", None, None,
+                                                                      why="no fit")).why),
+            "Ê[T] uniform per k": _cell(preds["nonstationary"]),
+            "Cramér": _cell(preds["cramer"]),
+            "Bertsimas": _cell(preds["bertsimas"]),
+            "Monte Carlo": _cell(preds["montecarlo"]),
+        })
     return Table(
         name="table1_models",
-        title="Models and bounds against measured KSPSolve (seconds; err = relative error)",
-        columns=tuple(cols),
-        rows=tuple(rows),
+        title="Table 1: models and bounds against the measured KSPSolve",
+        frame=pd.DataFrame(rows),
+        display=pd.DataFrame(shown),
         notes=(
-            "N is the number of independent units in the maximum (P, or P-hat = P / ranks per "
-            "node). K counts the iterations kept for bulk statistics (pipeline-fill iterations "
-            "dropped); the non-stationary Ê uses every recorded iteration.",
+            "Errors are signed: 100·(model − KSPSolve)/KSPSolve. N is the number of independent "
+            "units in the maximum (the trace's node count, or P with --independent ranks). K "
+            "counts the iterations kept for bulk statistics (pipeline-fill iterations dropped); "
+            "the non-stationary Ê uses every recorded iteration. Σ_k max_p T is what a "
+            "synchronising method's model predicts, max_p Σ_k T a pipelined one's.",
         ),
     )
 
 
-def _jsu_cells(p: montecarlo.ParameterFits | None) -> list[Cell]:
+def _jsu(p: montecarlo.ParameterFits | None) -> dict[str, float | None]:
     if p is None:
-        return [None] * 8
-    return [*p.lower.params, *p.span.params]
+        return dict.fromkeys(JSU_COLUMNS)
+    return dict(zip(JSU_COLUMNS, (*p.lower.params, *p.span.params), strict=True))
 
 
 def prediction_table(analyses: Sequence[TraceAnalysis]) -> Table:
     """Tables 2 and 3: Johnson S_U fits of a_k and s_k, and the simulated runtime."""
-    cols = (
-        "trace",
-        "ksp",
-        "P",
-        "N",
-        "K",
-        *JSU_COLUMNS,
-        "KSPSolve",
-        "simulated",
-        "err_simulated",
-        "runs",
-    )
     rows = []
     for a in analyses:
         sim = a.simulated
-        rows.append(
-            (
-                _name(a),
-                a.ksp,
-                a.nprocs,
-                round(a.count, 3),
-                a.kept,
-                *_jsu_cells(a.parameters),
-                a.measured,
-                sim,
-                rel(sim, a.measured),
-                None if a.simulation is None else a.simulation.runs,
-            )
-        )
+        rows.append({**_id_columns(a), **_jsu(a.parameters), "KSPSolve_s": a.measured,
+                     "simulated_s": sim, "simulated_stderr_s": a.simulated_stderr,
+                     "err_pct_simulated": error_pct(sim, a.measured),
+                     "runs": None if a.simulation is None else a.simulation.runs})
     return Table(
         name="table2_3_prediction",
         title="Johnson S_U fits of a_k and s_k, and Monte Carlo runtime against KSPSolve",
-        columns=cols,
-        rows=tuple(rows),
+        frame=pd.DataFrame(rows),
     )
+
+
+def jsu_table(a: TraceAnalysis) -> Table:
+    """One trace's Johnson S_U parameters of a_k and s_k, long: a row per parameter."""
+    p = a.parameters
+    why = "no fit: " + next((n for n in a.notes if "a_k" in n or "Monte Carlo" in n),
+                            "not computed")
+    rows = []
+    for i, name in enumerate(JSU_PARAMS):
+        rows.append({"parameter": name,
+                     "a_k": why if p is None else f"{p.lower.params[i]:.4g}",
+                     "s_k": why if p is None else f"{p.span.params[i]:.4g}"})
+    return Table(name="jsu", title="Johnson S_U fits of a_k and s_k (scipy's a, b, loc, "
+                 "scale; loc and scale in seconds)", frame=pd.DataFrame(rows))
 
 
 def apriori_table(analyses: Sequence[TraceAnalysis], runs: int = 16, seed: int = 0) -> Table:
     """Parameters fitted on one trace predict every other trace of the same problem and KSP."""
-    rows = []
+    rows, shown = [], []
     for src in analyses:
         if src.parameters is None:
             continue
         for dst in analyses:
-            same_kind = (dict(src.attrs).get("problem"), src.ksp) == (
-                dict(dst.attrs).get("problem"),
-                dst.ksp,
-            )
+            same_kind = (problem_of(src), src.ksp) == (problem_of(dst), dst.ksp)
             if dst is src or not same_kind or dst.measured <= 0:
                 continue
             pred = montecarlo.predict(
-                src.parameters,
-                dst.kept,
-                max(1, round(dst.count)),
-                dst.measured,
-                dst.pipelined,
-                src.label,
-                dst.label,
-                runs=runs,
-                seed=seed,
-            )
-            rows.append(
-                (pred.source, pred.target, pred.simulated, pred.measured, pred.relative_error)
-            )
+                src.parameters, dst.kept, max(1, int(dst.count)), dst.measured, dst.pipelined,
+                src.label, dst.label, runs=runs, seed=seed)
+            err = 100.0 * pred.relative_error
+            rows.append({"fitted_on": file_name(src), "predicts": file_name(dst),
+                         "simulated_s": pred.simulated, "KSPSolve_s": pred.measured,
+                         "err_pct": err})
+            shown.append({"fitted on": run_name(src), "predicts": run_name(dst),
+                          "simulated": fmt_time(pred.simulated),
+                          "KSPSolve": fmt_time(pred.measured), "error": fmt_pct(err)})
     return Table(
         name="apriori",
         title="A priori prediction: fits of one configuration predict another's runtime",
-        columns=("fitted on", "predicts", "simulated", "KSPSolve", "err"),
-        rows=tuple(rows),
-        notes=() if rows else ("needs two traces of the same problem and KSP type",),
+        frame=pd.DataFrame(rows, columns=["fitted_on", "predicts", "simulated_s", "KSPSolve_s",
+                                          "err_pct"]),
+        display=pd.DataFrame(shown, columns=["fitted on", "predicts", "simulated", "KSPSolve",
+                                             "error"]),
+        notes=() if rows else ("Needs two traces of the same problem and solver.",),
     )
 
 
 def scaling_table(analyses: Sequence[TraceAnalysis], across: str = "P") -> Table:
     """Johnson S_U parameters of a_k and s_k across P (strong scaling) or across n (static)."""
-    key = "nprocs" if across == "P" else "n"
-    fixed = "n" if across == "P" else "nprocs"
-    groups: dict[tuple[Cell, ...], list[TraceAnalysis]] = {}
+    key = "P" if across == "P" else "n"
+    fixed = "n" if across == "P" else "P"
+    groups: dict[tuple[str, str, Any], list[TraceAnalysis]] = {}
     for a in analyses:
-        attrs = dict(a.attrs)
-        group: tuple[Cell, ...] = (str(attrs.get("problem")), a.ksp, _cell(attrs.get(fixed)))
-        groups.setdefault(group, []).append(a)
-    rows: list[tuple[Cell, ...]] = []
+        value = n_of(a) if fixed == "n" else a.nprocs
+        groups.setdefault((problem_of(a), a.ksp, value), []).append(a)
+    rows = []
     for g, members in sorted(groups.items(), key=lambda kv: str(kv[0])):
-        values = {dict(m.attrs).get(key) for m in members}
-        if len(values) < 2:
+        def value_of(m: TraceAnalysis) -> float:
+            v = m.nprocs if key == "P" else n_of(m)
+            return float(v or 0)
+
+        if len({value_of(m) for m in members}) < 2:
             continue
-        for m in sorted(members, key=lambda m: _number(dict(m.attrs).get(key))):
-            rows.append((*g, _cell(dict(m.attrs).get(key)), *_jsu_cells(m.parameters)))
-    cols = (
-        "problem",
-        "ksp",
-        fixed,
-        key,
-        *JSU_COLUMNS,
-    )
+        for m in sorted(members, key=value_of):
+            rows.append({"problem": g[0], "ksp": g[1], fixed: g[2],
+                         key: m.nprocs if key == "P" else n_of(m), **_jsu(m.parameters)})
+    frame = pd.DataFrame(rows, columns=["problem", "ksp", fixed, key, *JSU_COLUMNS])
+    display = _each(frame.astype(object), _short)
     return Table(
-        name=f"scaling_{key}",
+        name=f"scaling_{'nprocs' if key == 'P' else 'n'}",
         title=f"Johnson S_U parameters of a_k and s_k across {across}",
-        columns=cols,
-        rows=tuple(rows),
-        notes=() if rows else (f"needs traces that differ only in {across}",),
+        frame=frame,
+        display=display,
+        notes=() if rows else (f"Needs traces that differ only in {across}.",),
     )
 
 
-def _number(v: object) -> float:
-    return float(v) if isinstance(v, int | float) else 0.0
-
-
-def _cell(v: object) -> Cell:
-    if v is None or isinstance(v, str | int | float):
-        return v
+def _short(v: Any) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "no fit"
+    if isinstance(v, float):
+        return f"{v:.4g}"
     return str(v)
 
 
 def variability_table(analyses: Sequence[TraceAnalysis]) -> Table:
-    """KS tests between ranks and node variances of each trace."""
+    """KS tests between ranks and node variances of each trace (CSV)."""
     rows = []
     for a in analyses:
         pair, all_ = a.ks_pair, a.ks_all
         at, overall = a.nodes_at, a.nodes_overall
-        rows.append(
-            (
-                _name(a),
-                a.ksp,
-                a.nprocs,
-                a.kept,
-                None if pair is None else pair.statistic,
-                None if pair is None else pair.threshold,
-                None if all_ is None else all_.fraction_rejected,
-                a.focus_iteration,
-                None if at is None else float(at.within[0]),
-                None if at is None else at.between,
-                None if overall is None else overall.mean_within,
-                None if overall is None else overall.between,
-            )
-        )
-    return Table(
-        name="variability",
-        title="KS tests between ranks and node variances (seconds squared)",
-        columns=(
-            "trace",
-            "ksp",
-            "P",
-            "K",
-            "D(r0,r1)",
-            "threshold",
-            "fraction rejected (r0 vs all)",
-            "iteration",
-            "var node 0",
-            "var between nodes",
-            "mean var within (all k)",
-            "var between (all k)",
-        ),
-        rows=tuple(rows),
-    )
+        rows.append({
+            **_id_columns(a),
+            "D_r0_r1": None if pair is None else pair.statistic,
+            "threshold": None if pair is None else pair.threshold,
+            "rejected_pct": None if all_ is None else 100.0 * all_.fraction_rejected,
+            "iteration": a.focus_iteration,
+            "var_node0_s2": None if at is None else float(at.within[0]),
+            "var_between_s2": None if at is None else at.between,
+            "mean_var_within_all_k_s2": None if overall is None else overall.mean_within,
+            "var_between_all_k_s2": None if overall is None else overall.between,
+        })
+    return Table(name="variability",
+                 title="KS tests between ranks and node variances (variances in s²)",
+                 frame=pd.DataFrame(rows))
+
+
+def ks_table(a: TraceAnalysis) -> Table:
+    """One trace's KS results, long."""
+    why = ks_why(a)
+    pair, all_ = a.ks_pair, a.ks_all
+    rows = [
+        ("D between the reference rank and the next",
+         why if pair is None else f"{pair.statistic:.4g} (ranks of {pair.n} values)"),
+        ("rejection threshold", why if pair is None else f"{pair.threshold:.4g} at α = "
+                                                         f"{pair.alpha:g}"),
+        ("verdict", why if pair is None else ("rejected: different distributions"
+                                              if pair.rejected else "not rejected")),
+        ("rank pairs rejected (reference vs all)",
+         why if all_ is None else f"{100 * all_.fraction_rejected:.1f} % of "
+                                  f"{all_.others.size} (reference rank {all_.reference})"),
+    ]
+    return Table(name="ks", title="Kolmogorov–Smirnov tests between ranks",
+                 frame=pd.DataFrame(rows, columns=["test", "result"]))
+
+
+def _var(v: float) -> str:
+    return f"{v:.3g} s²"
+
+
+def node_table(a: TraceAnalysis) -> Table:
+    """One trace's within- and between-node variances, long."""
+    why = nodes_why(a)
+    at, ov = a.nodes_at, a.nodes_overall
+    one_node = "one node: no between-node variance"
+    rows = [
+        (f"within node 0, iteration k = {a.focus_iteration}",
+         why if at is None else _var(float(at.within[0]))),
+        (f"between nodes, iteration k = {a.focus_iteration}",
+         why if at is None else (one_node if a.n_nodes < 2 else _var(at.between))),
+        ("mean within-node, all iterations", why if ov is None else _var(ov.mean_within)),
+        ("between nodes, all iterations",
+         why if ov is None else (one_node if a.n_nodes < 2 else _var(ov.between))),
+        ("nodes and ranks per node", f"{a.n_nodes} node(s), at most {a.ranks_per_node} ranks "
+                                     "each"),
+    ]
+    return Table(name="nodes", title="Within- and between-node variance",
+                 frame=pd.DataFrame(rows, columns=["quantity", "value"]))
 
 
 def fit_table(a: TraceAnalysis) -> Table:
-    """The bulk fits of one trace, best first."""
-    rows: list[tuple[Cell, ...]] = []
+    """The bulk fits of one trace, best first. AIC is compared only between fits of equal size."""
+    rows, shown = [], []
     if a.bulk is not None:
+        sizes = [f.n_fit for f in a.bulk.fits]
+        common = max(set(sizes), key=sizes.count) if sizes else 0
+        in_table = {m.family for m in a.stationary}
         for f in a.bulk.fits:
-            params = " ".join(f"{p:.4g}" for p in f.params)
-            rows.append((f.name, f.sse, f.ks, f.aic, params, f.n_fit))
+            rows.append({"family": f.name, "sse": f.sse, "ks": f.ks, "aic": f.aic,
+                         "n_fit": f.n_fit, "params": " ".join(f"{p:.4g}" for p in f.params)})
+            aic = (f"{f.aic:.6g}" if f.n_fit == common else
+                   f"fitted on {f.n_fit} values, not {common}: AIC not comparable")
+            flagged = [fl.message for fl in a.flags if f"({f.name})" in fl.subject]
+            status = ("in Table 1" if f.name in in_table else "not in Table 1: no model")
+            if flagged:
+                status += "; flagged: " + " ".join(flagged)
+            shown.append({"family": f.name, "SSE": f"{f.sse:.4g}", "KS distance": f"{f.ks:.3g}",
+                          "AIC": aic, "n fitted": str(f.n_fit),
+                          "parameters (shapes, loc, scale)": rows[-1]["params"],
+                          "status": status})
     return Table(
-        name="fits",
-        title=f"Bulk fits of {a.label}, ranked by histogram SSE",
-        columns=("family", "SSE", "KS", "AIC", "params (shapes, loc, scale)", "n fitted"),
-        rows=tuple(rows),
+        name="fits", title=f"Bulk fits of {run_name(a)}, ranked by histogram SSE",
+        frame=pd.DataFrame(rows, columns=["family", "sse", "ks", "aic", "n_fit", "params"]),
+        display=pd.DataFrame(shown, columns=["family", "SSE", "KS distance", "AIC", "n fitted",
+                                             "parameters (shapes, loc, scale)", "status"]),
+        notes=() if rows else (next((n for n in a.notes if "fit" in n), "no fit"),),
     )
+
+
+def models_table(a: TraceAnalysis) -> Table:
+    """One trace's models and bounds, long: a row per model with its signed error."""
+    rows = []
+    for p in predictions(a):
+        value = p.why if p.value is None else fmt_time(p.value)
+        if p.value is not None and p.stderr is not None:
+            value += f" ± {fmt_time(p.stderr)}"
+        rows.append({"model": p.name, "formula": p.formula, "predicted": value,
+                     "error": fmt_pct(p.error_pct) if p.value is not None else "—",
+                     "flag": " ".join(f.message for f in p.flags) or "—"})
+    return Table(name="models", title="Models and bounds against KSPSolve",
+                 frame=pd.DataFrame(rows, columns=["model", "formula", "predicted", "error",
+                                                   "flag"]))

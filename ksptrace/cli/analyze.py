@@ -1,54 +1,26 @@
 """``ksptrace analyze TRACES... --out DIR``: the analysis report of a set of traces.
 
-Bad traces (corrupt, truncated, newer schema, NaN or inf timings) are named in one line on
-stderr and skipped; the rest are analysed. With nothing left, the command fails.
+Traces are read and analysed one at a time (only results are kept). Bad traces (corrupt,
+truncated, newer schema, NaN or inf timings) are named once on stderr and skipped; the rest are
+analysed. With nothing left, the command fails. The output folder is written whole or not at
+all: a full disk or an unwritable --out gives one error line and no partial report.
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 import warnings
-from typing import Any, TextIO
+from typing import Any
 
 from scipy.integrate import IntegrationWarning
 
 from ksptrace.analysis.fitting import DEFAULT_CANDIDATES
 from ksptrace.analysis.pipeline import INDEPENDENT_UNITS, AnalysisOptions
-from ksptrace.analysis.report import Skipped, write_report
-from ksptrace.errors import TraceError
-from ksptrace.trace.io import read_trace
-from ksptrace.trace.model import Trace
-
-
-class ProgressBar:
-    """A one-line text progress bar on a stream (stderr)."""
-
-    def __init__(self, stream: TextIO, width: int = 30) -> None:
-        self.stream = stream
-        self.width = width
-        self.last = ""
-        self.tty = bool(getattr(stream, "isatty", lambda: False)())
-        self.last_step = ""
-
-    def __call__(self, step: str, fraction: float) -> None:
-        if not self.tty:  # a log file gets one line per step, not a redrawn bar
-            if step != self.last_step:
-                self.stream.write(f"{step}\n")
-                self.stream.flush()
-                self.last_step = step
-            return
-        filled = round(self.width * max(0.0, min(1.0, fraction)))
-        line = f"[{'#' * filled}{'.' * (self.width - filled)}] {step}"[:120]
-        if line != self.last:
-            self.stream.write("\r" + line.ljust(len(self.last)))
-            self.stream.flush()
-            self.last = line
-
-    def close(self) -> None:
-        if self.tty and self.last:
-            self.stream.write("\n")
-            self.stream.flush()
+from ksptrace.analysis.report import write_report
+from ksptrace.cli.progress import Progress
+from ksptrace.trace.io import iter_traces
 
 
 def register(subparsers: Any) -> None:
@@ -60,7 +32,9 @@ def register(subparsers: Any) -> None:
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (.h5)")
     p.add_argument("--out", required=True, help="directory for report.html, CSVs, summary.json")
     p.add_argument("--alpha", type=float, default=0.05, help="KS significance level")
-    p.add_argument("--reference-rank", type=int, default=0, help="rank tested against all others")
+    p.add_argument("--reference-rank", type=int, default=0,
+                   help="rank whose iteration times are KS-tested against every other rank's "
+                        "(default 0, as in the paper)")
     p.add_argument(
         "--candidates",
         default=",".join(DEFAULT_CANDIDATES),
@@ -92,20 +66,9 @@ def register(subparsers: Any) -> None:
         help="iteration for per-iteration node variances (default: mid-cycle)",
     )
     p.add_argument("--no-figures", action="store_true", help="tables only (faster)")
-    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.add_argument("--quiet", action="store_true",
+                   help="no progress display (skipped traces are still named)")
     p.set_defaults(func=main)
-
-
-def read_all(paths: list[str], stream: TextIO) -> tuple[list[Trace], list[Skipped]]:
-    traces: list[Trace] = []
-    skipped: list[Skipped] = []
-    for path in paths:
-        try:
-            traces.append(read_trace(path))
-        except TraceError as exc:
-            skipped.append(Skipped(path, str(exc)))
-            print(f"ksptrace: skipped {exc}", file=stream)
-    return traces, skipped
 
 
 def main(args: argparse.Namespace) -> int:
@@ -120,25 +83,31 @@ def main(args: argparse.Namespace) -> int:
         seed=args.seed,
         iteration=args.iteration,
     )
-    traces, skipped = read_all(args.traces, sys.stderr)
-    bar = None if args.quiet else ProgressBar(sys.stderr)
-
-    def on_skip(s: Skipped) -> None:
-        if bar is not None:
-            bar.close()
-            bar.last = ""
-        print(f"ksptrace: skipped {s.path}: {s.reason}", file=sys.stderr)
-
-    try:
-        with warnings.catch_warnings():
-            # scipy's optimisers and quadratures warn on hard fits; the report says what failed.
-            warnings.simplefilter("ignore", RuntimeWarning)
-            warnings.simplefilter("ignore", IntegrationWarning)
-            report = write_report(
-                args.out, traces, skipped, options, bar, not args.no_figures, on_skip
-            )
-    finally:
-        if bar is not None:
-            bar.close()
+    paths: list[str | os.PathLike[str]] = list(args.traces)
+    with Progress(len(paths), "trace", sys.stderr, enabled=not args.quiet) as progress, \
+            warnings.catch_warnings():
+        # scipy's optimisers and quadratures warn on hard fits; the report says what failed.
+        warnings.simplefilter("ignore", RuntimeWarning)
+        warnings.simplefilter("ignore", IntegrationWarning)
+        report = write_report(args.out, iter_traces(paths), options, _Named(progress),
+                              not args.no_figures)
     print(f"wrote {report.html} ({report.analysed} traces analysed, {len(report.skipped)} skipped)")
     return 0
+
+
+class _Named:
+    """The progress display, and with --quiet still one line per skipped trace."""
+
+    def __init__(self, progress: Progress) -> None:
+        self.progress = progress
+
+    def step(self, text: str) -> None:
+        self.progress.step(text)
+
+    def advance(self, item: str, verdict: str = "ok") -> None:
+        if verdict != "ok" and not self.progress.enabled:
+            print(f"ksptrace: {verdict.replace('skipped: ', 'skipped ', 1)}", file=sys.stderr)
+        self.progress.advance(item, verdict)
+
+    def note(self, text: str) -> None:
+        self.progress.note(text)

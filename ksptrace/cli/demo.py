@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import argparse
+import csv
 import sys
 from pathlib import Path
 from typing import Any
@@ -69,9 +70,10 @@ def main(args: argparse.Namespace) -> int:
     sub = parser.add_subparsers()
     analyze.register(sub)
     segment.register(sub)
+    # Progress on stderr: one line per trace (elapsed, ETA), or a bar on a terminal.
     code = analyze.main(parser.parse_args(
-        ["analyze", *map(str, traces), "--out", str(out / "report"), "--quiet",
-         # One node here: the paper's P-hat = P / ranks-per-node would be 1 for every run.
+        ["analyze", *map(str, traces), "--out", str(out / "report"),
+         # One node here: N = the node count would be 1 for every run.
          "--independent", "ranks"]))
     if code != 0:
         return code
@@ -91,22 +93,31 @@ def main(args: argparse.Namespace) -> int:
     return 0
 
 
+def table1_lines(rows: list[dict[str, str]]) -> list[str]:
+    """The Table 1 analogue in short (from table1_models.csv): measured KSPSolve, Ê(unif), the
+    Johnson S_U model, the Cramér bound and the Monte Carlo, each with its signed % error."""
+    def cell(r: dict[str, str], value_key: str, err_key: str) -> str:
+        value, err = r.get(value_key, ""), r.get(err_key, "")
+        if not value or not err:
+            return f"{'-':>19}"
+        return f"{float(value):>9.4f} ({float(err):+6.1f} %)"
+
+    lines = ["Table 1 analogue (seconds; signed error in per cent of KSPSolve in brackets)",
+             f"{'problem':<10} {'solver':<9} {'P':>2} {'N':>3} {'KSPSolve':>9} {'E^unif':>19} "
+             f"{'E JohnsonSU':>19} {'Cramer':>19} {'Monte Carlo':>19}"]
+    for r in sorted(rows, key=lambda r: (r["problem"], r["ksp"], int(r["P"]))):
+        lines.append(
+            f"{r['problem']:<10} {r['ksp']:<9} {r['P']:>2} {float(r['N']):>3g} "
+            f"{float(r['KSPSolve_s']):>9.4f} "
+            f"{cell(r, 'E_hat_unif_s', 'err_pct_hat_unif')} "
+            f"{cell(r, 'E_johnsonsu_s', 'err_pct_johnsonsu')} "
+            f"{cell(r, 'cramer_s', 'err_pct_cramer')} "
+            f"{cell(r, 'montecarlo_s', 'err_pct_montecarlo')}")
+    return lines
+
+
 def _print_table1(path: Path) -> None:
-    """The Table 1 analogue in short: measured KSPSolve, E-hat(unif) and the best fitted model."""
-    import csv
-
     with path.open() as f:
-        rows = sorted(csv.DictReader(f), key=lambda r: (r["problem"], r["ksp"], int(r["P"])))
-    print("\nTable 1 analogue (seconds; relative error in brackets)")
-    print(f"{'problem':<22} {'solver':<9} {'P':>2} {'N':>3} {'KSPSolve':>9} {'E^unif':>17} "
-          f"{'E JohnsonSU':>17} {'Cramer':>17}")
-    for r in rows:
-        def cell(key: str, r: dict[str, str] = r) -> str:
-            value, err = r.get(key, ""), r.get("err_" + key.removeprefix("E_"), "")
-            if not value:
-                return f"{'-':>17}"
-            return f"{float(value):>8.4f} ({float(err):+6.1%})"
-
-        print(f"{r['problem']:<22} {r['ksp']:<9} {r['P']:>2} {float(r['N']):>3g} "
-              f"{float(r['KSPSolve']):>9.4f} "
-              f"{cell('E_hat_unif')} {cell('E_johnsonsu')} {cell('cramer')}")
+        rows = list(csv.DictReader(f))
+    print()
+    print("\n".join(table1_lines(rows)))

@@ -1,8 +1,10 @@
-"""The report: written from trace files, grouped by configuration, with bad input handled."""
+"""The report: written from trace files one at a time, grouped by configuration, with bad input
+handled, findings first, errors as signed percentages and every empty cell explained."""
 
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -10,16 +12,34 @@ import pytest
 
 from ksptrace.analysis import tables
 from ksptrace.analysis.pipeline import AnalysisOptions, analyze_trace
-from ksptrace.analysis.report import group_by_config, write_report
-from ksptrace.errors import AnalysisError
-from ksptrace.trace.io import read_trace, write_trace
+from ksptrace.analysis.report import SECTIONS, analyse, section_of, write_report
+from ksptrace.errors import AnalysisError, TraceError
+from ksptrace.trace.io import iter_traces, write_trace
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import synthetic_trace
 
 FAST = AnalysisOptions(candidates=("johnsonsu", "norm", "gamma"), fit_size=2000, mc_runs=2)
 
 
-def test_table1_has_a_row_per_solver_with_relative_errors() -> None:
+class Recorder:
+    """A progress display that remembers what it was told."""
+
+    def __init__(self) -> None:
+        self.steps: list[str] = []
+        self.done: list[tuple[str, str]] = []
+        self.notes: list[str] = []
+
+    def step(self, text: str) -> None:
+        self.steps.append(text)
+
+    def advance(self, item: str, verdict: str = "ok") -> None:
+        self.done.append((item, verdict))
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+def test_table1_has_a_row_per_solver_with_signed_percent_errors() -> None:
     analyses = [
         analyze_trace(synthetic_trace(64, 160, 16, ksp, seed=i), FAST)
         for i, ksp in enumerate(("gmres", "pgmres", "bcgs", "pipebcgs"))
@@ -28,14 +48,23 @@ def test_table1_has_a_row_per_solver_with_relative_errors() -> None:
     rows = t.records()
     assert [r["ksp"] for r in rows] == ["gmres", "pgmres", "bcgs", "pipebcgs"]
     for r, a in zip(rows, analyses, strict=True):
-        assert r["KSPSolve"] == a.measured
-        e = r["E_hat_unif"]
+        assert r["KSPSolve_s"] == a.measured
+        assert r["sum_k_max_p_T_s"] == a.lockstep_sum
+        assert r["max_p_sum_k_T_s"] == a.rank_sum_max
+        e = r["E_hat_unif_s"]
         assert isinstance(e, float)
-        assert r["err_hat_unif"] == pytest.approx((e - a.measured) / a.measured)
+        # A signed percentage, not a fraction.
+        assert r["err_pct_hat_unif"] == pytest.approx(100 * (e - a.measured) / a.measured)
         # Bounds are reported for synchronising methods only, as in the paper.
-        assert (r["cramer"] is None) == a.pipelined
-    assert "KSPSolve" in t.to_csv().splitlines()[0]
+        assert (r["cramer_s"] is None) == a.pipelined
+        assert r["best_fit"] == a.best_fit_name
+    header = t.to_csv().splitlines()[0].split(",")
+    assert all("pct" in c for c in header if c.startswith("err"))
     assert rows[1]["K"] == 150  # pgmres: fill iterations dropped from bulk statistics
+    # The HTML table says why a cell is empty, and shows errors as signed percentages.
+    page = t.to_html()
+    assert "pipelined: no Cramér bound" in page
+    assert re.search(r"\([+\u2212]\d+\.\d\u00a0%\)", page)
 
 
 def test_report_from_trace_files(tmp_path: Path) -> None:
@@ -44,52 +73,68 @@ def test_report_from_trace_files(tmp_path: Path) -> None:
         path = tmp_path / f"t{i}.h5"
         write_trace(synthetic_trace(p, 128, 8, ksp, seed=i), path)
         paths.append(path)
-    traces = [read_trace(p) for p in paths]
-    steps: list[str] = []
-    report = write_report(
-        tmp_path / "out", traces, options=FAST, progress=lambda s, f: steps.append(s)
-    )
+    rec = Recorder()
+    report = write_report(tmp_path / "out", iter_traces(paths), FAST, rec)
     page = report.html.read_text()
-    assert page.count("data:image/png;base64,") >= 3 * 6
-    assert "Johnson S_U across P" in page
-    assert "src='http" not in page
+    assert page.count("data:image/png;base64,") >= 3 * 4
+    assert "src='http" not in page and 'src="http' not in page
+    assert "<script" not in page
+    # Findings first, then the contents, then one section per run, then across configurations.
+    order = [page.index(s) for s in ('id="findings"', 'id="toc"', 'id="run-1"', 'id="across"')]
+    assert order == sorted(order)
+    for _, title in SECTIONS:
+        assert page.count(title) == 3
+    assert "t0.h5" in page and "synthetic gmres n=10⁶ P=32" in page
     summary = json.loads(report.summary.read_text())
     assert len(summary["traces"]) == 3
     assert {Path(p.name).stem for p in report.csv} >= {"table1_models", "scaling_nprocs"}
     assert len(summary["tables"]["scaling_nprocs"]) == 2
     assert len(summary["tables"]["apriori"]) == 2  # the two gmres traces predict each other
-    assert any("KS tests" in s for s in steps)
-    assert len(group_by_config(traces)) == 3
+    assert all("err_pct" in r for r in summary["tables"]["apriori"])
+    assert any("KS tests" in s for s in rec.steps)
+    assert [v for _, v in rec.done] == ["ok"] * 3
 
 
 def _nan_trace() -> Trace:
     good = synthetic_trace(8, 20, 4, seed=1)
     stamps = np.array(good.stamps)
     stamps[3, 5] = np.nan
-    return Trace(
-        stamps,
-        good.residual_norms,
-        good.node_ids,
-        good.hostnames,
-        good.solve_seconds,
-        dict(good.attrs),
-        path="nan.h5",
-    )
+    return Trace(stamps, good.residual_norms, good.node_ids, good.hostnames, good.solve_seconds,
+                 dict(good.attrs), path="nan.h5")
 
 
-def test_nan_traces_are_skipped_and_single_rank_says_why(tmp_path: Path) -> None:
+def test_bad_traces_are_named_once_and_single_rank_says_why(tmp_path: Path) -> None:
     one_rank = synthetic_trace(1, 40, 1, "gmres", seed=2)
-    skipped: list[str] = []
-    report = write_report(
-        tmp_path,
-        [_nan_trace(), one_rank],
-        options=FAST,
-        with_figures=False,
-        on_skip=lambda s: skipped.append(s.path),
-    )
-    assert skipped == ["nan.h5"]
+    unreadable = TraceError("gone.h5: unreadable trace (truncated); rerun the run that made it")
+    rec = Recorder()
+    report = write_report(tmp_path / "r", [_nan_trace(), unreadable, one_rank], FAST, rec,
+                          with_figures=False)
+    skipped = [(item, v) for item, v in rec.done if v != "ok"]
+    assert [item for item, _ in skipped] == ["nan.h5", "gone.h5"]
+    assert all(item not in v for item, v in skipped)  # the name once per line
     assert report.analysed == 1
     notes = json.loads(report.summary.read_text())["traces"][0]["notes"]
     assert any("P = 1" in n for n in notes)
+    page = report.html.read_text()
+    assert page.count("P = 1: no rank pairs") >= 3  # findings KS, findings nodes, sections
+    assert "gone.h5" in page and "nan.h5" in page  # the skipped list
     with pytest.raises(AnalysisError, match="no trace could be analysed"):
-        write_report(tmp_path / "none", [_nan_trace()], options=FAST)
+        write_report(tmp_path / "none", [_nan_trace()], FAST)
+    assert not (tmp_path / "none").exists()
+
+
+def test_analyse_keeps_results_not_traces() -> None:
+    res = analyse([synthetic_trace(8, 40, 4, "gmres", seed=3)], FAST, with_figures=False)
+    (d,) = res.analysed
+    for value in vars(d).values():
+        assert not isinstance(value, Trace)
+
+
+@pytest.mark.parametrize(
+    ("key", "section"),
+    [("ks-heatmap", "ks"), ("rank-histograms", "distributions"), ("colormap", "distributions"),
+     ("bulk-fit", "fits"), ("uniform-fits", "models"), ("uniform-parameters", "montecarlo"),
+     ("iteration-vs-rank", "nodes")],
+)
+def test_figures_land_in_the_paper_sections(key: str, section: str) -> None:
+    assert section_of(key) == section
