@@ -25,6 +25,7 @@ from ksptrace.analysis.fitting import (
     MIN_SAMPLES,
     FitRanking,
     fit_candidates,
+    outliers,
     outliers_explain_mean,
 )
 from ksptrace.analysis.nodes import NodeVariance, node_variance
@@ -328,10 +329,29 @@ def _count_flags(nprocs: int, count: float, reasons: dict[str, str]) -> list[Fla
     ]
 
 
-def _prediction_flags(a: TraceAnalysis, reasons: dict[str, str]) -> list[Flag]:
-    """A flag for every model or Monte Carlo prediction more than 50 % off KSPSolve."""
+def _data_outliers(kept: np.ndarray) -> str | None:
+    """A reason when the kept T_p^k hold outliers, for a far prediction with no other reason."""
+    found = outliers(kept)
+    if found is None:
+        return None
+    return (
+        f"the data hold outliers ({found.count} of {found.total} values from {_t(found.low)} "
+        f"to {_t(found.high)}; mean {_t(found.sample_mean)}, {_t(found.clean_mean)} without "
+        "them)"
+    )
+
+
+def _prediction_flags(
+    a: TraceAnalysis, reasons: dict[str, str], kept: np.ndarray
+) -> list[Flag]:
+    """A flag for every model or Monte Carlo prediction more than 50 % off KSPSolve.
+
+    The reason is that of the flags the prediction stems from (a fit pulled by outliers, a
+    collapsed S_U fit, N = 1); failing those, the outliers of the data when there are any.
+    """
     if not a.measured > 0:
         return []
+    fallback: list[str | None] = []
     lockstep = () if a.pipelined else ("N = 1",)
     candidates: list[tuple[str, float | None, tuple[str, ...]]] = [
         (
@@ -354,6 +374,10 @@ def _prediction_flags(a: TraceAnalysis, reasons: dict[str, str]) -> list[Flag]:
         if value is None or abs(value - a.measured) <= PREDICTION_TOLERANCE * a.measured:
             continue
         known = [reasons[r] for r in related if r in reasons]
+        if not known:
+            if not fallback:
+                fallback.append(_data_outliers(kept))
+            known = [r for r in fallback if r is not None]
         why = "; ".join(known) if known else "no known reason was detected"
         out.append(
             Flag(
@@ -504,5 +528,5 @@ def analyze_trace(
         n_nodes=n_nodes,
         **result,  # type: ignore[arg-type]
     )
-    far = _prediction_flags(analysis, reasons)
+    far = _prediction_flags(analysis, reasons, kept)
     return replace(analysis, flags=(*flags, *far))
