@@ -75,3 +75,46 @@ def test_subsampling_effect_is_small_and_quantified() -> None:
     assert effect.q99_rel_change[1] < 0.02
     # A 2k subsample is allowed to be worse, but stays within 5 % for the 99th percentile.
     assert effect.q99_rel_change[0] < 0.05
+
+
+def test_every_family_is_scored_on_the_same_sample_so_aic_compare_like_for_like() -> None:
+    x = _jsu_sample(3000, 6)
+    ranking = fitting.fit_candidates(x, ("nct", "norm", "johnsonsu"), fit_size=2000, seed=1)
+    sample = fitting.subsample(x, 2000, 1)
+    assert fitting.SLOW_FAMILY_CAP["nct"] < 2000
+    for fit in ranking.fits:
+        assert fit.scored_on == 2000
+        frozen = fit.frozen()
+        assert fit.loglik == pytest.approx(float(np.sum(frozen.logpdf(sample))), rel=1e-9)
+        assert fit.aic == pytest.approx(2 * len(fit.params) - 2 * fit.loglik)
+        assert fit.ks == pytest.approx(float(st.kstest(sample, frozen.cdf).statistic), abs=1e-12)
+    nct = ranking.get("nct")
+    assert nct is not None
+    assert nct.n_fit == fitting.SLOW_FAMILY_CAP["nct"]
+    assert nct.n_scored == 2000
+
+
+def test_outliers_are_found_and_explain_a_fit_that_follows_the_bulk() -> None:
+    rng = np.random.default_rng(7)
+    bulk = 2.8e-4 * (1 + 0.05 * rng.standard_normal(2000))
+    x = np.concatenate([bulk, rng.uniform(8e-3, 28e-3, 60)])
+    found = fitting.outliers(x)
+    assert found is not None
+    assert found.count == 60
+    assert 8e-3 <= found.low < found.high <= 28e-3
+    assert found.clean_mean == pytest.approx(bulk.mean())
+    assert fitting.outliers_explain_mean(x, 2.8e-4, 0.5) == found
+    # A fitted mean far from the bulk too is not explained by the outliers.
+    assert fitting.outliers_explain_mean(x, 2.8e-3, 0.5) is None
+    assert fitting.outliers(bulk) is None
+
+
+def test_a_collapsed_johnson_su_fit_is_told_from_a_regular_one() -> None:
+    rng = np.random.default_rng(1)
+    flat = 1e-5 + 1e-6 * rng.random(100)  # uniform data: the S_U fit runs to its normal limit
+    collapsed = fitting.fit_johnsonsu(flat)
+    assert abs(collapsed.a) > 1e5
+    assert fitting.jsu_collapsed(collapsed, flat)
+    assert fitting.jsu_collapsed(fitting.JohnsonSU(-1e8, 1e8, -2000.0, 1e3), flat)
+    regular = _jsu_sample(2000, 8)
+    assert not fitting.jsu_collapsed(fitting.fit_johnsonsu(regular), regular)

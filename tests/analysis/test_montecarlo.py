@@ -74,3 +74,31 @@ def test_a_priori_prediction_reports_relative_error() -> None:
     )
     assert pred.relative_error == pytest.approx(pred.simulated / target.solve_max - 1.0)
     assert abs(pred.relative_error) < 0.3
+
+
+def test_simulation_reports_the_standard_error_of_its_means() -> None:
+    params = montecarlo.ParameterFits(
+        lower=JohnsonSU(0.5, 2.0, 4e-4, 5e-5), span=JohnsonSU(0.5, 2.0, 1e-4, 5e-5)
+    )
+    sim = montecarlo.simulate(params, 200, 8, runs=5, seed=2)
+    assert sim.standard_stderr == pytest.approx(float(np.std(sim.standard, ddof=1) / np.sqrt(5)))
+    assert sim.pipelined_stderr == pytest.approx(float(np.std(sim.pipelined, ddof=1) / np.sqrt(5)))
+    assert sim.standard_stderr is not None
+    assert 0 < sim.standard_stderr < 0.01 * sim.standard_mean
+    one = montecarlo.simulate(params, 200, 8, runs=1, seed=2)
+    assert one.standard_stderr is None
+
+
+def test_a_collapsed_fit_is_simulated_from_its_normal_limit() -> None:
+    # A fit at the edge of the normal limit with a wrong mean: the normal limit is used instead.
+    broken = JohnsonSU(-1e8, 1e8, -2000.0, 1e3)
+    params = montecarlo.ParameterFits(
+        lower=JohnsonSU(0.5, 2.0, 4e-4, 5e-5),
+        span=broken,
+        span_normal=montecarlo.NormalLimit(mean=2e-5, std=1e-6),
+    )
+    k, count = 400, 4
+    sim = montecarlo.simulate(params, k, count, runs=4, seed=1)
+    lower = params.lower.frozen().mean()
+    expected = k * float(models.expected_max_uniform(lower, 2e-5, count))
+    assert sim.standard_mean == pytest.approx(expected, rel=0.02)

@@ -7,7 +7,7 @@ import pytest
 
 from ksptrace.analysis.cycles import cycle_layout, fill_was_recorded
 from ksptrace.errors import UsageError
-from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.synthetic import inject_outliers, synthetic_trace, trace_from_times
 
 
 def test_seeded_and_shaped_like_a_trace() -> None:
@@ -57,3 +57,31 @@ def test_non_stationary_unless_asked() -> None:
 def test_bad_sizes_are_usage_errors() -> None:
     with pytest.raises(UsageError, match=">= 1"):
         synthetic_trace(0, 10)
+
+
+def test_trace_from_times_keeps_the_times_and_the_node_layout() -> None:
+    rng = np.random.default_rng(0)
+    times = 1e-4 * (1 + rng.random((5, 40)))
+    tr = trace_from_times(times, np.array([0, 0, 1, 1, 2]), ksp="pipebcgs")
+    assert np.allclose(tr.iteration_seconds, times, rtol=0, atol=1e-12)
+    assert (tr.n_nodes, tr.ranks_per_node) == (3, 2)
+    assert tr.solve_seconds == pytest.approx(times.sum(axis=1) + 1e-3, abs=2e-5)
+    lockstep = trace_from_times(times)
+    assert lockstep.n_nodes == 1
+    assert lockstep.solve_max == pytest.approx(times.max(axis=0).sum() + 1e-3, abs=2e-5)
+    with pytest.raises(UsageError, match="node_ids"):
+        trace_from_times(times, np.zeros(4, dtype=np.int64))
+
+
+def test_inject_outliers_delays_whole_iterations_or_single_entries() -> None:
+    times = np.full((4, 200), 3e-4)
+    whole = inject_outliers(times, 0.05, 8e-3, 28e-3, seed=1)
+    slow = whole[0] > 1e-3
+    assert slow.sum() == 10
+    assert (whole[:, slow] > 8e-3).all()
+    assert np.array_equal(whole[:, ~slow], times[:, ~slow])
+    single = inject_outliers(times, 0.01, 8e-3, 28e-3, seed=1, whole_iterations=False)
+    assert (single > 1e-3).sum() == 8
+    assert (times == 3e-4).all()  # the input is left alone
+    with pytest.raises(UsageError, match="fraction"):
+        inject_outliers(times, 1.5, 0.0, 1.0)
