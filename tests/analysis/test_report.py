@@ -77,14 +77,16 @@ def test_report_from_trace_files(tmp_path: Path) -> None:
     report = write_report(tmp_path / "out", iter_traces(paths), FAST, rec)
     page = report.html.read_text()
     assert page.count("data:image/png;base64,") >= 3 * 4
-    assert "src='http" not in page and 'src="http' not in page
+    assert "src='http" not in page
+    assert 'src="http' not in page
     assert "<script" not in page
     # Findings first, then the contents, then one section per run, then across configurations.
     order = [page.index(s) for s in ('id="findings"', 'id="toc"', 'id="run-1"', 'id="across"')]
     assert order == sorted(order)
     for _, title in SECTIONS:
         assert page.count(title) == 3
-    assert "t0.h5" in page and "synthetic gmres n=10⁶ P=32" in page
+    assert "t0.h5" in page
+    assert "synthetic gmres n=10⁶ P=32" in page
     summary = json.loads(report.summary.read_text())
     assert len(summary["traces"]) == 3
     assert {Path(p.name).stem for p in report.csv} >= {"table1_models", "scaling_nprocs"}
@@ -117,7 +119,8 @@ def test_bad_traces_are_named_once_and_single_rank_says_why(tmp_path: Path) -> N
     assert any("P = 1" in n for n in notes)
     page = report.html.read_text()
     assert page.count("P = 1: no rank pairs") >= 3  # findings KS, findings nodes, sections
-    assert "gone.h5" in page and "nan.h5" in page  # the skipped list
+    assert "gone.h5" in page
+    assert "nan.h5" in page
     with pytest.raises(AnalysisError, match="no trace could be analysed"):
         write_report(tmp_path / "none", [_nan_trace()], FAST)
     assert not (tmp_path / "none").exists()
