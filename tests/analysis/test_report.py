@@ -4,6 +4,7 @@ handled, findings first, errors as signed percentages and every empty cell expla
 from __future__ import annotations
 
 import json
+import os
 import re
 from pathlib import Path
 
@@ -68,7 +69,7 @@ def test_table1_has_a_row_per_solver_with_signed_percent_errors() -> None:
 
 
 def test_report_from_trace_files(tmp_path: Path) -> None:
-    paths = []
+    paths: list[str | os.PathLike[str]] = []
     for i, (ksp, p) in enumerate([("gmres", 32), ("gmres", 64), ("pgmres", 32)]):
         path = tmp_path / f"t{i}.h5"
         write_trace(synthetic_trace(p, 128, 8, ksp, seed=i), path)
