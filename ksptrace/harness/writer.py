@@ -2,6 +2,14 @@
 
 Either way the file appears under its final name only when complete (temporary name, then an
 atomic rename on rank 0), so a killed run never leaves a half-written trace.
+
+A write that fails (a full disk above all) fails on every rank together, with one OutputError,
+and leaves no temporary file. For MPI-IO this needs care: an I/O error inside HDF5's collective
+flush or close sends the ranks down different paths (rank 0 into a barrier, the others into a
+broadcast) and the job spins forever. So rank 0 first creates the whole file serially, every
+dataset allocated and every attribute written, after checking the space it needs; the ranks
+agree on that outcome; only then do they open it through MPI-IO and fill in their rows, which
+needs neither new space nor a metadata change.
 """
 
 from __future__ import annotations
@@ -17,12 +25,14 @@ from typing import Any
 import h5py
 import numpy as np
 
-from ksptrace.errors import UsageError
+from ksptrace.errors import KsptraceError, OutputError, UsageError
+from ksptrace.harness.mpienv import agree_on_error
 from ksptrace.trace import io
 from ksptrace.trace.model import AttrValue, Trace
 
 FAULT_ENV = "KSPTRACE_FAULT"
-"""Fault injection for tests: 'kill-during-write' makes rank 0 SIGKILL itself mid-write."""
+"""Fault injection for tests: 'kill-during-write' makes rank 0 SIGKILL itself mid-write;
+'write-error-on-rank-1' makes rank 1's MPI-IO row write fail as a full disk would."""
 
 
 @dataclass(frozen=True)
@@ -52,8 +62,22 @@ def choose_mode(requested: str, nprocs: int) -> str:
 
 
 def _maybe_fault(rank: int) -> None:
-    if os.environ.get(FAULT_ENV) == "kill-during-write" and rank == 0:
+    fault = os.environ.get(FAULT_ENV)
+    if fault == "kill-during-write" and rank == 0:
         os.kill(os.getpid(), signal.SIGKILL)
+    if fault == "write-error-on-rank-1" and rank == 1:
+        raise OSError(28, "No space left on device (injected by KSPTRACE_FAULT)")
+
+
+def _agree(mpicomm: Any, error: KsptraceError | None, tmp: Path) -> None:
+    """Collective: when any rank failed, rank 0 removes ``tmp`` and every rank raises."""
+    try:
+        agree_on_error(mpicomm, error)
+    except KsptraceError:
+        if mpicomm.Get_rank() == 0:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        raise
 
 
 def write_distributed(
@@ -96,44 +120,87 @@ def _write_mpio(
     nprocs: int,
     nstamps: int,
 ) -> None:
+    create_on_root(mpicomm, tmp, nprocs, nstamps, attrs)
+    fill_rows(mpicomm, tmp, local, io.estimated_size(nprocs, nstamps, attrs))
+
+
+def create_on_root(
+    mpicomm: Any, tmp: Path, nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None]
+) -> None:
+    """Collective: rank 0 creates the whole file serially; every rank then sees it, or all
+    raise the same OutputError and no file is left."""
     rank = mpicomm.Get_rank()
+    error: KsptraceError | None = None
+    if rank == 0:
+        try:
+            io.create_file(tmp, nprocs, nstamps, attrs)
+        except KsptraceError as exc:
+            error = exc
+    _agree(mpicomm, error, tmp)
+    if not tmp.is_file():
+        error = OutputError(
+            f"rank {rank} cannot see {tmp}, which rank 0 created: --hdf5-path mpio needs an "
+            "--out folder shared by all ranks; use --hdf5-path gather"
+        )
+    _agree(mpicomm, error, tmp)
+
+
+def fill_rows(mpicomm: Any, tmp: Path, local: LocalRecord, needed: int) -> None:
+    """Collective: each rank writes its rows into the file :func:`create_on_root` made.
+
+    Rows go into space already allocated and no metadata changes, so a failed write leaves
+    every rank's HDF5 state alike and the collective close takes the same path on all ranks;
+    the ranks then agree on any failure (OutputError on all, no file left).
+    """
+    rank = mpicomm.Get_rank()
+    error: KsptraceError | None = None
     try:
-        with h5py.File(tmp, "w", driver="mpio", comm=mpicomm) as f:
-            ds = io.create_layout(f, nprocs, nstamps)
-            io.write_attrs(f, attrs)
-            ds["stamps"][rank] = local.stamps
-            _maybe_fault(rank)
-            ds["iteration_seconds"][rank] = np.diff(local.stamps)
-            ds["node_ids"][rank] = local.node_id
-            ds["hostnames"][rank] = io.encode_hostnames([local.hostname])[0]
-            ds["solve_seconds"][rank] = local.solve_seconds
-            if rank == 0:
-                ds["residual_norms"][...] = local.residual_norms
-    except BaseException:
+        f = h5py.File(tmp, "r+", driver="mpio", comm=mpicomm)
+    except (OSError, RuntimeError) as exc:
         if rank == 0:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
-        raise
+        # Last resort: the ranks whose open succeeded cannot close collectively without this
+        # one, so this error is not agreed on; fail_together aborts the job.
+        raise OutputError(f"rank {rank} cannot open {tmp} through MPI-IO: {exc}") from None
+    try:
+        _write_rows(f, rank, local)
+    except (OSError, RuntimeError) as exc:
+        error = OutputError(f"rank {rank}: {io.describe_write_error(exc, tmp, needed)}")
+    try:
+        f.close()
+    except (OSError, RuntimeError) as exc:
+        error = error or OutputError(f"rank {rank} cannot close {tmp}: {exc}; pick another --out")
+    _agree(mpicomm, error, tmp)
+
+
+def _write_rows(f: h5py.File, rank: int, local: LocalRecord) -> None:
+    f["stamps"][rank] = local.stamps
+    _maybe_fault(rank)
+    f["iteration_seconds"][rank] = np.diff(local.stamps)
+    f["node_ids"][rank] = local.node_id
+    f["hostnames"][rank] = io.encode_hostnames([local.hostname])[0]
+    f["solve_seconds"][rank] = local.solve_seconds
+    if rank == 0:
+        f["residual_norms"][...] = local.residual_norms
 
 
 def _write_gathered(
     mpicomm: Any, tmp: Path, local: LocalRecord, attrs: Mapping[str, AttrValue | None]
 ) -> None:
     rows = mpicomm.gather(local, root=0)
-    if mpicomm.Get_rank() != 0:
-        return
-    trace = Trace(
-        stamps=np.stack([r.stamps for r in rows]),
-        residual_norms=rows[0].residual_norms,
-        node_ids=np.array([r.node_id for r in rows]),
-        hostnames=tuple(r.hostname for r in rows),
-        solve_seconds=np.array([r.solve_seconds for r in rows]),
-        attrs={k: v for k, v in attrs.items() if v is not None},
-    )
-    try:
-        with h5py.File(tmp, "w") as f:
-            io.fill_file(f, trace, after_stamps=lambda: _maybe_fault(0))
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
+    error: KsptraceError | None = None
+    if mpicomm.Get_rank() == 0:
+        trace = Trace(
+            stamps=np.stack([r.stamps for r in rows]),
+            residual_norms=rows[0].residual_norms,
+            node_ids=np.array([r.node_id for r in rows]),
+            hostnames=tuple(r.hostname for r in rows),
+            solve_seconds=np.array([r.solve_seconds for r in rows]),
+            attrs={k: v for k, v in attrs.items() if v is not None},
+        )
+        try:
+            io.write_file(tmp, trace, after_stamps=lambda: _maybe_fault(0))
+        except KsptraceError as exc:
+            error = exc
+    _agree(mpicomm, error, tmp)
