@@ -126,10 +126,10 @@ def test_thirteen_nodes_of_p200_give_n_13_to_every_model_and_the_monte_carlo() -
     trace = synthetic_trace(200, 60, 16, "gmres", seed=4)
     assert np.bincount(trace.node_ids).tolist() == [16] * 12 + [8]
     a = analyze_trace(trace, AnalysisOptions(candidates=("norm",), mc_runs=2))
-    assert a.n_nodes == 13
     assert a.count == 13.0
     assert a.simulation is not None
     assert a.simulation.count == 13
+    assert a.n_nodes == 13
     assert a.bounds.count == 13.0
     norm = a.model("norm")
     assert norm is not None
