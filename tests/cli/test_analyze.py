@@ -2,6 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import re
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import h5py
@@ -66,3 +72,116 @@ def test_analyze_with_nothing_readable_fails(
     rc = main(["analyze", str(bad), "--out", str(tmp_path / "r"), "--quiet"])
     assert rc != 0
     assert "no trace could be analysed" in capsys.readouterr().err
+
+
+def test_analyze_logs_one_timestamped_line_per_trace_and_names_a_bad_one_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    good = tmp_path / "good.h5"
+    write_trace(synthetic_trace(8, 40, 4, "gmres", seed=1), good)
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(b"junk")
+    rc = main(["analyze", str(good), str(bad), "--out", str(tmp_path / "r"), "--no-figures",
+               *FAST])
+    assert rc == 0
+    lines = capsys.readouterr().err.splitlines()
+    stamp = r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d trace "
+    assert re.match(stamp + r"1 of 2 .*good\.h5 ok \(elapsed .*, ETA .*\)$", lines[0]), lines
+    assert re.match(stamp + r"2 of 2 .*bad\.h5 skipped: ", lines[1]), lines
+    assert lines[1].count("bad.h5") == 1
+    assert sum("bad.h5" in ln for ln in lines) == 1
+
+
+def _one_error_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.startswith("ksptrace: error:")]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+@pytest.fixture
+def mount_tmpfs(tmp_path: Path) -> Iterator[Callable[..., Path]]:
+    """Mount a small tmpfs (root only) under tmp_path; unmounted afterwards."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    mounted: list[Path] = []
+
+    def mount(name: str, options: str) -> Path:
+        where = tmp_path / name
+        where.mkdir()
+        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+        mounted.append(where)
+        return where
+
+    yield mount
+    for where in mounted:
+        subprocess.run(["umount", str(where)], check=False)
+
+
+def _trace_file(tmp_path: Path) -> str:
+    path = tmp_path / "t.h5"
+    write_trace(synthetic_trace(8, 40, 4, "gmres", seed=1), path)
+    return str(path)
+
+
+def test_a_full_disk_gives_one_error_line_and_no_partial_report(
+    tmp_path: Path, mount_tmpfs: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _trace_file(tmp_path)
+    full = mount_tmpfs("full", "size=96k")
+    rc = main(["analyze", trace, "--out", str(full / "report"), *FAST])
+    assert rc == 8
+    line = _one_error_line(capsys.readouterr().err)
+    assert "no space left" in line
+    assert str(full / "report") in line
+    assert _leftovers(full) == []
+
+
+def test_a_read_only_out_gives_one_error_line(
+    tmp_path: Path, mount_tmpfs: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _trace_file(tmp_path)
+    ro = mount_tmpfs("ro", "ro,size=1m")
+    rc = main(["analyze", trace, "--out", str(ro / "report"), "--no-figures", *FAST])
+    assert rc == 8
+    assert "read-only file system" in _one_error_line(capsys.readouterr().err)
+    assert _leftovers(ro) == []
+
+
+def test_an_out_under_a_file_fails_before_the_analysis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _trace_file(tmp_path)
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a folder")
+    rc = main(["analyze", trace, "--out", str(blocker / "report"), *FAST])
+    assert rc == 8
+    err = capsys.readouterr().err
+    assert "is a file, not a folder" in _one_error_line(err)
+    assert "trace 1 of 1" not in err  # refused before any trace was analysed
+    assert blocker.read_text() == "not a folder"
+
+
+def test_an_earlier_report_survives_a_failed_rewrite(
+    tmp_path: Path, mount_tmpfs: Callable[..., Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    trace = _trace_file(tmp_path)
+    disk = mount_tmpfs("disk", "size=1m")
+    out = disk / "report"
+    assert main(["analyze", trace, "--out", str(out), "--no-figures", *FAST]) == 0
+    before = (out / "report.html").read_text()
+    filler = disk / "filler"
+    with filler.open("wb") as f, contextlib.suppress(OSError):  # fill the rest of the 1 MiB
+        f.write(b"\0" * (1 << 20))
+    rc = main(["analyze", trace, "--out", str(out), *FAST])
+    assert rc == 8
+    assert "no space left" in _one_error_line(capsys.readouterr().err)
+    assert (out / "report.html").read_text() == before
+    assert sorted(_leftovers(disk)) == ["filler", "report"]
