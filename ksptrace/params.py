@@ -6,6 +6,7 @@ This module is pure (no PETSc, no MPI).
 
 from __future__ import annotations
 
+import difflib
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -71,3 +72,43 @@ def resolve(params: Iterable[Param], values: Mapping[str, Any], where: str = "")
         value = values.get(p.name)
         out[p.name] = p.check(p.default if value is None else value, where)
     return out
+
+
+def _is_subsequence(short: str, long: str) -> bool:
+    """Whether the letters of ``short`` appear in ``long`` in order (``nprcs`` in ``nprocs``)."""
+    rest = iter(long)
+    return all(ch in rest for ch in short)
+
+
+def nearest(word: str, valid: Iterable[str], aliases: Mapping[str, str] | None = None
+            ) -> str | None:
+    """The valid name a user most likely meant by ``word``, or None.
+
+    Edit distance alone picks ``n`` for ``np``; people abbreviate more often than they mistype,
+    so the rules go in order: the same name in another case or with dashes; a known alias
+    (``np`` -> ``nprocs``); the shortest valid name that ``word`` begins (``iter`` ->
+    ``iterations``); the shortest that holds its letters in order with the same first letter
+    (``nprcs`` -> ``nprocs``); and only then difflib's closest match (``gmers`` -> ``gmres``).
+    """
+    names = sorted(set(valid))
+    low = word.strip().lower().replace("-", "_")
+    if not names or not low:
+        return None
+    for name in names:
+        if name.lower() == low:
+            return name
+    target = (aliases or {}).get(low)
+    if target in names:
+        return target
+    if len(low) >= 2:
+        begun = [n for n in names if n.lower().startswith(low)]
+        if begun:
+            return min(begun, key=lambda n: (len(n), n))
+    if len(low) >= 3:
+        spread = [n for n in names if n[0].lower() == low[0] and 2 * len(low) >= len(n)
+                  and _is_subsequence(low, n.lower())]
+        if spread:
+            return min(spread, key=lambda n: (len(n), n))
+    lowered = {n.lower(): n for n in names}
+    close = difflib.get_close_matches(low, list(lowered), n=1, cutoff=0.6)
+    return lowered[close[0]] if close else None

@@ -9,14 +9,17 @@ A campaign file is TOML with four tables::
     [scheduler]       partition, account, walltime, ranks per node, exclusive, directives, ...
 
 Validation errors name the file, the line and the key, and suggest the nearest valid key.
+Everything that would fail after queueing is refused here, when the file is loaded: KSP and PC
+names PETSc does not know, control characters (bash drops a NUL byte, so a run would not be
+what its id says), and names too long to become file names.
 This module is pure apart from reading the campaign file.
 """
 
 from __future__ import annotations
 
-import difflib
 import re
 import tomllib
+import unicodedata
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,7 +27,8 @@ from typing import Any
 
 from ksptrace.errors import CampaignError, KsptraceError
 from ksptrace.harness.options import RUN_PARAMS
-from ksptrace.params import Param
+from ksptrace.params import Param, nearest
+from ksptrace.petsc_types import BUILTIN, PetscTypes
 from ksptrace.problems import registry
 
 NPROCS = Param("nprocs", int, 1, "number of MPI ranks P of each run", minimum=1)
@@ -53,6 +57,8 @@ SCHEDULER_KEYS: tuple[Param, ...] = (
     Param("mpi", str, "pmix", "the srun --mpi plugin (pmix: pmi2 fails with Debian's OpenMPI)"),
     Param("max_parallel", int, None, "most array tasks running at once (unlimited when unset)",
           minimum=1),
+    Param("max_array_size", int, 1000, "most tasks in one job array; larger sweeps are split "
+          "into several arrays (Slurm's MaxArraySize, PBS's max_array_size)", minimum=1),
     Param("sbatch_directives", list, [], "extra #SBATCH lines, e.g. '--constraint=knl'"),
     Param("pbs_directives", list, [], "extra #PBS lines, e.g. '-l filesystems=home'"),
 )
@@ -64,11 +70,31 @@ SECTIONS: dict[str, str] = {
     "scheduler": "partition, account, walltime, ranks per node, directives",
 }
 
-SAFE_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
+SAFE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")
 """Names that go into scheduler directives unquoted (job name, partition, account)."""
-OPTION_NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_]*$")
+OPTION_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 WALLTIME = re.compile(r"^(?:(\d+)-)?(\d+):(\d{2}):(\d{2})$")
 MAX_WALLTIME_SECONDS = 366 * 24 * 3600
+NAME_MAX = 255
+"""Bytes in one file name on Linux file systems (ext4, xfs, tmpfs, Lustre, GPFS)."""
+MAX_CAMPAIGN_NAME = 200
+"""The campaign name becomes file names (``scripts/slurm/<name>-N<nodes>-<part>.sbatch``,
+``logs/<name>-<job>_<task>.out``): 200 characters leave room for the suffixes under NAME_MAX."""
+
+KEY_ALIASES: dict[str, str] = {
+    "np": "nprocs", "p": "nprocs", "procs": "nprocs", "nproc": "nprocs", "ranks": "nprocs",
+    "nranks": "nprocs", "ntasks": "nprocs", "k": "iterations", "its": "iterations",
+    "iters": "iterations", "maxit": "iterations", "max_it": "iterations", "ksp_type": "ksp",
+    "solver": "ksp", "method": "ksp", "pc_type": "pc", "preconditioner": "pc",
+    "precond": "pc", "size": "n", "unknowns": "n", "gmres_restart": "restart",
+    "ksp_gmres_restart": "restart", "reps": "repetitions", "repeat": "repetitions",
+    "repeats": "repetitions", "queue": "partition", "time": "walltime", "time_limit": "walltime",
+    "project": "account", "ppn": "ranks_per_node", "tasks_per_node": "ranks_per_node",
+    "ntasks_per_node": "ranks_per_node", "ncpus": "cores_per_node", "array_size":
+    "max_array_size", "max_array": "max_array_size", "outdir": "output", "out": "output",
+    "directory": "output",
+}
+"""Names people use for a key (other tools' flags, abbreviations) -> the key."""
 
 
 def sweep_keys() -> tuple[Param, ...]:
@@ -118,9 +144,57 @@ def find_line(text: str, section: str, key: str | None = None) -> int | None:
 
 def unknown_key(where: str, key: str, valid: Iterable[str], what: str) -> CampaignError:
     valid = sorted(valid)
-    near = difflib.get_close_matches(key, valid, n=1, cutoff=0.6)
-    hint = f"did you mean '{near[0]}'? " if near else ""
-    return CampaignError(f"{where}: unknown {what} '{key}'; {hint}valid: {', '.join(valid)}")
+    near = nearest(key, valid, KEY_ALIASES)
+    hint = f"did you mean '{near}'? " if near else ""
+    return CampaignError(f"{where}: unknown {what} {key!r}; {hint}valid: {', '.join(valid)}")
+
+
+def unknown_type(where: str, kind: str, name: str, petsc: PetscTypes) -> CampaignError:
+    """A KSP or PC type PETSc does not know, with the nearest one it does."""
+    valid = sorted(petsc.ksp if kind == "KSP" else petsc.pc)
+    near = nearest(name, valid)
+    hint = f"did you mean '{near}'? " if near else ""
+    return CampaignError(f"{where}: unknown {kind} type {name!r}; {hint}valid types in "
+                         f"{petsc.source}: {', '.join(valid)}")
+
+
+def control_character(text: str, allowed: str = "") -> str | None:
+    """A description of the first control character in ``text`` (None when there is none)."""
+    for i, ch in enumerate(text):
+        if ch not in allowed and unicodedata.category(ch) == "Cc":
+            return f"{ch!r} (U+{ord(ch):04X}) at character {i + 1}"
+    return None
+
+
+def _check_text(data: Any, path: Path, text: str, section: str | None = None,
+                key: str | None = None) -> None:
+    """Refuse control characters in every key and string of the file, lists included.
+
+    They end up in scripts and file names, where bash drops a NUL byte and a newline or escape
+    changes what runs; set-up lines (shell by intent) may hold a tab."""
+    if isinstance(data, dict):
+        for name, value in data.items():
+            where = (location(path, text, name) if section is None
+                     else location(path, text, section, key or name))
+            found = control_character(name)
+            if found:
+                raise CampaignError(f"{where}: the name {name!r} holds a control character "
+                                    f"{found}; remove it")
+            if section is None:
+                _check_text(value, path, text, name)
+            else:
+                _check_text(value, path, text, section, key or name)
+    elif isinstance(data, list):
+        for value in data:
+            _check_text(value, path, text, section, key)
+    elif isinstance(data, str):
+        found = control_character(data, "\t" if (section, key) == ("campaign", "setup") else "")
+        if found:
+            where = location(path, text, section or "", key)
+            raise CampaignError(
+                f"{where}: '{key}' holds a control character {found}; remove it (it would reach "
+                "a job script or a file name, where bash drops NUL bytes and other controls "
+                "change what runs)")
 
 
 def parse_walltime(value: str, where: str) -> int:
@@ -192,8 +266,11 @@ def _toml_message(path: Path, text: str, message: str) -> str:
     return f"{path}:{line}: malformed TOML: {message}; fix the file and retry"
 
 
-def load_campaign_file(path: str | Path) -> CampaignFile:
-    """Read and check a campaign file. Every fault is one CampaignError naming file and line."""
+def load_campaign_file(path: str | Path, petsc: PetscTypes = BUILTIN) -> CampaignFile:
+    """Read and check a campaign file. Every fault is one CampaignError naming file and line.
+
+    KSP and PC names are checked against ``petsc`` (see :func:`ksptrace.petsc_types.current`).
+    """
     path = Path(path)
     try:
         raw = path.read_bytes()
@@ -207,6 +284,7 @@ def load_campaign_file(path: str | Path) -> CampaignFile:
     except tomllib.TOMLDecodeError as exc:
         raise CampaignError(_toml_message(path, text, str(exc))) from None
 
+    _check_text(data, path, text)
     for section in data:
         if section not in SECTIONS:
             raise unknown_key(location(path, text, section), section, SECTIONS, "table")
@@ -215,7 +293,7 @@ def load_campaign_file(path: str | Path) -> CampaignFile:
                               path, text)
     scheduler = _resolve_table(_table(data, "scheduler", path, text), SCHEDULER_KEYS, "scheduler",
                                path, text)
-    sweep = _check_sweep(_table(data, "sweep", path, text), path, text)
+    sweep = _check_sweep(_table(data, "sweep", path, text), path, text, petsc)
     options = _check_options(_table(data, "petsc_options", path, text), path, text)
 
     _check_campaign(campaign, sweep, path, text)
@@ -224,7 +302,8 @@ def load_campaign_file(path: str | Path) -> CampaignFile:
                         petsc_options=options, scheduler=scheduler)
 
 
-def _check_sweep(table: Mapping[str, Any], path: Path, text: str) -> dict[str, tuple[Any, ...]]:
+def _check_sweep(table: Mapping[str, Any], path: Path, text: str, petsc: PetscTypes
+                 ) -> dict[str, tuple[Any, ...]]:
     known = {p.name: p for p in sweep_keys()}
     out: dict[str, tuple[Any, ...]] = {}
     for key, value in table.items():
@@ -241,6 +320,11 @@ def _check_sweep(table: Mapping[str, Any], path: Path, text: str) -> dict[str, t
                     registry.get(name)
                 except KsptraceError as exc:
                     raise CampaignError(f"{where}: {exc}") from None
+        for kind, names in (("KSP", petsc.ksp), ("PC", petsc.pc)):
+            if key == kind.lower():
+                for name in checked:
+                    if name not in names:
+                        raise unknown_type(where, kind, name, petsc)
         out[key] = checked
     return out
 
@@ -250,7 +334,7 @@ def _check_options(table: Mapping[str, Any], path: Path, text: str) -> tuple[tup
     for key, value in table.items():
         where = location(path, text, "petsc_options", key)
         name = key.lstrip("-")
-        if not OPTION_NAME.match(name):
+        if not OPTION_NAME.fullmatch(name):
             raise CampaignError(f"{where}: '{key}' is not a PETSc option name (letters, digits, _)")
         if isinstance(value, bool):
             value = "true" if value else "false"
@@ -264,9 +348,20 @@ def _check_campaign(
     campaign: dict[str, Any], sweep: Mapping[str, tuple[Any, ...]], path: Path, text: str
 ) -> None:
     where = location(path, text, "campaign", "name")
-    if not SAFE_NAME.match(campaign["name"]):
-        raise CampaignError(f"{where}: name {campaign['name']!r} may hold only letters, digits, "
-                            "'.', '_' and '-' (it becomes the scheduler job name)")
+    if not SAFE_NAME.fullmatch(campaign["name"]):
+        raise CampaignError(f"{where}: name {campaign['name'][:60]!r} may hold only letters, "
+                            "digits, '.', '_' and '-', starting with a letter or digit (it "
+                            "becomes the scheduler job name)")
+    if len(campaign["name"]) > MAX_CAMPAIGN_NAME:
+        raise CampaignError(f"{where}: name is {len(campaign['name'])} characters long; use at "
+                            f"most {MAX_CAMPAIGN_NAME} (it becomes file names, and a file name "
+                            f"has at most {NAME_MAX} bytes)")
+    where = location(path, text, "campaign", "output")
+    for part in Path(campaign["output"]).parts:
+        if len(part.encode()) > NAME_MAX:
+            raise CampaignError(f"{where}: output folder name {part[:40]!r}... is "
+                                f"{len(part.encode())} bytes long; a file name has at most "
+                                f"{NAME_MAX} bytes, shorten it")
     where = location(path, text, "campaign", "setup")
     for line in campaign["setup"]:
         if not isinstance(line, str) or "\n" in line:
@@ -297,7 +392,7 @@ def _check_campaign(
 def _check_scheduler(scheduler: dict[str, Any], path: Path, text: str) -> None:
     for key in ("partition", "account"):
         value = scheduler[key]
-        if value is not None and not SAFE_NAME.match(value):
+        if value is not None and not SAFE_NAME.fullmatch(value):
             raise CampaignError(f"{location(path, text, 'scheduler', key)}: {key} {value!r} may "
                                 "hold only letters, digits, '.', '_' and '-'")
     where = location(path, text, "scheduler", "walltime")

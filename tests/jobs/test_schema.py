@@ -11,12 +11,15 @@ from ksptrace.errors import CampaignError
 from ksptrace.harness.options import RUN_PARAMS
 from ksptrace.jobs.schema import (
     CAMPAIGN_KEYS,
+    KEY_ALIASES,
     SCHEDULER_KEYS,
     find_line,
     load_campaign_file,
     parse_walltime,
     sweep_keys,
 )
+from ksptrace.params import nearest
+from ksptrace.petsc_types import BUILTIN, KSP_TYPES, PC_TYPES, PetscTypes
 
 Write = Callable[..., Path]
 
@@ -94,7 +97,8 @@ def test_walltime_forms() -> None:
     ("[campaign]\nzip = [['n', 'nprocz']]\n[sweep]\nn = [1, 2]\nnprocs = [1, 2]\n",
      r"unknown sweep key in zip 'nprocz'; did you mean 'nprocs'"),
     ("[petsc_options]\n'-bad name' = 1\n", r":2: '-bad name' is not a PETSc option name"),
-    ("[scheduler]\nsbatch_directives = [\"a\\nb\"]\n", r":2: each of sbatch_directives"),
+    ("[scheduler]\nsbatch_directives = [\"a\\nb\"]\n",
+     r":2: 'sbatch_directives' holds a control character '\\n'"),
     ("campaign = 3\n", r"\[campaign\] must be a table"),
 ])
 def test_bad_values_name_the_line(write_campaign: Write, text: str, pattern: str) -> None:
@@ -113,3 +117,92 @@ def test_find_line_handles_quoted_keys() -> None:
     assert find_line(text, "a", "x") == 2
     assert find_line(text, "b") == 3
     assert find_line(text, "c", "x") is None
+
+
+# --- values checked when the file is loaded, not after queueing -------------------------------
+
+def test_unknown_ksp_type_is_refused_with_the_nearest(write_campaign: Write) -> None:
+    path = write_campaign("[sweep]\nn = 1000\nksp = ['cg', 'gmers']\n")
+    with pytest.raises(CampaignError) as err:
+        load_campaign_file(path, BUILTIN)
+    msg = str(err.value)
+    assert msg.startswith(f"{path}:3: unknown KSP type 'gmers'; did you mean 'gmres'?")
+    assert "PETSc 3.18" in msg
+    assert "\n" not in msg
+
+
+def test_unknown_pc_type_is_refused_with_the_nearest(write_campaign: Write) -> None:
+    path = write_campaign("[sweep]\npc = 'jacobbi'\n")
+    with pytest.raises(CampaignError, match=r":2: unknown PC type 'jacobbi'; did you mean "
+                                            r"'jacobi'\?"):
+        load_campaign_file(path, BUILTIN)
+
+
+def test_a_newer_petsc_list_is_preferred(write_campaign: Write) -> None:
+    newer = PetscTypes("PETSc 9.9 (installed petsc4py)", KSP_TYPES | {"newkrylov"}, PC_TYPES)
+    path = write_campaign("[sweep]\nksp = 'newkrylov'\n")
+    assert load_campaign_file(path, newer).sweep["ksp"] == ("newkrylov",)
+    with pytest.raises(CampaignError, match="unknown KSP type 'newkrylov'"):
+        load_campaign_file(path, BUILTIN)
+
+
+def test_np_suggests_nprocs(write_campaign: Write) -> None:
+    path = write_campaign("[sweep]\nnp = [1, 2]\n")
+    with pytest.raises(CampaignError, match="unknown key in \\[sweep\\] 'np'; did you mean "
+                                            "'nprocs'\\?"):
+        load_campaign_file(path)
+
+
+@pytest.mark.parametrize(("word", "meant"), [
+    ("np", "nprocs"), ("nprcs", "nprocs"), ("iter", "iterations"), ("ksp_type", "ksp"),
+    ("N", "n"), ("restrat", "restart"), ("warmpu", "warmup"), ("P", "nprocs"),
+])
+def test_nearest_sweep_key(word: str, meant: str) -> None:
+    assert nearest(word, [p.name for p in sweep_keys()], KEY_ALIASES) == meant
+
+
+@pytest.mark.parametrize(("word", "valid", "meant"), [
+    ("gmers", KSP_TYPES, "gmres"), ("bcg", KSP_TYPES, "bcgs"), ("pipcg", KSP_TYPES, "pipecg"),
+    ("hypr", PC_TYPES, "hypre"), ("ilu0", PC_TYPES, "ilu"), ("xyzzy", KSP_TYPES, None),
+])
+def test_nearest_type(word: str, valid: frozenset[str], meant: str | None) -> None:
+    assert nearest(word, valid) == meant
+
+
+# --- names and strings that reach scripts and file names --------------------------------------
+
+def test_a_300_character_name_is_refused(write_campaign: Write) -> None:
+    path = write_campaign(f"[campaign]\nname = '{'a' * 300}'\n")
+    with pytest.raises(CampaignError, match=r":2: name is 300 characters long; use at most 200"):
+        load_campaign_file(path)
+    assert load_campaign_file(write_campaign(f"[campaign]\nname = '{'a' * 200}'\n"))
+
+
+def test_a_too_long_output_folder_is_refused(write_campaign: Write) -> None:
+    path = write_campaign(f"[campaign]\noutput = 'runs/{'o' * 256}'\n")
+    with pytest.raises(CampaignError, match=r":2: output folder name 'o+'\.\.\. is 256 bytes"):
+        load_campaign_file(path)
+
+
+@pytest.mark.parametrize(("text", "pattern"), [
+    ('[sweep]\nhdf5_path = "au\\u0000to"\n', r":2: 'hdf5_path' holds a control character "
+                                               r"'\\x00' \(U\+0000\)"),
+    ('[sweep]\nquadrature = ["gauss", "lo\\u0000bat"]\n', r":2: 'quadrature' holds a control"),
+    ('[sweep]\nksp = "gm\\u0000res"\n', r":2: 'ksp' holds a control character '\\x00'"),
+    ('[petsc_options]\nksp_monitor = "a\\u001bb"\n', r":2: 'ksp_monitor' holds a control"),
+    ('[petsc_options]\n"ksp\\u0000x" = "1"\n', r"the name 'ksp\\x00x' holds a control"),
+    ('[campaign]\nname = "ok\\n"\n', r":2: 'name' holds a control character '\\n'"),
+    ('[campaign]\ncommand = "ksptrace\\u0000 x"\n', r":2: 'command' holds a control"),
+    ('[campaign]\nsetup = ["module load\\u0000 x"]\n', r":2: 'setup' holds a control"),
+    ('[campaign]\noutput = "r\\u007funs"\n', r":2: 'output' holds a control character"),
+    ('[scheduler]\npbs_directives = ["-l x\\u0085"]\n', r":2: 'pbs_directives' holds a"),
+])
+def test_control_characters_are_refused(write_campaign: Write, text: str, pattern: str) -> None:
+    with pytest.raises(CampaignError, match=pattern) as err:
+        load_campaign_file(write_campaign(text))
+    assert "\n" not in str(err.value).rstrip("\n")
+
+
+def test_a_tab_in_a_setup_line_is_shell(write_campaign: Write) -> None:
+    cf = load_campaign_file(write_campaign('[campaign]\nsetup = ["export A=1\\tB=2"]\n'))
+    assert cf.campaign["setup"] == ("export A=1\tB=2",)
