@@ -6,10 +6,11 @@ atomic rename on rank 0), so a killed run never leaves a half-written trace.
 A write that fails (a full disk above all) fails on every rank together, with one OutputError,
 and leaves no temporary file. For MPI-IO this needs care: an I/O error inside HDF5's collective
 flush or close sends the ranks down different paths (rank 0 into a barrier, the others into a
-broadcast) and the job spins forever. So rank 0 first creates the whole file serially, every
-dataset allocated and every attribute written, after checking the space it needs; the ranks
-agree on that outcome; only then do they open it through MPI-IO and fill in their rows, which
-needs neither new space nor a metadata change.
+broadcast) and the job spins forever. So HDF5 never meets a full disk here: rank 0 builds the
+whole file in memory (every attribute, every dataset allocated), checks that its exact size fits
+and writes it with plain OS calls; the ranks agree on that outcome; only then do they open it
+through MPI-IO and fill in their rows, which needs neither new space nor a metadata change.
+The gather path writes the same way, so both fail with the same line.
 """
 
 from __future__ import annotations
@@ -121,7 +122,7 @@ def _write_mpio(
     nstamps: int,
 ) -> None:
     create_on_root(mpicomm, tmp, nprocs, nstamps, attrs)
-    fill_rows(mpicomm, tmp, local, io.estimated_size(nprocs, nstamps, attrs))
+    fill_rows(mpicomm, tmp, local)
 
 
 def create_on_root(
@@ -133,7 +134,7 @@ def create_on_root(
     error: KsptraceError | None = None
     if rank == 0:
         try:
-            io.create_file(tmp, nprocs, nstamps, attrs)
+            io.write_image(tmp, io.placeholder_image(nprocs, nstamps, attrs))
         except KsptraceError as exc:
             error = exc
     _agree(mpicomm, error, tmp)
@@ -145,7 +146,7 @@ def create_on_root(
     _agree(mpicomm, error, tmp)
 
 
-def fill_rows(mpicomm: Any, tmp: Path, local: LocalRecord, needed: int) -> None:
+def fill_rows(mpicomm: Any, tmp: Path, local: LocalRecord) -> None:
     """Collective: each rank writes its rows into the file :func:`create_on_root` made.
 
     Rows go into space already allocated and no metadata changes, so a failed write leaves
@@ -166,7 +167,7 @@ def fill_rows(mpicomm: Any, tmp: Path, local: LocalRecord, needed: int) -> None:
     try:
         _write_rows(f, rank, local)
     except (OSError, RuntimeError) as exc:
-        error = OutputError(f"rank {rank}: {io.describe_write_error(exc, tmp, needed)}")
+        error = OutputError(f"rank {rank}: {io.describe_write_error(exc, tmp, 0)}")
     try:
         f.close()
     except (OSError, RuntimeError) as exc:
@@ -200,7 +201,7 @@ def _write_gathered(
             attrs={k: v for k, v in attrs.items() if v is not None},
         )
         try:
-            io.write_file(tmp, trace, after_stamps=lambda: _maybe_fault(0))
+            io.write_file(tmp, trace, midway=lambda: _maybe_fault(0))
         except KsptraceError as exc:
             error = exc
     _agree(mpicomm, error, tmp)

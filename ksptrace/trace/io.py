@@ -11,6 +11,7 @@ import errno
 import os
 import uuid
 from collections.abc import Callable, Iterator, Mapping
+from io import BytesIO
 from pathlib import Path
 from typing import Any
 
@@ -118,32 +119,6 @@ def fill_file(f: h5py.File, trace: Trace, after_stamps: Callable[[], None] | Non
     ds["solve_seconds"][...] = trace.solve_seconds
 
 
-METADATA_BYTES = 8192
-"""Room for HDF5's superblock, root group, dataset headers and its 2 KiB metadata blocks."""
-
-ATTRIBUTE_BYTES = 96
-"""Room for one attribute's message header, datatype and dataspace."""
-
-
-def estimated_size(nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None]) -> int:
-    """Bytes a trace of ``nprocs`` ranks and ``nstamps`` monitor calls needs on disk, at most.
-
-    The data size is exact. The metadata allowance (names and values count 5/4, as HDF5 also
-    needs room for object-header continuations) was never below the real size on 1 to 256 ranks,
-    2 to 3001 monitor calls and 0 to 120 attributes of up to 200 bytes
-    (``tests/trace/test_io.py::test_estimated_size_is_an_upper_bound``); a real trace is
-    0.5 to 7.5 KiB smaller.
-    """
-    floats = nprocs * nstamps + nprocs * (nstamps - 1) + nstamps + 2 * nprocs
-    data = 8 * floats + HOSTNAME_BYTES * nprocs
-    named = 0
-    for key, value in attrs.items():
-        if value is not None:
-            size = len(value.encode()) if isinstance(value, str) else 8
-            named += ATTRIBUTE_BYTES + 5 * (len(key.encode()) + size) // 4
-    return data + METADATA_BYTES + named
-
-
 def _kib(nbytes: int) -> int:
     return -(-nbytes // 1024)
 
@@ -167,43 +142,24 @@ def check_space(folder: Path, needed: int) -> None:
 
 
 def _no_space(folder: Path, needed: int, free: int) -> str:
-    need = f"{_kib(needed)} KiB" if needed > free else f"more than {_kib(needed)} KiB"
+    room = f"needs {_kib(needed)} KiB, " if needed > free else ""
     return (
-        f"no space left on {folder} for the trace (needs {need}, {_kib(free)} KiB free); "
+        f"no space left on {folder} for the trace ({room}{_kib(free)} KiB free); "
         "free some space or pick another --out"
     )
 
 
-@contextlib.contextmanager
-def writing(tmp: Path, needed: int) -> Iterator[None]:
-    """Turn any failure while writing ``tmp`` into one OutputError line; ``tmp`` is removed.
-
-    h5py reports a full disk as OSError or as a bare RuntimeError ("file write failed"); the
-    file system is asked again, so the message says how much room there was.
-    """
-    try:
-        yield
-    except (OSError, RuntimeError) as exc:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise OutputError(describe_write_error(exc, tmp, needed)) from None
-    except BaseException:
-        with contextlib.suppress(FileNotFoundError):
-            tmp.unlink()
-        raise
-
-
 def describe_write_error(exc: BaseException, tmp: Path, needed: int) -> str:
+    """One line for a failed write of the ``needed`` bytes of ``tmp``, saying what to do."""
     folder = tmp.parent
     text = str(exc)
     code = getattr(exc, "errno", None)
-    try:
-        free = free_bytes(folder)
-    except OSError:
-        free = None
-    full = code in (errno.ENOSPC, errno.EDQUOT) or "No space left" in text
-    if full or (free is not None and free < needed):
-        return _no_space(folder, needed, free or 0)
+    if code in (errno.ENOSPC, errno.EDQUOT) or "No space left" in text:
+        try:
+            free = free_bytes(folder)
+        except OSError:
+            free = 0
+        return _no_space(folder, needed, free)
     if code in (errno.EACCES, errno.EPERM) or "Permission denied" in text:
         return f"permission denied writing the trace in {folder}; pick a writable --out"
     if code == errno.EROFS or "Read-only file system" in text:
@@ -212,43 +168,73 @@ def describe_write_error(exc: BaseException, tmp: Path, needed: int) -> str:
     return f"cannot write the trace in {folder}: {reason}; pick another --out"
 
 
-def create_file(
-    tmp: Path, nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None]
-) -> None:
-    """Serially create ``tmp`` whole: every dataset allocated and filled with placeholders
-    (NaN, 0, empty names) and every attribute written.
-
-    Ranks then fill in their rows through MPI-IO without allocating space or changing metadata,
-    so a full disk shows here, on rank 0 alone, while all ranks are still in step (a failed
-    write inside a collective HDF5 close deadlocks the job). Raises OutputError, leaving no file.
-    """
-    needed = estimated_size(nprocs, nstamps, attrs)
-    with writing(tmp, needed):
-        check_space(tmp.parent, needed)
-        _create_placeholders(tmp, nprocs, nstamps, attrs)
+def trace_image(trace: Trace, after_stamps: Callable[[], None] | None = None) -> bytes:
+    """The bytes of the HDF5 file of ``trace``, built in memory."""
+    buf = BytesIO()
+    with h5py.File(buf, "w") as f:
+        fill_file(f, trace, after_stamps)
+    return buf.getvalue()
 
 
 PLACEHOLDERS: dict[str, Any] = {"f": np.nan, "i": 0, "S": b""}
 """What a dataset holds, by dtype kind, until the ranks fill in their rows."""
 
 
-def _create_placeholders(
-    tmp: Path, nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None]
-) -> None:
-    with h5py.File(tmp, "w") as f:
+def placeholder_image(nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None]) -> bytes:
+    """The bytes of a trace file with every attribute written and every dataset allocated and
+    filled with placeholders (NaN, 0, empty names), built in memory.
+
+    Ranks can then fill in their rows through MPI-IO without allocating space or changing any
+    metadata (``tests/harness/test_diskfull.py`` checks both).
+    """
+    buf = BytesIO()
+    with h5py.File(buf, "w") as f:
         write_attrs(f, attrs)
         for ds in create_layout(f, nprocs, nstamps).values():
             ds[...] = np.full(ds.shape, PLACEHOLDERS[ds.dtype.kind], dtype=ds.dtype)
+    return buf.getvalue()
 
 
-def write_file(tmp: Path, trace: Trace, after_stamps: Callable[[], None] | None = None) -> None:
-    """Serially write ``trace`` to ``tmp`` after checking the space it needs (OutputError, and no
-    file, when it cannot be written)."""
-    needed = estimated_size(trace.nprocs, trace.iterations + 1, trace.attrs)
-    with writing(tmp, needed):
-        check_space(tmp.parent, needed)
-        with h5py.File(tmp, "w") as f:
-            fill_file(f, trace, after_stamps)
+def write_image(tmp: Path, image: bytes, midway: Callable[[], None] | None = None) -> None:
+    """Write ``image`` to the new file ``tmp`` once its size is known to fit.
+
+    Only plain OS calls touch the disk: HDF5 copes badly with a failed write (errors lost in
+    destructors, a crash at exit, and with MPI-IO ranks that deadlock in the close). Any failure
+    raises one OutputError and leaves no file. ``midway`` runs after half the bytes (tests).
+    """
+    created = False
+    try:
+        check_space(tmp.parent, len(image))
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
+        created = True
+        try:
+            view = memoryview(image)
+            _write_all(fd, view[: len(view) // 2])
+            if midway is not None:
+                midway()
+            _write_all(fd, view[len(view) // 2 :])
+        finally:
+            os.close(fd)
+    except OSError as exc:
+        if created:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        raise OutputError(describe_write_error(exc, tmp, len(image))) from None
+    except BaseException:
+        if created:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        raise
+
+
+def _write_all(fd: int, view: memoryview) -> None:
+    while view:
+        view = view[os.write(fd, view) :]
+
+
+def write_file(tmp: Path, trace: Trace, midway: Callable[[], None] | None = None) -> None:
+    """Write ``trace`` to the new file ``tmp``: OutputError, and no file, when it cannot be."""
+    write_image(tmp, trace_image(trace), midway)
 
 
 def write_trace(trace: Trace, path: str | os.PathLike[str], overwrite: bool = False) -> Path:
