@@ -69,7 +69,8 @@ def init_petsc(argv: list[str]) -> ModuleType:
     locate_petsc4py()
     import petsc4py
 
-    petsc4py.init([sys.argv[0], *argv])
+    program = sys.argv[0] if sys.argv and sys.argv[0][:1] not in ("", "-") else sys.executable
+    petsc4py.init([program, *argv])  # a program name such as '-c' would become an option
     from petsc4py import PETSc
 
     return PETSc

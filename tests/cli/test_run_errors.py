@@ -26,8 +26,8 @@ def one_error_line(stderr: str) -> str:
     ("args", "message"),
     [
         (["--problem", "laplace2d"], "unknown problem 'laplace2d'; valid problems: "),
-        (["--ksp", "gmress"], "unknown KSP type 'gmress'; valid types:"),
-        (["--pc", "jacobbi"], "unknown PC type 'jacobbi'; valid types:"),
+        (["--ksp", "gmress"], "unknown KSP type 'gmress'; did you mean 'gmres'? valid types:"),
+        (["--pc", "jacobbi"], "unknown PC type 'jacobbi'; did you mean 'jacobi'? valid types:"),
         (["--n", "1", "--np", "2"], "n = 1 is smaller than P = 2"),
         (["--iterations", "0"], "--iterations must be >= 1"),
         (["--iterations", "ten"], "--iterations must be int"),
