@@ -18,7 +18,7 @@ from ksptrace.cli.common import add_params
 from ksptrace.errors import EnvironmentProblem, UsageError
 from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
 from ksptrace.harness.options import CHECK_PARAMS, RUN_PARAMS
-from ksptrace.params import resolve
+from ksptrace.params import nearest, resolve
 from ksptrace.problems import registry
 from ksptrace.trace import io
 
@@ -71,6 +71,24 @@ def _settings_values(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str
     return run, problem
 
 
+def _check_type_names(ksp: str, pc: str) -> None:
+    """Refuse a KSP or PC name PETSc does not have before starting mpiexec (the harness checks
+    again against the PETSc it runs). The installed petsc4py is asked only when a name is not
+    in ksptrace's built-in PETSc 3.18 lists, since a newer PETSc may have more types."""
+    from ksptrace import petsc_types
+
+    if ksp in petsc_types.KSP_TYPES and pc in petsc_types.PC_TYPES:
+        return
+    types = petsc_types.current()
+    for kind, name, valid in (("KSP", ksp, types.ksp), ("PC", pc, types.pc)):
+        if name not in valid:
+            near = nearest(name, valid)
+            hint = f"did you mean '{near}'? " if near else ""
+            raise UsageError(
+                f"unknown {kind} type '{name}'; {hint}valid types: {', '.join(sorted(valid))}"
+            )
+
+
 def _safe(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9.+-]", "_", text)
 
@@ -111,6 +129,8 @@ def main(args: argparse.Namespace) -> int:
     if args.np is not None and args.np < 1:
         raise UsageError(f"--np must be >= 1, got {args.np}")
     launched = under_mpi_launcher()
+    if not launched:  # under mpiexec every rank would print it: the harness checks, agreed
+        _check_type_names(run["ksp"], run["pc"])
     if launched:
         size = launched_size()
         if args.np is not None and size is not None and size != args.np:

@@ -32,6 +32,7 @@ from ksptrace.harness.petscenv import (
     petsc_error_text,
     unused_options,
 )
+from ksptrace.params import nearest
 from ksptrace.problems import registry
 from ksptrace.trace import io
 from ksptrace.trace.model import AttrValue
@@ -114,8 +115,8 @@ def _reason_name(cls: Any, value: int) -> str:
 
 
 def _unknown_type(kind: str, name: str, valid: set[str]) -> UsageError:
-    near = difflib.get_close_matches(name, sorted(valid), n=1)
-    hint = f"did you mean '{near[0]}'? " if near else ""
+    near = nearest(name, valid)
+    hint = f"did you mean '{near}'? " if near else ""
     listed = ", ".join(sorted(valid))
     return UsageError(f"unknown {kind} type '{name}'; {hint}valid types: {listed}")
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ksptrace.cli.run import output_path
+from ksptrace.cli.run import _check_type_names, output_path
+from ksptrace.errors import UsageError
 from ksptrace.harness.petscenv import file_option_problem, petsc_error_text
 from ksptrace.trace.io import read_trace
 from tests.cli.test_run_errors import one_error_line
@@ -160,3 +161,14 @@ def test_file_option_destinations(tmp_path: Path) -> None:
     assert "does not exist" in str(file_option_problem("malloc_dump", f"{tmp_path}/no/x"))
     assert file_option_problem("ksp_view", f":{tmp_path}/no/x") is None  # read before publish
 
+
+
+def test_unknown_type_names_get_a_suggestion_before_mpiexec(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setenv("KSPTRACE_PETSC_TYPES", "builtin")  # PETSc 3.18's names, no child
+    with pytest.raises(UsageError, match=r"unknown KSP type 'gmers'; did you mean 'gmres'\?"):
+        _check_type_names("gmers", "jacobi")
+    with pytest.raises(UsageError, match=r"unknown PC type 'jacobbi'; did you mean 'jacobi'\?"):
+        _check_type_names("gmres", "jacobbi")
+    _check_type_names("pipecg", "none")
