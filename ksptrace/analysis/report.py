@@ -22,7 +22,7 @@ import numpy as np
 
 from ksptrace import __version__
 from ksptrace.analysis import figures, findings, tables
-from ksptrace.analysis.pipeline import AnalysisOptions, TraceAnalysis, analyze_trace
+from ksptrace.analysis.pipeline import AnalysisOptions, Flag, TraceAnalysis, analyze_trace
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.outputs import check_destination, staged_directory
 from ksptrace.trace.model import CONFIG_KEYS, Trace
@@ -266,9 +266,22 @@ def _finding_row(f: findings.Finding) -> dict[str, Any]:
         "ks": f.ks_why if f.ks_rejected_pct is None else f"{f.ks_rejected_pct:.0f} %",
         "ks_missing": f.ks_rejected_pct is None,
         "nodes": nodes, "nodes_missing": f.within_pct is None,
-        "flags": [{"code": fl.code, "subject": fl.subject, "message": fl.message}
-                  for fl in f.flags],
+        "flags": flag_summary(f.flags),
     }
+
+
+def flag_summary(flags: Sequence[Flag]) -> list[dict[str, str]]:
+    """The findings table's view of a run's flags: far predictions with their reasons, the
+    others grouped by code with their subjects (their messages are in the run's section)."""
+    out = [{"code": fl.code, "subject": fl.subject, "message": fl.message}
+           for fl in flags if fl.code == "prediction-far"]
+    grouped: dict[str, list[str]] = {}
+    for fl in flags:
+        if fl.code != "prediction-far" and fl.subject not in grouped.setdefault(fl.code, []):
+            grouped[fl.code].append(fl.subject)
+    out += [{"code": code, "subject": "; ".join(subjects), "message": ""}
+            for code, subjects in grouped.items()]
+    return out
 
 
 def _section(d: Analysed, f: findings.Finding, options: AnalysisOptions) -> dict[str, Any]:

@@ -2,34 +2,58 @@
 
 from __future__ import annotations
 
+import csv
 import json
 from pathlib import Path
 
 import pytest
 
+from tests.conftest import Runner
+
 pytestmark = pytest.mark.mpi
 
+REAL_RUNS = (
+    ("gmres", 2), ("pgmres", 2), ("bcgs", 2), ("pipebcgs", 2), ("gmres", 1), ("pipebcgs", 1),
+)
+"""laplace1d, n = 20000, K = 300: standard and pipelined solvers at P = 2, two of them at P = 1."""
 
-def test_report_from_harness_traces(ksptrace_cli, tmp_path: Path) -> None:
-    traces = tmp_path / "traces"
-    for ksp in ("gmres", "pgmres", "bcgs", "pipebcgs"):
-        proc = ksptrace_cli("run", "--n", "20000", "--ksp", ksp, "--iterations", "300",
-                            "--np", "2", "--out", str(traces))
-        assert proc.returncode == 0, proc.stderr
-    (traces / "broken.h5").write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 64)
+
+def real_traces(run: Runner, base: Path) -> dict[tuple[str, int], Path]:
+    """Real harness traces of REAL_RUNS under ``base`` (made once per test session)."""
+    out = {}
+    for ksp, nprocs in REAL_RUNS:
+        folder = base / "real-traces" / f"{ksp}-P{nprocs}"
+        if not list(folder.glob("*.h5")):
+            proc = run("run", "--n", "20000", "--ksp", ksp, "--iterations", "300",
+                       "--np", str(nprocs), "--out", str(folder))
+            assert proc.returncode == 0, proc.stderr
+        (out[ksp, nprocs],) = folder.glob("*.h5")
+    return out
+
+
+def test_report_from_harness_traces(
+    ksptrace_cli: Runner, tmp_path: Path, tmp_path_factory: pytest.TempPathFactory
+) -> None:
+    made = real_traces(ksptrace_cli, tmp_path_factory.getbasetemp())
+    broken = tmp_path / "broken.h5"
+    broken.write_bytes(b"\x89HDF\r\n\x1a\n" + b"\0" * 64)
     out = tmp_path / "report"
-    files = sorted(str(p) for p in traces.glob("*.h5"))
-    proc = ksptrace_cli("analyze", *files, "--out", str(out))
+    files = [str(made[ksp, 2]) for ksp in ("gmres", "pgmres", "bcgs", "pipebcgs")]
+    proc = ksptrace_cli("analyze", *files, str(broken), "--out", str(out))
     assert proc.returncode == 0, proc.stderr
-    assert "broken.h5" in proc.stderr  # named and skipped, the rest analysed
+    assert proc.stderr.count("broken.h5") == 1  # named once and skipped, the rest analysed
     assert "Traceback" not in proc.stderr
+    assert "trace 5 of 5" in proc.stderr  # the progress display, one line per trace in logs
     html = (out / "report.html").read_text()
     assert "<img" in html
     assert "data:image/png;base64," in html
     summary = json.loads((out / "summary.json").read_text())
     assert len(summary["traces"]) == 4
     assert len(summary["skipped"]) == 1
-    table1 = (out / "table1_models.csv").read_text().splitlines()
-    assert len(table1) == 1 + 4
-    for ksp in ("gmres", "pgmres", "bcgs", "pipebcgs"):
-        assert any(f",{ksp}," in row for row in table1[1:]), ksp
+    with (out / "table1_models.csv").open() as f:
+        table1 = list(csv.DictReader(f))
+    assert sorted(r["ksp"] for r in table1) == ["bcgs", "gmres", "pgmres", "pipebcgs"]
+    for row, trace in zip(table1, summary["traces"], strict=True):
+        assert row["best_fit"] == (trace["best_fit"] or "")  # Table 1 and summary.json agree
+        assert float(row["KSPSolve_s"]) == pytest.approx(trace["kspsolve"])
+        assert float(row["sum_k_max_p_T_s"]) == pytest.approx(trace["sum_k_max_p_T"])
