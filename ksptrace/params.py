@@ -7,6 +7,7 @@ This module is pure (no PETSc, no MPI).
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -86,7 +87,8 @@ def nearest(word: str, valid: Iterable[str], aliases: Mapping[str, str] | None =
 
     Edit distance alone picks ``n`` for ``np``; people abbreviate more often than they mistype,
     so the rules go in order: the same name in another case or with dashes; a known alias
-    (``np`` -> ``nprocs``); the shortest valid name that ``word`` begins (``iter`` ->
+    (``np`` -> ``nprocs``); a valid name followed by junk (``gmres;``); the shortest valid name
+    that ``word`` begins (``iter`` ->
     ``iterations``); the shortest that holds its letters in order with the same first letter
     (``nprcs`` -> ``nprocs``); and only then difflib's closest match (``gmers`` -> ``gmres``).
     """
@@ -100,6 +102,11 @@ def nearest(word: str, valid: Iterable[str], aliases: Mapping[str, str] | None =
     target = (aliases or {}).get(low)
     if target in names:
         return target
+    token = re.match(r"[a-z0-9_]+", low)
+    if token and token.group() != low:  # a valid name, then junk: "gmres; x", "jacobi "
+        for name in names:
+            if name.lower() == token.group():
+                return name
     if len(low) >= 2:
         begun = [n for n in names if n.lower().startswith(low)]
         if begun:

@@ -11,7 +11,7 @@ from typing import Any, TextIO
 from ksptrace.jobs import state
 from ksptrace.jobs.backends import BACKENDS, Script, alive_any, get_backend
 from ksptrace.jobs.cost import estimate
-from ksptrace.jobs.expand import load_spec
+from ksptrace.jobs.expand import MAX_RUNS, WARN_RUNS, load_spec
 from ksptrace.jobs.runner import run_campaign
 from ksptrace.jobs.spec import CampaignSpec, RunSpec
 
@@ -26,6 +26,8 @@ def register(subparsers: Any) -> None:
     plan = sub.add_parser("plan", help="list the runs of a campaign file and what each costs")
     plan.add_argument("file", type=Path, help="campaign file (TOML)")
     plan.add_argument("--out", type=Path, help="output folder (overrides the file's)")
+    plan.add_argument("--allow-large", action="store_true",
+                      help=f"accept a sweep of more than {MAX_RUNS:,} runs")
     plan.set_defaults(func=main)
 
     run = sub.add_parser("run", help="run or submit the runs that are not done yet (resumes)")
@@ -35,6 +37,8 @@ def register(subparsers: Any) -> None:
     run.add_argument("--dry-run", action="store_true",
                      help="write the scripts and the manifest, but run and submit nothing")
     run.add_argument("--out", type=Path, help="output folder (overrides the file's)")
+    run.add_argument("--allow-large", action="store_true",
+                     help=f"accept a sweep of more than {MAX_RUNS:,} runs")
     run.set_defaults(func=main)
 
     status = sub.add_parser("status", help="done, running, failed and missing runs of a folder")
@@ -44,10 +48,12 @@ def register(subparsers: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     if args.campaign_command == "plan":
-        return plan(load_spec(args.file, args.out), sys.stdout)
+        return plan(load_spec(args.file, args.out, args.allow_large), sys.stdout)
     if args.campaign_command == "run":
         get_backend(args.backend)  # an unknown name fails before the file is read
-        return run(load_spec(args.file, args.out), args.backend, args.dry_run, sys.stdout)
+        spec = load_spec(args.file, args.out, args.allow_large)
+        warn_if_large(spec, sys.stderr)
+        return run(spec, args.backend, args.dry_run, sys.stdout)
     return status(args.folder, sys.stdout)
 
 
@@ -56,7 +62,18 @@ def _duration(seconds: float) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
 
 
-def plan(spec: CampaignSpec, out: TextIO) -> int:
+def warn_if_large(spec: CampaignSpec, err: TextIO) -> None:
+    """One warning line when a campaign has more than WARN_RUNS runs."""
+    if len(spec.runs) > WARN_RUNS:
+        arrays = -(-len(spec.runs) // spec.scheduler.max_array_size)
+        print(f"ksptrace: warning: campaign {spec.name} has {len(spec.runs):,} runs (more than "
+              f"{WARN_RUNS:,}); on a scheduler that is at least {arrays} job arrays of at most "
+              f"{spec.scheduler.max_array_size} tasks; check the sweep is what you mean",
+              file=err, flush=True)
+
+
+def plan(spec: CampaignSpec, out: TextIO, err: TextIO | None = None) -> int:
+    warn_if_large(spec, sys.stderr if err is None else err)
     header = f"{'#':>4} {'run_id':12} {'problem':10} {'n':>10} {'ksp':9} {'pc':7} {'P':>5} " \
              f"{'K':>6} {'rep':>3} {'nodes':>5} {'est.time':>9} {'core-h':>8}"
     print(f"campaign {spec.name}: {len(spec.runs)} runs -> {spec.output}", file=out)

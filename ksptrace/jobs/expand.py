@@ -2,6 +2,10 @@
 
 Each run gets a stable id, a hash of what defines it, so that the same run has the same id in
 every campaign, on every machine, whatever its position in the sweep.
+
+The size of a sweep is the product of its axes' lengths and the repetitions, known before any
+run is built: a sweep beyond :data:`MAX_RUNS` is refused at once (a 10^6-run sweep would take a
+minute and gigabytes to expand) unless the caller allows it.
 """
 
 from __future__ import annotations
@@ -9,6 +13,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
+import math
 import shlex
 from collections.abc import Mapping
 from pathlib import Path
@@ -18,7 +23,13 @@ from ksptrace.errors import CampaignError
 from ksptrace.harness.options import RUN_PARAMS
 from ksptrace.jobs.schema import NPROCS, CampaignFile, load_campaign_file
 from ksptrace.jobs.spec import CampaignSpec, RunSpec, SchedulerSpec
+from ksptrace.petsc_types import PetscTypes, current
 from ksptrace.problems import registry
+
+WARN_RUNS = 1_000
+"""Above this many runs, ``campaign plan`` and ``campaign run`` warn (check the sweep)."""
+MAX_RUNS = 20_000
+"""Above this many runs, a campaign needs ``--allow-large``."""
 
 
 def run_id(params: Mapping[str, Any], nprocs: int, repetition: int,
@@ -48,6 +59,31 @@ def axes(sweep: Mapping[str, tuple[Any, ...]], zipped: tuple[tuple[str, ...], ..
     return out
 
 
+def sweep_size(cf: CampaignFile) -> tuple[int, str]:
+    """Runs the sweep asks for (before duplicates collapse), and how: ``3 ksp x 4 n x 2 reps``.
+
+    Computed from the axes' lengths, without building a single run."""
+    sweep_axes = axes(cf.sweep, cf.campaign["zip"])
+    repetitions = int(cf.campaign["repetitions"])
+    size = math.prod(len(values) for _, values in sweep_axes) * repetitions
+    factors = [f"{len(values)} {'+'.join(keys)}" for keys, values in sweep_axes
+               if len(values) > 1]
+    if repetitions > 1:
+        factors.append(f"{repetitions} repetitions")
+    return size, " x ".join(factors) or "1 run"
+
+
+def check_size(cf: CampaignFile, allow_large: bool) -> int:
+    """The sweep's size; a CampaignError beyond MAX_RUNS unless ``allow_large``."""
+    size, how = sweep_size(cf)
+    if size > MAX_RUNS and not allow_large:
+        raise CampaignError(
+            f"{cf.path}: the sweep has {size:,} runs ({how}), more than {MAX_RUNS:,}; shrink "
+            "it (fewer values per axis, zip axes that vary together), or pass --allow-large "
+            "if you mean it")
+    return size
+
+
 def expand_runs(cf: CampaignFile) -> tuple[RunSpec, ...]:
     """Every run of the campaign, in sweep order (first key outermost), repetitions innermost."""
     sweep_axes = axes(cf.sweep, cf.campaign["zip"])
@@ -72,8 +108,13 @@ def expand_runs(cf: CampaignFile) -> tuple[RunSpec, ...]:
     return tuple(runs)
 
 
-def build_spec(cf: CampaignFile, output: str | Path | None = None) -> CampaignSpec:
-    """The frozen spec of a checked campaign file; ``output`` overrides the file's folder."""
+def build_spec(cf: CampaignFile, output: str | Path | None = None,
+               allow_large: bool = False) -> CampaignSpec:
+    """The frozen spec of a checked campaign file; ``output`` overrides the file's folder.
+
+    A sweep of more than MAX_RUNS runs is refused before it is expanded, unless
+    ``allow_large``."""
+    check_size(cf, allow_large)
     s = cf.scheduler
     out = Path(output) if output is not None else cf.path.parent / cf.campaign["output"]
     try:
@@ -87,7 +128,8 @@ def build_spec(cf: CampaignFile, output: str | Path | None = None) -> CampaignSp
         partition=s["partition"], account=s["account"], walltime_seconds=s["walltime_seconds"],
         ranks_per_node=s["ranks_per_node"], cores_per_node=s["cores_per_node"],
         exclusive=s["exclusive"], launcher=s["launcher"], mpi=s["mpi"],
-        max_parallel=s["max_parallel"], sbatch_directives=s["sbatch_directives"],
+        max_parallel=s["max_parallel"], max_array_size=s["max_array_size"],
+        sbatch_directives=s["sbatch_directives"],
         pbs_directives=s["pbs_directives"],
     )
     rpn, cores = scheduler.ranks_per_node, scheduler.cores_per_node
@@ -104,5 +146,11 @@ def build_spec(cf: CampaignFile, output: str | Path | None = None) -> CampaignSp
     )
 
 
-def load_spec(path: str | Path, output: str | Path | None = None) -> CampaignSpec:
-    return build_spec(load_campaign_file(path), output)
+def load_spec(path: str | Path, output: str | Path | None = None, allow_large: bool = False,
+              petsc: PetscTypes | None = None) -> CampaignSpec:
+    """Load, check and expand a campaign file.
+
+    KSP and PC names are checked against ``petsc``, by default the installed petsc4py's lists
+    or the built-in ones (:func:`ksptrace.petsc_types.current`)."""
+    cf = load_campaign_file(path, current() if petsc is None else petsc)
+    return build_spec(cf, output, allow_large)

@@ -49,8 +49,12 @@ def task_command(spec: CampaignSpec, run: RunSpec, launcher: Launcher) -> list[s
 
 
 def render_script(spec: CampaignSpec, runs: Sequence[RunSpec], launcher: Launcher,
-                  directives: Sequence[str], flavour: TaskFlavour) -> str:
-    """The whole script: shebang, directives, then the task body."""
+                  directives: Sequence[str], flavour: TaskFlavour,
+                  part: tuple[int, int, int] | None = None) -> str:
+    """The whole script: shebang, directives, then the task body.
+
+    ``part`` is (offset, part number, parts) when a group of runs is split into several job
+    arrays: task i of this one runs the group's run ``offset + i``."""
     lines = ["#!/bin/bash", *directives, ""]
     lines += [
         f"# ksptrace campaign {spec.name}: "
@@ -59,6 +63,11 @@ def render_script(spec: CampaignSpec, runs: Sequence[RunSpec], launcher: Launche
         "# Paths are relative to the campaign's output folder.",
         "set -u",
     ]
+    if part is not None:
+        offset, number, parts = part
+        lines.insert(len(directives) + 3,
+                     f"# Array {number} of {parts}: task i runs run {offset} + i of this group "
+                     f"(task-index offset {offset}).")
     if spec.setup:
         lines += ["", "# set-up lines from the campaign file", *spec.setup]
     lines += [

@@ -88,11 +88,18 @@ class SchedulerSpec:
     launcher: str | None = None
     mpi: str = "pmix"
     max_parallel: int | None = None
+    max_array_size: int = 1000
+    """Most tasks in one job array; more runs are split into several arrays."""
     sbatch_directives: tuple[str, ...] = ()
     pbs_directives: tuple[str, ...] = ()
 
     def nodes(self, nprocs: int) -> int:
         return 1 if self.ranks_per_node is None else math.ceil(nprocs / self.ranks_per_node)
+
+    def chunks(self, runs: list[RunSpec]) -> list[list[RunSpec]]:
+        """``runs`` cut into arrays of at most ``max_array_size`` tasks, in order."""
+        size = max(1, self.max_array_size)
+        return [runs[i:i + size] for i in range(0, len(runs), size)]
 
     def ranks_per_node_for(self, nprocs: int) -> int:
         """Ranks on one node for a run of ``nprocs`` ranks."""

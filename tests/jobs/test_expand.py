@@ -2,10 +2,19 @@
 
 from __future__ import annotations
 
+import time
+import tracemalloc
 from collections.abc import Callable
 from pathlib import Path
 
-from ksptrace.jobs.expand import load_spec, run_id
+import pytest
+
+from ksptrace.cli.main import build_parser, main
+from ksptrace.errors import CampaignError
+from ksptrace.jobs import expand
+from ksptrace.jobs.expand import load_spec, run_id, sweep_size
+from ksptrace.jobs.schema import load_campaign_file
+from ksptrace.petsc_types import BUILTIN, SOURCE_ENV
 
 Write = Callable[..., Path]
 
@@ -63,3 +72,78 @@ def test_run_arguments(write_campaign: Write) -> None:
     assert args[args.index("--restart") + 1] == "50"
     assert args[args.index("--out") + 1] == f"traces/{spec.runs[0].run_id}.h5"
     assert args[-5:] == ["--np", "2", "-log_view", "-ksp_gmres_modifiedgramschmidt", "true"]
+
+
+# --- giant sweeps: sized from the axes before anything is expanded -----------------------------
+
+MILLION = ("[sweep]\nn = " + str(list(range(1000, 2000))) + "\niterations = "
+           + str(list(range(1, 1001))) + "\n")
+
+
+def test_sweep_size_comes_from_the_axes(write_campaign: Write) -> None:
+    cf = load_campaign_file(write_campaign(
+        "[campaign]\nrepetitions = 3\nzip = [['n', 'nprocs']]\n"
+        "[sweep]\nksp = ['gmres', 'bcgs']\nn = [1000, 2000]\nnprocs = [1, 2]\npc = 'jacobi'\n"),
+        BUILTIN)
+    assert sweep_size(cf) == (2 * 2 * 3, "2 ksp x 2 n+nprocs x 3 repetitions")
+
+
+def test_a_million_run_sweep_is_refused_at_once(write_campaign: Write) -> None:
+    path = write_campaign(MILLION)
+    tracemalloc.start()
+    start = time.perf_counter()
+    try:
+        with pytest.raises(CampaignError) as err:
+            load_spec(path, petsc=BUILTIN)
+        seconds = time.perf_counter() - start
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert str(err.value) == (
+        f"{path}: the sweep has 1,000,000 runs (1000 n x 1000 iterations), more than 20,000; "
+        "shrink it (fewer values per axis, zip axes that vary together), or pass --allow-large "
+        "if you mean it")
+    assert seconds < 1.0
+    assert peak < 20e6
+
+
+def test_allow_large_expands(write_campaign: Write, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(expand, "MAX_RUNS", 5)
+    path = write_campaign("[sweep]\nn = [1000, 2000, 3000]\nnprocs = [1, 2]\n")
+    with pytest.raises(CampaignError, match="the sweep has 6 runs"):
+        load_spec(path, petsc=BUILTIN)
+    assert len(load_spec(path, allow_large=True, petsc=BUILTIN).runs) == 6
+
+
+def test_cli_refuses_a_giant_sweep_in_one_line(
+        write_campaign: Write, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SOURCE_ENV, "builtin")  # time the refusal, not petsc4py's start-up
+    build_parser()  # nor the first import of every command's modules
+    path = write_campaign(MILLION)
+    for action in (["plan"], ["run", "--backend", "slurm", "--dry-run"]):
+        start = time.perf_counter()
+        assert main(["campaign", *action, str(path)]) == 7
+        assert time.perf_counter() - start < 2.0
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        lines = captured.err.splitlines()
+        assert len(lines) == 1
+        assert lines[0].startswith("ksptrace: error: ")
+        assert "1,000,000 runs" in lines[0]
+        assert "--allow-large" in lines[0]
+    assert not (path.parent / "runs").exists()
+
+
+def test_plan_warns_above_a_thousand_runs(
+        write_campaign: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    path = write_campaign("[sweep]\nn = " + str(list(range(1000, 2001))) + "\n")
+    assert main(["campaign", "plan", str(path)]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        "ksptrace: warning: campaign ksptrace has 1,001 runs (more than 1,000); on a scheduler "
+        "that is at least 2 job arrays of at most 1000 tasks; check the sweep is what you mean"]
+    assert "campaign ksptrace: 1001 runs" in captured.out
+    small = write_campaign("[sweep]\nn = [1000, 2000]\n", "small.toml")
+    assert main(["campaign", "plan", str(small)]) == 0
+    assert capsys.readouterr().err == ""

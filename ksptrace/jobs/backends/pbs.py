@@ -1,4 +1,7 @@
-"""The PBS Pro / OpenPBS backend: ``-l select``, ``-J`` arrays, ``-j oe``, qsub."""
+"""The PBS Pro / OpenPBS backend: ``-l select``, ``-J`` arrays, ``-j oe``, qsub.
+
+Arrays are split like Slurm's, at most ``max_array_size`` subjobs each (PBS's server attribute
+of the same name)."""
 
 from __future__ import annotations
 
@@ -11,7 +14,7 @@ from pathlib import Path
 from ksptrace.errors import CampaignError
 from ksptrace.jobs import state
 from ksptrace.jobs.backends.base import Backend, Progress, Script, SubmissionRejected
-from ksptrace.jobs.backends.slurm import by_nodes
+from ksptrace.jobs.backends.slurm import split
 from ksptrace.jobs.schema import format_walltime
 from ksptrace.jobs.script import TaskFlavour, render_script
 from ksptrace.jobs.spec import LOGS_DIR, SCRIPTS_DIR, CampaignSpec, RunSpec
@@ -52,10 +55,11 @@ class PbsBackend(Backend):
 
     def render(self, spec: CampaignSpec, runs: Sequence[RunSpec]) -> list[Script]:
         out = []
-        for nodes, group in by_nodes(spec, runs):
+        for nodes, group, part, suffix in split(spec, runs):
             text = render_script(spec, group, self.launcher(spec),
-                                 self.directives(spec, nodes, group), flavour(len(group) > 1))
-            out.append(Script(f"{SCRIPTS_DIR}/pbs/{spec.name}-N{nodes}.pbs", text, tuple(group)))
+                                 self.directives(spec, nodes, group), flavour(len(group) > 1),
+                                 part)
+            out.append(Script(f"{SCRIPTS_DIR}/pbs/{spec.name}{suffix}.pbs", text, tuple(group)))
         return out
 
     def submit(self, spec: CampaignSpec, scripts: Sequence[Script],

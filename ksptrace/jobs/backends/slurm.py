@@ -1,4 +1,8 @@
-"""The Slurm backend: one job array per node count, a task per run, sbatch --parsable."""
+"""The Slurm backend: job arrays per node count, a task per run, sbatch --parsable.
+
+An array holds at most ``max_array_size`` tasks (Slurm refuses indices at or above its
+MaxArraySize, 1001 by default), so a larger group of runs becomes several scripts, each an array
+numbered from 0 whose header names its offset in the group."""
 
 from __future__ import annotations
 
@@ -28,6 +32,24 @@ def by_nodes(spec: CampaignSpec, runs: Sequence[RunSpec]) -> list[tuple[int, lis
     key = spec.scheduler.nodes
     ordered = sorted(runs, key=lambda r: (key(r.nprocs), r.index))
     return [(n, list(g)) for n, g in groupby(ordered, key=lambda r: key(r.nprocs))]
+
+
+def split(spec: CampaignSpec, runs: Sequence[RunSpec]
+          ) -> list[tuple[int, list[RunSpec], tuple[int, int, int] | None, str]]:
+    """(nodes, runs, part, file name suffix) of each array: by node count, then in chunks of
+    at most ``max_array_size``; ``part`` (offset, number, parts) is None for a whole group."""
+    out: list[tuple[int, list[RunSpec], tuple[int, int, int] | None, str]] = []
+    size = spec.scheduler.max_array_size
+    for nodes, group in by_nodes(spec, runs):
+        chunks = spec.scheduler.chunks(group)
+        if len(chunks) == 1:
+            out.append((nodes, group, None, f"-N{nodes}"))
+            continue
+        width = len(str(len(chunks)))
+        for number, chunk in enumerate(chunks, start=1):
+            out.append((nodes, chunk, ((number - 1) * size, number, len(chunks)),
+                        f"-N{nodes}-{number:0{width}d}"))
+    return out
 
 
 def parse_job_id(stdout: str) -> str:
@@ -67,10 +89,10 @@ class SlurmBackend(Backend):
 
     def render(self, spec: CampaignSpec, runs: Sequence[RunSpec]) -> list[Script]:
         out = []
-        for nodes, group in by_nodes(spec, runs):
+        for nodes, group, part, suffix in split(spec, runs):
             text = render_script(spec, group, self.launcher(spec),
-                                 self.directives(spec, nodes, group), FLAVOUR)
-            out.append(Script(f"{SCRIPTS_DIR}/slurm/{spec.name}-N{nodes}.sbatch", text,
+                                 self.directives(spec, nodes, group), FLAVOUR, part)
+            out.append(Script(f"{SCRIPTS_DIR}/slurm/{spec.name}{suffix}.sbatch", text,
                               tuple(group)))
         return out
 
