@@ -185,3 +185,25 @@ def test_an_earlier_report_survives_a_failed_rewrite(
     assert "no space left" in _one_error_line(capsys.readouterr().err)
     assert (out / "report.html").read_text() == before
     assert sorted(_leftovers(disk)) == ["filler", "report"]
+
+
+def test_demo_terminal_table1_shows_signed_percentages() -> None:
+    import csv
+    import io
+
+    from ksptrace.analysis import tables
+    from ksptrace.analysis.pipeline import AnalysisOptions, analyze_trace
+    from ksptrace.cli.demo import table1_lines
+
+    options = AnalysisOptions(candidates=("norm",), fit_size=2000, mc_runs=2)
+    analyses = [analyze_trace(synthetic_trace(8, 60, 4, ksp, seed=1), options)
+                for ksp in ("gmres", "pipebcgs")]
+    rows = list(csv.DictReader(io.StringIO(tables.model_table(analyses).to_csv())))
+    lines = table1_lines(rows)
+    assert "signed error in per cent" in lines[0]
+    gmres = next(ln for ln in lines if " gmres " in ln)
+    err = float(rows[0]["err_pct_hat_unif"])
+    assert f"({err:+6.1f} %)" in gmres
+    pipe = next(ln for ln in lines if " pipebcgs " in ln)
+    assert " " * 18 + "-" in pipe  # no Cramér bound for a pipelined method
+    assert " " * 18 + "-" not in gmres
