@@ -195,7 +195,7 @@ def test_demo_terminal_table1_shows_signed_percentages() -> None:
     from ksptrace.analysis.pipeline import AnalysisOptions, analyze_trace
     from ksptrace.cli.demo import table1_lines
 
-    options = AnalysisOptions(candidates=("norm",), fit_size=2000, mc_runs=2)
+    options = AnalysisOptions(candidates=("johnsonsu",), fit_size=2000, mc_runs=2)
     analyses = [analyze_trace(synthetic_trace(8, 60, 4, ksp, seed=1), options)
                 for ksp in ("gmres", "pipebcgs")]
     rows = list(csv.DictReader(io.StringIO(tables.model_table(analyses).to_csv())))
