@@ -31,16 +31,27 @@ def _check_count(count: float) -> float:
     return c
 
 
-def has_finite_mean(dist: Any) -> bool:
-    """Whether the scipy frozen distribution ``dist`` has a finite mean.
+def mean_of(dist: Any) -> float:
+    """The mean of a scipy frozen distribution: nan or inf when it has none (warnings silenced).
 
-    Cauchy, t and nct with df <= 1, Pareto with b <= 1 and others do not: scipy's mean is then
-    nan or inf.
+    Cauchy, t and nct with df <= 1, Pareto with b <= 1 and others have no finite mean.
     """
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        mean = float(dist.mean())
-    return bool(np.isfinite(mean))
+        return float(dist.mean())
+
+
+def has_finite_mean(dist: Any) -> bool:
+    """Whether the scipy frozen distribution ``dist`` has a finite mean."""
+    return bool(np.isfinite(mean_of(dist)))
+
+
+def _refuse_infinite_mean(dist: Any, n: float, mean: float) -> None:
+    if not np.isfinite(mean):
+        raise AnalysisError(
+            f"{_family(dist)} has no finite mean, so the expected maximum of {n:g} draws is "
+            "infinite; use a fitted family with a finite mean"
+        )
 
 
 def _family(dist: Any) -> str:
@@ -56,11 +67,12 @@ def expected_max(dist: Any, count: float) -> float:
     quadrature would return a finite, meaningless number).
     """
     n = _check_count(count)
-    if not has_finite_mean(dist):
-        raise AnalysisError(
-            f"{_family(dist)} has no finite mean, so the expected maximum of {n:g} draws is "
-            "infinite; use a fitted family with a finite mean"
-        )
+    _refuse_infinite_mean(dist, n, mean_of(dist))
+    return _expected_max(dist, n)
+
+
+def _expected_max(dist: Any, n: float) -> float:
+    """expected_max for a distribution known to have a finite mean."""
 
     def integrand(w: float) -> float:
         weight = np.exp(-w)
@@ -147,15 +159,21 @@ class StationaryModel:
 
 
 def stationary_model(family: str, dist: Any, iterations: int, count: float) -> StationaryModel:
-    """The stationary models for K iterations of N independent ranks drawing from ``dist``."""
+    """The stationary models for K iterations of N independent ranks drawing from ``dist``.
+
+    Refused (AnalysisError) when ``dist`` has no finite mean.
+    """
     if iterations < 1:
         raise AnalysisError(f"the model needs K >= 1 iterations, got {iterations}")
+    n = _check_count(count)
+    mean = mean_of(dist)
+    _refuse_infinite_mean(dist, n, mean)
     return StationaryModel(
         family=family,
         iterations=int(iterations),
         count=float(count),
-        expected_max=expected_max(dist, count),
-        mean=float(dist.mean()),
+        expected_max=_expected_max(dist, n),
+        mean=mean,
     )
 
 

@@ -233,7 +233,12 @@ def _stationary_models(
     for fit in bulk.fits:
         subject = f"stationary model ({fit.name})"
         dist = fit.frozen()
-        if not models.has_finite_mean(dist):
+        try:
+            model = models.stationary_model(fit.name, dist, k, count)
+        except AnalysisError as exc:
+            if models.has_finite_mean(dist):
+                notes.append(f"stationary model with {fit.name}: {exc}")
+                continue
             shapes = ", ".join(f"{p:.3g}" for p in fit.params[:-2])
             flags.append(
                 Flag(
@@ -243,11 +248,6 @@ def _stationary_models(
                     "and K mu are infinite: no model from this family",
                 )
             )
-            continue
-        try:
-            model = models.stationary_model(fit.name, dist, k, count)
-        except AnalysisError as exc:
-            notes.append(f"stationary model with {fit.name}: {exc}")
             continue
         fitted_mean = model.mean
         found: dict[str, str] = {}
@@ -315,9 +315,10 @@ def _count_flags(nprocs: int, count: float, reasons: dict[str, str]) -> list[Fla
             f"all {nprocs} ranks share one node and N counts nodes; --independent ranks "
             "makes N = P"
         )
-    reasons["N = 1"] = (
-        "with N = 1 the model is K times the mean and misses the wait for the slowest rank"
-    )
+    if nprocs > 1:
+        reasons["N = 1"] = (
+            "with N = 1 the model is K times the mean and misses the wait for the slowest rank"
+        )
     return [
         Flag(
             "one-node",
