@@ -142,7 +142,7 @@ class StationaryModel:
     family: str
     iterations: int
     count: float
-    """N: P, or P-hat = P / ranks-per-node."""
+    """N: the number of independent units (the trace's node count, or P)."""
     expected_max: float
     """Expected slowest-rank time of one iteration."""
     mean: float
