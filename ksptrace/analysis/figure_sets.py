@@ -10,13 +10,13 @@ reason goes to ``FigureSet.omitted`` instead.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from matplotlib.figure import Figure
 
-from ksptrace.analysis import figures
+from ksptrace.analysis import figures, ks
 from ksptrace.analysis.pipeline import TraceAnalysis
 from ksptrace.trace.model import Trace
 
@@ -133,102 +133,316 @@ def digest(trace: Trace, a: TraceAnalysis) -> TraceDigest:
     )
 
 
-def _png(fig: Figure) -> bytes:
-    return figures.to_png(fig)
+MAX_HEATMAP_RANKS = 64
+"""The KS heatmap shows every rank pair up to this many ranks, else a seeded subsample."""
+HEATMAP_SEED = 0
+
+
+def _varies(x: np.ndarray) -> bool:
+    return not figures.is_constant(x)
+
+
+def heatmap_ranks(nprocs: int, limit: int = MAX_HEATMAP_RANKS, seed: int = HEATMAP_SEED
+                  ) -> np.ndarray:
+    """All ranks up to ``limit``, else a seeded random subsample of ``limit``, sorted."""
+    if nprocs <= limit:
+        return np.arange(nprocs)
+    return np.sort(np.random.default_rng(seed).choice(nprocs, size=limit, replace=False))
+
+
+class _Collector:
+    """Draws figures into Drawn records and closes nothing it does not need (Agg, no pyplot)."""
+
+    def __init__(self) -> None:
+        self.drawn: list[Drawn] = []
+        self.omitted: list[str] = []
+
+    def add(self, key: str, title: str, caption: str, fig: Figure) -> None:
+        self.drawn.append(Drawn(key, title, caption, figures.to_png(fig)))
+        fig.clear()
+
+    def result(self) -> FigureSet:
+        return FigureSet(tuple(self.drawn), tuple(self.omitted))
+
+
+def _rank_figures(out: _Collector, times: np.ndarray, kept: np.ndarray, trace: Trace,
+                  a: TraceAnalysis) -> None:
+    """Per-rank histograms, the KS heatmap and the rank scatter (P >= 2)."""
+    shown = list(dict.fromkeys((0, 1, a.nprocs - 1)))
+    if _varies(kept[shown]):
+        axis = figures.time_axis(kept[shown])
+        out.add(
+            "rank-histograms",
+            "Per-rank distributions of the iteration times",
+            f"Distribution of Tₚᵏ over the {kept.shape[1]} kept iterations of ranks "
+            f"{', '.join(map(str, shown))} (the paper's Fig. 1). Density in 1/{axis.unit}. "
+            + axis.describe(),
+            figures.rank_histograms(kept, shown, axis=axis),
+        )
+    else:
+        out.omitted.append(
+            "every iteration time of the ranks shown is equal: no per-rank histogram"
+        )
+    if kept.shape[1] >= 2 and _varies(kept):
+        alpha = a.ks_all.alpha if a.ks_all is not None else 0.05
+        ranks = heatmap_ranks(a.nprocs)
+        res = ks.pairwise(kept, ranks, alpha)
+        which = (
+            f"every pair of the P = {a.nprocs} ranks"
+            if ranks.size == a.nprocs
+            else f"every pair of a random subsample of {ranks.size} of the P = {a.nprocs} "
+            f"ranks (seed {HEATMAP_SEED})"
+        )
+        pairs = ranks.size * (ranks.size - 1) // 2
+        out.add(
+            "ks-heatmap",
+            "KS statistic of rank pairs",
+            f"Two-sample KS statistic D for {which}, over the {res.n} kept iterations. Pairs "
+            f"with D above the threshold {res.threshold:.3g} (α = {alpha:g}, the red line on "
+            f"the colour bar) are hatched: {100 * res.fraction_rejected:.0f} % of the "
+            f"{pairs} pairs are judged to come from different distributions.",
+            figures.ks_heatmap(res),
+        )
+    else:
+        out.omitted.append("K < 2 or constant times: no KS heatmap")
+    k = a.focus_iteration
+    one_node = a.n_nodes < 2
+    out.add(
+        "iteration-vs-rank",
+        f"Iteration times against rank, k = {k}",
+        f"Tₚᵏ of every rank p in iteration k = {k} (the paper's Fig. 2)"
+        + ("." if one_node else ", with node boundaries; the right panel enlarges the first "
+           "nodes.")
+        + f" Times in {figures.unit_for(float(times[:, k].max()))[1]}.",
+        figures.iteration_vs_rank(times, k, trace.node_ids),
+    )
+    if one_node:
+        out.omitted.append(
+            "one node: no node pairs; the node boundaries and first-nodes inset of the rank "
+            "scatter are left out"
+        )
+
+
+def _uniform_figures(out: _Collector, times: np.ndarray, a: TraceAnalysis,
+                     keep: np.ndarray) -> None:
+    """Iterations with uniform fits (P >= 2) and the a_k / s_k histograms."""
+    mid = a.layout.at_position(a.layout.middle_position())
+    candidates = [int(k) for k in (mid if mid.size else np.arange(a.iterations))]
+    chosen = [k for k in candidates if _varies(times[:, k])][:2]
+    if a.nprocs > 1 and chosen:
+        out.add(
+            "uniform-fits",
+            "Iterations with their uniform fits",
+            f"Histograms over the ranks of Tₚᵏ in iterations k = {', '.join(map(str, chosen))}, "
+            "each with its uniform distribution on [aₖ, aₖ + sₖ] (the paper's Fig. 6).",
+            figures.uniform_fits(times, chosen),
+        )
+    elif a.nprocs > 1:
+        out.omitted.append("every equal-work iteration has sₖ = 0: no uniform-fit figure")
+    panels = [w for w in ("lower", "span") if _varies(getattr(a.uniform, w)[keep])]
+    for w in ("lower", "span"):
+        if w not in panels:
+            name = "aₖ" if w == "lower" else "sₖ"
+            value = float(getattr(a.uniform, w)[keep][0])
+            why = "P = 1: " if a.nprocs == 1 and w == "span" else ""
+            out.omitted.append(
+                f"{why}{name} is constant ({figures.fmt_time(value)}): no {name} histogram"
+            )
+    if not panels:
+        return
+    axes = figures.parameter_axes(a.uniform, keep, panels)
+    named = {"lower": "aₖ", "span": "sₖ"}
+    clipping = " ".join(f"{named[w]}: {ax.describe()}" for w, ax in zip(panels, axes, strict=True))
+    collapsed = [named[w] for w in panels if a.parameters is not None
+                 and getattr(a.parameters, f"{w}_normal") is not None]
+    fit = (
+        "no Johnson S_U fit (too few iterations)" if a.parameters is None
+        else "their Johnson S_U fits"
+        + (f" ({', '.join(collapsed)}: the fit collapsed, its normal limit is drawn)"
+           if collapsed else "")
+    )
+    out.add(
+        "uniform-parameters",
+        "Uniform parameters aₖ and sₖ with Johnson S_U fits",
+        f"Histograms of the per-iteration minimum aₖ and span sₖ over the {keep.size} kept "
+        f"iterations, with {fit} (the paper's Fig. 7). {clipping}",
+        figures.uniform_parameters(a.uniform, a.parameters, keep=keep, panels=panels),
+    )
 
 
 def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
     """Every per-trace figure of the paper that makes sense for this trace."""
+    out = _Collector()
     times = trace.iteration_seconds
-    drawn: list[Drawn] = []
-    omitted: list[str] = []
-
-    def add(key: str, title: str, caption: str, draw: Callable[[], Figure]) -> None:
-        drawn.append(Drawn(key, title, caption, _png(draw())))
-
+    keep = _kept_columns(a)
+    kept = times if keep.size == times.shape[1] else times[:, keep]
     if a.nprocs > 1:
-        add(
-            "rank-histograms",
-            "Per-rank histograms",
-            "Distribution of the iteration times of ranks 0 and 1 over k.",
-            lambda: figures.rank_histograms(times, (0, 1)),
+        _rank_figures(out, times, kept, trace, a)
+        mid = a.layout.at_position(a.layout.middle_position())
+        sel = mid if mid.size > 1 else None
+        lo, hi = figures.colour_limits(times, sel)
+        which = (
+            f"the equal-work iterations k mod {a.layout.cycle_length} = "
+            f"{a.layout.middle_position()}" if sel is not None else "every iteration"
         )
-        add(
-            "iteration-vs-rank",
-            f"T_p^k against rank, k = {a.focus_iteration}",
-            f"Iteration times of every rank p in iteration k = {a.focus_iteration}, "
-            "with node boundaries.",
-            lambda: figures.iteration_vs_rank(times, a.focus_iteration, trace.node_ids),
+        out.add(
+            "colormap",
+            "Colormap of the iteration times",
+            f"Tₚᵏ over ranks p (x) and {which} (y, labelled with the real k) (the paper's "
+            f"Fig. 3). Colours clipped to the 1st-99th percentiles, {figures.fmt_time(lo)} to "
+            f"{figures.fmt_time(hi)}"
+            + (" (block means over large traces)." if max(times.shape) > figures.MAX_IMAGE_ROWS
+               else "."),
+            figures.colormap(times, sel),
         )
     else:
-        omitted.append(
-            "P = 1: no rank pairs; the per-rank histograms, the KS heatmap and the rank "
-            "scatter are left out"
+        out.omitted.append(
+            "P = 1: no rank pairs; the per-rank histograms, the KS heatmap, the rank scatter "
+            "and the colormap are left out"
         )
-    mid = a.layout.at_position(a.layout.middle_position())
-    add(
-        "colormap",
-        "Colormap of equal-work iterations",
-        "T_p^k over ranks and equal-work iterations; colours clipped to the 1st-99th "
-        "percentiles.",
-        lambda: figures.colormap(times, mid if mid.size > 1 else None),
-    )
-    if a.bulk is not None:
-        bulk = a.bulk
-        add(
+    if a.bulk is not None and _varies(kept):
+        axis = figures.time_axis(kept)
+        best = ", ".join(f.name for f in a.bulk.fits[:4])
+        out.add(
             "bulk-fit",
-            "Bulk histogram with fitted pdfs",
-            "Histogram of all kept T_p^k with the best fitted families.",
-            lambda: figures.bulk_fit(bulk),
+            "Bulk distribution with fitted families",
+            f"Histogram of all {kept.size} kept Tₚᵏ with the four best fitted pdfs by SSE "
+            f"({best}) (the paper's Fig. 5). Density in 1/{axis.unit}. {axis.describe()}",
+            figures.bulk_fit(a.bulk, values=kept, axis=axis),
         )
-    if a.nprocs > 1:
-        shown = sorted({int(mid[0]), int(mid[min(1, mid.size - 1)])}) if mid.size else [0]
-        add(
-            "uniform-fits",
-            "Iterations with uniform fits",
-            f"Histograms of T_p^k over p for k = {', '.join(map(str, shown))}, with the "
-            "uniform distribution on [a_k, a_k + s_k].",
-            lambda: figures.uniform_fits(times, shown),
+    _uniform_figures(out, times, a, keep)
+    if a.layout.cycle_length > 1 and a.nprocs * a.iterations > 1 and _varies(kept):
+        first = int(a.layout.keep(True)[0] % a.layout.cycle_length) if a.iterations else 0
+        positions = sorted({first, a.layout.middle_position(), a.layout.cycle_length - 1})
+        axis = figures.time_axis(kept)
+        out.add(
+            "cycle-histograms",
+            "Iterations by position in the restart cycle",
+            f"Histograms of Tₚᵏ at restart-cycle positions k mod {a.layout.cycle_length} = "
+            f"{', '.join(map(str, positions))} next to all kept iterations (the paper's "
+            f"Fig. 12). {axis.describe()}",
+            figures.cycle_histograms(times, a.layout, positions, axis=axis),
         )
-        add(
-            "uniform-parameters",
-            "a_k and s_k with Johnson S_U fits",
-            "Histograms of the per-iteration minimum a_k and span s_k with their Johnson "
-            "S_U fits.",
-            lambda: figures.uniform_parameters(a.uniform, a.parameters),
+    return out.result()
+
+
+def _fmt_n(n: float | None) -> str:
+    return "n = ?" if n is None else f"n = {n:g}"
+
+
+def _solver_times(a: TraceAnalysis, label: str) -> figures.SolverTimes:
+    best = a.best_fit_name
+    model = a.model(best) if best is not None else None
+    return figures.SolverTimes(
+        label=label,
+        measured=a.measured,
+        lockstep_sum=a.lockstep_sum,
+        rank_sum_max=a.rank_sum_max,
+        nonstationary=a.nonstationary.pipelined if a.pipelined else a.nonstationary.standard,
+        stationary=None if model is None else (model.pipelined if a.pipelined else model.standard),
+        stationary_name=best,
+        simulated=a.simulated,
+        simulated_stderr=a.simulated_stderr,
+    )
+
+
+def _solver_figures(out: _Collector, items: Sequence[tuple[TraceAnalysis, TraceDigest]]) -> None:
+    """Solvers overlaid for the same problem, n and P (the paper's Figs. 10-11)."""
+    groups: dict[tuple[str, str, int], list[tuple[TraceAnalysis, TraceDigest]]] = {}
+    for a, d in items:
+        groups.setdefault((d.problem, _fmt_n(d.n), d.nprocs), []).append((a, d))
+    single: list[str] = []
+    for (problem, n, nprocs), members in groups.items():
+        solvers = list(dict.fromkeys(d.ksp for _, d in members))
+        name = f"{problem}, {n}, P = {nprocs}"
+        if len(solvers) < 2:
+            single.append(f"{name} ({solvers[0]})")
+            continue
+        slug = f"{problem}-{n.replace(' ', '').replace('=', '')}-P{nprocs}"
+        merged = []
+        for s in solvers:
+            mine = [d for _, d in members if d.ksp == s]
+            merged.append((
+                s if len(mine) == 1 else f"{s} ({len(mine)} runs)",
+                [sum(getattr(d, w).counts for d in mine) for w in ("times", "lower", "span")],
+            ))
+        out.add(
+            f"solvers-distributions-{slug}",
+            f"Solvers compared: {name}",
+            f"Distributions of Tₚᵏ, aₖ and sₖ (kept iterations, repetitions pooled) of each "
+            f"solver for {name} (the paper's Figs. 10-11). Logarithmic time axes, density per "
+            "decade, so that solvers far apart share the axes; aₖ = sₖ = 0 values are not shown.",
+            figures.solver_distributions(
+                LOG_EDGES, merged, ("iteration time $T_p^k$", "minimum $a_k$", "span $s_k$")
+            ),
         )
-    else:
-        omitted.append(
-            "P = 1: every iteration has one value (s_k = 0); the uniform-fit and a_k/s_k "
-            "histograms are left out"
+        seen: dict[str, int] = {}
+        rows = []
+        for a, d in members:
+            seen[d.ksp] = seen.get(d.ksp, 0) + 1
+            label = d.ksp if seen[d.ksp] == 1 else f"{d.ksp} #{seen[d.ksp]}"
+            rows.append(_solver_times(a, label))
+        out.add(
+            f"solvers-models-{slug}",
+            f"Measured and modelled KSPSolve: {name}",
+            f"For each run of {name}: the measured KSPSolve (slowest rank), the measured "
+            "Σₖ maxₚ Tₚᵏ and maxₚ Σₖ Tₚᵏ, the non-stationary model, the best stationary model "
+            "(lowest SSE) and the Monte Carlo mean with its standard error, each for the "
+            "method kind the solver is (standard or pipelined).",
+            figures.solver_times(rows),
         )
-    return FigureSet(tuple(drawn), tuple(omitted))
+    if single:
+        out.omitted.append(
+            f"one solver only, no solver comparison for: {'; '.join(single)}"
+        )
+
+
+def _scaling_figures(out: _Collector, items: Sequence[tuple[TraceAnalysis, TraceDigest]],
+                     across: str) -> None:
+    """Model parameters across P (fixed n) or across n (fixed P) (the paper's Figs. 8-9)."""
+    groups: dict[tuple[str, str, str], dict[float, list[tuple[TraceAnalysis, TraceDigest]]]] = {}
+    for a, d in items:
+        x = float(d.nprocs) if across == "P" else d.n
+        if x is None:
+            continue
+        fixed = _fmt_n(d.n) if across == "P" else f"P = {d.nprocs}"
+        groups.setdefault((d.problem, d.ksp, fixed), {}).setdefault(x, []).append((a, d))
+    single: list[str] = []
+    for (problem, ksp, fixed), by_x in groups.items():
+        name = f"{problem}, {ksp}, {fixed}"
+        if len(by_x) < 2:
+            single.append(name)
+            continue
+        points = []
+        for x, members in by_x.items():
+            params = next((a.parameters for a, _ in members if a.parameters is not None), None)
+            points.append(figures.ScalingPoint(
+                x=x,
+                mean=float(np.mean([d.mean for _, d in members])),
+                std=float(np.mean([d.std for _, d in members])),
+                lower=None if params is None else params.lower,
+                span=None if params is None else params.span,
+            ))
+        slug = f"{problem}-{ksp}-{fixed.replace(' ', '').replace('=', '')}"
+        what = "processor counts P" if across == "P" else "problem sizes n"
+        out.add(
+            f"scaling-{across}-{slug}",
+            f"Across {what}: {name}",
+            f"Model parameters of {name} at {len(points)} {what}: mean ± standard deviation "
+            "of the kept Tₚᵏ (repetitions averaged), the Johnson S_U shape parameters a and b "
+            "of aₖ and sₖ, and the fitted aₖ and sₖ densities (first repetition) (the paper's "
+            "Figs. 8-9).",
+            figures.scaling(points, across),
+        )
+    if single:
+        out.omitted.append(f"one {across} only, no scaling plot across {across} for: "
+                           + "; ".join(single))
 
 
 def across_figures(items: Sequence[tuple[TraceAnalysis, TraceDigest]]) -> FigureSet:
-    """Johnson S_U curves of a_k and s_k across P and across n, for groups of 2+ values."""
-    drawn: list[Drawn] = []
-    omitted: list[str] = []
-    for across, fixed in (("P", "n"), ("n", "P")):
-        groups: dict[tuple[str, str, str], list[tuple[str, TraceAnalysis]]] = {}
-        for a, d in items:
-            fixed_value = d.n if fixed == "n" else d.nprocs
-            value = d.nprocs if across == "P" else d.n
-            groups.setdefault((d.problem, d.ksp, f"{fixed} = {fixed_value:g}"), []).append(
-                (f"{across} = {value:g}" if value is not None else f"{across} = ?", a)
-            )
-        for g, members in groups.items():
-            entries = [(label, m.parameters) for label, m in members if m.parameters is not None]
-            if len({label for label, _ in entries}) < 2:
-                omitted.append(f"{', '.join(g)}: one value of {across}; no scaling plot across it")
-                continue
-            fig = figures.scaling_curves(entries, f"{across} ({', '.join(g)})")
-            drawn.append(
-                Drawn(
-                    f"scaling-jsu-{across}-{'-'.join(g)}",
-                    f"Johnson S_U across {across}: {', '.join(g)}",
-                    f"Johnson S_U fits of a_k and s_k for {', '.join(g)} at each {across}.",
-                    _png(fig),
-                )
-            )
-    return FigureSet(tuple(drawn), tuple(omitted))
+    """Solvers compared (Figs. 10-11) and model parameters across P and across n (Figs. 8-9)."""
+    out = _Collector()
+    _solver_figures(out, items)
+    _scaling_figures(out, items, "P")
+    _scaling_figures(out, items, "n")
+    return out.result()

@@ -1,27 +1,51 @@
 """The paper's figures, one function each. Every function returns a matplotlib Figure built
 without pyplot (no global state, Agg canvas), so that reports can be drawn off-screen.
+
+Times come in seconds and are shown in the unit that suits them (s, ms, µs, ns), densities in
+1/unit. Long tails are clipped at a stated quantile (``time_axis``) so that the bulk fills the
+axis; the caller says so in the caption with ``TimeAxis.describe``. Figures are about 1050 px
+wide (10.5 in at 100 dpi), the width of the report's column.
 """
 
 from __future__ import annotations
 
 import io
 from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
+import scipy.stats as st
+from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
+from matplotlib.ticker import FuncFormatter, MaxNLocator
 
 from ksptrace.analysis.cycles import CycleLayout
-from ksptrace.analysis.fitting import FitRanking
+from ksptrace.analysis.fitting import FitRanking, JohnsonSU
+from ksptrace.analysis.ks import KSPairwise
 from ksptrace.analysis.models import UniformFits
-from ksptrace.analysis.montecarlo import ParameterFits
+from ksptrace.analysis.montecarlo import NormalLimit, ParameterFits
+from ksptrace.errors import AnalysisError
 
 MAX_IMAGE_ROWS = 1024
 """Colormaps of larger traces are shown as block means (rows and columns)."""
+WIDTH = 10.5
+"""Figure width in inches: 1050 px at ``DPI``, the report's column."""
+DPI = 100
+BULK_QUANTILE = 0.99
+"""A time axis shows at least this quantile beyond a third of its width."""
+CLIP_QUANTILES = (0.999, 0.995, 0.99)
+"""Upper quantiles tried in turn when the full range squeezes the bulk (long tails)."""
+COLOUR_QUANTILES = (0.01, 0.99)
+"""Colour range of the colormap: these quantiles of the values shown."""
+CONSTANT_TOLERANCE = 1e-8
+"""Values whose range is below this fraction of their size count as constant (stamp rounding)."""
+UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 
 
-def _figure(width: float = 7.0, height: float = 4.0) -> Figure:
-    fig = Figure(figsize=(width, height), dpi=100, layout="constrained")
+def _figure(width: float = WIDTH, height: float = 4.0) -> Figure:
+    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
     FigureCanvasAgg(fig)
     return fig
 
@@ -29,183 +53,589 @@ def _figure(width: float = 7.0, height: float = 4.0) -> Figure:
 def to_png(fig: Figure) -> bytes:
     """The figure as PNG bytes."""
     buf = io.BytesIO()
-    fig.savefig(buf, format="png")
+    fig.savefig(buf, format="png", dpi=DPI)
     return buf.getvalue()
 
 
-def rank_histograms(times: np.ndarray, ranks: Sequence[int] = (0, 1), bins: int = 100) -> Figure:
-    """Distribution of T_p^k over k for a few fixed ranks."""
-    fig = _figure()
-    ax = fig.add_subplot()
+def unit_for(seconds: float) -> tuple[float, str]:
+    """(seconds per unit, unit name) of the largest unit in which ``seconds`` is >= 1."""
+    size = abs(seconds)
+    if size == 0 or not np.isfinite(size):
+        return UNITS[0]
+    for scale, name in UNITS:
+        if size >= scale:
+            return scale, name
+    return UNITS[-1]
+
+
+def fmt_time(seconds: float) -> str:
+    """A time in the unit that suits it, 3 significant digits: '28 ms', '398 µs'."""
+    scale, name = unit_for(seconds)
+    return f"{seconds / scale:.3g} {name}"
+
+
+@dataclass(frozen=True)
+class TimeAxis:
+    """The range a time axis shows, its unit, and what a clipped long tail leaves out."""
+
+    lo: float
+    """Left end (s)."""
+    hi: float
+    """Right end (s)."""
+    scale: float
+    """Seconds per unit."""
+    unit: str
+    clip_quantile: float | None
+    """The quantile the axis was clipped at, None when every value is shown."""
+    beyond: int
+    """Values beyond ``hi``."""
+    total: int
+    largest: float
+    """The largest value (s)."""
+
+    def describe(self) -> str:
+        """One sentence for a caption: the unit and, if clipped, what lies beyond."""
+        if self.clip_quantile is None:
+            return f"Times in {self.unit}; the axis shows every value."
+        q = f"{100 * self.clip_quantile:g}"
+        return (
+            f"Times in {self.unit}; long tail clipped at the {q}th percentile "
+            f"({fmt_time(self.hi)}): {self.beyond} of {self.total} values "
+            f"({100 * self.beyond / max(self.total, 1):.2g} %) lie beyond, the largest "
+            f"{fmt_time(self.largest)}."
+        )
+
+    def limits(self) -> tuple[float, float]:
+        """The axis limits in units, with a 2 % margin."""
+        pad = 0.02 * (self.hi - self.lo)
+        return (self.lo - pad) / self.scale, (self.hi + pad) / self.scale
+
+
+def time_axis(values: np.ndarray) -> TimeAxis:
+    """The range that shows ``values`` with the bulk spread out.
+
+    The full range is kept when its 99th percentile lies beyond a third of it; otherwise the
+    axis is clipped at the first of ``CLIP_QUANTILES`` for which it does.
+    """
+    x = np.asarray(values, dtype=np.float64).ravel()
+    x = x[np.isfinite(x)]
+    if x.size == 0:
+        raise AnalysisError("no finite times to draw; check the trace for NaN or inf")
+    lo, largest = float(x.min()), float(x.max())
+    if is_constant(x):
+        raise AnalysisError(
+            f"every value equals {fmt_time(lo)}: a histogram would be one bar; leave it out"
+        )
+    quantiles = np.quantile(x, (BULK_QUANTILE, *CLIP_QUANTILES))
+    bulk = float(quantiles[0])
+    hi, clip = largest, None
+    if bulk - lo < (largest - lo) / 3:
+        for q, value in zip(CLIP_QUANTILES, quantiles[1:], strict=True):
+            if value > lo and bulk - lo >= (value - lo) / 3:
+                hi, clip = float(value), q
+                break
+    scale, unit = unit_for(hi)
+    return TimeAxis(
+        lo=lo,
+        hi=hi,
+        scale=scale,
+        unit=unit,
+        clip_quantile=clip,
+        beyond=int((x > hi).sum()),
+        total=int(x.size),
+        largest=largest,
+    )
+
+
+def is_constant(values: np.ndarray) -> bool:
+    """True when the values do not vary beyond rounding (a histogram would be one bar)."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    x = x[np.isfinite(x)]
+    if x.size < 2:
+        return True
+    return float(np.ptp(x)) <= CONSTANT_TOLERANCE * float(np.abs(x).max())
+
+
+def _density(values: np.ndarray, axis: TimeAxis, bins: int) -> tuple[np.ndarray, np.ndarray]:
+    """(edges in units, density in 1/unit) over the axis range, normalised by all values."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    counts, edges = np.histogram(x, bins=bins, range=(axis.lo, axis.hi))
+    edges_u = edges / axis.scale
+    return edges_u, counts / (max(x.size, 1) * np.diff(edges_u))
+
+
+def _marker_size(points: int) -> float:
+    """Marker size (pt) that shows at the report's width for this many points."""
+    return 6.0 if points <= 64 else 4.5 if points <= 512 else 3.0 if points <= 4096 else 2.0
+
+
+def rank_histograms(
+    times: np.ndarray,
+    ranks: Sequence[int] = (0, 1),
+    bins: int = 80,
+    *,
+    axis: TimeAxis | None = None,
+) -> Figure:
+    """Distribution of T_p^k over k for a few fixed ranks (the paper's Fig. 1)."""
     x = np.asarray(times)
-    for r in ranks:
-        if 0 <= r < x.shape[0]:
-            ax.hist(x[r], bins=bins, density=True, histtype="step", label=f"rank {r}")
-    ax.set_xlabel("iteration time T_p^k (s)")
-    ax.set_ylabel("density")
-    ax.set_title("Per-rank distribution of iteration times")
+    shown = list(dict.fromkeys(r for r in ranks if 0 <= r < x.shape[0]))
+    ax_ = axis or time_axis(x[shown])
+    fig = _figure(height=3.8)
+    ax = fig.add_subplot()
+    for r in shown:
+        edges, dens = _density(x[r], ax_, bins)
+        ax.stairs(dens, edges, linewidth=1.6, label=f"rank {r}")
+    ax.set_xlim(*ax_.limits())
+    ax.set_xlabel(f"iteration time $T_p^k$ ({ax_.unit})")
+    ax.set_ylabel(f"density (1/{ax_.unit})")
     ax.legend()
     return fig
+
+
+def _scatter_ranks(ax: Axes, y: np.ndarray, scale: float) -> None:
+    ax.plot(np.arange(y.size), y / scale, "o", markersize=_marker_size(y.size) / 1.5, alpha=0.8)
 
 
 def iteration_vs_rank(
     times: np.ndarray, iteration: int, node_ids: np.ndarray, inset_nodes: int = 10
 ) -> Figure:
-    """T_p^k against rank p for one iteration k, with node boundaries (first nodes enlarged)."""
-    fig = _figure(8.0, 4.5)
-    ax, inset = fig.subplots(1, 2, width_ratios=[2, 1])
+    """T_p^k against rank p for one iteration k, with node boundaries (first nodes enlarged).
+
+    With a single node there are no boundaries: one panel, no inset.
+    """
     y = np.asarray(times)[:, iteration]
     ids = np.asarray(node_ids)
-    ax.plot(np.arange(y.size), y, ".", markersize=2)
-    ax.set_xlabel("rank p")
-    ax.set_ylabel("T_p^k (s)")
-    ax.set_title(f"Iteration k = {iteration}")
+    scale, unit = unit_for(float(y.max()))
     boundaries = np.flatnonzero(np.diff(ids) != 0) + 0.5
-    first = boundaries[:inset_nodes]
-    upto = int(first[-1] + 0.5) if first.size else y.size
-    inset.plot(np.arange(upto), y[:upto], ".", markersize=3)
-    for b in first:
-        inset.axvline(b, color="k", linewidth=0.6)
-    inset.set_title(f"first {min(inset_nodes, first.size + 1)} nodes")
-    inset.set_xlabel("rank p")
+    fig = _figure(height=3.8)
+    if boundaries.size == 0:
+        ax = fig.add_subplot()
+        axes = [ax]
+    else:
+        ax, inset = fig.subplots(1, 2, width_ratios=[2, 1])
+        axes = [ax, inset]
+    _scatter_ranks(ax, y, scale)
+    ax.set_xlabel("rank $p$")
+    ax.set_ylabel(f"$T_p^k$ ({unit}), $k = {iteration}$")
+    if 0 < boundaries.size <= 64:
+        for b in boundaries:
+            ax.axvline(b, color="0.6", linewidth=0.5)
+    if boundaries.size:
+        first = boundaries[:inset_nodes]
+        upto = int(first[-1] + 0.5) if first.size < boundaries.size else y.size
+        _scatter_ranks(inset, y[:upto], scale)
+        for b in first:
+            inset.axvline(b, color="k", linewidth=0.7)
+        inset.set_title(f"first {min(inset_nodes, boundaries.size + 1)} nodes", fontsize="medium")
+        inset.set_xlabel("rank $p$")
+    for a in axes:
+        lo, hi = a.get_ylim()
+        if hi - lo < 1e-9 * max(abs(hi), 1e-300):
+            a.set_ylim(lo * 0.95, hi * 1.05)
     return fig
 
 
-def _block_mean(x: np.ndarray, rows: int, cols: int) -> np.ndarray:
+def _block_mean(x: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, int, int]:
     fr = max(1, int(np.ceil(x.shape[0] / rows)))
     fc = max(1, int(np.ceil(x.shape[1] / cols)))
     r, c = x.shape[0] // fr * fr, x.shape[1] // fc * fc
-    return x[:r, :c].reshape(r // fr, fr, c // fc, fc).mean(axis=(1, 3))
+    return x[:r, :c].reshape(r // fr, fr, c // fc, fc).mean(axis=(1, 3)), fr, fc
 
 
-def colormap(times: np.ndarray, iterations: np.ndarray | None = None) -> Figure:
-    """Colormap of T_p^k over iterations (rows) and ranks (columns), e.g. equal-work iterations."""
+def colour_limits(times: np.ndarray, iterations: np.ndarray | None = None) -> tuple[float, float]:
+    """The colour range of ``colormap`` (s): ``COLOUR_QUANTILES`` of the values shown."""
     x = np.asarray(times)
     if iterations is not None:
         x = x[:, iterations]
-    img = _block_mean(x.T, MAX_IMAGE_ROWS, MAX_IMAGE_ROWS)
-    fig = _figure(7.0, 5.0)
+    img, _, _ = _block_mean(x.T, MAX_IMAGE_ROWS, MAX_IMAGE_ROWS)
+    lo, hi = np.quantile(img, COLOUR_QUANTILES)
+    return float(lo), float(hi)
+
+
+def colormap(times: np.ndarray, iterations: np.ndarray | None = None) -> Figure:
+    """Colormap of T_p^k over iterations (rows, labelled with their real k) and ranks (columns).
+
+    Colours are clipped to ``COLOUR_QUANTILES`` of the values shown (``colour_limits``).
+    """
+    x = np.asarray(times)
+    ks_shown = np.arange(x.shape[1]) if iterations is None else np.asarray(iterations)
+    img, fr, _ = _block_mean(x[:, ks_shown].T, MAX_IMAGE_ROWS, MAX_IMAGE_ROWS)
+    lo, hi = colour_limits(x, ks_shown)
+    scale, unit = unit_for(hi)
+    fig = _figure(height=5.0)
     ax = fig.add_subplot()
-    lo, hi = np.quantile(img, [0.01, 0.99])
     mesh = ax.imshow(
-        img,
+        img / scale,
         aspect="auto",
         origin="lower",
         cmap="coolwarm",
-        vmin=lo,
-        vmax=hi,
-        extent=(0, x.shape[0], 0, x.shape[1]),
+        vmin=lo / scale,
+        vmax=hi / scale,
+        interpolation="nearest",
+        extent=(0, x.shape[0], -0.5, img.shape[0] - 0.5),
     )
-    ax.set_xlabel("rank p")
-    ax.set_ylabel("iteration (selected)" if iterations is not None else "iteration k")
-    fig.colorbar(mesh, ax=ax, label="T_p^k (s)")
+
+    def k_of(row: float, _pos: object = None) -> str:
+        i = round(row) * fr
+        return str(int(ks_shown[i])) if 0 <= i < ks_shown.size else ""
+
+    ax.yaxis.set_major_locator(MaxNLocator(nbins=10, integer=True))
+    ax.yaxis.set_major_formatter(FuncFormatter(k_of))
+    ax.set_xlabel("rank $p$")
+    ax.set_ylabel("iteration $k$" + (" (selected)" if iterations is not None else ""))
+    fig.colorbar(mesh, ax=ax, label=f"$T_p^k$ ({unit}), clipped", extend="both")
     return fig
 
 
-def bulk_fit(ranking: FitRanking, top: int = 4) -> Figure:
-    """Histogram of all iteration times with the best fitted pdfs."""
-    fig = _figure()
+def ks_heatmap(result: KSPairwise) -> Figure:
+    """D of every rank pair; pairs above the rejection threshold hatched, threshold on the bar."""
+    d = result.statistics
+    r = result.ranks.size
+    fig = _figure(7.0, 6.0)
     ax = fig.add_subplot()
-    h = ranking.histogram
-    ax.stairs(h.density, h.edges, fill=True, alpha=0.4, label="data")
-    grid = np.linspace(h.edges[0], h.edges[-1], 400)
+    top = max(float(d.max()), 2.0 * result.threshold)
+    mesh = ax.imshow(d, cmap="viridis", vmin=0.0, vmax=top, interpolation="nearest")
+    rejected = np.ma.masked_where(~result.rejected, np.ones_like(d))
+    ax.pcolor(
+        np.arange(r + 1) - 0.5,
+        np.arange(r + 1) - 0.5,
+        rejected,
+        hatch="///",
+        facecolor="none",
+        edgecolor="white",
+        linewidth=0.0,
+    )
+    labels = result.ranks
+
+    def rank_of(i: float, _pos: object = None) -> str:
+        j = round(i)
+        return str(int(labels[j])) if 0 <= j < r else ""
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(MaxNLocator(nbins=min(r, 16), integer=True))
+        axis.set_major_formatter(FuncFormatter(rank_of))
+    ax.set_xlabel("rank")
+    ax.set_ylabel("rank")
+    bar = fig.colorbar(mesh, ax=ax, label="KS statistic $D$")
+    bar.ax.axhline(result.threshold, color="red", linewidth=2.0)
+    bar.ax.text(
+        -0.3, result.threshold, f"reject\n(α = {result.alpha:g})", color="red",
+        ha="right", va="center", fontsize="small", transform=bar.ax.get_yaxis_transform(),
+    )
+    return fig
+
+
+def _pdf(ax: Axes, dist: Any, axis: TimeAxis, label: str, ceiling: float) -> None:
+    grid = np.linspace(axis.lo, axis.hi, 400)
+    with np.errstate(all="ignore"):
+        y = np.asarray(dist.pdf(grid), dtype=np.float64) * axis.scale
+    y = np.where(np.isfinite(y), y, np.nan)
+    ax.plot(grid / axis.scale, np.minimum(y, ceiling * 10), linewidth=1.8, label=label)
+
+
+def bulk_fit(
+    ranking: FitRanking,
+    top: int = 4,
+    *,
+    values: np.ndarray | None = None,
+    axis: TimeAxis | None = None,
+    bins: int = 120,
+) -> Figure:
+    """Histogram of all (kept) iteration times with the best fitted pdfs (the paper's Fig. 5)."""
+    fig = _figure(height=4.0)
+    ax = fig.add_subplot()
+    if values is None:
+        h = ranking.histogram
+        lo, hi = float(h.edges[0]), float(h.edges[-1])
+        scale, unit = unit_for(hi)
+        axis = axis or TimeAxis(lo, hi, scale, unit, None, 0, 0, hi)
+        edges, dens = h.edges / axis.scale, h.density * axis.scale
+    else:
+        axis = axis or time_axis(values)
+        edges, dens = _density(values, axis, bins)
+    ceiling = float(dens.max())
+    ax.stairs(dens, edges, fill=True, alpha=0.35, color="0.4", label="data")
     for f in ranking.fits[:top]:
-        ax.plot(grid, f.frozen().pdf(grid), label=f"{f.name} (SSE {f.sse:.3g})")
-    ax.set_xlabel("iteration time (s)")
-    ax.set_ylabel("density")
-    ax.set_title("Bulk distribution and fitted families")
+        _pdf(ax, f.frozen(), axis, f"{f.name} (SSE {f.sse:.3g})", ceiling)
+    ax.set_xlim(*axis.limits())
+    ax.set_ylim(0, 1.25 * ceiling)
+    ax.set_xlabel(f"iteration time $T_p^k$ ({axis.unit})")
+    ax.set_ylabel(f"density (1/{axis.unit})")
     ax.legend(fontsize="small")
     return fig
 
 
-def uniform_fits(times: np.ndarray, iterations: Sequence[int], bins: int = 40) -> Figure:
-    """Histograms of a few iterations with their uniform fits [a_k, a_k + s_k]."""
-    fig = _figure()
-    ax = fig.add_subplot()
+def uniform_fits(times: np.ndarray, iterations: Sequence[int], bins: int = 30) -> Figure:
+    """Histograms over p of a few iterations with their uniform fits on [a_k, a_k + s_k].
+
+    Iterations whose values are all equal (s_k = 0) have no uniform density and are skipped.
+    """
     x = np.asarray(times)
-    for k in iterations:
-        col = x[:, k]
+    cols = [k for k in iterations if not is_constant(x[:, k])]
+    if not cols:
+        raise AnalysisError("every chosen iteration has s_k = 0: no uniform fit to draw")
+    scale, unit = unit_for(float(x[:, cols].max()))
+    fig = _figure(height=3.8)
+    ax = fig.add_subplot()
+    bins = min(bins, max(8, 2 * int(np.ceil(np.sqrt(x.shape[0])))))
+    top = 0.0
+    for k in cols:
+        col = x[:, k] / scale
         a, b = float(col.min()), float(col.max())
-        (line,) = ax.plot([a, a, b, b], [0, 1 / max(b - a, 1e-300), 1 / max(b - a, 1e-300), 0])
-        ax.hist(col, bins=bins, density=True, alpha=0.4, color=line.get_color(), label=f"k = {k}")
-    ax.set_xlabel("T_p^k (s)")
-    ax.set_ylabel("density")
-    ax.set_title("Iterations with fitted uniform distributions")
+        height = 1.0 / (b - a)
+        (line,) = ax.plot([a, a, b, b], [0, height, height, 0], linewidth=1.8)
+        dens, _, _ = ax.hist(
+            col, bins=bins, density=True, alpha=0.35, color=line.get_color(),
+            label=f"$k = {k}$: $U(a_k,\\ a_k + s_k)$",
+        )
+        top = max(top, height, float(np.max(dens)))
+    ax.set_ylim(0, 1.15 * top)
+    ax.set_xlabel(f"$T_p^k$ ({unit})")
+    ax.set_ylabel(f"density over $p$ (1/{unit})")
     ax.legend()
     return fig
 
 
-def uniform_parameters(fits: UniformFits, params: ParameterFits | None, bins: int = 60) -> Figure:
-    """Histograms of a_k and s_k with their Johnson S_U fits."""
-    fig = _figure(8.0, 3.5)
-    for ax, data, name, jsu in zip(
-        fig.subplots(1, 2),
-        (fits.lower, fits.span),
-        ("a_k (minimum)", "s_k (span)"),
-        (None if params is None else params.lower, None if params is None else params.span),
-        strict=True,
-    ):
-        ax.hist(data, bins=bins, density=True, alpha=0.5)
-        if jsu is not None:
-            grid = np.linspace(float(data.min()), float(data.max()), 300)
-            ax.plot(grid, jsu.frozen().pdf(grid), label="Johnson S_U")
-            ax.legend(fontsize="small")
-        ax.set_xlabel(f"{name} (s)")
-    fig.suptitle("Uniform parameters per iteration")
+def _parameter_panel(
+    ax: Axes, data: np.ndarray, name: str, jsu: JohnsonSU | None, normal: NormalLimit | None,
+    bins: int,
+) -> TimeAxis:
+    axis = time_axis(data)
+    edges, dens = _density(data, axis, bins)
+    ceiling = float(dens.max())
+    ax.stairs(dens, edges, fill=True, alpha=0.45, color="0.6", label="data")
+    if normal is not None:
+        _pdf(ax, st.norm(normal.mean, normal.std), axis, "normal limit (JSU collapsed)", ceiling)
+    elif jsu is not None:
+        _pdf(ax, jsu.frozen(), axis, "Johnson $S_U$", ceiling)
+    ax.set_xlim(*axis.limits())
+    ax.set_ylim(0, 1.25 * ceiling)
+    ax.set_xlabel(f"{name} ({axis.unit})")
+    ax.set_ylabel(f"density (1/{axis.unit})")
+    ax.legend(fontsize="small")
+    return axis
+
+
+def uniform_parameters(
+    fits: UniformFits,
+    params: ParameterFits | None,
+    bins: int = 60,
+    *,
+    keep: np.ndarray | None = None,
+    panels: Sequence[str] = ("lower", "span"),
+) -> Figure:
+    """Histograms of a_k and/or s_k (kept iterations) with their Johnson S_U fits (Fig. 7)."""
+    if not panels:
+        raise AnalysisError("no panel to draw: pass 'lower', 'span' or both")
+    fig = _figure(height=3.6)
+    axes = fig.subplots(1, len(panels), squeeze=False)[0]
+    for ax, which in zip(axes, panels, strict=True):
+        data = getattr(fits, which)
+        data = data if keep is None else data[keep]
+        jsu = None if params is None else getattr(params, which)
+        normal = None if params is None else getattr(params, f"{which}_normal")
+        name = "minimum $a_k$" if which == "lower" else "span $s_k$"
+        _parameter_panel(ax, data, name, jsu, normal, bins)
     return fig
 
 
-def scaling_curves(entries: Sequence[tuple[str, ParameterFits]], across: str) -> Figure:
-    """Johnson S_U pdfs of a_k and s_k for several configurations (across P or n)."""
-    fig = _figure(8.0, 3.5)
-    axes = fig.subplots(1, 2)
-    for which, ax in zip(("lower", "span"), axes, strict=True):
-        dists = [(label, getattr(p, which).frozen()) for label, p in entries]
-        if not dists:
-            continue
-        lo = min(float(d.ppf(0.005)) for _, d in dists)
-        hi = max(float(d.ppf(0.995)) for _, d in dists)
-        grid = np.linspace(lo, hi, 400)
-        for label, d in dists:
-            ax.plot(grid, d.pdf(grid), label=label)
-        ax.set_xlabel(("a_k" if which == "lower" else "s_k") + " (s)")
-        ax.legend(fontsize="small")
-    fig.suptitle(f"Johnson S_U fits across {across}")
-    return fig
+def parameter_axes(
+    fits: UniformFits, keep: np.ndarray | None, panels: Sequence[str]
+) -> tuple[TimeAxis, ...]:
+    """The axes ``uniform_parameters`` uses, for the caption."""
+    out = []
+    for which in panels:
+        data = getattr(fits, which)
+        out.append(time_axis(data if keep is None else data[keep]))
+    return tuple(out)
 
 
 def cycle_histograms(
-    times: np.ndarray, layout: CycleLayout, positions: Sequence[int], bins: int = 80
+    times: np.ndarray,
+    layout: CycleLayout,
+    positions: Sequence[int],
+    bins: int = 80,
+    *,
+    axis: TimeAxis | None = None,
 ) -> Figure:
     """Histograms of iterations at chosen restart-cycle positions, next to the bulk one."""
-    fig = _figure()
+    fig = _figure(height=3.8)
     ax = fig.add_subplot()
     x = np.asarray(times)
     keep = layout.keep(True)
     bulk = x[:, keep].ravel() if keep.size < x.shape[1] else x.ravel()
-    lo, hi = np.quantile(bulk[:: max(1, bulk.size // 200_000)], [0.001, 0.999])
-    ax.hist(
-        bulk,
-        bins=bins,
-        range=(lo, hi),
-        density=True,
-        histtype="step",
-        color="k",
-        label="all iterations",
-    )
+    axis = axis or time_axis(bulk[:: max(1, bulk.size // 200_000)])
+    edges, dens = _density(bulk, axis, bins)
+    ax.stairs(dens, edges, color="k", linewidth=1.8, label="all iterations")
     for pos in positions:
         sel = layout.at_position(pos)
         if sel.size:
-            ax.hist(
-                x[:, sel].ravel(),
-                bins=bins,
-                range=(lo, hi),
-                density=True,
-                histtype="step",
-                label=f"k mod {layout.cycle_length} = {pos}",
-            )
-    ax.set_xlabel("iteration time (s)")
-    ax.set_ylabel("density")
-    ax.set_title("Iterations by position in the restart cycle")
+            edges, dens = _density(x[:, sel], axis, bins)
+            ax.stairs(dens, edges, linewidth=1.4,
+                      label=f"$k$ mod {layout.cycle_length} = {pos}")
+    ax.set_xlim(*axis.limits())
+    ax.set_xlabel(f"iteration time $T_p^k$ ({axis.unit})")
+    ax.set_ylabel(f"density (1/{axis.unit})")
     ax.legend(fontsize="small")
+    return fig
+
+
+def scaling_curves(entries: Sequence[tuple[str, ParameterFits]], across: str) -> Figure:
+    """Johnson S_U pdfs of a_k and s_k for several configurations (across P or n, Figs. 8-9)."""
+    fig = _figure(height=3.6)
+    axes = fig.subplots(1, 2)
+    for which, ax in zip(("lower", "span"), axes, strict=True):
+        _jsu_curves(ax, [(label, getattr(p, which)) for label, p in entries],
+                    "$a_k$" if which == "lower" else "$s_k$")
+    fig.suptitle(f"Johnson $S_U$ fits across {across}")
+    return fig
+
+
+def _jsu_curves(ax: Axes, entries: Sequence[tuple[str, JohnsonSU]], name: str) -> None:
+    dists = [(label, j.frozen()) for label, j in entries]
+    if not dists:
+        return
+    lo = min(float(d.ppf(0.005)) for _, d in dists)
+    hi = max(float(d.ppf(0.995)) for _, d in dists)
+    scale, unit = unit_for(hi)
+    grid = np.linspace(lo, hi, 400)
+    for label, d in dists:
+        ax.plot(grid / scale, d.pdf(grid) * scale, linewidth=1.8, label=label)
+    ax.set_xlabel(f"{name} ({unit})")
+    ax.set_ylabel(f"Johnson $S_U$ density (1/{unit})")
+    ax.legend(fontsize="small")
+
+
+@dataclass(frozen=True)
+class ScalingPoint:
+    """One configuration in a scaling plot: its x (P or n) and its fitted parameters."""
+
+    x: float
+    mean: float
+    """Mean of the kept T_p^k (s)."""
+    std: float
+    lower: JohnsonSU | None
+    span: JohnsonSU | None
+
+
+def _log_x(ax: Axes, xs: Sequence[float]) -> None:
+    """A log axis when the values span a factor 4 or more; ticks at the values themselves."""
+    if min(xs) > 0 and max(xs) / min(xs) >= 4:
+        ax.set_xscale("log")
+        ax.minorticks_off()
+    pad = 0.05 * (max(xs) - min(xs)) if ax.get_xscale() == "linear" else 0.0
+    ax.set_xticks(list(xs), [f"{x:g}" for x in xs])
+    if ax.get_xscale() == "log":
+        ax.set_xlim(min(xs) / 1.2, max(xs) * 1.2)
+    else:
+        ax.set_xlim(min(xs) - pad, max(xs) + pad)
+
+
+def scaling(points: Sequence[ScalingPoint], across: str) -> Figure:
+    """Model parameters against P or n: mean and std of T, Johnson S_U shapes, and pdfs."""
+    pts = sorted(points, key=lambda p: p.x)
+    xs = [p.x for p in pts]
+    fig = _figure(height=7.0)
+    (moments, shapes), (lower, span) = fig.subplots(2, 2)
+    scale, unit = unit_for(max(p.mean + p.std for p in pts))
+    moments.errorbar(xs, [p.mean / scale for p in pts], yerr=[p.std / scale for p in pts],
+                     fmt="o-", markersize=7, capsize=4, label="mean ± std of $T_p^k$")
+    moments.plot(xs, [p.std / scale for p in pts], "s--", markersize=6, label="std of $T_p^k$")
+    moments.set_ylabel(f"time ({unit})")
+    moments.legend(fontsize="small")
+    for which, marker in (("lower", "o"), ("span", "s")):
+        sub = [(p.x, getattr(p, which)) for p in pts if getattr(p, which) is not None]
+        name = "a_k" if which == "lower" else "s_k"
+        shapes.plot([x for x, _ in sub], [j.a for _, j in sub], marker + "-", markersize=7,
+                    label=f"shape $a$ of ${name}$")
+        shapes.plot([x for x, _ in sub], [j.b for _, j in sub], marker + ":", markersize=7,
+                    label=f"shape $b$ of ${name}$")
+    shapes.set_ylabel("Johnson $S_U$ shape")
+    shapes.legend(fontsize="small")
+    for ax in (moments, shapes):
+        _log_x(ax, xs)
+        ax.set_xlabel(across)
+    for ax, which, name in ((lower, "lower", "$a_k$"), (span, "span", "$s_k$")):
+        _jsu_curves(ax, [(f"{across} = {p.x:g}", getattr(p, which)) for p in pts
+                         if getattr(p, which) is not None], name)
+    return fig
+
+
+@dataclass(frozen=True)
+class SolverTimes:
+    """Measured and modelled KSPSolve times of one solver (s); None where not computed."""
+
+    label: str
+    measured: float
+    lockstep_sum: float
+    rank_sum_max: float
+    nonstationary: float
+    stationary: float | None
+    stationary_name: str | None
+    simulated: float | None
+    simulated_stderr: float | None
+
+
+def solver_times(rows: Sequence[SolverTimes]) -> Figure:
+    """Measured KSPSolve against the models, one column per solver (the paper's Fig. 11 idea)."""
+    fig = _figure(height=4.2)
+    ax = fig.add_subplot()
+    values = [v for r in rows for v in (r.measured, r.lockstep_sum, r.rank_sum_max,
+                                        r.nonstationary, r.stationary, r.simulated)
+              if v is not None and v > 0]
+    scale, unit = unit_for(max(values))
+    series: list[tuple[str, str, list[float | None]]] = [
+        ("measured KSPSolve", "k*", [r.measured for r in rows]),
+        ("measured $\\Sigma_k\\ \\mathrm{max}_p\\ T_p^k$", "kx", [r.lockstep_sum for r in rows]),
+        ("measured $\\mathrm{max}_p\\ \\Sigma_k\\ T_p^k$", "k+", [r.rank_sum_max for r in rows]),
+        ("non-stationary model", "o", [r.nonstationary for r in rows]),
+        ("best stationary model", "s", [r.stationary for r in rows]),
+    ]
+    offsets = np.linspace(-0.25, 0.25, len(series) + 1)
+    for (label, fmt, ys), off in zip(series, offsets, strict=False):
+        xs = [i + off for i, y in enumerate(ys) if y is not None]
+        ax.plot(xs, [y / scale for y in ys if y is not None], fmt, markersize=10,
+                linestyle="none", label=label)
+    sim = [(i + offsets[-1], r.simulated, r.simulated_stderr) for i, r in enumerate(rows)
+           if r.simulated is not None]
+    if sim:
+        ax.errorbar([s[0] for s in sim], [s[1] / scale for s in sim],
+                    yerr=[(s[2] or 0.0) / scale for s in sim], fmt="D", markersize=8,
+                    capsize=4, label="Monte Carlo ± s.e.")
+    ax.set_xticks(range(len(rows)), [r.label for r in rows])
+    ax.set_xlim(-0.6, len(rows) - 0.4)
+    if max(values) / min(values) > 20:
+        ax.set_yscale("log")
+    ax.set_ylabel(f"KSPSolve time ({unit})")
+    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    return fig
+
+
+def solver_distributions(
+    edges: np.ndarray, entries: Sequence[tuple[str, Sequence[np.ndarray]]],
+    names: Sequence[str],
+) -> Figure:
+    """Per-decade densities of several quantities (panels) for several solvers (Figs. 10-11).
+
+    ``edges`` are common log-spaced bin edges (s); each entry gives a label and one count
+    array per panel. The x axes are logarithmic, so solvers orders of magnitude apart share them.
+    """
+    fig = _figure(height=3.8)
+    axes = fig.subplots(1, len(names), squeeze=False)[0]
+    decades = np.diff(np.log10(edges))
+    for p, (ax, name) in enumerate(zip(axes, names, strict=True)):
+        used = np.zeros(edges.size - 1, dtype=bool)
+        for label, counts in entries:
+            c = np.asarray(counts[p], dtype=np.float64)
+            if c.sum() == 0:
+                continue
+            used |= c > 0
+            ax.stairs(c / (c.sum() * decades), edges, linewidth=1.6, label=label)
+        if used.any():
+            first, last = np.flatnonzero(used)[[0, -1]]
+            ax.set_xlim(edges[max(first - 1, 0)], edges[min(last + 2, edges.size - 1)])
+        ax.set_xscale("log")
+        ax.set_xlabel(f"{name} (s, log scale)")
+        ax.set_ylabel("density per decade")
+        ax.legend(fontsize="small")
     return fig
