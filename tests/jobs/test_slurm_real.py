@@ -1,9 +1,15 @@
-"""A real Slurm on localhost (scripts/slurm-local.sh), not a mock: submit, wait, check traces."""
+"""A real Slurm on localhost (scripts/slurm-local.sh), not a mock: submit, wait, check traces.
+
+The cluster runs with MaxArraySize=4, so that a campaign split into arrays of at most 4 tasks
+is tested against Slurm's own limit. Where Slurm cannot run (no packages and not root, no
+cgroup filesystem, a daemon that will not start) the tests skip with the script's reason, and
+the script has stopped whatever it started."""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -19,6 +25,10 @@ from ksptrace.trace.io import read_trace
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"
 CONF = "/tmp/ksptrace-slurm/slurm.conf"
+MAX_ARRAY = 4
+"""Slurm's MaxArraySize in these tests: array indices 0-3 only."""
+CANNOT_RUN = 3
+"""slurm-local.sh's exit code when Slurm cannot run on this machine."""
 
 pytestmark = [pytest.mark.slurm, pytest.mark.mpi]
 
@@ -31,18 +41,37 @@ def _up(env: dict[str, str]) -> bool:
     return "is UP" in proc.stdout
 
 
-@pytest.fixture(scope="module")
-def slurm() -> Iterator[dict[str, str]]:
-    env = {**os.environ, "SLURM_CONF": CONF}
-    was_up = _up(env)
-    if not was_up:
+def start_local_slurm(env: dict[str, str]) -> str | None:
+    """Start (or reconfigure) the local Slurm; the reason it cannot run here, or None.
+
+    A failed start is followed by 'stop', so no daemon is left behind even if the script's own
+    clean-up was cut short; any failure other than 'cannot run here' fails the test."""
+    try:
         proc = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True,
                               text=True, check=False, timeout=600)
-        if proc.returncode != 0:
-            why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
-            if "missing Debian packages" in why or "apt" in why.lower():
-                pytest.skip(f"Slurm packages cannot be installed here: {why}")
-            pytest.fail(f"scripts/slurm-local.sh start failed: {why}")
+    except subprocess.TimeoutExpired:
+        proc = None
+    if proc is not None and proc.returncode == 0:
+        return None
+    subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, check=False,
+                   timeout=60)
+    if proc is None:
+        pytest.fail("scripts/slurm-local.sh start took more than 600 s")
+    lines = [ln for ln in proc.stderr.strip().splitlines() if "error:" in ln]
+    why = (lines or proc.stderr.strip().splitlines() or ["no message"])[-1]
+    why = why.removeprefix("slurm-local: error: ")
+    if proc.returncode == CANNOT_RUN:
+        return why
+    pytest.fail(f"scripts/slurm-local.sh start failed (exit {proc.returncode}): {why}")
+
+
+@pytest.fixture(scope="module")
+def slurm() -> Iterator[dict[str, str]]:
+    env = {**os.environ, "SLURM_CONF": CONF, "KSPTRACE_SLURM_MAX_ARRAY": str(MAX_ARRAY)}
+    was_up = _up(env)
+    why = start_local_slurm(env)  # idempotent; restarts our daemons if the config changed
+    if why is not None:
+        pytest.skip(f"Slurm cannot run here: {why}")
     yield env
     if not was_up:
         subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, check=False)
@@ -127,3 +156,115 @@ def test_impossible_request_fails_at_submit(slurm: dict[str, str], tmp_path: Pat
     assert len(err) == 1, err
     assert "sbatch rejected" in err[0]
     assert not (tmp_path / "out").exists()
+
+
+SPLIT = """
+[campaign]
+name = "split"
+output = "out"
+command = '{python} -m ksptrace'
+
+[sweep]
+ksp = ["gmres", "cg"]
+n = [1000, 1100, 1200]
+nprocs = 1
+iterations = 10
+
+[scheduler]
+walltime = "00:05:00"
+exclusive = false
+max_array_size = {max_array_size}
+"""
+
+
+def test_a_campaign_split_to_fit_maxarraysize(slurm: dict[str, str], tmp_path: Path,
+                                              monkeypatch: pytest.MonkeyPatch,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """Six runs, MaxArraySize=4: one array of 0-5 is refused by Slurm itself; split into arrays
+    of at most 4 (0-3 and 0-1), all six complete."""
+    for key, value in {"SLURM_CONF": CONF, "OMPI_ALLOW_RUN_AS_ROOT": "1",
+                       "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OPENBLAS_NUM_THREADS": "1",
+                       "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}.items():
+        monkeypatch.setenv(key, value)
+    config = subprocess.run(["scontrol", "show", "config"], env=slurm, capture_output=True,
+                            text=True, check=True).stdout
+    assert re.search(rf"^MaxArraySize\s*=\s*{MAX_ARRAY}$", config, re.MULTILINE), config
+
+    whole = tmp_path / "whole.toml"
+    whole.write_text(SPLIT.format(python=sys.executable, max_array_size=1000))
+    whole.write_text(whole.read_text().replace('output = "out"', 'output = "whole"'))
+    assert main(["campaign", "run", str(whole), "--backend", "slurm"]) == 7
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1, err
+    assert "sbatch rejected scripts/slurm/split-N1.sbatch" in err[0]
+
+    path = tmp_path / "c.toml"
+    path.write_text(SPLIT.format(python=sys.executable, max_array_size=MAX_ARRAY))
+    assert main(["campaign", "run", str(path), "--backend", "slurm"]) == 0
+    out = tmp_path / "out"
+    subs = [json.loads(x) for x in (out / "submissions.jsonl").read_text().splitlines()]
+    assert [s["script"] for s in subs] == ["scripts/slurm/split-N1-1.sbatch",
+                                           "scripts/slurm/split-N1-2.sbatch"]
+    assert [len(s["runs"]) for s in subs] == [4, 2]
+    capsys.readouterr()
+    for sub in subs:
+        _wait(sub["job_id"], slurm)
+    assert main(["campaign", "status", str(out)]) == 0, capsys.readouterr().out
+    assert "6 runs: 6 done" in capsys.readouterr().out
+    manifest = json.loads((out / "manifest.json").read_text())
+    by_id = {r["run_id"]: r for r in manifest["runs"]}
+    for sub in subs:
+        for task, run_id in enumerate(sub["runs"]):
+            trace = read_trace(out / by_id[run_id]["trace"])
+            assert str(trace.attrs["slurm_array_job_id"]) == sub["job_id"]
+            assert str(trace.attrs["slurm_array_task_id"]) == str(task)
+            assert trace.attrs["run_id"] == run_id
+
+
+# --- the fixture's start and clean-up paths (their own cluster folder and ports) --------------
+
+def _leftovers(folder: Path) -> list[str]:
+    proc = subprocess.run(["pgrep", "-af", str(folder)], capture_output=True, text=True,
+                          check=False)
+    return [line for line in proc.stdout.splitlines() if "pgrep" not in line]
+
+
+def test_slurmd_failing_to_start_leaves_no_daemon(tmp_path: Path) -> None:
+    """slurmd given a bad configuration exits at once: the script stops the slurmctld (and the
+    munged) it started, exits 3 with slurmd's reason, and the fixture would skip."""
+    if shutil.which("slurmctld") is None and not os.path.exists("/usr/sbin/slurmctld"):
+        pytest.skip("Slurm is not installed (scripts/slurm-local.sh start installs it)")
+    folder = tmp_path / "cluster"
+    bad = tmp_path / "bad.conf"
+    bad.write_text("ThisIsNotASlurmOption=1\n")
+    env = {**os.environ, "KSPTRACE_SLURM_DIR": str(folder), "KSPTRACE_SLURM_PORT": "6917",
+           "SLURM_CONF": str(folder / "slurm.conf"), "KSPTRACE_SLURMD_CONF": str(bad)}
+    try:
+        proc = subprocess.run(["bash", str(SCRIPT), "start"], env=env, capture_output=True,
+                              text=True, check=False, timeout=120)
+        assert proc.returncode == CANNOT_RUN, proc.stdout + proc.stderr
+        assert "slurm-local: error: slurmd exited at start-up: slurmd: fatal: Unable to process "\
+               "configuration file" in proc.stderr
+        assert "stopped slurmctld" in proc.stderr
+        assert _leftovers(folder) == []
+        assert list((folder / "pids").iterdir()) == []
+        assert start_local_slurm(env) == ("slurmd exited at start-up: slurmd: fatal: Unable to "
+                                          "process configuration file")
+        assert _leftovers(folder) == []
+    finally:
+        subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, check=False)
+
+
+def test_no_cgroup_filesystem_is_a_reason_to_skip(tmp_path: Path) -> None:
+    mounts = tmp_path / "mounts"
+    mounts.write_text("proc /proc proc rw 0 0\ntmpfs /sys/fs/cgroup tmpfs rw 0 0\n")
+    folder = tmp_path / "cluster"
+    env = {**os.environ, "KSPTRACE_SLURM_DIR": str(folder), "KSPTRACE_SLURM_PORT": "6927",
+           "KSPTRACE_SLURM_MOUNTS": str(mounts)}
+    try:
+        assert start_local_slurm(env) == (f"no cgroup filesystem in {mounts}: slurmd of Slurm "
+                                          "22.05 cannot start")
+        assert not folder.exists()
+        assert _leftovers(folder) == []
+    finally:
+        subprocess.run(["bash", str(SCRIPT), "stop"], env=env, capture_output=True, check=False)
