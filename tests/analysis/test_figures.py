@@ -1,0 +1,155 @@
+"""The figures: bulk spread over the axis, units, real iteration numbers, no degenerate plots."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from matplotlib.axes import Axes
+from matplotlib.figure import Figure
+
+from ksptrace.analysis import figures, ks
+from ksptrace.analysis.fitting import fit_candidates
+from ksptrace.analysis.models import uniform_fits
+from ksptrace.errors import AnalysisError
+
+
+def long_tailed(size: int = 3000, seed: int = 1) -> np.ndarray:
+    """A bulk near 10 µs and a few millisecond detours, as s_k of a real trace."""
+    rng = np.random.default_rng(seed)
+    x = rng.lognormal(np.log(10e-6), 0.3, size)
+    x[rng.choice(size, 6, replace=False)] = rng.uniform(1e-3, 3.5e-3, 6)
+    return x
+
+
+def bulk_share(ax: Axes, values: np.ndarray, scale: float) -> float:
+    """Where the 99th percentile of ``values`` (in the axis unit) sits on the x axis (0..1)."""
+    lo, hi = ax.get_xlim()
+    return (float(np.quantile(values, 0.99)) / scale - lo) / (hi - lo)
+
+
+def test_long_tailed_histograms_give_the_bulk_a_third_of_the_axis() -> None:
+    x = long_tailed()
+    fits = uniform_fits(np.vstack([np.full_like(x, 1e-4), 1e-4 + x]))  # s_k = x exactly
+    fig = figures.uniform_parameters(fits, None, panels=("span",))
+    (span_ax,) = fig.axes
+    assert "µs" in span_ax.get_xlabel()
+    assert span_ax.get_ylabel() == "density (1/µs)"
+    assert bulk_share(span_ax, x, 1e-6) > 1 / 3
+
+    ranking = fit_candidates(x, ("norm", "lognorm"), fit_size=2000)
+    axis = figures.time_axis(x)
+    fig = figures.bulk_fit(ranking, values=x, axis=axis)
+    assert bulk_share(fig.axes[0], x, axis.scale) > 1 / 3
+    assert axis.clip_quantile is not None
+    assert axis.beyond >= 1
+    text = axis.describe()
+    assert "percentile" in text
+    assert "lie beyond" in text
+    assert "ms" in text  # the largest value, a millisecond detour
+
+
+def test_short_tailed_values_keep_the_whole_range() -> None:
+    x = np.random.default_rng(2).uniform(1e-3, 2e-3, 1000)
+    axis = figures.time_axis(x)
+    assert axis.clip_quantile is None
+    assert axis.beyond == 0
+    assert axis.unit == "ms"
+    assert "every value" in axis.describe()
+
+
+def test_time_axis_refuses_constant_values() -> None:
+    with pytest.raises(AnalysisError, match="one bar"):
+        figures.time_axis(np.full(10, 3e-4))
+    assert figures.is_constant(np.array([1e-4, 1e-4 * (1 + 1e-12)]))
+    assert not figures.is_constant(np.array([1e-4, 1.01e-4]))
+
+
+def test_densities_are_per_unit_and_integrate_to_one_when_nothing_is_clipped() -> None:
+    x = np.random.default_rng(3).normal(5e-4, 5e-5, size=(2, 4000))
+    fig = figures.rank_histograms(x, (0, 1))
+    ax = fig.axes[0]
+    assert ax.get_xlabel() == "iteration time $T_p^k$ (µs)"
+    for patch in ax.patches:
+        path = patch.get_path().vertices
+        widths = np.diff(np.unique(path[:, 0]))
+        heights = np.unique(path[:, 1])
+        assert widths.size > 10
+        assert heights.max() < 1.0
+    area = 0.0
+    for artist in ax.patches[:1]:
+        v = artist.get_path().vertices
+        xs, ys = v[1:-1:2, 0], v[1:-1:2, 1]
+        area = float(np.sum(ys[:-1] * np.diff(xs)))
+    assert area == pytest.approx(1.0, rel=0.05)
+
+
+def test_rank_histograms_name_each_rank_once() -> None:
+    x = np.random.default_rng(4).uniform(1.0, 2.0, size=(1, 50))
+    fig = figures.rank_histograms(x, (0, 0))
+    labels = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["rank 0"]
+
+
+def test_colormap_labels_rows_with_the_real_iteration_numbers() -> None:
+    x = np.random.default_rng(5).uniform(1e-4, 2e-4, size=(8, 300))
+    chosen = np.arange(14, 300, 30)
+    fig = figures.colormap(x, chosen)
+    fig.canvas.draw()
+    ax = fig.axes[0]
+    shown = [t.get_text() for t in ax.get_yticklabels() if t.get_text()]
+    assert shown, "the colormap has no iteration labels"
+    assert set(shown) <= {str(k) for k in chosen}
+    assert "14" in shown
+    lo, hi = figures.colour_limits(x, chosen)
+    assert np.quantile(x[:, chosen], 0.01) == pytest.approx(lo)
+    assert np.quantile(x[:, chosen], 0.99) == pytest.approx(hi)
+
+
+def test_uniform_fits_skip_constant_columns_and_keep_a_sensible_y_limit() -> None:
+    rng = np.random.default_rng(6)
+    x = rng.uniform(1e-4, 2e-4, size=(16, 5))
+    x[:, 2] = 1.5e-4  # s_k = 0: the old figure drew a density of 1e300
+    fig = figures.uniform_fits(x, [2, 3])
+    ax = fig.axes[0]
+    top = ax.get_ylim()[1]
+    assert np.isfinite(top)
+    assert top < 1.0  # per µs: a uniform over ~100 µs has density ~0.01/µs
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(labels) == 1
+    assert "k = 3" in labels[0]
+    with pytest.raises(AnalysisError, match="s_k = 0"):
+        figures.uniform_fits(x, [2])
+
+
+def test_rank_scatter_on_one_node_has_one_panel_and_visible_markers() -> None:
+    x = np.random.default_rng(7).uniform(1e-4, 2e-4, size=(12, 10))
+    fig = figures.iteration_vs_rank(x, 4, np.zeros(12, dtype=np.int64))
+    assert len(fig.axes) == 1
+    (line,) = fig.axes[0].get_lines()
+    assert line.get_markersize() >= 3
+    fig = figures.iteration_vs_rank(x, 4, np.arange(12) // 4)
+    assert len(fig.axes) == 2
+
+
+def test_ks_heatmap_hatches_exactly_the_rejected_pairs_and_marks_the_threshold() -> None:
+    rng = np.random.default_rng(8)
+    x = rng.normal(1.0, 0.1, size=(10, 300))
+    x[[3, 7]] += 0.1
+    res = ks.pairwise(x)
+    fig = figures.ks_heatmap(res)
+    heat, bar = fig.axes[0], fig.axes[1]
+    hatched = [c for c in heat.collections if c.get_hatch()]
+    assert len(hatched) == 1
+    cells = np.ma.count(hatched[0].get_array())
+    assert cells == int(res.rejected.sum()) > 0
+    red = [ln for ln in bar.get_lines() if ln.get_color() == "red"]
+    assert red
+    assert red[0].get_ydata()[0] == pytest.approx(res.threshold)
+
+
+def test_figures_fit_the_report_column() -> None:
+    x = np.random.default_rng(9).uniform(1e-4, 2e-4, size=(4, 40))
+    fig: Figure = figures.rank_histograms(x, (0, 1))
+    png = figures.to_png(fig)
+    width = int.from_bytes(png[16:20], "big")
+    assert 900 <= width <= 1100
