@@ -191,9 +191,11 @@ def _mean_flag(
     sample = float(np.mean(data))
     if abs(fitted - sample) <= FIT_MEAN_TOLERANCE * abs(sample):
         return None
+    side = "below" if fitted < sample else "above"
     off = (
-        f"{abs(fitted / sample - 1):.0%} {'below' if fitted < sample else 'above'} the sample "
-        f"mean {_t(sample)}"
+        f"{abs(fitted / sample - 1):.0%} {side} the sample mean {_t(sample)}"
+        if sample != 0
+        else f"{side} the sample mean 0 s"
     )
     gap = f"the fitted mean {_t(fitted)} is {off}"
     found = outliers_explain_mean(data, fitted, FIT_MEAN_TOLERANCE)
