@@ -9,6 +9,12 @@ Which iterations feed which method:
 
 A step that cannot be computed (P = 1, K < 2, too few values) leaves its result at None and adds
 a note that says why; the other steps still run.
+
+A result that can be computed but must not be taken at face value carries a Flag instead of being
+dropped or shown silently: a prediction more than 50 % off KSPSolve (with the reason when one is
+known), a converged fit whose mean is pulled by outliers (kept in Table 1), a Johnson S_U fit of
+a_k or s_k collapsed to its normal limit (the Monte Carlo then draws from the normal fit), N = 1,
+and a fitted family with no finite mean. N is the trace's node count (independent="nodes") or P.
 """
 
 from __future__ import annotations
