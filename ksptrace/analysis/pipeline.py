@@ -539,3 +539,24 @@ def analyze_trace(
     )
     far = _prediction_flags(analysis, reasons, kept)
     return replace(analysis, flags=(*flags, *far))
+
+
+def apriori_flag(source: TraceAnalysis, prediction: montecarlo.Prediction) -> Flag | None:
+    """A prediction-far flag for an a-priori Monte Carlo prediction fitted on ``source``.
+
+    Its reason is the flags on the source's Johnson S_U fits (collapsed, pulled by outliers, far
+    from the data) when it has any. None when the prediction is within 50 % of KSPSolve.
+    """
+    if not prediction.measured > 0:
+        return None
+    err = prediction.relative_error
+    if abs(err) <= PREDICTION_TOLERANCE:
+        return None
+    related = [f for f in source.flags if f.subject in ("JSU fit of a_k", "JSU fit of s_k")]
+    why = "; ".join(f"the source's {f.subject} is flagged {f.code}" for f in related)
+    return Flag(
+        "prediction-far",
+        f"a priori Monte Carlo from {prediction.source}",
+        f"{_t(prediction.simulated)} against the measured KSPSolve {_t(prediction.measured)} "
+        f"({err:+.0%}): {why or 'no known reason was detected'}",
+    )

@@ -174,3 +174,18 @@ def test_best_fit_name_is_the_best_family_table1_shows(monkeypatch: pytest.Monke
     a = analyze_trace(trace, options)
     assert a.model(best) is None
     assert a.best_fit_name == next(f.name for f in clean.bulk.fits if f.name != best)
+
+
+def test_a_far_a_priori_prediction_is_flagged_with_the_source_fit_flags() -> None:
+    source = analyze_trace(_outlier_trace(), AnalysisOptions(candidates=("norm",), mc_runs=2))
+    assert source.parameters is not None
+    target = synthetic_trace(2, 600, 1, "bcgs", seed=6, base_seconds=2.8e-4)
+    far = montecarlo.predict(source.parameters, 600, 2, 3 * target.solve_max, False,
+                             source.label, target.label, runs=2)
+    flag = pipeline.apriori_flag(source, far)
+    assert flag is not None
+    assert flag.code == "prediction-far"
+    assert flag.subject == f"a priori Monte Carlo from {source.label}"
+    assert "the source's JSU fit of a_k is flagged fit-mean-outliers" in flag.message
+    close = dataclasses.replace(far, measured=far.simulated * 1.2)
+    assert pipeline.apriori_flag(source, close) is None
