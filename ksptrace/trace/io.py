@@ -55,28 +55,30 @@ def publish(tmp: Path, final: Path, overwrite: bool) -> None:
     """Move a complete temporary file to its final name in one atomic step.
 
     Without ``overwrite`` a hard link is used, which fails instead of clobbering a file that
-    appeared meanwhile.
+    appeared meanwhile. Any other failure is one OutputError; the temporary file never stays.
     """
     try:
-        if overwrite:
-            os.replace(tmp, final)
-        else:
-            try:
-                os.link(tmp, final)
-            except FileExistsError:
-                raise UsageError(
-                    f"{final} already exists; pass --overwrite to replace it"
-                ) from None
-            except OSError:
-                # File systems without hard links: fall back to a checked rename.
-                if final.exists():
-                    raise UsageError(
-                        f"{final} already exists; pass --overwrite to replace it"
-                    ) from None
-                os.replace(tmp, final)
+        _move(tmp, final, overwrite)
+    except OSError as exc:
+        raise OutputError(describe_write_error(exc, final, 0)) from None
     finally:
         with contextlib.suppress(FileNotFoundError):
             tmp.unlink()
+
+
+def _move(tmp: Path, final: Path, overwrite: bool) -> None:
+    if overwrite:
+        os.replace(tmp, final)
+        return
+    try:
+        os.link(tmp, final)
+    except FileExistsError:
+        raise UsageError(f"{final} already exists; pass --overwrite to replace it") from None
+    except OSError:
+        # File systems without hard links: fall back to a checked rename.
+        if final.exists():
+            raise UsageError(f"{final} already exists; pass --overwrite to replace it") from None
+        os.replace(tmp, final)
 
 
 def encode_hostnames(names: list[str] | tuple[str, ...]) -> np.ndarray:
