@@ -116,3 +116,23 @@ def test_model_rejects_inconsistent_shapes() -> None:
     with pytest.raises(TraceError, match="no iteration"):
         Trace(trace.stamps[:, :1], trace.residual_norms[:1], trace.node_ids, trace.hostnames,
               trace.solve_seconds)
+
+
+def test_failed_publish_is_one_output_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A rename that fails (here: no space for the directory entry) is one OutputError line,
+    and neither the temporary file nor the trace is left."""
+    import errno
+    import os
+
+    from ksptrace.errors import OutputError
+
+    def full(*args: object) -> None:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "link", full)
+    monkeypatch.setattr(os, "replace", full)
+    with pytest.raises(OutputError, match=f"no space left on {tmp_path} for the trace"):
+        write_trace(make_trace(), tmp_path / "t.h5")
+    assert list(tmp_path.iterdir()) == []
