@@ -112,8 +112,8 @@ def test_full_disk_fails_cleanly(require_petsc: None, tmpfs: Path, mode: str,
         assert free_kib * 1024 >= out.stat().st_size
     else:
         line = one_error_line(err)
-        assert f"no space left on {tmpfs} for the trace (needs " in line, line
-        assert f", {free_kib} KiB free)" in line, line
+        assert f"no space left on {tmpfs} for the trace (needs " in line, err
+        assert f", {free_kib} KiB free)" in line, err
         assert code == OutputError.exit_code
         assert not out.exists()
     if free_kib <= 20:  # the trace cannot fit
