@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from ksptrace.cli.main import main
 from ksptrace.errors import CampaignError
 from ksptrace.harness.options import RUN_PARAMS
 from ksptrace.jobs.schema import (
@@ -19,7 +20,7 @@ from ksptrace.jobs.schema import (
     sweep_keys,
 )
 from ksptrace.params import nearest
-from ksptrace.petsc_types import BUILTIN, KSP_TYPES, PC_TYPES, PetscTypes
+from ksptrace.petsc_types import BUILTIN, KSP_TYPES, PC_TYPES, SOURCE_ENV, PetscTypes
 
 Write = Callable[..., Path]
 
@@ -206,3 +207,28 @@ def test_control_characters_are_refused(write_campaign: Write, text: str, patter
 def test_a_tab_in_a_setup_line_is_shell(write_campaign: Write) -> None:
     cf = load_campaign_file(write_campaign('[campaign]\nsetup = ["export A=1\\tB=2"]\n'))
     assert cf.campaign["setup"] == ("export A=1\tB=2",)
+
+
+# --- the same checks through the command line: plan and --dry-run, before anything is written --
+
+@pytest.mark.parametrize(("text", "expected"), [
+    ("[sweep]\nksp = 'gmers'\n", "unknown KSP type 'gmers'; did you mean 'gmres'?"),
+    ("[sweep]\nnp = 2\n", "unknown key in [sweep] 'np'; did you mean 'nprocs'?"),
+    (f"[campaign]\nname = '{'x' * 300}'\n", "name is 300 characters long; use at most 200"),
+    ('[sweep]\nksp = "gm\\u0000res"\n', "'ksp' holds a control character '\\x00'"),
+])
+@pytest.mark.parametrize("action", [["plan"], ["run", "--backend", "slurm", "--dry-run"],
+                                    ["run", "--backend", "pbs", "--dry-run"]])
+def test_plan_and_dry_run_refuse_in_one_line(
+        write_campaign: Write, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch, text: str, expected: str, action: list[str]) -> None:
+    monkeypatch.setenv(SOURCE_ENV, "builtin")
+    path = write_campaign(text)
+    assert main(["campaign", *action, str(path)]) == 7
+    captured = capsys.readouterr()
+    assert captured.out == ""
+    lines = captured.err.splitlines()
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"ksptrace: error: {path}:2: ")
+    assert expected in lines[0]
+    assert sorted(p.name for p in path.parent.iterdir()) == ["campaign.toml"]
