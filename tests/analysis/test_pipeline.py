@@ -16,7 +16,7 @@ def test_a_fit_far_from_the_data_is_left_out(monkeypatch: pytest.MonkeyPatch) ->
     real = models.stationary_model
 
     def broken_for_norm(family: str, dist: object, k: int, count: float) -> models.StationaryModel:
-        model = real(family, dist, k, count)  # type: ignore[arg-type]
+        model = real(family, dist, k, count)
         if family == "norm":  # a fit whose mean landed far from the data, as nct can
             return dataclasses.replace(model, mean=-1e30, expected_max=-1e30)
         return model
