@@ -37,7 +37,7 @@ def fmt_pct(pct: float | None) -> str:
     """A signed percentage ("+12.3 %", "−4.0 %")."""
     if pct is None or not math.isfinite(pct):
         return "—"
-    digits = 0 if abs(pct) >= 100 else 1
+    digits = 0 if abs(pct) >= 100 else 1 if abs(pct) >= 0.1 or pct == 0 else 2
     text = f"{pct:+.{digits}f}\u00a0%"
     return text.replace("-", "\u2212")
 
@@ -145,7 +145,8 @@ def predictions(a: TraceAnalysis) -> tuple[Prediction, ...]:
         "montecarlo", "Monte Carlo (Johnson S_U a_k, s_k)",
         f"mean of {a.simulation.runs} runs" if a.simulation is not None else "mean of the runs",
         sim, error_pct(sim, a.measured), why="" if sim is not None else _montecarlo_why(a),
-        stderr=a.simulated_stderr, flags=_flags_about(a, "monte carlo", "jsu", "johnson")))
+        stderr=a.simulated_stderr, flags=_flags_about(a, "monte carlo", "jsu fit", "of a_k",
+                                                      "of s_k")))
     return tuple(out)
 
 

@@ -9,8 +9,8 @@ as base64 PNG), one CSV per table and a summary.json, written whole or not at al
 from __future__ import annotations
 
 import base64
-import importlib
 import json
+import re
 import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
@@ -21,7 +21,7 @@ import jinja2
 import numpy as np
 
 from ksptrace import __version__
-from ksptrace.analysis import figures, findings, tables
+from ksptrace.analysis import figure_sets, findings, tables
 from ksptrace.analysis.pipeline import AnalysisOptions, Flag, TraceAnalysis, analyze_trace
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.outputs import check_destination, staged_directory
@@ -63,7 +63,7 @@ class Analysed:
     analysis: TraceAnalysis
     pictures: tuple[Picture, ...] = ()
     omitted: tuple[str, ...] = ()
-    digest: Any = None
+    digest: figure_sets.TraceDigest | None = None
 
 
 @dataclass(frozen=True)
@@ -90,41 +90,8 @@ class Report:
     skipped: tuple[Skipped, ...]
 
 
-def _figure_sets() -> Any:
-    """The figure module (``figure_sets``), or None while it is not installed."""
-    try:
-        return importlib.import_module("ksptrace.analysis.figure_sets")
-    except ImportError:
-        return None
-
-
-def _pictures(drawn: Iterable[Any]) -> tuple[Picture, ...]:
-    return tuple(Picture(str(d.key), str(d.title), str(d.caption), bytes(d.png)) for d in drawn)
-
-
-def _legacy_figures(trace: Trace, a: TraceAnalysis) -> tuple[tuple[Picture, ...], tuple[str, ...]]:
-    """The per-trace figures of ``figures.py`` (used only when figure_sets is missing)."""
-    times = trace.iteration_seconds
-    out: list[Picture] = []
-
-    def add(key: str, title: str, fig: Any) -> None:
-        out.append(Picture(key, title, title, figures.to_png(fig)))
-
-    omitted: list[str] = []
-    if a.nprocs > 1:
-        add("rank-histograms", "Per-rank histograms", figures.rank_histograms(times, (0, 1)))
-        add("iteration-vs-rank", f"T_p^k against rank, k = {a.focus_iteration}",
-            figures.iteration_vs_rank(times, a.focus_iteration, trace.node_ids))
-    else:
-        omitted.append("P = 1: no rank pairs; the rank histograms and rank scatter are left out")
-    mid = a.layout.at_position(a.layout.middle_position())
-    add("colormap", "Colormap of equal-work iterations",
-        figures.colormap(times, mid if mid.size > 1 else None))
-    if a.bulk is not None:
-        add("bulk-fit", "Bulk histogram with fitted pdfs", figures.bulk_fit(a.bulk))
-    add("uniform-parameters", "a_k and s_k with Johnson S_U fits",
-        figures.uniform_parameters(a.uniform, a.parameters))
-    return tuple(out), tuple(omitted)
+def _pictures(drawn: Iterable[figure_sets.Drawn]) -> tuple[Picture, ...]:
+    return tuple(Picture(d.key, d.title, d.caption, d.png) for d in drawn)
 
 
 def _order(a: TraceAnalysis) -> tuple[str, str, float, int, str]:
@@ -153,7 +120,6 @@ def analyse(
 ) -> Results:
     """Analyse and draw each trace as it comes, keeping only results; name bad ones once."""
     opt = options or AnalysisOptions()
-    figure_sets = _figure_sets() if with_figures else None
     started = time.time()
     done: list[Analysed] = []
     skipped: list[Skipped] = []
@@ -179,12 +145,9 @@ def analyse(
         digest = None
         if with_figures:
             tick("figures", 0.0)
-            if figure_sets is not None:
-                drawn = figure_sets.trace_figures(trace, a)
-                pictures, omitted = _pictures(drawn.drawn), tuple(drawn.omitted)
-                digest = figure_sets.digest(trace, a)
-            else:
-                pictures, omitted = _legacy_figures(trace, a)
+            drawn = figure_sets.trace_figures(trace, a)
+            pictures, omitted = _pictures(drawn.drawn), tuple(drawn.omitted)
+            digest = figure_sets.digest(trace, a)
         done.append(Analysed(a, pictures, omitted, digest))
         del trace, item  # only results are kept
         if progress is not None:
@@ -192,10 +155,11 @@ def analyse(
     done.sort(key=lambda d: _order(d.analysis))
     across: tuple[Picture, ...] = ()
     across_omitted: tuple[str, ...] = ()
-    if figure_sets is not None and done:
+    if with_figures and done:
         if progress is not None:
             progress.step("figures across configurations")
-        fs = figure_sets.across_figures([(d.analysis, d.digest) for d in done])
+        fs = figure_sets.across_figures(
+            [(d.analysis, d.digest) for d in done if d.digest is not None])
         across, across_omitted = _pictures(fs.drawn), tuple(fs.omitted)
     return Results(tuple(done), tuple(skipped), opt, across, across_omitted, started)
 
@@ -212,7 +176,7 @@ def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions) -> l
 
 
 SECTIONS = (
-    ("distributions", "Distributions of T_p^k"),
+    ("distributions", "Distributions of Tₚᵏ"),
     ("ks", "Kolmogorov–Smirnov tests between ranks"),
     ("nodes", "Within- and between-node variance"),
     ("fits", "Bulk distribution fits"),
@@ -243,10 +207,15 @@ def _img(p: Picture) -> dict[str, str]:
 
 
 def _omitted_in(section: str, omitted: Sequence[str]) -> list[str]:
-    words = {"ks": ("KS",), "nodes": ("node", "rank scatter", "scatter"),
-             "distributions": ("histogram", "colormap", "rank"), "fits": ("fit",),
-             "models": ("uniform",), "montecarlo": ("a_k", "s_k", "Johnson")}[section]
-    return [o for o in omitted if any(w in o for w in words)]
+    """The omission lines that concern a section (one line may concern several)."""
+    params = ("aₖ", "sₖ", "a_k", "s_k", "Johnson")
+    if section == "montecarlo":
+        return [o for o in omitted if any(w in o for w in params)]
+    words = {"ks": ("KS",), "nodes": ("node", "rank scatter"),
+             "distributions": ("histogram", "colormap", "rank"), "fits": ("bulk", "fitted pdf"),
+             "models": ("uniform-fit", "uniform fit")}[section]
+    return [o for o in omitted
+            if any(w in o for w in words) and not any(w in o for w in params)]
 
 
 def _finding_row(f: findings.Finding) -> dict[str, Any]:
@@ -270,17 +239,30 @@ def _finding_row(f: findings.Finding) -> dict[str, Any]:
     }
 
 
-def flag_summary(flags: Sequence[Flag]) -> list[dict[str, str]]:
-    """The findings table's view of a run's flags: far predictions with their reasons, the
-    others grouped by code with their subjects (their messages are in the run's section)."""
-    out = [{"code": fl.code, "subject": fl.subject, "message": fl.message}
-           for fl in flags if fl.code == "prediction-far"]
-    grouped: dict[str, list[str]] = {}
+def _short_subject(subject: str) -> str:
+    return re.sub(r"^stationary model \((.*)\)$", r"\1", subject)
+
+
+def flag_summary(flags: Sequence[Flag]) -> list[dict[str, Any]]:
+    """The findings table's view of a run's flags: one line per code naming what is flagged
+    (far predictions with their signed error), the full reasons one click away."""
+    grouped: dict[str, list[Flag]] = {"prediction-far": []}  # the far predictions first
     for fl in flags:
-        if fl.code != "prediction-far" and fl.subject not in grouped.setdefault(fl.code, []):
-            grouped[fl.code].append(fl.subject)
-    out += [{"code": code, "subject": "; ".join(subjects), "message": ""}
-            for code, subjects in grouped.items()]
+        grouped.setdefault(fl.code, []).append(fl)
+    out = []
+    for code, members in grouped.items():
+        if not members:
+            continue
+        names = []
+        for fl in members:
+            name = _short_subject(fl.subject)
+            pct = re.search(r"\(([+\-\u2212]\d[\d.,]*\s?%)\)", fl.message)
+            if code == "prediction-far" and pct:
+                name += " " + pct.group(1).replace("-", "\u2212")
+            if name not in names:
+                names.append(name)
+        out.append({"code": code, "subject": ", ".join(names),
+                    "messages": [f"{fl.subject}: {fl.message}" for fl in members]})
     return out
 
 
@@ -327,8 +309,8 @@ def _section(d: Analysed, f: findings.Finding, options: AnalysisOptions) -> dict
                             "to K·mean and the bounds to K·μ.")
     measured = [
         ("KSPSolve (slowest rank, PETSc's event log)", findings.fmt_time(a.measured)),
-        ("Σ_k max_p T_p^k (measured, kept iterations)", findings.fmt_time(a.lockstep_sum)),
-        ("max_p Σ_k T_p^k (measured, kept iterations)", findings.fmt_time(a.rank_sum_max)),
+        ("Σₖ maxₚ Tₚᵏ (measured over the kept iterations)", findings.fmt_time(a.lockstep_sum)),
+        ("maxₚ Σₖ Tₚᵏ (measured over the kept iterations)", findings.fmt_time(a.rank_sum_max)),
         ("iterations K recorded / kept for bulk statistics", f"{a.iterations} / {a.kept}"),
         ("ranks P, nodes, N in the maximum", f"{a.nprocs}, {a.n_nodes}, {a.count:g}"),
         ("file", a.path or "in memory"),

@@ -144,8 +144,8 @@ def model_table(analyses: Sequence[TraceAnalysis]) -> Table:
             "run": run_name(a),
             "N": f"{a.count:g}",
             "KSPSolve": fmt_time(a.measured),
-            "Σ_k max_p T": fmt_time(a.lockstep_sum),
-            "max_p Σ_k T": fmt_time(a.rank_sum_max),
+            "Σₖ maxₚ Tₚᵏ": fmt_time(a.lockstep_sum),
+            "maxₚ Σₖ Tₚᵏ": fmt_time(a.rank_sum_max),
             "E[T] best fit": (f"{best}: {_cell(best_pred)}" if best_pred is not None
                               else preds.get("stationary", Prediction("", "", "", None, None,
                                                                       why="no fit")).why),
@@ -377,7 +377,7 @@ def models_table(a: TraceAnalysis) -> Table:
             value += f" ± {fmt_time(p.stderr)}"
         rows.append({"model": p.name, "formula": p.formula, "predicted": value,
                      "error": fmt_pct(p.error_pct) if p.value is not None else "—",
-                     "flag": " ".join(f.message for f in p.flags) or "—"})
+                     "flag": "\n".join(f"{f.code}: {f.message}" for f in p.flags) or "—"})
     return Table(name="models", title="Models and bounds against KSPSolve",
                  frame=pd.DataFrame(rows, columns=["model", "formula", "predicted", "error",
                                                    "flag"]))

@@ -84,8 +84,8 @@ def test_report_from_trace_files(tmp_path: Path) -> None:
     # Findings first, then the contents, then one section per run, then across configurations.
     order = [page.index(s) for s in ('id="findings"', 'id="toc"', 'id="run-1"', 'id="across"')]
     assert order == sorted(order)
-    for _, title in SECTIONS:
-        assert page.count(title) == 3
+    for i, (_, title) in enumerate(SECTIONS):
+        assert page.count(f"{i + 1}. {title}</h3>") == 3
     assert "t0.h5" in page
     assert "synthetic gmres n=10⁶ P=32" in page
     summary = json.loads(report.summary.read_text())
