@@ -156,7 +156,12 @@ def describe_write_error(exc: BaseException, tmp: Path, needed: int) -> str:
     folder = tmp.parent
     text = str(exc)
     code = getattr(exc, "errno", None)
-    if code in (errno.ENOSPC, errno.EDQUOT) or "No space left" in text:
+    if code == errno.EDQUOT or "quota exceeded" in text:
+        return (
+            f"disk quota exceeded in {folder} for the trace (needs {_kib(needed)} KiB); "
+            "free some space or pick another --out"
+        )
+    if code == errno.ENOSPC or "No space left" in text:
         try:
             free = free_bytes(folder)
         except OSError:
@@ -170,34 +175,39 @@ def describe_write_error(exc: BaseException, tmp: Path, needed: int) -> str:
     return f"cannot write the trace in {folder}: {reason}; pick another --out"
 
 
-def trace_image(trace: Trace, after_stamps: Callable[[], None] | None = None) -> bytes:
-    """The bytes of the HDF5 file of ``trace``, built in memory."""
+def trace_image(trace: Trace, after_stamps: Callable[[], None] | None = None) -> memoryview:
+    """The bytes of the HDF5 file of ``trace``, built in memory (as much memory as the file)."""
     buf = BytesIO()
     with h5py.File(buf, "w") as f:
         fill_file(f, trace, after_stamps)
-    return buf.getvalue()
+    return buf.getbuffer()
 
 
 PLACEHOLDERS: dict[str, Any] = {"f": np.nan, "i": 0, "S": b""}
 """What a dataset holds, by dtype kind, until the ranks fill in their rows."""
 
 
-def placeholder_image(nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None]) -> bytes:
+def placeholder_image(
+    nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None]
+) -> memoryview:
     """The bytes of a trace file with every attribute written and every dataset allocated and
     filled with placeholders (NaN, 0, empty names), built in memory.
 
     Ranks can then fill in their rows through MPI-IO without allocating space or changing any
-    metadata (``tests/harness/test_diskfull.py`` checks both).
+    metadata (``tests/harness/test_diskfull.py`` checks both). Rank 0 holds this image, the
+    size of the trace (16 bytes per rank and monitor call), while it writes it.
     """
     buf = BytesIO()
     with h5py.File(buf, "w") as f:
         write_attrs(f, attrs)
         for ds in create_layout(f, nprocs, nstamps).values():
             ds[...] = np.full(ds.shape, PLACEHOLDERS[ds.dtype.kind], dtype=ds.dtype)
-    return buf.getvalue()
+    return buf.getbuffer()
 
 
-def write_image(tmp: Path, image: bytes, midway: Callable[[], None] | None = None) -> None:
+def write_image(
+    tmp: Path, image: bytes | memoryview, midway: Callable[[], None] | None = None
+) -> None:
     """Write ``image`` to the new file ``tmp`` once its size is known to fit.
 
     Only plain OS calls touch the disk: HDF5 copes badly with a failed write (errors lost in
@@ -206,11 +216,11 @@ def write_image(tmp: Path, image: bytes, midway: Callable[[], None] | None = Non
     """
     created = False
     try:
-        check_space(tmp.parent, len(image))
+        view = memoryview(image).cast("B")
+        check_space(tmp.parent, len(view))
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666)
         created = True
         try:
-            view = memoryview(image)
             _write_all(fd, view[: len(view) // 2])
             if midway is not None:
                 midway()
@@ -221,7 +231,7 @@ def write_image(tmp: Path, image: bytes, midway: Callable[[], None] | None = Non
         if created:
             with contextlib.suppress(FileNotFoundError):
                 tmp.unlink()
-        raise OutputError(describe_write_error(exc, tmp, len(image))) from None
+        raise OutputError(describe_write_error(exc, tmp, memoryview(image).nbytes)) from None
     except BaseException:
         if created:
             with contextlib.suppress(FileNotFoundError):
