@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import math
 import os
 import uuid
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from io import BytesIO
 from pathlib import Path
 from typing import Any
@@ -264,70 +265,223 @@ def write_trace(trace: Trace, path: str | os.PathLike[str], overwrite: bool = Fa
     return final
 
 
-def _py(value: Any) -> AttrValue:
+def _py(value: Any) -> AttrValue | None:
+    """An attribute as a Python scalar; None for arrays and types a trace never stores.
+
+    Raises ValueError when text is not valid UTF-8.
+    """
     if isinstance(value, bytes):
-        return value.decode()
+        return value.decode("utf-8")
+    if isinstance(value, str):
+        value.encode("utf-8")  # h5py hands invalid UTF-8 over as lone surrogates
+        return value
     if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, np.ndarray):
-        raise TypeError("array attribute")
-    return value
+        value = value.item()
+        if isinstance(value, bytes):
+            return value.decode("utf-8")
+    if isinstance(value, bool | int | float | str):
+        return value
+    return None
+
+
+MAX_SIZE_RATIO = 16
+"""A dataset may declare at most this many times the file's size (plus 1 MiB) of data.
+
+Real traces store every value (contiguous, uncompressed; a repacked file compresses timings
+less than 2:1), so a larger declared shape is a crafted or corrupt file, refused before any data
+are read (chunked datasets with no data written cost nothing to create)."""
+
+_KINDS: dict[str, tuple[str, str]] = {
+    "stamps": ("f", "a float array"),
+    "iteration_seconds": ("f", "a float array"),
+    "residual_norms": ("f", "a float array"),
+    "solve_seconds": ("f", "a float array"),
+    "node_ids": ("iu", "an integer array"),
+    "hostnames": ("S", "an array of strings"),
+}
+
+
+def _human(nbytes: int) -> str:
+    size = float(nbytes)
+    for unit in ("bytes", "KiB", "MiB", "GiB", "TiB", "PiB"):
+        if size < 1024 or unit == "PiB":
+            return f"{size:.0f} {unit}" if unit == "bytes" else f"{size:.1f} {unit}"
+        size /= 1024
+    return f"{size:.1f} PiB"
+
+
+def schema_version_of(raw: Any) -> int:
+    """The schema version an attribute value states; TraceError (without the file) if none.
+
+    Only a positive integer scalar is a version: not a bool, float, complex, text or array.
+    """
+    if isinstance(raw, np.ndarray) and raw.shape == ():
+        raw = raw[()]
+    if isinstance(raw, bool | np.bool_) or not isinstance(raw, int | np.integer):
+        shown = f"an array of shape {raw.shape}" if isinstance(raw, np.ndarray) else repr(raw)
+        raise TraceError(
+            f"schema_version {shown[:60]} is not a positive integer; not a ksptrace trace"
+        )
+    version = int(raw)
+    if version < 1:
+        raise TraceError(
+            f"schema_version {version} is not a positive integer; not a ksptrace trace"
+        )
+    if version > SCHEMA_VERSION:
+        raise TraceError(
+            f"written with trace schema {version}, newer than this ksptrace reads "
+            f"({SCHEMA_VERSION}); upgrade ksptrace"
+        )
+    return version
+
+
+def check_layout(f: h5py.File, file_bytes: int) -> None:
+    """Check every dataset's kind, dtype and shape, and its declared size against the file's,
+    before reading any data. Raises TraceError (without the file name)."""
+    missing = [name for name in DATASETS if name not in f]
+    if missing:
+        raise TraceError(f"incomplete trace, missing datasets {', '.join(missing)}")
+    limit = MAX_SIZE_RATIO * file_bytes + 2**20
+    shapes: dict[str, tuple[int, ...]] = {}
+    for name, (kinds, what) in _KINDS.items():
+        obj = f.get(name, getclass=True)
+        if obj is not h5py.Dataset:
+            kind = "a group" if obj is h5py.Group else "not a dataset"
+            raise TraceError(f"{name} is {kind}; a trace stores it as {what}")
+        ds = f[name]
+        dtype = ds.dtype
+        if dtype.kind not in kinds and not (
+            kinds == "S" and h5py.check_string_dtype(dtype) is not None
+        ):
+            raise TraceError(f"{name} has dtype {dtype}; a trace stores it as {what}")
+        shape = tuple(int(n) for n in ds.shape or ())
+        declared = math.prod(shape) * max(dtype.itemsize, 1)
+        if declared > limit:
+            raise TraceError(
+                f"{name} declares shape {shape}, {_human(declared)} of data, larger than a "
+                f"{_human(file_bytes)} file can hold; the file is corrupt or was not written by "
+                "ksptrace"
+            )
+        shapes[name] = shape
+    stamps = shapes["stamps"]
+    if len(stamps) != 2 or stamps[0] < 1 or stamps[1] < 2:
+        raise TraceError(
+            f"stamps has shape {stamps}, expected [P >= 1, K+1 >= 2]; the run recorded no iteration"
+        )
+    nprocs, nstamps = stamps
+    expected = {
+        "iteration_seconds": (nprocs, nstamps - 1),
+        "residual_norms": (nstamps,),
+        "solve_seconds": (nprocs,),
+        "node_ids": (nprocs,),
+        "hostnames": (nprocs,),
+    }
+    for name, shape in expected.items():
+        if shapes[name] != shape:
+            raise TraceError(
+                f"{name} has shape {shapes[name]}, expected {shape} for stamps of shape {stamps}"
+            )
+
+
+def _read_attrs(f: h5py.File) -> dict[str, AttrValue]:
+    attrs: dict[str, AttrValue] = {}
+    for key in f.attrs:
+        try:
+            key.encode("utf-8")
+            value = _py(f.attrs[key])
+        except (UnicodeError, ValueError):
+            shown = key.encode("utf-8", "backslashreplace").decode()
+            raise TraceError(f"attribute {shown!r} is not valid UTF-8") from None
+        if value is not None:
+            attrs[key] = value
+    return attrs
+
+
+def _hostnames(raw: np.ndarray) -> tuple[str, ...]:
+    try:
+        return tuple(
+            (h if isinstance(h, bytes | np.bytes_) else str(h).encode("utf-8")).decode("utf-8")
+            for h in raw
+        )
+    except UnicodeError:
+        raise TraceError("hostnames are not valid UTF-8") from None
+
+
+def _open_check(p: Path) -> int:
+    """The size of ``p``; TraceError for a missing, unreadable or non-regular file."""
+    try:
+        st = p.stat()
+        if not p.is_file():
+            raise TraceError(f"{p}: not a file; give the path of a trace file (.h5)")
+        with open(p, "rb"):
+            pass
+    except PermissionError:
+        raise TraceError(
+            f"{p}: permission denied; make the file readable (chmod +r) or copy it"
+        ) from None
+    except FileNotFoundError:
+        raise TraceError(f"{p}: no such trace file") from None
+    except OSError as exc:
+        raise TraceError(f"{p}: cannot open ({exc.strerror or exc}); check the path") from None
+    return int(st.st_size)
 
 
 def read_trace(path: str | os.PathLike[str]) -> Trace:
-    """Read and validate one trace file. Raises TraceError that names the file and the fault."""
+    """Read and validate one trace file; raise TraceError ``"<file>: <reason>"`` (one line).
+
+    The checks, in order: the file can be opened; ``schema_version`` is a positive integer this
+    reader knows; every dataset exists with its kind, dtype and shape, and does not declare more
+    data than the file can hold (all before any data are read); text is UTF-8; node ids are
+    0-based indices below P; the timings are plausible (:meth:`Trace.timing_fault`).
+    """
     p = Path(path)
-    if not p.is_file():
-        raise TraceError(f"{p}: no such trace file")
+    file_bytes = _open_check(p)
     try:
         f = h5py.File(p, "r")
+    except PermissionError:
+        raise TraceError(f"{p}: permission denied; make the file readable or copy it") from None
     except OSError:
         raise TraceError(
             f"{p}: not a readable HDF5 file (corrupt or truncated); rerun the run that made it"
         ) from None
     try:
         with f:
-            version = f.attrs.get("schema_version")
-            if version is None:
-                raise TraceError(f"{p}: not a ksptrace trace (no schema_version attribute)")
-            if int(version) > SCHEMA_VERSION:
-                raise TraceError(
-                    f"{p}: written with trace schema {int(version)}, newer than this ksptrace "
-                    f"reads ({SCHEMA_VERSION}); upgrade ksptrace"
-                )
-            missing = [name for name in DATASETS if name not in f]
-            if missing:
-                raise TraceError(f"{p}: incomplete trace, missing datasets {', '.join(missing)}")
-            attrs: dict[str, AttrValue] = {}
-            for key, value in f.attrs.items():
-                try:
-                    attrs[key] = _py(value)
-                except TypeError:
-                    continue
-            return Trace(
+            if "schema_version" not in f.attrs:
+                raise TraceError("not a ksptrace trace (no schema_version attribute)")
+            schema_version_of(f.attrs["schema_version"])
+            check_layout(f, file_bytes)
+            attrs = _read_attrs(f)
+            trace = Trace(
                 stamps=f["stamps"][...],
                 residual_norms=f["residual_norms"][...],
                 node_ids=f["node_ids"][...],
-                hostnames=tuple(h.decode() for h in f["hostnames"][...]),
+                hostnames=_hostnames(f["hostnames"][...]),
                 solve_seconds=f["solve_seconds"][...],
                 attrs=attrs,
                 path=str(p),
             )
-    except TraceError:
-        raise
-    except (OSError, KeyError, ValueError, RuntimeError) as exc:
-        raise TraceError(f"{p}: unreadable trace ({exc}); rerun the run that made it") from None
+    except TraceError as exc:
+        raise TraceError(f"{p}: {exc}") from None
+    except Exception as exc:  # any fault of an untrusted file makes a bad trace
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        raise TraceError(f"{p}: unreadable trace ({reason}); rerun the run that made it") from None
+    check_finite(trace)
+    return trace
 
 
 def check_finite(trace: Trace) -> None:
-    """Raise TraceError when a trace's timings hold NaN, inf or negative durations."""
+    """Raise TraceError when a trace's timings are implausible (see :meth:`Trace.timing_fault`)."""
     fault = trace.timing_fault()
     if fault is not None:
         raise TraceError(f"{trace.path or trace.label}: {fault}; the trace cannot be analysed")
 
 
-def iter_traces(paths: list[str | os.PathLike[str]]) -> Iterator[Trace | TraceError]:
-    """Read many traces; yield each Trace, or the TraceError that names a bad one."""
+def iter_traces(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Trace | TraceError]:
+    """Read traces one at a time: yield each valid Trace, or the TraceError of a bad one.
+
+    The error's message is one line, ``"<file>: <reason>"``, so a caller can name the file once
+    and go on with the rest. This is the one entry point for analyses of many traces.
+    """
     for path in paths:
         try:
             yield read_trace(path)
