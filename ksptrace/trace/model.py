@@ -20,6 +20,11 @@ SCHEMA_VERSION = 1
 
 AttrValue = str | int | float | bool
 
+MIN_ITERATION_SECONDS = 1e-9
+"""Shorter iterations are implausible: 1 ns is MPI_Wtime's resolution on Linux."""
+MAX_ITERATION_SECONDS = 1e6
+"""Longer iterations (about 11.6 days) are implausible."""
+
 CONFIG_KEYS: tuple[str, ...] = (
     "problem",
     "n",
@@ -81,6 +86,11 @@ class Trace:
             raise TraceError(f"node_ids has shape {node_ids.shape}, expected ({nprocs},)")
         if solve.shape != (nprocs,):
             raise TraceError(f"solve_seconds has shape {solve.shape}, expected ({nprocs},)")
+        if node_ids.size and (node_ids.min() < 0 or node_ids.max() >= nprocs):
+            raise TraceError(
+                f"node_ids range from {node_ids.min()} to {node_ids.max()}; they must be 0-based "
+                f"node indices below P = {nprocs}"
+            )
         if len(self.hostnames) != nprocs:
             raise TraceError(f"{len(self.hostnames)} hostnames for {nprocs} ranks")
         object.__setattr__(self, "stamps", _readonly(stamps))
@@ -133,11 +143,32 @@ class Trace:
         )
 
     def timing_fault(self) -> str | None:
-        """Why the timings cannot be analysed (NaN, inf, stamps going backwards), or None."""
+        """Why the timings cannot be analysed, or None.
+
+        Implausible, and so refused: NaN or inf anywhere in the stamps or KSPSolve times; an
+        iteration that does not take positive time (stamps not strictly increasing); an
+        iteration shorter than :data:`MIN_ITERATION_SECONDS` (1 ns, MPI_Wtime's resolution:
+        no Krylov iteration, which does at least a matrix-vector product, is that fast) or
+        longer than :data:`MAX_ITERATION_SECONDS`; a negative KSPSolve time.
+        """
         if not np.isfinite(self.stamps).all() or not np.isfinite(self.solve_seconds).all():
             return "timings contain NaN or inf"
-        if (self.iteration_seconds < 0).any():
-            return "negative iteration durations (the stamps are not monotonic)"
+        t = self.iteration_seconds
+        if (t <= 0).any():
+            p, k = np.argwhere(t <= 0)[0]
+            return (
+                f"stamps not increasing (rank {p}, iteration {k + 1} takes {t[p, k]:.3g} s): "
+                "the clock went backwards or the trace is corrupt"
+            )
+        if (t < MIN_ITERATION_SECONDS).any():
+            return (
+                f"iteration times below 1 ns (the shortest is {t.min():.3g} s), shorter than any "
+                "solver iteration can take"
+            )
+        if (t > MAX_ITERATION_SECONDS).any():
+            return f"an iteration time of {t.max():.3g} s, longer than {MAX_ITERATION_SECONDS:g} s"
+        if (self.solve_seconds < 0).any():
+            return "negative KSPSolve times"
         return None
 
     def config_key(self) -> tuple[tuple[str, AttrValue | None], ...]:
