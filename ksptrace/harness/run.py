@@ -55,6 +55,11 @@ EXTRA_ITERATIONS: dict[str, int] = {"qcg": 1}
 """Types that run max_it + n iterations (qcg: ``for (i = 0; i <= maxit; i++)`` in PETSc 3.18);
 ksptrace asks them for K - n so that they run K."""
 
+TRACE_HINTS: dict[str, str] = {
+    "bcgsl": "or -ksp_bcgsl_ell 1, with which bcgsl (BiCGStab(1)) reports every iteration",
+}
+"""What makes a type that the monitor cannot follow traceable after all."""
+
 LAUNCH_ENV = "KSPTRACE_LAUNCH"
 """JSON set by ``ksptrace run --np``: the launcher, the flags it added and the user's command."""
 
@@ -215,7 +220,13 @@ def _check_iterations(settings: RunSettings, petsc: Any, ksp: Any, monitor: Stam
     done = int(ksp.getIterationNumber())
     code = int(ksp.getConvergedReason())
     reason = _reason_name(petsc.KSP.ConvergedReason, code)
-    monitor.check(settings.ksp, min(done, settings.iterations))
+    try:
+        monitor.check(settings.ksp, min(done, settings.iterations))
+    except SolverError as exc:
+        hint = TRACE_HINTS.get(settings.ksp)
+        if hint is None:
+            raise
+        raise SolverError(f"{exc}, {hint}") from None
     if done < settings.iterations:
         if code > 0:
             why = "a forced run must not converge: use a larger n or fewer iterations"

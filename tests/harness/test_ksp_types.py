@@ -26,7 +26,8 @@ PIPELINED_EXTRA_UPDATE = frozenset({"pipecg", "pipecgrr", "pipecr", "pipeprcg", 
 then updates the solution once more."""
 
 REFUSED: dict[str, str] = {
-    "bcgsl": "reports only one iteration in 2 to the monitor",
+    "bcgsl": "reports only one iteration in 2 to the monitor (0, 2, 4, 6, ...), so single "
+             "iterations cannot be timed; use another KSP type, or -ksp_bcgsl_ell 1",
     "cgls": "never reported iteration 0 of 0..25 to the monitor",
     "fetidp": "cannot be traced: it needs a MATIS operator",
     "hpddm": "is not available in this PETSc build",
