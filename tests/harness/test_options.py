@@ -109,6 +109,8 @@ def test_a_different_experiment_is_not_called_a_rerun(ksptrace_cli, tmp_path: Pa
     assert "-ksp_gmres_restart 30" in line
     assert "--overwrite" not in line
     assert path.read_bytes() == before
+    proc = ksptrace_cli(*RUN, "--out", str(path), "-ksp_gmres_restart", "60")
+    assert "already exists; pass --overwrite" in one_error_line(proc.stderr)  # a rerun
 
 
 @pytest.mark.mpi
