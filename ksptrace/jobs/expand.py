@@ -21,7 +21,7 @@ from typing import Any
 
 from ksptrace.errors import CampaignError
 from ksptrace.harness.options import RUN_PARAMS
-from ksptrace.jobs.schema import NPROCS, CampaignFile, load_campaign_file
+from ksptrace.jobs.schema import NPROCS, CampaignFile, check_types, load_campaign_file
 from ksptrace.jobs.spec import CampaignSpec, RunSpec, SchedulerSpec
 from ksptrace.petsc_types import PetscTypes, current
 from ksptrace.problems import registry
@@ -151,6 +151,10 @@ def load_spec(path: str | Path, output: str | Path | None = None, allow_large: b
     """Load, check and expand a campaign file.
 
     KSP and PC names are checked against ``petsc``, by default the installed petsc4py's lists
-    or the built-in ones (:func:`ksptrace.petsc_types.current`)."""
-    cf = load_campaign_file(path, current() if petsc is None else petsc)
+    or the built-in ones (:func:`ksptrace.petsc_types.current`: about 1 s, so only once the
+    sweep's size has passed and only when the sweep names a KSP or PC)."""
+    cf = load_campaign_file(path, None)
+    check_size(cf, allow_large)
+    if "ksp" in cf.sweep or "pc" in cf.sweep:
+        check_types(cf, current() if petsc is None else petsc)
     return build_spec(cf, output, allow_large)

@@ -266,10 +266,11 @@ def _toml_message(path: Path, text: str, message: str) -> str:
     return f"{path}:{line}: malformed TOML: {message}; fix the file and retry"
 
 
-def load_campaign_file(path: str | Path, petsc: PetscTypes = BUILTIN) -> CampaignFile:
+def load_campaign_file(path: str | Path, petsc: PetscTypes | None = BUILTIN) -> CampaignFile:
     """Read and check a campaign file. Every fault is one CampaignError naming file and line.
 
-    KSP and PC names are checked against ``petsc`` (see :func:`ksptrace.petsc_types.current`).
+    KSP and PC names are checked against ``petsc`` (see :func:`ksptrace.petsc_types.current`);
+    None leaves them to the caller (:func:`check_types`), e.g. until the sweep's size is known.
     """
     path = Path(path)
     try:
@@ -293,17 +294,27 @@ def load_campaign_file(path: str | Path, petsc: PetscTypes = BUILTIN) -> Campaig
                               path, text)
     scheduler = _resolve_table(_table(data, "scheduler", path, text), SCHEDULER_KEYS, "scheduler",
                                path, text)
-    sweep = _check_sweep(_table(data, "sweep", path, text), path, text, petsc)
+    sweep = _check_sweep(_table(data, "sweep", path, text), path, text)
     options = _check_options(_table(data, "petsc_options", path, text), path, text)
 
     _check_campaign(campaign, sweep, path, text)
     _check_scheduler(scheduler, path, text)
-    return CampaignFile(path=path, text=text, campaign=campaign, sweep=sweep,
-                        petsc_options=options, scheduler=scheduler)
+    cf = CampaignFile(path=path, text=text, campaign=campaign, sweep=sweep,
+                      petsc_options=options, scheduler=scheduler)
+    if petsc is not None:
+        check_types(cf, petsc)
+    return cf
 
 
-def _check_sweep(table: Mapping[str, Any], path: Path, text: str, petsc: PetscTypes
-                 ) -> dict[str, tuple[Any, ...]]:
+def check_types(cf: CampaignFile, petsc: PetscTypes) -> None:
+    """Every KSP and PC name of the sweep must be one of ``petsc``'s."""
+    for kind, names in (("KSP", petsc.ksp), ("PC", petsc.pc)):
+        for name in cf.sweep.get(kind.lower(), ()):
+            if name not in names:
+                raise unknown_type(cf.where("sweep", kind.lower()), kind, name, petsc)
+
+
+def _check_sweep(table: Mapping[str, Any], path: Path, text: str) -> dict[str, tuple[Any, ...]]:
     known = {p.name: p for p in sweep_keys()}
     out: dict[str, tuple[Any, ...]] = {}
     for key, value in table.items():
@@ -320,11 +331,6 @@ def _check_sweep(table: Mapping[str, Any], path: Path, text: str, petsc: PetscTy
                     registry.get(name)
                 except KsptraceError as exc:
                     raise CampaignError(f"{where}: {exc}") from None
-        for kind, names in (("KSP", petsc.ksp), ("PC", petsc.pc)):
-            if key == kind.lower():
-                for name in checked:
-                    if name not in names:
-                        raise unknown_type(where, kind, name, petsc)
         out[key] = checked
     return out
 
