@@ -147,3 +147,19 @@ def test_plan_warns_above_a_thousand_runs(
     small = write_campaign("[sweep]\nn = [1000, 2000]\n", "small.toml")
     assert main(["campaign", "plan", str(small)]) == 0
     assert capsys.readouterr().err == ""
+
+
+def test_dry_run_warns_and_splits(write_campaign: Write, capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv(SOURCE_ENV, "builtin")
+    path = write_campaign("[sweep]\nn = " + str(list(range(1000, 2001))) + "\n")
+    assert main(["campaign", "run", str(path), "--backend", "slurm", "--dry-run"]) == 0
+    captured = capsys.readouterr()
+    assert captured.err.splitlines()[0].startswith(
+        "ksptrace: warning: campaign ksptrace has 1,001 runs (more than 1,000)")
+    scripts = path.parent / "runs" / "scripts" / "slurm"
+    assert sorted(p.name for p in scripts.iterdir()) == ["ksptrace-N1-1.sbatch",
+                                                        "ksptrace-N1-2.sbatch"]
+    assert "#SBATCH --array=0-999" in (scripts / "ksptrace-N1-1.sbatch").read_text()
+    assert "#SBATCH --array=0-0" in (scripts / "ksptrace-N1-2.sbatch").read_text()
+    assert "dry run: 1001 runs rendered" in captured.out
