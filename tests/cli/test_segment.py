@@ -197,7 +197,7 @@ def test_extrap_export_refuses_mismatched_points() -> None:
 
 
 def test_different_sizes_at_one_p_are_separate_series() -> None:
-    from ksptrace.cli.segment import collect
+    from ksptrace.analysis.segment_report import collect
     from tests.trace.test_io import make_trace
 
     def with_attrs(nprocs: int, n: int) -> Trace:
