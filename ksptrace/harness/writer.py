@@ -101,15 +101,13 @@ def write_distributed(
         _write_mpio(mpicomm, tmp, local, attrs, nprocs, lengths[0])
     else:
         _write_gathered(mpicomm, tmp, local, attrs)
-    error: str | None = None
+    error: KsptraceError | None = None
     if rank == 0:
         try:
             io.publish(tmp, path, overwrite)
-        except UsageError as exc:
-            error = str(exc)
-    error = mpicomm.bcast(error, root=0)
-    if error:
-        raise UsageError(error)
+        except KsptraceError as exc:
+            error = exc
+    _agree(mpicomm, error, tmp)
     return path
 
 
