@@ -52,7 +52,7 @@ def fmt_n(n: int | None) -> str:
     exp = len(str(n)) - 1
     if n >= 10_000 and n == 10**exp:
         return "10" + str(exp).translate(SUPERSCRIPTS)
-    return f"{n:,}".replace(",", "\u2009")
+    return f"{n:,}".replace(",", "\u202f")
 
 
 def error_pct(value: float | None, measured: float) -> float | None:

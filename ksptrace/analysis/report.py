@@ -206,16 +206,18 @@ def _img(p: Picture) -> dict[str, str]:
             "src": "data:image/png;base64," + base64.b64encode(p.png).decode("ascii")}
 
 
-def _omitted_in(section: str, omitted: Sequence[str]) -> list[str]:
-    """The omission lines that concern a section (one line may concern several)."""
-    params = ("aₖ", "sₖ", "a_k", "s_k", "Johnson")
-    if section == "montecarlo":
-        return [o for o in omitted if any(w in o for w in params)]
-    words = {"ks": ("KS",), "nodes": ("node", "rank scatter"),
-             "distributions": ("histogram", "colormap", "rank"), "fits": ("bulk", "fitted pdf"),
-             "models": ("uniform-fit", "uniform fit")}[section]
-    return [o for o in omitted
-            if any(w in o for w in words) and not any(w in o for w in params)]
+def omission_section(line: str) -> str:
+    """The section a "figure left out" line belongs to (the first that it concerns)."""
+    for words, section in (
+        (("uniform-fit", "uniform fit"), "models"),
+        (("aₖ", "sₖ", "a_k", "s_k", "Johnson"), "montecarlo"),
+        (("KS",), "ks"),
+        (("scatter", "node"), "nodes"),
+        (("bulk", "fitted pdf"), "fits"),
+    ):
+        if any(w in line for w in words):
+            return section
+    return "distributions"
 
 
 def _finding_row(f: findings.Finding) -> dict[str, Any]:
@@ -279,19 +281,15 @@ def _section(d: Analysed, f: findings.Finding, options: AnalysisOptions) -> dict
         "models": [tables.models_table(a)],
         "montecarlo": [tables.jsu_table(a)],
     }
-    omitted_all = list(d.omitted)
     parts: list[dict[str, Any]] = []
     for key, title in SECTIONS:
-        omitted = _omitted_in(key, omitted_all)
+        omitted = [o for o in d.omitted if omission_section(o) == key]
         parts.append({
             "id": f"{f.anchor}-{key}", "title": title, "figures": by_section[key],
             "tables": [{"title": t.title, "html": t.to_html(), "notes": t.notes}
                        for t in tables_of[key]],
             "omitted": omitted,
         })
-    placed = {o for p in parts for o in p["omitted"]}
-    if leftover := [o for o in omitted_all if o not in placed]:
-        parts[0]["omitted"] = list(parts[0]["omitted"]) + leftover
     sim = a.simulation
     if sim is not None:
         mc = (f"Monte Carlo: {sim.runs} runs of K = {sim.iterations} iterations on "
@@ -318,7 +316,7 @@ def _section(d: Analysed, f: findings.Finding, options: AnalysisOptions) -> dict
     notes = list(a.notes)
     return {"anchor": f.anchor, "name": f.config, "file": f.file, "measured": measured,
             "flags": [{"subject": fl.subject, "message": fl.message, "code": fl.code}
-                      for fl in a.flags],
+                      for fl in sorted(a.flags, key=lambda fl: fl.code != "prediction-far")],
             "notes": notes, "parts": parts}
 
 

@@ -146,7 +146,7 @@ def model_table(analyses: Sequence[TraceAnalysis]) -> Table:
             "KSPSolve": fmt_time(a.measured),
             "Σₖ maxₚ Tₚᵏ": fmt_time(a.lockstep_sum),
             "maxₚ Σₖ Tₚᵏ": fmt_time(a.rank_sum_max),
-            "E[T] best fit": (f"{best}: {_cell(best_pred)}" if best_pred is not None
+            "stationary, best fit": (f"{best}: {_cell(best_pred)}" if best_pred is not None
                               else preds.get("stationary", Prediction("", "", "", None, None,
                                                                       why="no fit")).why),
             "Ê[T] uniform per k": _cell(preds["nonstationary"]),
@@ -163,8 +163,10 @@ def model_table(analyses: Sequence[TraceAnalysis]) -> Table:
             "Errors are signed: 100·(model − KSPSolve)/KSPSolve. N is the number of independent "
             "units in the maximum (the trace's node count, or P with --independent ranks). K "
             "counts the iterations kept for bulk statistics (pipeline-fill iterations dropped); "
-            "the non-stationary Ê uses every recorded iteration. Σ_k max_p T is what a "
-            "synchronising method's model predicts, max_p Σ_k T a pipelined one's.",
+            "the non-stationary Ê uses every recorded iteration. Σₖ maxₚ Tₚᵏ is what a "
+            "synchronising method's models predict (E[T]), maxₚ Σₖ Tₚᵏ what a pipelined "
+            "one's do (E[T′]). Best fit: the lowest-SSE family with a model (summary.json's "
+            "best_fit).",
         ),
     )
 
@@ -351,10 +353,11 @@ def fit_table(a: TraceAnalysis) -> Table:
                          "n_fit": f.n_fit, "params": " ".join(f"{p:.4g}" for p in f.params)})
             aic = (f"{f.aic:.6g}" if f.n_fit == common else
                    f"fitted on {f.n_fit} values, not {common}: AIC not comparable")
-            flagged = [fl.message for fl in a.flags if f"({f.name})" in fl.subject]
+            flagged = [f"{fl.code}: {fl.message}" for fl in a.flags
+                       if f"({f.name})" in fl.subject]
             status = ("in Table 1" if f.name in in_table else "not in Table 1: no model")
             if flagged:
-                status += "; flagged: " + " ".join(flagged)
+                status += "; flagged:\n" + "\n".join(flagged)
             shown.append({"family": f.name, "SSE": f"{f.sse:.4g}", "KS distance": f"{f.ks:.3g}",
                           "AIC": aic, "n fitted": str(f.n_fit),
                           "parameters (shapes, loc, scale)": rows[-1]["params"],

@@ -13,7 +13,13 @@ import pytest
 
 from ksptrace.analysis import tables
 from ksptrace.analysis.pipeline import AnalysisOptions, analyze_trace
-from ksptrace.analysis.report import SECTIONS, analyse, section_of, write_report
+from ksptrace.analysis.report import (
+    SECTIONS,
+    analyse,
+    omission_section,
+    section_of,
+    write_report,
+)
 from ksptrace.errors import AnalysisError, TraceError
 from ksptrace.trace.io import iter_traces, write_trace
 from ksptrace.trace.model import Trace
@@ -142,3 +148,16 @@ def test_analyse_keeps_results_not_traces() -> None:
 )
 def test_figures_land_in_the_paper_sections(key: str, section: str) -> None:
     assert section_of(key) == section
+
+
+@pytest.mark.parametrize(
+    ("line", "section"),
+    [("P = 2: one rank pair (D = 0.02 against the threshold 0.111); no KS heatmap", "ks"),
+     ("P = 2: too few ranks for a scatter of the iteration times against the rank", "nodes"),
+     ("P = 1: sₖ is constant (0 s): no sₖ histogram", "montecarlo"),
+     ("every equal-work iteration has sₖ = 0: no uniform-fit figure", "models"),
+     ("every iteration time of the ranks shown is equal: no per-rank histogram",
+      "distributions")],
+)
+def test_omission_lines_land_in_one_section(line: str, section: str) -> None:
+    assert omission_section(line) == section
