@@ -20,8 +20,8 @@ from ksptrace.analysis import figures, ks
 from ksptrace.analysis.pipeline import TraceAnalysis
 from ksptrace.trace.model import Trace
 
-LOG_EDGES = np.logspace(-9.0, 3.0, 12 * 20 + 1)
-"""Common log-spaced bin edges (1 ns .. 1000 s, 20 bins per decade) of every digest histogram,
+LOG_EDGES = np.logspace(-9.0, 3.0, 12 * 10 + 1)
+"""Common log-spaced bin edges (1 ns .. 1000 s, 10 bins per decade) of every digest histogram,
 so that histograms of different traces can be overlaid and compared bin by bin."""
 
 
@@ -52,16 +52,17 @@ class FigureSet:
 
 @dataclass(frozen=True)
 class LogHistogram:
-    """Counts of positive values in the bins of ``LOG_EDGES`` (zero and negative values apart)."""
+    """Counts of values in the bins of ``LOG_EDGES``; values below 1 ns (timer resolution: a
+    span s_k of 0) are counted apart, values above 1000 s in the last bin."""
 
     counts: np.ndarray
     """int64 [len(LOG_EDGES) - 1]."""
-    nonpositive: int
-    """Values <= 0 (a span s_k of 0 on a single rank, for instance), not binned."""
+    below: int
+    """Values below 1 ns, not binned."""
 
     @property
     def total(self) -> int:
-        return int(self.counts.sum()) + self.nonpositive
+        return int(self.counts.sum()) + self.below
 
     def density(self) -> np.ndarray:
         """Density per second of each bin (integrates to the binned share of the values)."""
@@ -73,11 +74,11 @@ def log_histogram(values: np.ndarray) -> LogHistogram:
     """The values binned on the common log grid."""
     x = np.asarray(values, dtype=np.float64).ravel()
     x = x[np.isfinite(x)]
-    positive = x[x > 0]
-    counts, _ = np.histogram(np.clip(positive, LOG_EDGES[0], LOG_EDGES[-1]), bins=LOG_EDGES)
+    binned = x[x >= LOG_EDGES[0]]
+    counts, _ = np.histogram(np.minimum(binned, LOG_EDGES[-1]), bins=LOG_EDGES)
     counts = counts.astype(np.int64)
     counts.setflags(write=False)
-    return LogHistogram(counts=counts, nonpositive=int(x.size - positive.size))
+    return LogHistogram(counts=counts, below=int(x.size - binned.size))
 
 
 @dataclass(frozen=True)
@@ -136,6 +137,12 @@ def digest(trace: Trace, a: TraceAnalysis) -> TraceDigest:
 MAX_HEATMAP_RANKS = 64
 """The KS heatmap shows every rank pair up to this many ranks, else a seeded subsample."""
 HEATMAP_SEED = 0
+MIN_HEATMAP_RANKS = 3
+"""Below this, the single rank pair is stated in a line instead of drawn."""
+MIN_SCATTER_RANKS = 4
+"""Fewer ranks make a scatter of T_p^k against p that shows nothing."""
+MIN_HISTOGRAM_RANKS = 8
+"""Fewer ranks make a histogram over the ranks of one iteration that shows nothing."""
 
 
 def _varies(x: np.ndarray) -> bool:
@@ -175,7 +182,7 @@ def _rank_figures(out: _Collector, times: np.ndarray, kept: np.ndarray, trace: T
             "rank-histograms",
             "Per-rank distributions of the iteration times",
             f"Distribution of Tₚᵏ over the {kept.shape[1]} kept iterations of ranks "
-            f"{', '.join(map(str, shown))} (the paper's Fig. 1). Density in 1/{axis.unit}. "
+            f"{', '.join(map(str, shown))} (the paper's Fig. 1). "
             + axis.describe(),
             figures.rank_histograms(kept, shown, axis=axis),
         )
@@ -183,7 +190,15 @@ def _rank_figures(out: _Collector, times: np.ndarray, kept: np.ndarray, trace: T
         out.omitted.append(
             "every iteration time of the ranks shown is equal: no per-rank histogram"
         )
-    if kept.shape[1] >= 2 and _varies(kept):
+    if a.nprocs < MIN_HEATMAP_RANKS:
+        pair = a.ks_pair
+        said = (
+            "" if pair is None else f" (D = {pair.statistic:.3g} against the threshold "
+            f"{pair.threshold:.3g}: {'rejected' if pair.rejected else 'not rejected'}, see the KS "
+            "table)"
+        )
+        out.omitted.append(f"P = {a.nprocs}: one rank pair{said}; no KS heatmap")
+    elif kept.shape[1] >= 2 and _varies(kept):
         alpha = a.ks_all.alpha if a.ks_all is not None else 0.05
         ranks = heatmap_ranks(a.nprocs)
         res = ks.pairwise(kept, ranks, alpha)
@@ -207,6 +222,12 @@ def _rank_figures(out: _Collector, times: np.ndarray, kept: np.ndarray, trace: T
         out.omitted.append("K < 2 or constant times: no KS heatmap")
     k = a.focus_iteration
     one_node = a.n_nodes < 2
+    if a.nprocs < MIN_SCATTER_RANKS:
+        out.omitted.append(
+            f"P = {a.nprocs}: too few ranks for a scatter of the iteration times against the "
+            "rank; left out"
+        )
+        return
     out.add(
         "iteration-vs-rank",
         f"Iteration times against rank, k = {k}",
@@ -229,7 +250,12 @@ def _uniform_figures(out: _Collector, times: np.ndarray, a: TraceAnalysis,
     mid = a.layout.at_position(a.layout.middle_position())
     candidates = [int(k) for k in (mid if mid.size else np.arange(a.iterations))]
     chosen = [k for k in candidates if _varies(times[:, k])][:2]
-    if a.nprocs > 1 and chosen:
+    if 1 < a.nprocs < MIN_HISTOGRAM_RANKS:
+        out.omitted.append(
+            f"P = {a.nprocs}: too few ranks (< {MIN_HISTOGRAM_RANKS}) for a histogram over the "
+            "ranks of one iteration; the uniform-fit figure is left out"
+        )
+    elif a.nprocs > 1 and chosen:
         out.add(
             "uniform-fits",
             "Iterations with their uniform fits",
@@ -307,7 +333,7 @@ def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
             "bulk-fit",
             "Bulk distribution with fitted families",
             f"Histogram of all {kept.size} kept Tₚᵏ with the four best fitted pdfs by SSE "
-            f"({best}) (the paper's Fig. 5). Density in 1/{axis.unit}. {axis.describe()}",
+            f"({best}) (the paper's Fig. 5). {axis.describe()}",
             figures.bulk_fit(a.bulk, values=kept, axis=axis),
         )
     _uniform_figures(out, times, a, keep)
@@ -371,7 +397,8 @@ def _solver_figures(out: _Collector, items: Sequence[tuple[TraceAnalysis, TraceD
             f"Solvers compared: {name}",
             f"Distributions of Tₚᵏ, aₖ and sₖ (kept iterations, repetitions pooled) of each "
             f"solver for {name} (the paper's Figs. 10-11). Logarithmic time axes, density per "
-            "decade, so that solvers far apart share the axes; aₖ = sₖ = 0 values are not shown.",
+            "decade, so that solvers far apart share the axes; values below 1 ns (sₖ = 0) are not "
+            "shown.",
             figures.solver_distributions(
                 LOG_EDGES, merged, ("iteration time $T_p^k$", "minimum $a_k$", "span $s_k$")
             ),

@@ -19,7 +19,7 @@ import scipy.stats as st
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
-from matplotlib.ticker import FuncFormatter, MaxNLocator
+from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from ksptrace.analysis.cycles import CycleLayout
 from ksptrace.analysis.fitting import FitRanking, JohnsonSU
@@ -36,6 +36,10 @@ DPI = 100
 BULK_QUANTILE = 0.99
 """A time axis shows at least this quantile beyond a third of its width."""
 CLIP_QUANTILES = (0.999, 0.995, 0.99)
+LOG_FLOOR = 1e-9
+"""A logarithmic time axis starts at 1 ns at the lowest; smaller values are 0 up to rounding."""
+MIN_IQR_SHARE = 0.03
+"""A linear time axis gives the interquartile range at least this share of its width."""
 """Upper quantiles tried in turn when the full range squeezes the bulk (long tails)."""
 COLOUR_QUANTILES = (0.01, 0.99)
 """Colour range of the colormap: these quantiles of the values shown."""
@@ -76,7 +80,12 @@ def fmt_time(seconds: float) -> str:
 
 @dataclass(frozen=True)
 class TimeAxis:
-    """The range a time axis shows, its unit, and what a clipped long tail leaves out."""
+    """The range a time axis shows, its unit and scale, and what it leaves out.
+
+    On a linear axis a long tail may be clipped at ``clip_quantile``; densities are in
+    1/unit. On a logarithmic axis (a bulk and a tail orders of magnitude apart) every positive
+    value is shown and densities are per decade, x f(x) ln 10, so that areas stay faithful.
+    """
 
     lo: float
     """Left end (s)."""
@@ -86,36 +95,90 @@ class TimeAxis:
     """Seconds per unit."""
     unit: str
     clip_quantile: float | None
-    """The quantile the axis was clipped at, None when every value is shown."""
+    """The quantile the linear axis was clipped at, None when no tail is cut off."""
     beyond: int
     """Values beyond ``hi``."""
     total: int
     largest: float
     """The largest value (s)."""
+    log: bool = False
+    nonpositive: int = 0
+    """Values below ``LOG_FLOOR`` (0 up to timer resolution), not shown on a logarithmic axis."""
+
+    @property
+    def unit_label(self) -> str:
+        return "log scale" if self.log else self.unit
+
+    @property
+    def density_label(self) -> str:
+        return "density per decade" if self.log else f"density (1/{self.unit})"
 
     def describe(self) -> str:
-        """One sentence for a caption: the unit and, if clipped, what lies beyond."""
+        """One sentence for a caption: the unit and scale, and what is not shown."""
+        if self.log:
+            zeros = (
+                f"; {self.nonpositive} values below 1 ns (0 up to the timer's resolution) are "
+                "not shown" if self.nonpositive else ""
+            )
+            return (
+                "Logarithmic time axis (the bulk and the tail are orders of magnitude apart, "
+                f"up to {fmt_time(self.largest)}), density per decade{zeros}."
+            )
         if self.clip_quantile is None:
-            return f"Times in {self.unit}; the axis shows every value."
+            return f"Times in {self.unit}, density in 1/{self.unit}; every value is shown."
         q = f"{100 * self.clip_quantile:g}"
         return (
-            f"Times in {self.unit}; long tail clipped at the {q}th percentile "
-            f"({fmt_time(self.hi)}): {self.beyond} of {self.total} values "
+            f"Times in {self.unit}, density in 1/{self.unit}; long tail clipped at the {q}th "
+            f"percentile ({fmt_time(self.hi)}): {self.beyond} of {self.total} values "
             f"({100 * self.beyond / max(self.total, 1):.2g} %) lie beyond, the largest "
             f"{fmt_time(self.largest)}."
         )
 
     def limits(self) -> tuple[float, float]:
-        """The axis limits in units, with a 2 % margin."""
+        """The axis limits in units, with a margin."""
+        if self.log:
+            return self.lo / 1.15 / self.scale, self.hi * 1.15 / self.scale
         pad = 0.02 * (self.hi - self.lo)
         return (self.lo - pad) / self.scale, (self.hi + pad) / self.scale
 
+    def edges(self, bins: int) -> np.ndarray:
+        """Bin edges (s) over the axis range."""
+        if self.log:
+            return np.geomspace(self.lo, self.hi, bins + 1)
+        return np.linspace(self.lo, self.hi, bins + 1)
+
+    def grid(self, points: int = 400) -> np.ndarray:
+        """Points (s) at which to draw a pdf."""
+        return self.edges(points - 1)
+
+    def apply(self, ax: Axes) -> None:
+        """Set the scale and limits of ``ax``'s x axis."""
+        if self.log:
+            log_time_ticks(ax)
+        ax.set_xlim(*self.limits())
+
+
+def log_time_ticks(ax: Axes) -> None:
+    """A logarithmic x axis in seconds whose ticks carry their own unit: '10 µs', '1 ms'."""
+    ax.set_xscale("log")
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_time(v).replace(".0 ", " ")))
+    ax.xaxis.set_minor_formatter(NullFormatter())
+
+
+def _bulk_fits(x: np.ndarray, lo: float, hi: float, bulk: float, iqr: float) -> bool:
+    """True when the 99th percentile lies beyond a third of [lo, hi] and the interquartile
+    range covers at least ``MIN_IQR_SHARE`` of it."""
+    width = hi - lo
+    return bulk - lo >= width / 3 and iqr >= MIN_IQR_SHARE * width
+
 
 def time_axis(values: np.ndarray) -> TimeAxis:
-    """The range that shows ``values`` with the bulk spread out.
+    """The axis that shows ``values`` with the bulk spread out.
 
-    The full range is kept when its 99th percentile lies beyond a third of it; otherwise the
-    axis is clipped at the first of ``CLIP_QUANTILES`` for which it does.
+    The full linear range is kept when its 99th percentile lies beyond a third of it and the
+    interquartile range covers at least ``MIN_IQR_SHARE`` of it; otherwise the first of
+    ``CLIP_QUANTILES`` that satisfies both; otherwise (a bulk and a tail orders of magnitude
+    apart) a logarithmic axis over every positive value.
     """
     x = np.asarray(values, dtype=np.float64).ravel()
     x = x[np.isfinite(x)]
@@ -126,25 +189,28 @@ def time_axis(values: np.ndarray) -> TimeAxis:
         raise AnalysisError(
             f"every value equals {fmt_time(lo)}: a histogram would be one bar; leave it out"
         )
-    quantiles = np.quantile(x, (BULK_QUANTILE, *CLIP_QUANTILES))
-    bulk = float(quantiles[0])
-    hi, clip = largest, None
-    if bulk - lo < (largest - lo) / 3:
-        for q, value in zip(CLIP_QUANTILES, quantiles[1:], strict=True):
-            if value > lo and bulk - lo >= (value - lo) / 3:
+    q25, q75, bulk, *clips = np.quantile(x, (0.25, 0.75, BULK_QUANTILE, *CLIP_QUANTILES))
+    iqr = float(q75 - q25)
+    hi: float | None = None
+    clip = None
+    if _bulk_fits(x, lo, largest, bulk, iqr):
+        hi = largest
+    else:
+        for q, value in zip(CLIP_QUANTILES, clips, strict=True):
+            if value > lo and _bulk_fits(x, lo, float(value), bulk, iqr):
                 hi, clip = float(value), q
                 break
-    scale, unit = unit_for(hi)
-    return TimeAxis(
-        lo=lo,
-        hi=hi,
-        scale=scale,
-        unit=unit,
-        clip_quantile=clip,
-        beyond=int((x > hi).sum()),
-        total=int(x.size),
-        largest=largest,
-    )
+    if hi is not None:
+        scale, unit = unit_for(hi)
+        return TimeAxis(lo=lo, hi=hi, scale=scale, unit=unit, clip_quantile=clip,
+                        beyond=int((x > hi).sum()), total=int(x.size), largest=largest)
+    positive = x[x >= LOG_FLOOR]
+    if positive.size < 2:
+        raise AnalysisError("fewer than two values above 1 ns: nothing to draw; leave it out")
+    low = float(positive.min())
+    return TimeAxis(lo=low, hi=largest, scale=1.0, unit="s", clip_quantile=None, beyond=0,
+                    total=int(x.size), largest=largest, log=True,
+                    nonpositive=int(x.size - positive.size))
 
 
 def is_constant(values: np.ndarray) -> bool:
@@ -157,11 +223,22 @@ def is_constant(values: np.ndarray) -> bool:
 
 
 def _density(values: np.ndarray, axis: TimeAxis, bins: int) -> tuple[np.ndarray, np.ndarray]:
-    """(edges in units, density in 1/unit) over the axis range, normalised by all values."""
+    """(edges in units, density) over the axis range, normalised by the count of all values:
+    in 1/unit on a linear axis, per decade on a logarithmic one."""
     x = np.asarray(values, dtype=np.float64).ravel()
-    counts, edges = np.histogram(x, bins=bins, range=(axis.lo, axis.hi))
-    edges_u = edges / axis.scale
-    return edges_u, counts / (max(x.size, 1) * np.diff(edges_u))
+    counts, edges = np.histogram(x, bins=axis.edges(bins))
+    widths = np.diff(np.log10(edges)) if axis.log else np.diff(edges / axis.scale)
+    return edges / axis.scale, counts / (max(x.size, 1) * widths)
+
+
+def _pdf(ax: Axes, dist: Any, axis: TimeAxis, label: str, ceiling: float) -> None:
+    """Draw a fitted pdf in the axis' density (1/unit, or per decade: x f(x) ln 10)."""
+    grid = axis.grid()
+    with np.errstate(all="ignore"):
+        y = np.asarray(dist.pdf(grid), dtype=np.float64)
+    y = y * grid * np.log(10.0) if axis.log else y * axis.scale
+    y = np.where(np.isfinite(y), y, np.nan)
+    ax.plot(grid / axis.scale, np.minimum(y, ceiling * 10), linewidth=1.8, label=label)
 
 
 def _marker_size(points: int) -> float:
@@ -185,9 +262,9 @@ def rank_histograms(
     for r in shown:
         edges, dens = _density(x[r], ax_, bins)
         ax.stairs(dens, edges, linewidth=1.6, label=f"rank {r}")
-    ax.set_xlim(*ax_.limits())
-    ax.set_xlabel(f"iteration time $T_p^k$ ({ax_.unit})")
-    ax.set_ylabel(f"density (1/{ax_.unit})")
+    ax_.apply(ax)
+    ax.set_xlabel(f"iteration time $T_p^k$ ({ax_.unit_label})")
+    ax.set_ylabel(ax_.density_label)
     ax.legend()
     return fig
 
@@ -325,14 +402,6 @@ def ks_heatmap(result: KSPairwise) -> Figure:
     return fig
 
 
-def _pdf(ax: Axes, dist: Any, axis: TimeAxis, label: str, ceiling: float) -> None:
-    grid = np.linspace(axis.lo, axis.hi, 400)
-    with np.errstate(all="ignore"):
-        y = np.asarray(dist.pdf(grid), dtype=np.float64) * axis.scale
-    y = np.where(np.isfinite(y), y, np.nan)
-    ax.plot(grid / axis.scale, np.minimum(y, ceiling * 10), linewidth=1.8, label=label)
-
-
 def bulk_fit(
     ranking: FitRanking,
     top: int = 4,
@@ -357,10 +426,10 @@ def bulk_fit(
     ax.stairs(dens, edges, fill=True, alpha=0.35, color="0.4", label="data")
     for f in ranking.fits[:top]:
         _pdf(ax, f.frozen(), axis, f"{f.name} (SSE {f.sse:.3g})", ceiling)
-    ax.set_xlim(*axis.limits())
+    axis.apply(ax)
     ax.set_ylim(0, 1.25 * ceiling)
-    ax.set_xlabel(f"iteration time $T_p^k$ ({axis.unit})")
-    ax.set_ylabel(f"density (1/{axis.unit})")
+    ax.set_xlabel(f"iteration time $T_p^k$ ({axis.unit_label})")
+    ax.set_ylabel(axis.density_label)
     ax.legend(fontsize="small")
     return fig
 
@@ -408,10 +477,10 @@ def _parameter_panel(
         _pdf(ax, st.norm(normal.mean, normal.std), axis, "normal limit (JSU collapsed)", ceiling)
     elif jsu is not None:
         _pdf(ax, jsu.frozen(), axis, "Johnson $S_U$", ceiling)
-    ax.set_xlim(*axis.limits())
+    axis.apply(ax)
     ax.set_ylim(0, 1.25 * ceiling)
-    ax.set_xlabel(f"{name} ({axis.unit})")
-    ax.set_ylabel(f"density (1/{axis.unit})")
+    ax.set_xlabel(f"{name} ({axis.unit_label})")
+    ax.set_ylabel(axis.density_label)
     ax.legend(fontsize="small")
     return axis
 
@@ -473,9 +542,9 @@ def cycle_histograms(
             edges, dens = _density(x[:, sel], axis, bins)
             ax.stairs(dens, edges, linewidth=1.4,
                       label=f"$k$ mod {layout.cycle_length} = {pos}")
-    ax.set_xlim(*axis.limits())
-    ax.set_xlabel(f"iteration time $T_p^k$ ({axis.unit})")
-    ax.set_ylabel(f"density (1/{axis.unit})")
+    axis.apply(ax)
+    ax.set_xlabel(f"iteration time $T_p^k$ ({axis.unit_label})")
+    ax.set_ylabel(axis.density_label)
     ax.legend(fontsize="small")
     return fig
 
@@ -634,8 +703,8 @@ def solver_distributions(
         if used.any():
             first, last = np.flatnonzero(used)[[0, -1]]
             ax.set_xlim(edges[max(first - 1, 0)], edges[min(last + 2, edges.size - 1)])
-        ax.set_xscale("log")
-        ax.set_xlabel(f"{name} (s, log scale)")
+        log_time_ticks(ax)
+        ax.set_xlabel(f"{name} (log scale)")
         ax.set_ylabel("density per decade")
         ax.legend(fontsize="small")
     return fig

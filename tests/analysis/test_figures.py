@@ -153,3 +153,31 @@ def test_figures_fit_the_report_column() -> None:
     png = figures.to_png(fig)
     width = int.from_bytes(png[16:20], "big")
     assert 900 <= width <= 1100
+
+
+def test_a_bulk_and_a_tail_orders_of_magnitude_apart_get_a_log_axis() -> None:
+    """As in real traces: 85 % of T near 120 µs, 15 % of 16-80 ms detours, a few s_k = 0."""
+    rng = np.random.default_rng(10)
+    x = np.concatenate([
+        rng.lognormal(np.log(120e-6), 0.4, 850), rng.uniform(16e-3, 80e-3, 150), np.zeros(5),
+    ])
+    axis = figures.time_axis(x)
+    assert axis.log
+    assert axis.nonpositive == 5
+    assert "Logarithmic" in axis.describe()
+    assert "5 values below 1 ns" in axis.describe()
+    fig = figures.rank_histograms(x[None, :], (0,), axis=axis)
+    ax = fig.axes[0]
+    assert ax.get_xscale() == "log"
+    assert ax.get_ylabel() == "density per decade"
+    lo, hi = np.log10(ax.get_xlim())
+    where = (np.log10(np.median(x)) - lo) / (hi - lo)
+    assert 0.1 < where < 0.9
+    fig.canvas.draw()
+    ticks = [t.get_text() for t in ax.get_xticklabels() if t.get_text()]
+    assert "1 ms" in ticks
+    (stairs,) = ax.patches
+    v = stairs.get_path().vertices
+    xs, ys = v[1:-1:2, 0], v[1:-1:2, 1]
+    area = float(np.sum(ys[:-1] * np.diff(np.log10(xs))))
+    assert area == pytest.approx(1000 / 1005, rel=0.02)
