@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +18,7 @@ from ksptrace.cli.main import main
 from ksptrace.errors import AnalysisError
 from ksptrace.trace.io import write_trace
 from ksptrace.trace.model import Trace
+from tests.trace.test_crafted import crafted
 
 CORES = 2
 
@@ -211,3 +217,140 @@ def test_different_sizes_at_one_p_are_separate_series() -> None:
     mixed = collect([with_attrs(p, n) for p in (1, 2, 3) for n in (1000, 2000)])
     assert sorted(mixed) == [("laplace1d", "gmres n=1000"), ("laplace1d", "gmres n=2000")]
     assert all(len(v) == 3 for v in mixed.values())
+
+
+# ------------------------------------------------------------ bad traces and write failures
+
+
+def _one_error_line(err: str) -> str:
+    lines = [ln for ln in err.splitlines() if ln.startswith("ksptrace: error:")]
+    assert len(lines) == 1, err
+    assert "Traceback" not in err
+    return lines[0]
+
+
+def _leftovers(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
+
+
+@pytest.fixture
+def mount_tmpfs(tmp_path: Path) -> Iterator[Callable[[str, str], Path]]:
+    """Mount a small tmpfs (root only) under tmp_path; unmounted afterwards."""
+    if os.geteuid() != 0 or shutil.which("mount") is None:
+        pytest.skip("mounting a tmpfs needs root")
+    mounted: list[Path] = []
+
+    def mount(name: str, options: str) -> Path:
+        where = tmp_path / name
+        where.mkdir()
+        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
+                              capture_output=True, text=True, check=False)
+        if proc.returncode != 0:
+            pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
+        mounted.append(where)
+        return where
+
+    yield mount
+    for where in mounted:
+        subprocess.run(["umount", str(where)], check=False)
+
+
+FAST_SEGMENT = ["--metrics", "solve_time"]
+
+
+def test_bad_traces_are_named_once_and_skipped(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = write_campaign(tmp_path / "good", range(1, 8), reps=1)
+    bad = [crafted(tmp_path, name) for name in ("backwards", "stamps-group", "tiny-durations")]
+    corrupt = tmp_path / "corrupt.h5"
+    corrupt.write_bytes(b"junk" * 100)
+    bad.append(corrupt)
+    out = tmp_path / "r"
+    capsys.readouterr()
+    args = ["segment", *paths[:3], *map(str, bad), *paths[3:], "--out", str(out), "--no-plots"]
+    assert main([*args, *FAST_SEGMENT]) == 0
+    err = capsys.readouterr().err
+    assert "Traceback" not in err
+    lines = err.splitlines()
+    assert len(lines) == len(bad), err
+    for path, line in zip(bad, lines, strict=True):
+        assert line.startswith(f"ksptrace: skipped {path}: ")
+    assert "not increasing" in lines[0]
+    assert "group" in lines[1]
+    assert "below 1 ns" in lines[2]
+    (series,) = json.loads((out / "segment.json").read_text())["series"]
+    assert series["p"] == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_nothing_left_fails_with_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = crafted(tmp_path, "backwards")
+    out = tmp_path / "r"
+    assert main(["segment", str(bad), "--out", str(out), *FAST_SEGMENT]) == 4
+    assert "no trace could be read" in _one_error_line(capsys.readouterr().err)
+    assert not out.exists()
+
+
+def test_a_full_disk_gives_one_error_line_and_no_partial_output(
+    tmp_path: Path, mount_tmpfs: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = write_campaign(tmp_path / "t", range(1, 8), reps=1)
+    full = mount_tmpfs("full", "size=24k")
+    out = full / "seg"
+    assert main(["segment", *paths, "--out", str(out), *FAST_SEGMENT]) == 8
+    line = _one_error_line(capsys.readouterr().err)
+    assert "no space left" in line
+    assert str(out) in line
+    assert _leftovers(full) == []
+
+
+def test_a_read_only_out_gives_one_error_line(
+    tmp_path: Path, mount_tmpfs: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = write_campaign(tmp_path / "t", range(1, 8), reps=1)
+    disk = mount_tmpfs("ro", "size=1m")
+    subprocess.run(["mount", "-o", "remount,ro", str(disk)], check=True)
+    rc = main(["segment", *paths, "--out", str(disk / "seg"), "--no-plots", *FAST_SEGMENT])
+    assert rc == 8
+    assert "read-only file system" in _one_error_line(capsys.readouterr().err)
+    assert _leftovers(disk) == []
+
+
+def test_an_out_under_a_file_fails_before_reading(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = write_campaign(tmp_path / "t", range(1, 8), reps=1)
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a folder")
+    rc = main(["segment", *paths, "--out", str(blocker / "seg"), *FAST_SEGMENT])
+    assert rc == 8
+    assert "is a file, not a folder" in _one_error_line(capsys.readouterr().err)
+    assert blocker.read_text() == "not a folder"
+
+
+def test_an_earlier_report_survives_a_failed_rewrite(
+    tmp_path: Path, mount_tmpfs: Callable[[str, str], Path], capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = write_campaign(tmp_path / "t", range(1, 8), reps=1)
+    disk = mount_tmpfs("disk", "size=256k")
+    out = disk / "seg"
+    assert main(["segment", *paths, "--out", str(out), "--no-plots", *FAST_SEGMENT]) == 0
+    before = (out / "segment.json").read_text()
+    with (disk / "filler").open("wb") as f, contextlib.suppress(OSError):
+        f.write(b"\0" * (1 << 20))
+    assert main(["segment", *paths, "--out", str(out), *FAST_SEGMENT]) == 8
+    assert "no space left" in _one_error_line(capsys.readouterr().err)
+    assert (out / "segment.json").read_text() == before
+    assert _leftovers(disk) == ["filler", "seg"]
+
+
+def test_a_folder_of_other_files_is_not_replaced(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    paths = write_campaign(tmp_path / "t", range(1, 8), reps=1)
+    rc = main(["segment", *paths, "--out", str(tmp_path / "t"), *FAST_SEGMENT])
+    assert rc == 2
+    assert "holding other files" in _one_error_line(capsys.readouterr().err)
+    assert len(list((tmp_path / "t").iterdir())) == len(paths)
