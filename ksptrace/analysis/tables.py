@@ -58,7 +58,7 @@ class Table:
         """The display frame as an HTML table (every cell escaped here)."""
         shown = self.display if self.display is not None else self.frame.astype(object).where(
             self.frame.notna(), "")
-        escaped = _each(shown, lambda c: html.escape(str(c)))
+        escaped = _each(shown, lambda c: html.escape(str(c)).replace("\n", "<br>"))
         escaped.columns = [html.escape(str(c)) for c in shown.columns]
         return str(escaped.to_html(index=False, escape=False, border=0,
                                    classes=["data", f"t-{self.name}"], na_rep=""))
