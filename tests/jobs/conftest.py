@@ -9,6 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from ksptrace.petsc_types import SOURCE_ENV
+
 DATA = Path(__file__).resolve().parents[1] / "data" / "jobs"
 FAKE = DATA / "fake_ksptrace.py"
 FAKE_COMMAND = f"{shlex.quote(sys.executable)} {shlex.quote(str(FAKE))}"
@@ -35,6 +37,8 @@ def fake_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("FAKE_SLEEP", "0")
     monkeypatch.delenv("FAKE_FAIL", raising=False)
     monkeypatch.setenv("PYTHONPATH", str(Path(__file__).resolve().parents[2]))
+    # The fake harness needs no live petsc4py type lists (asking for them costs ~1 s a process).
+    monkeypatch.setenv(SOURCE_ENV, "builtin")
     return calls
 
 
