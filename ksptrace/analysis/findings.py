@@ -255,9 +255,11 @@ def _ks_sentence(rows: Sequence[Finding]) -> str | None:
                 f"while {hi.solver}'s are not ({_pct(hi.ks_rejected_pct or 0)}).")
     independent = [r for r in tested if (r.ks_rejected_pct or 0) <= RANK_INDEPENDENT]
     if len(independent) == len(tested):
+        worst = max(r.ks_rejected_pct or 0 for r in tested)
+        share = ("KS rejects none of their rank pairs" if worst == 0 else
+                 f"KS rejects at most {_pct(worst)} of their rank pairs")
         return (f"In all {len(tested)} runs with rank pairs, per-iteration times look "
-                f"rank-independent (at most {_pct(max(r.ks_rejected_pct or 0 for r in tested))} "
-                "of rank pairs rejected by KS).")
+                f"rank-independent: {share}.")
     if not independent:
         return (f"In all {len(tested)} runs with rank pairs, ranks differ: KS rejects at least "
                 f"{_pct(min(r.ks_rejected_pct or 0 for r in tested))} of rank pairs.")
@@ -287,8 +289,9 @@ def _flag_sentence(rows: Sequence[Finding]) -> str:
     if not flags:
         return "No result is flagged."
     far = [f for f in flags if f.code == "prediction-far"]
-    parts = [f"{len(flags)} result{'s are' if len(flags) > 1 else ' is'} flagged (see the "
-             "Flags column)"]
+    runs = sum(1 for r in rows if r.flags)
+    parts = [f"{len(flags)} result{'s are' if len(flags) > 1 else ' is'} flagged in {runs} of "
+             f"{len(rows)} runs (see the Flags column)"]
     if far:
         parts.append(f"{len(far)} of them predictions more than {FAR:.0f} % off the measurement")
     return "; ".join(parts) + "."

@@ -168,6 +168,9 @@ def test_sentences_compare_solvers_and_survive_any_subset() -> None:
     assert "PGMRES's per-iteration times are rank-independent (2.0 % of rank pairs" in text
     assert "while GMRES's are not (41 %)" in text
     assert "No result is flagged." in text
+    calm = findings.sentences([_fake("pgmres", 0.0), _fake("gmres", 3.0)])
+    assert "KS rejects at most 3.0 % of their rank pairs" in calm[0]
+    assert "KS rejects none" in findings.sentences([_fake("gmres", 0.0)])[0]
     one = findings.sentences([_fake("gmres", 41.0, err=-80.0)])
     assert any("ranks differ" in s for s in one)
     assert any("largest miss" in s and "\u221280" in s for s in one)
