@@ -1,0 +1,151 @@
+"""Property-based fuzzing of the trace reader: mutations of a valid trace (random attributes,
+datasets of random dtypes and shapes, groups, huge declared shapes, odd values) give either a
+valid Trace or one TraceError line that names the file, never anything else."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import h5py
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+from hypothesis.extra import numpy as hnp
+
+from ksptrace.errors import TraceError
+from ksptrace.trace.io import DATASETS, read_trace, trace_image
+from ksptrace.trace.model import Trace
+from ksptrace.trace.synthetic import synthetic_trace
+
+VALID = bytes(trace_image(synthetic_trace(3, 12, 2, "cg", seed=7)))
+ATTR_NAMES = ["schema_version", "problem", "n", "ksp", "iterations", "restart", "nprocs", "extra"]
+
+DTYPES = st.sampled_from([
+    "f8", "f4", "f2", "i8", "i4", "u8", "u1", "?", "c16", "S8", "S1",
+    [("a", "f8"), ("b", "i4")],
+])
+SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5)
+FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64)
+
+scalar_values = st.one_of(
+    st.integers(min_value=-(2**63), max_value=2**63 - 1),
+    FLOATS,
+    st.booleans(),
+    st.complex_numbers(allow_nan=True),
+    st.text(max_size=20),
+    st.binary(max_size=20).map(np.bytes_),
+)
+
+
+@st.composite
+def arrays(draw: st.DrawFn) -> np.ndarray:
+    dtype = np.dtype(draw(DTYPES))
+    shape = draw(SHAPES)
+    if dtype.kind in "fc":
+        return draw(hnp.arrays(dtype, shape, elements=st.floats(allow_nan=True, width=16)))
+    return draw(hnp.arrays(dtype, shape))
+
+
+@st.composite
+def mutations(draw: st.DrawFn) -> list[tuple[str, str, Any]]:
+    """A few (kind, name, value) edits of the valid trace."""
+    edits = []
+    for _ in range(draw(st.integers(1, 3))):
+        kind = draw(st.sampled_from(
+            ["attr", "attr-array", "del-attr", "data", "del", "group", "huge", "values"]
+        ))
+        if kind.endswith("attr") or kind == "attr-array":
+            name = draw(st.sampled_from(ATTR_NAMES))
+        else:
+            name = draw(st.sampled_from(sorted(DATASETS)))
+        if kind == "attr":
+            value: Any = draw(scalar_values)
+        elif kind == "attr-array" or kind == "data":
+            value = draw(arrays())
+        elif kind == "huge":
+            value = tuple(draw(st.lists(st.integers(1, 2**31), min_size=1, max_size=3)))
+        elif kind == "values":
+            value = draw(st.one_of(FLOATS, st.integers(-(2**62), 2**62)))
+        else:
+            value = None
+        edits.append((kind, name, value))
+    return edits
+
+
+def apply(f: h5py.File, kind: str, name: str, value: Any) -> None:
+    if kind in ("attr", "attr-array"):
+        f.attrs[name] = value
+    elif kind == "del-attr":
+        if name in f.attrs:
+            del f.attrs[name]
+    elif name in f:
+        del f[name]
+        if kind == "data":
+            f.create_dataset(name, data=value)
+        elif kind == "group":
+            f.create_group(name)
+        elif kind == "huge":
+            f.create_dataset(name, value, dtype="f8", chunks=tuple(1 for _ in value))
+    if kind == "values" and name not in f:
+        return
+    if kind == "values":
+        ds = f[name]
+        data = ds[...]
+        flat = data.reshape(-1)
+        if flat.size:
+            flat[flat.size // 2] = value
+        ds[...] = data
+
+
+def check_outcome(path: Path) -> None:
+    """A valid Trace, or a TraceError of one line that starts with the file name."""
+    try:
+        trace = read_trace(path)
+    except TraceError as exc:
+        message = str(exc)
+    else:
+        assert isinstance(trace, Trace)
+        assert trace.timing_fault() is None
+        event("valid trace")
+        return
+    event("TraceError")
+    assert message.startswith(f"{path}: "), message
+    assert "\n" not in message
+    assert len(message) < 600
+
+
+@settings(max_examples=120, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(mutations())
+def test_mutated_traces_give_a_trace_or_one_named_error(edits: list[tuple[str, str, Any]]) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "fuzzed.h5"
+        path.write_bytes(VALID)
+        try:
+            with h5py.File(path, "a") as f:
+                for kind, name, value in edits:
+                    apply(f, kind, name, value)
+        except (TypeError, ValueError, OSError, OverflowError):
+            return  # h5py cannot store this mutation; nothing to read
+        event("read")
+        check_outcome(path)
+
+
+@settings(max_examples=60, deadline=None, database=None)
+@given(st.binary(min_size=0, max_size=4096), st.integers(0, len(VALID)))
+def test_damaged_bytes_give_a_trace_or_one_named_error(junk: bytes, at: int) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(folder) / "damaged.h5"
+        path.write_bytes(VALID[:at] + junk + VALID[at + len(junk):])
+        check_outcome(path)
+
+
+def test_the_unmutated_image_is_valid(tmp_path: Path) -> None:
+    path = tmp_path / "t.h5"
+    path.write_bytes(VALID)
+    assert read_trace(path).nprocs == 3
+    with pytest.raises(TraceError, match="no such trace file"):
+        read_trace(tmp_path / "absent.h5")
