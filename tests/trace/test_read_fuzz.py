@@ -24,9 +24,8 @@ VALID = bytes(trace_image(synthetic_trace(3, 12, 2, "cg", seed=7)))
 ATTR_NAMES = ["schema_version", "problem", "n", "ksp", "iterations", "restart", "nprocs", "extra"]
 
 DTYPES = st.sampled_from([
-    "f8", "f4", "f2", "i8", "i4", "u8", "u1", "?", "c16", "S8", "S1",
-    [("a", "f8"), ("b", "i4")],
-])
+    np.dtype(d) for d in ("f8", "f4", "f2", "i8", "i4", "u8", "u1", "?", "c16", "S8", "S1")
+] + [np.dtype([("a", "f8"), ("b", "i4")])])
 SHAPES = hnp.array_shapes(min_dims=0, max_dims=3, min_side=0, max_side=5)
 FLOATS = st.floats(allow_nan=True, allow_infinity=True, width=64)
 
@@ -42,7 +41,7 @@ scalar_values = st.one_of(
 
 @st.composite
 def arrays(draw: st.DrawFn) -> np.ndarray:
-    dtype = np.dtype(draw(DTYPES))
+    dtype = draw(DTYPES)
     shape = draw(SHAPES)
     if dtype.kind in "fc":
         return draw(hnp.arrays(dtype, shape, elements=st.floats(allow_nan=True, width=16)))
