@@ -67,7 +67,7 @@ def test_real_report_renders_cleanly_in_chromium(
                                         ("pipebcgs", 2), ("pgmres", 2))]
     out = tmp_path / "report"
     proc = ksptrace_cli("analyze", *files, "--out", str(out), "--independent", "ranks",
-                        "--mc-runs", "8")
+                        "--candidates", "johnsonsu,lognorm,norm", "--mc-runs", "4")
     assert proc.returncode == 0, proc.stderr
     browser.get((out / "report.html").as_uri())
     severe = [e for e in browser.get_log("browser") if e.get("level") == "SEVERE"]
