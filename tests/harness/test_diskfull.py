@@ -170,6 +170,8 @@ def test_failed_row_write_on_one_rank_fails_all(require_petsc: None, tmp_path: P
 
 
 FILL_ROWS = """
+import errno
+import os
 import sys
 from pathlib import Path
 import numpy as np
@@ -178,11 +180,21 @@ from ksptrace.harness import writer
 
 comm = MPI.COMM_WORLD
 rank, nprocs = comm.Get_rank(), comm.Get_size()
-tmp, k = Path(sys.argv[1]), int(sys.argv[2])
+tmp, k, copy = Path(sys.argv[1]), int(sys.argv[2]), Path(sys.argv[3])
 attrs = {"problem": "laplace1d", "n": 100, "command_line": "ksptrace run " + "x" * 300}
 writer.create_on_root(comm, tmp, nprocs, k + 1, attrs)
 if rank == 0:
-    Path(sys.argv[1] + ".before").write_bytes(tmp.read_bytes())
+    copy.write_bytes(tmp.read_bytes())
+    fd = os.open(tmp.parent / "filler", os.O_WRONLY | os.O_CREAT)
+    try:  # the disk fills up before the rows are written
+        while os.write(fd, bytes(4096)):
+            pass
+    except OSError as exc:
+        if exc.errno != errno.ENOSPC:
+            comm.Abort(1)
+    os.close(fd)
+    if os.statvfs(tmp.parent).f_bavail != 0:
+        comm.Abort(2)
 comm.Barrier()
 stamps = np.cumsum(np.full(k + 1, 1e-3)) + rank
 local = writer.LocalRecord(stamps, np.geomspace(1, 1e-3, k + 1), 0, f"host{rank}", 0.5)
@@ -191,18 +203,20 @@ writer.fill_rows(comm, tmp, local)
 
 
 @pytest.mark.mpi
-def test_mpio_rows_need_no_space_and_change_no_metadata(require_petsc: None,
-                                                        tmp_path: Path) -> None:
-    """What makes the MPI-IO path safe: after rank 0 created the file, filling in the rows
-    through MPI-IO keeps the file's size and changes no byte outside the datasets' data."""
+def test_mpio_rows_need_no_space_and_change_no_metadata(require_petsc: None, tmp_path: Path,
+                                                        tmpfs: Path) -> None:
+    """What makes the MPI-IO path safe: once rank 0 created the file, the ranks fill in their
+    rows through MPI-IO even on a disk that is now completely full, keeping the file's size and
+    changing no byte outside the datasets' data (so HDF5's collective close never writes)."""
     import h5py
 
     script = tmp_path / "fill_rows.py"
     script.write_text(FILL_ROWS)
-    tmp = tmp_path / "t.h5"
-    subprocess.run(["mpiexec", "-n", "2", sys.executable, str(script), str(tmp), str(K)],
-                   env=solver_env(PYTHONPATH=str(ROOT)), cwd=ROOT, check=True, timeout=TIMEOUT)
-    before = np.frombuffer((tmp_path / "t.h5.before").read_bytes(), np.uint8)
+    tmp, copy = tmpfs / "t.h5", tmp_path / "before.h5"
+    subprocess.run(["mpiexec", "-n", "2", sys.executable, "-m", "mpi4py", str(script), str(tmp),
+                    str(K), str(copy)], env=solver_env(PYTHONPATH=str(ROOT)), cwd=ROOT,
+                   check=True, timeout=TIMEOUT)
+    before = np.frombuffer(copy.read_bytes(), np.uint8)
     after = np.frombuffer(tmp.read_bytes(), np.uint8)
     assert after.size == before.size
     data = np.zeros(after.size, bool)
