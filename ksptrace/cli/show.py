@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import Any
 
+from ksptrace.errors import TraceError
 from ksptrace.trace.frame import summary_row
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.io import iter_traces
 
 HEADLINE = ("problem", "n_global", "nnz", "ksp", "pc", "restart", "iterations_done",
             "converged_reason", "nprocs", "n_nodes", "ranks_per_node", "oversubscribed",
@@ -32,10 +34,18 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    for i, path in enumerate(args.traces):
-        trace = read_trace(path)
-        if i:
+    """Print each trace's summary; a bad trace is named on stderr and the others still shown."""
+    bad = 0
+    shown = 0
+    for item in iter_traces(args.traces):
+        if isinstance(item, TraceError):
+            print(f"ksptrace: error: {item}", file=sys.stderr)
+            bad += 1
+            continue
+        trace = item
+        if shown:
             print()
+        shown += 1
         print(f"{trace.path}  (schema {trace.attrs.get('schema_version')})")
         keys = sorted(trace.attrs) if args.all else [
             *[k for k in HEADLINE if k in trace.attrs],
@@ -49,4 +59,4 @@ def main(args: argparse.Namespace) -> int:
                 continue
             text = f"{value:.6g}" if isinstance(value, float) else str(value)
             print(f"  {key:<{width}}  {text}")
-    return 0
+    return TraceError.exit_code if bad else 0

@@ -23,6 +23,21 @@ def test_show_prints_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[s
     assert "sum_max_iteration" in out
 
 
+def test_a_bad_trace_is_named_and_the_others_shown(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.h5"
+    bad.write_bytes(b"junk")
+    good = write_trace(synthetic_trace(4, 20, 2, "cg"), tmp_path / "good.h5")
+    assert main(["show", str(bad), str(good)]) == 4
+    captured = capsys.readouterr()
+    assert captured.err.splitlines() == [
+        f"ksptrace: error: {bad}: not a readable HDF5 file (corrupt or truncated); "
+        "rerun the run that made it"
+    ]
+    assert captured.out.startswith(f"{good}  (schema 1)")
+
+
 def test_show_into_head_has_no_traceback(tmp_path: Path) -> None:
     path = write_trace(synthetic_trace(4, 20, 2, "cg"), tmp_path / "t.h5")
     show = subprocess.Popen(
