@@ -69,10 +69,10 @@ def temporaries(fs: Path) -> list[str]:
     return sorted(p.name for p in fs.iterdir() if ".tmp-" in p.name)
 
 
-def run_bounded(args: list[str], timeout: float = TIMEOUT) -> tuple[int, str, float]:
+def run_bounded(args: list[str], timeout: float = TIMEOUT, **env: str) -> tuple[int, str, float]:
     """Run ksptrace in its own session; on timeout kill mpiexec and every rank with it."""
     start = time.monotonic()
-    proc = subprocess.Popen([sys.executable, "-m", "ksptrace", *args], env=solver_env(),
+    proc = subprocess.Popen([sys.executable, "-m", "ksptrace", *args], env=solver_env(**env),
                             cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                             start_new_session=True)
     try:
@@ -154,19 +154,12 @@ def test_failed_row_write_on_one_rank_fails_all(require_petsc: None, tmp_path: P
     """An MPI-IO row write failing on rank 1 only: every rank learns of it, the job ends with
     one line, and neither the trace nor its temporary file is left."""
     out = tmp_path / "t.h5"
-    env = {"KSPTRACE_FAULT": "write-error-on-rank-1"}
-    start = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "ksptrace", "run", "--np", "2", "--n", "2000", "--iterations",
-         "20", "--hdf5-path", "mpio", "--out", str(out)],
-        env=solver_env(**env), cwd=ROOT, capture_output=True, text=True, timeout=TIMEOUT,
-        check=False, start_new_session=True,
-    )
-    line = one_error_line(proc.stderr)
-    assert "rank 1: no space left on" in line, line
-    assert proc.returncode == OutputError.exit_code
+    code, err, _ = run_bounded(["run", "--np", "2", "--n", "2000", "--iterations", "20",
+                                "--hdf5-path", "mpio", "--out", str(out)],
+                               KSPTRACE_FAULT="write-error-on-rank-1")
+    assert "rank 1: no space left on" in one_error_line(err), err
+    assert code == OutputError.exit_code
     assert sorted(p.name for p in tmp_path.iterdir()) == []
-    assert time.monotonic() - start < TIMEOUT
 
 
 FILL_ROWS = """
