@@ -278,19 +278,23 @@ def _uniform_figures(out: _Collector, times: np.ndarray, a: TraceAnalysis,
         return
     axes = figures.parameter_axes(a.uniform, keep, panels)
     named = {"lower": "aₖ", "span": "sₖ"}
+    what = {"lower": "minimum", "span": "span"}
+    shown = [named[w] for w in panels]
     clipping = " ".join(f"{named[w]}: {ax.describe()}" for w, ax in zip(panels, axes, strict=True))
     collapsed = [named[w] for w in panels if a.parameters is not None
                  and getattr(a.parameters, f"{w}_normal") is not None]
     fit = (
         "no Johnson S_U fit (too few iterations)" if a.parameters is None
-        else "their Johnson S_U fits"
+        else "the Johnson S_U fit" + ("s" if len(panels) > 1 else "")
         + (f" ({', '.join(collapsed)}: the fit collapsed, its normal limit is drawn)"
            if collapsed else "")
     )
     out.add(
         "uniform-parameters",
-        "Uniform parameters aₖ and sₖ with Johnson S_U fits",
-        f"Histograms of the per-iteration minimum aₖ and span sₖ over the {keep.size} kept "
+        f"Uniform parameter{'s' if len(panels) > 1 else ''} {' and '.join(shown)} with "
+        "Johnson S_U fits",
+        f"Histogram{'s' if len(panels) > 1 else ''} of the per-iteration "
+        f"{' and '.join(f'{what[w]} {named[w]}' for w in panels)} over the {keep.size} kept "
         f"iterations, with {fit} (the paper's Fig. 7). {clipping}",
         figures.uniform_parameters(a.uniform, a.parameters, keep=keep, panels=panels),
     )
@@ -317,6 +321,7 @@ def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
             f"Tₚᵏ over ranks p (x) and {which} (y, labelled with the real k) (the paper's "
             f"Fig. 3). Colours clipped to the 1st-99th percentiles, {figures.fmt_time(lo)} to "
             f"{figures.fmt_time(hi)}"
+            + (", on a logarithmic colour scale" if figures.colour_is_log(lo, hi) else "")
             + (" (block means over large traces)." if max(times.shape) > figures.MAX_IMAGE_ROWS
                else "."),
             figures.colormap(times, sel),

@@ -18,6 +18,7 @@ import numpy as np
 import scipy.stats as st
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.colors import LogNorm, Normalize
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
@@ -36,6 +37,8 @@ DPI = 100
 BULK_QUANTILE = 0.99
 """A time axis shows at least this quantile beyond a third of its width."""
 CLIP_QUANTILES = (0.999, 0.995, 0.99)
+LOG_COLOUR_RATIO = 20.0
+"""Colour ranges whose ends are this far apart use a logarithmic colour scale."""
 LOG_FLOOR = 1e-9
 """A logarithmic time axis starts at 1 ns at the lowest; smaller values are 0 up to rounding."""
 MIN_IQR_SHARE = 0.03
@@ -158,11 +161,12 @@ class TimeAxis:
         ax.set_xlim(*self.limits())
 
 
-def log_time_ticks(ax: Axes) -> None:
-    """A logarithmic x axis in seconds whose ticks carry their own unit: '10 µs', '1 ms'."""
-    ax.set_xscale("log")
-    ax.xaxis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_time(v).replace(".0 ", " ")))
-    ax.xaxis.set_minor_formatter(NullFormatter())
+def log_time_ticks(ax: Axes, which: str = "x") -> None:
+    """A logarithmic axis in seconds whose ticks carry their own unit: '10 µs', '1 ms'."""
+    axis = ax.xaxis if which == "x" else ax.yaxis
+    (ax.set_xscale if which == "x" else ax.set_yscale)("log")
+    axis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_time(v)))
+    axis.set_minor_formatter(NullFormatter())
 
 
 def _bulk_fits(x: np.ndarray, lo: float, hi: float, bulk: float, iqr: float) -> bool:
@@ -329,16 +333,25 @@ def colour_limits(times: np.ndarray, iterations: np.ndarray | None = None) -> tu
     return float(lo), float(hi)
 
 
+def colour_is_log(lo: float, hi: float) -> bool:
+    """A logarithmic colour scale when the colour range spans ``LOG_COLOUR_RATIO`` or more."""
+    return lo > 0 and hi / lo >= LOG_COLOUR_RATIO
+
+
 def colormap(times: np.ndarray, iterations: np.ndarray | None = None) -> Figure:
     """Colormap of T_p^k over iterations (rows, labelled with their real k) and ranks (columns).
 
-    Colours are clipped to ``COLOUR_QUANTILES`` of the values shown (``colour_limits``).
+    Colours are clipped to ``COLOUR_QUANTILES`` of the values shown (``colour_limits``), on a
+    logarithmic scale when they span orders of magnitude (``colour_is_log``).
     """
     x = np.asarray(times)
     ks_shown = np.arange(x.shape[1]) if iterations is None else np.asarray(iterations)
     img, fr, _ = _block_mean(x[:, ks_shown].T, MAX_IMAGE_ROWS, MAX_IMAGE_ROWS)
     lo, hi = colour_limits(x, ks_shown)
     scale, unit = unit_for(hi)
+    norm = LogNorm(lo / scale, hi / scale) if colour_is_log(lo, hi) else Normalize(
+        lo / scale, hi / scale
+    )
     fig = _figure(height=5.0)
     ax = fig.add_subplot()
     mesh = ax.imshow(
@@ -346,11 +359,11 @@ def colormap(times: np.ndarray, iterations: np.ndarray | None = None) -> Figure:
         aspect="auto",
         origin="lower",
         cmap="coolwarm",
-        vmin=lo / scale,
-        vmax=hi / scale,
+        norm=norm,
         interpolation="nearest",
-        extent=(0, x.shape[0], -0.5, img.shape[0] - 0.5),
+        extent=(-0.5, x.shape[0] - 0.5, -0.5, img.shape[0] - 0.5),
     )
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
 
     def k_of(row: float, _pos: object = None) -> str:
         i = round(row) * fr
@@ -360,7 +373,10 @@ def colormap(times: np.ndarray, iterations: np.ndarray | None = None) -> Figure:
     ax.yaxis.set_major_formatter(FuncFormatter(k_of))
     ax.set_xlabel("rank $p$")
     ax.set_ylabel("iteration $k$" + (" (selected)" if iterations is not None else ""))
-    fig.colorbar(mesh, ax=ax, label=f"$T_p^k$ ({unit}), clipped", extend="both")
+    scale_name = ", log scale" if isinstance(norm, LogNorm) else ""
+    bar = fig.colorbar(mesh, ax=ax, label=f"$T_p^k$ ({unit}{scale_name}), clipped", extend="both")
+    if isinstance(norm, LogNorm):
+        bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:g}"))
     return fig
 
 
@@ -652,7 +668,8 @@ def solver_times(rows: Sequence[SolverTimes]) -> Figure:
     values = [v for r in rows for v in (r.measured, r.lockstep_sum, r.rank_sum_max,
                                         r.nonstationary, r.stationary, r.simulated)
               if v is not None and v > 0]
-    scale, unit = unit_for(max(values))
+    log = max(values) / min(values) > 20
+    scale, unit = (1.0, "log scale") if log else unit_for(max(values))
     series: list[tuple[str, str, list[float | None]]] = [
         ("measured KSPSolve", "k*", [r.measured for r in rows]),
         ("measured $\\Sigma_k\\ \\mathrm{max}_p\\ T_p^k$", "kx", [r.lockstep_sum for r in rows]),
@@ -673,8 +690,8 @@ def solver_times(rows: Sequence[SolverTimes]) -> Figure:
                     capsize=4, label="Monte Carlo ± s.e.")
     ax.set_xticks(range(len(rows)), [r.label for r in rows])
     ax.set_xlim(-0.6, len(rows) - 0.4)
-    if max(values) / min(values) > 20:
-        ax.set_yscale("log")
+    if log:
+        log_time_ticks(ax, "y")
     ax.set_ylabel(f"KSPSolve time ({unit})")
     ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
