@@ -38,18 +38,38 @@ def test_a_bad_trace_is_named_and_the_others_shown(
     assert captured.out.startswith(f"{good}  (schema 1)")
 
 
-def test_show_into_head_has_no_traceback(tmp_path: Path) -> None:
-    path = write_trace(synthetic_trace(4, 20, 2, "cg"), tmp_path / "t.h5")
-    show = subprocess.Popen(
-        [sys.executable, "-m", "ksptrace", "show", *[str(path)] * 400],
+def _into_head(*args: str) -> tuple[int, str, str]:
+    """Run ``ksptrace ARGS | head -1``: ksptrace's exit code and stderr, and head's output."""
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "ksptrace", *args],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, cwd=ROOT,
     )
-    assert show.stdout is not None
-    assert show.stderr is not None
-    head = subprocess.run(["head", "-1"], stdin=show.stdout, capture_output=True, timeout=60,
+    assert proc.stdout is not None
+    assert proc.stderr is not None
+    head = subprocess.run(["head", "-1"], stdin=proc.stdout, capture_output=True, timeout=60,
                           check=True)
-    show.stdout.close()
-    err = show.stderr.read().decode()
-    assert show.wait(timeout=60) in (0, 141)
-    assert head.stdout.decode().startswith(str(path))
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    return proc.wait(timeout=60), err, head.stdout.decode()
+
+
+def test_show_into_head_has_no_traceback(tmp_path: Path) -> None:
+    path = write_trace(synthetic_trace(4, 20, 2, "cg"), tmp_path / "t.h5")
+    code, err, first = _into_head("show", *[str(path)] * 400)
+    assert code in (0, 141)
+    assert first.startswith(str(path))
     assert err == ""
+
+
+def test_campaign_plan_into_head_has_no_traceback(tmp_path: Path) -> None:
+    sizes = ", ".join(str(1000 * i) for i in range(1, 41))
+    campaign = tmp_path / "c.toml"
+    campaign.write_text(
+        '[campaign]\nname = "big"\noutput = "out"\n\n[sweep]\nksp = ["gmres", "bcgs", "cg"]\n'
+        f"nprocs = [1, 2, 3, 4, 5, 6, 7, 8]\nn = [{sizes}]\niterations = 30\n"
+    )
+    code, err, first = _into_head("campaign", "plan", str(campaign))
+    assert code in (0, 141)
+    assert first.strip()
+    assert "Traceback" not in err
+    assert "BrokenPipe" not in err
