@@ -286,8 +286,8 @@ def _section(d: Analysed, f: findings.Finding, options: AnalysisOptions) -> dict
         omitted = [o for o in d.omitted if omission_section(o) == key]
         parts.append({
             "id": f"{f.anchor}-{key}", "title": title, "figures": by_section[key],
-            "tables": [{"title": t.title, "html": t.to_html(), "notes": t.notes}
-                       for t in tables_of[key]],
+            "tables": [{"title": t.title, "html": t.to_html(), "notes": t.notes,
+                        "empty": t.empty} for t in tables_of[key]],
             "omitted": omitted,
         })
     sim = a.simulation

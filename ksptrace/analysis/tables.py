@@ -198,13 +198,16 @@ def jsu_table(a: TraceAnalysis) -> Table:
     p = a.parameters
     why = "no fit: " + next((n for n in a.notes if "a_k" in n or "Monte Carlo" in n),
                             "not computed")
+    def show(value: float, name: str) -> str:
+        return fmt_time(value) if name in ("loc", "scale") else f"{value:.4g}"
+
     rows = []
     for i, name in enumerate(JSU_PARAMS):
         rows.append({"parameter": name,
-                     "a_k": why if p is None else f"{p.lower.params[i]:.4g}",
-                     "s_k": why if p is None else f"{p.span.params[i]:.4g}"})
-    return Table(name="jsu", title="Johnson S_U fits of a_k and s_k (scipy's a, b, loc, "
-                 "scale; loc and scale in seconds)", frame=pd.DataFrame(rows))
+                     "a_k": why if p is None else show(p.lower.params[i], name),
+                     "s_k": why if p is None else show(p.span.params[i], name)})
+    return Table(name="jsu", title="Johnson S_U fits of a_k and s_k (scipy's shape a and b, "
+                 "loc and scale)", frame=pd.DataFrame(rows))
 
 
 def apriori_table(analyses: Sequence[TraceAnalysis], runs: int = 16, seed: int = 0) -> Table:

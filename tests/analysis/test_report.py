@@ -161,3 +161,14 @@ def test_figures_land_in_the_paper_sections(key: str, section: str) -> None:
 )
 def test_omission_lines_land_in_one_section(line: str, section: str) -> None:
     assert omission_section(line) == section
+
+
+def test_an_empty_table_says_why_instead_of_showing_headers(tmp_path: Path) -> None:
+    tiny = synthetic_trace(2, 3, 2, "bcgs", seed=1)  # 6 values: too few for any fit
+    report = write_report(tmp_path / "r", [tiny], FAST, with_figures=False)
+    page = report.html.read_text()
+    fits = page[page.index("4. Bulk distribution fits"):page.index("5. Stationary")]
+    assert "<table" not in fits
+    assert "too few for distribution fits" in fits
+    montecarlo = page[page.index("6. Johnson S_U Monte Carlo"):]
+    assert "no fit: K = 3 &lt; 8: too few iterations" in montecarlo
