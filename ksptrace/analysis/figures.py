@@ -39,6 +39,8 @@ BULK_QUANTILE = 0.99
 CLIP_QUANTILES = (0.999, 0.995, 0.99)
 LOG_COLOUR_RATIO = 20.0
 """Colour ranges whose ends are this far apart use a logarithmic colour scale."""
+LOG_SPREAD = 100.0
+"""Values whose 99th percentile is this many times their 5th get a logarithmic time axis."""
 LOG_FLOOR = 1e-9
 """A logarithmic time axis starts at 1 ns at the lowest; smaller values are 0 up to rounding."""
 MIN_IQR_SHARE = 0.03
@@ -179,10 +181,11 @@ def _bulk_fits(x: np.ndarray, lo: float, hi: float, bulk: float, iqr: float) -> 
 def time_axis(values: np.ndarray) -> TimeAxis:
     """The axis that shows ``values`` with the bulk spread out.
 
-    The full linear range is kept when its 99th percentile lies beyond a third of it and the
-    interquartile range covers at least ``MIN_IQR_SHARE`` of it; otherwise the first of
-    ``CLIP_QUANTILES`` that satisfies both; otherwise (a bulk and a tail orders of magnitude
-    apart) a logarithmic axis over every positive value.
+    Values whose 99th and 5th percentiles are ``LOG_SPREAD`` or more apart (a bulk and a tail
+    orders of magnitude apart, as with millisecond detours) get a logarithmic axis over every
+    value above 1 ns. Otherwise the full linear range is kept when its 99th percentile lies
+    beyond a third of it and the interquartile range covers at least ``MIN_IQR_SHARE`` of it;
+    otherwise the first of ``CLIP_QUANTILES`` that satisfies both; otherwise the log axis.
     """
     x = np.asarray(values, dtype=np.float64).ravel()
     x = x[np.isfinite(x)]
@@ -193,11 +196,15 @@ def time_axis(values: np.ndarray) -> TimeAxis:
         raise AnalysisError(
             f"every value equals {fmt_time(lo)}: a histogram would be one bar; leave it out"
         )
-    q25, q75, bulk, *clips = np.quantile(x, (0.25, 0.75, BULK_QUANTILE, *CLIP_QUANTILES))
+    q05, q25, q75, bulk, *clips = np.quantile(
+        x, (0.05, 0.25, 0.75, BULK_QUANTILE, *CLIP_QUANTILES)
+    )
     iqr = float(q75 - q25)
     hi: float | None = None
     clip = None
-    if _bulk_fits(x, lo, largest, bulk, iqr):
+    if q05 >= LOG_FLOOR and bulk / q05 >= LOG_SPREAD:
+        pass  # several decades: the log axis below
+    elif _bulk_fits(x, lo, largest, bulk, iqr):
         hi = largest
     else:
         for q, value in zip(CLIP_QUANTILES, clips, strict=True):

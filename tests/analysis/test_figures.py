@@ -181,3 +181,19 @@ def test_a_bulk_and_a_tail_orders_of_magnitude_apart_get_a_log_axis() -> None:
     xs, ys = v[1:-1:2, 0], v[1:-1:2, 1]
     area = float(np.sum(ys[:-1] * np.diff(np.log10(xs))))
     assert area == pytest.approx(1000 / 1005, rel=0.02)
+
+
+def test_two_modes_decades_apart_get_a_log_axis_even_when_the_tail_is_half() -> None:
+    """As iceflow GMRES on two ranks: half the iterations near 1 ms, half at 20-120 ms."""
+    rng = np.random.default_rng(11)
+    x = np.concatenate([rng.lognormal(np.log(0.9e-3), 0.2, 550), rng.uniform(20e-3, 120e-3, 450)])
+    axis = figures.time_axis(x)
+    assert axis.log
+    fig = figures.rank_histograms(x[None, :], (0,), axis=axis)
+    (stairs,) = fig.axes[0].patches
+    heights = stairs.get_path().vertices[:, 1]
+    # on a linear axis the fast mode was one bar 10x taller than anything else; here the
+    # slow mode's peak is within a factor 10 of the fast one's
+    fast, slow = np.log10(2e-3), np.log10(20e-3)
+    xs = np.log10(stairs.get_path().vertices[:, 0])
+    assert heights[xs > slow].max() > heights[xs < fast].max() / 10
