@@ -17,7 +17,7 @@ import sys
 import tempfile
 from types import ModuleType
 
-from ksptrace.errors import EnvironmentProblem
+from ksptrace.errors import EnvironmentProblem, UsageError
 
 SOLVER_ENV: dict[str, str] = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 """Forced for every solver process: threaded BLAS changes timings and even rounding."""
@@ -70,10 +70,42 @@ def init_petsc(argv: list[str]) -> ModuleType:
     import petsc4py
 
     program = sys.argv[0] if sys.argv and sys.argv[0][:1] not in ("", "-") else sys.executable
-    petsc4py.init([program, *argv])  # a program name such as '-c' would become an option
-    from petsc4py import PETSc
-
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as capture:
+        os.dup2(capture.fileno(), 2)  # PETSc prints an initialisation error there, in C
+        try:
+            petsc4py.init([program, *argv])  # a program name such as '-c' would be an option
+            from petsc4py import PETSc
+        except Exception:
+            failed = True
+        else:
+            failed = False
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        capture.seek(0)
+        printed = capture.read().decode(errors="replace")
+    if failed:
+        raise UsageError(
+            f"PETSc did not start with these options ({_initialisation_error(printed)}); "
+            "correct the PETSc options"
+        )
+    sys.stderr.write(printed)
     return PETSc
+
+
+def _initialisation_error(printed: str) -> str:
+    """PETSc's message lines from the error block it printed (between the banner line and the
+    'See https://petsc.org' line)."""
+    lines = [ln.split("PETSC ERROR:", 1)[1].strip() for ln in printed.splitlines()
+             if "PETSC ERROR:" in ln]
+    message = []
+    for line in lines[1:]:
+        if line.startswith(("See ", "#")):
+            break
+        message.append(line)
+    return ": ".join(m for m in message if m) or "no message"
 
 
 FINALIZE_OPTIONS: frozenset[str] = frozenset({
@@ -84,6 +116,12 @@ FINALIZE_OPTIONS: frozenset[str] = frozenset({
 })
 """Options PETSc 3.18 reads only in PetscFinalize (src/sys/objects/pinit.c), that is after any
 check ksptrace can make: never reported as unused."""
+
+FINALIZE_BOOLS: frozenset[str] = frozenset({
+    "saw_options", "x_virtual", "malloc_info", "memory_view", "get_total_flops",
+    "no_signal_handler", "mpidump", "options_view", "options_left", "malloc_test", "malloc_debug",
+})
+"""Of those, the ones PetscFinalize reads as true/false: a bad value fails only at exit."""
 
 FILE_OPTIONS: dict[str, str] = {
     "log_view": "viewer", "log_all": "file", "log_summary": "file", "citations": "file",
@@ -196,4 +234,16 @@ def file_option_problem(name: str, value: str | None) -> str | None:
         return f"-{name} {value}: {path} is not writable; pick another file"
     if not os.path.exists(path) and not os.access(folder, os.W_OK | os.X_OK):
         return f"-{name} {value}: folder {folder} is not writable; pick another file"
+    return None
+
+
+def finalize_value_problem(petsc: ModuleType, name: str) -> str | None:
+    """Why PetscFinalize would fail on option ``-name`` (a value that is not true/false for an
+    option it reads as one), or None. Not collective; marks the option used."""
+    if name not in FINALIZE_BOOLS:
+        return None
+    try:
+        petsc.Options().getBool(name)
+    except petsc.Error as exc:
+        return f"-{name}: {petsc_error_text(exc)}"
     return None

@@ -26,6 +26,7 @@ from ksptrace.harness.monitor import StampMonitor
 from ksptrace.harness.mpienv import agree_on_error, fail_together, node_layout
 from ksptrace.harness.petscenv import (
     file_option_problem,
+    finalize_value_problem,
     force_solver_env,
     init_petsc,
     known_option_names,
@@ -142,10 +143,10 @@ def _validate(settings: RunSettings, petsc: Any, nprocs: int, rank: int) -> None
         raise UsageError(f"n = {settings.n} is smaller than P = {nprocs}; use n >= P")
     options = petsc.Options()
     for name, value in options.getAll().items():
-        problem = file_option_problem(name, value)
+        problem = file_option_problem(name, value) or finalize_value_problem(petsc, name)
         if problem is not None:
             options.delValue(f"-{name}")  # or PetscFinalize fails on it once more
-            raise UsageError(f"{problem} (PETSc writes it after the solve)")
+            raise UsageError(f"{problem} (PETSc uses it at exit, after the trace is written)")
     if rank == 0:
         io.check_destination(settings.out, settings.overwrite)
 

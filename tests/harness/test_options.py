@@ -139,17 +139,37 @@ def test_petsc_error_text_from_petsc4py_traceback() -> None:
 
 
 @pytest.mark.mpi
-def test_unwritable_log_view_fails_before_the_solve(ksptrace_cli, tmp_path: Path) -> None:
+@pytest.mark.parametrize(
+    ("option", "message"),
+    [(["-log_view", ":{tmp}/missing/log.txt"], "-log_view :"),
+     (["-options_left", "abc"], "-options_left: PETSc error 62 in PetscOptionsStringToBool(): "
+                                "Invalid argument: Unknown logical value: abc")],
+    ids=["log_view", "options_left"],
+)
+def test_options_petsc_uses_at_exit_are_checked_before_the_solve(
+    ksptrace_cli, tmp_path: Path, option: list[str], message: str
+) -> None:
     """Either the run failed and there is no trace, or it did not and the exit is 0 (it was 1,
-    with a published trace, when PetscFinalize failed to open the file on 2 ranks)."""
+    with a published trace, when PetscFinalize failed on the option on 2 ranks)."""
     out = tmp_path / "out"
     out.mkdir()
-    proc = ksptrace_cli(*RUN, "--np", "2", "--out", str(out),
-                        "-log_view", f":{tmp_path}/missing/log.txt")
+    args = [a.replace("{tmp}", str(tmp_path)) for a in option]
+    proc = ksptrace_cli(*RUN, "--np", "2", "--out", str(out), *args)
     assert proc.returncode == 2, proc.stderr
-    assert "-log_view" in one_error_line(proc.stderr)
+    assert message in one_error_line(proc.stderr)
     assert "PETSC ERROR" not in proc.stderr
     assert list(out.iterdir()) == []
+
+
+@pytest.mark.mpi
+def test_petsc_initialisation_error_is_one_line(ksptrace_cli, tmp_path: Path) -> None:
+    proc = ksptrace_cli(*RUN, "--out", str(tmp_path), "-malloc_debug", "/x")
+    assert proc.returncode == 2
+    line = one_error_line(proc.stderr)
+    assert "PETSc did not start with these options" in line
+    assert "Unknown logical value: /x" in line
+    assert "PETSC ERROR" not in proc.stderr
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_file_option_destinations(tmp_path: Path) -> None:
