@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import TraceError, UsageError
-from ksptrace.trace.io import check_finite, read_trace, write_trace
+from ksptrace.trace.io import check_finite, read_trace, schema_version_of, write_trace
 from ksptrace.trace.model import SCHEMA_VERSION, Trace
 
 
@@ -136,3 +136,30 @@ def test_failed_publish_is_one_output_error(
     with pytest.raises(OutputError, match=f"no space left on {tmp_path} for the trace"):
         write_trace(make_trace(), tmp_path / "t.h5")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_compressed_trace_is_still_read(tmp_path: Path) -> None:
+    """The size check refuses shapes the file cannot hold, not honest compressed files."""
+    plain = write_trace(make_trace(nprocs=4, k=400), tmp_path / "plain.h5")
+    packed = tmp_path / "packed.h5"
+    with h5py.File(plain) as src, h5py.File(packed, "w") as dst:
+        for key, value in src.attrs.items():
+            dst.attrs[key] = value
+        for name, ds in src.items():
+            dst.create_dataset(name, data=ds[...], compression="gzip", compression_opts=9,
+                               shuffle=True)
+    back = read_trace(packed)
+    np.testing.assert_array_equal(back.stamps, read_trace(plain).stamps)
+
+
+@pytest.mark.parametrize("value", [1, np.int64(1), np.uint8(1), np.array(1)])
+def test_schema_version_accepts_a_positive_integer(value: object) -> None:
+    assert schema_version_of(value) == 1
+
+
+@pytest.mark.parametrize(
+    "value", [0, -1, True, np.bool_(True), 1.0, np.inf, 1 + 0j, b"1", "1", np.array([1])]
+)
+def test_schema_version_refuses_anything_else(value: object) -> None:
+    with pytest.raises(TraceError, match="not a positive integer"):
+        schema_version_of(value)
