@@ -244,6 +244,16 @@ def _rank_figures(out: _Collector, times: np.ndarray, kept: np.ndarray, trace: T
         )
 
 
+def _no_jsu_reason(a: TraceAnalysis) -> str:
+    """Why the analysis has no Johnson S_U fits of a_k and s_k, from its notes."""
+    if a.nprocs == 1:
+        return "P = 1: sₖ is 0 in every iteration, and the analysis fits aₖ and sₖ together"
+    for note in a.notes:
+        if note.startswith("Monte Carlo skipped: ") or "to fit a_k and s_k" in note:
+            return note.removeprefix("Monte Carlo skipped: ").rstrip(".")
+    return "see the notes"
+
+
 def _uniform_figures(out: _Collector, times: np.ndarray, a: TraceAnalysis,
                      keep: np.ndarray) -> None:
     """Iterations with uniform fits (P >= 2) and the a_k / s_k histograms."""
@@ -284,7 +294,7 @@ def _uniform_figures(out: _Collector, times: np.ndarray, a: TraceAnalysis,
     collapsed = [named[w] for w in panels if a.parameters is not None
                  and getattr(a.parameters, f"{w}_normal") is not None]
     fit = (
-        "no Johnson S_U fit (too few iterations)" if a.parameters is None
+        f"no Johnson S_U fit ({_no_jsu_reason(a)})" if a.parameters is None
         else "the Johnson S_U fit" + ("s" if len(panels) > 1 else "")
         + (f" ({', '.join(collapsed)}: the fit collapsed, its normal limit is drawn)"
            if collapsed else "")
