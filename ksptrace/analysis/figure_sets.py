@@ -456,24 +456,33 @@ def _scaling_figures(out: _Collector, items: Sequence[tuple[TraceAnalysis, Trace
             single.append(name)
             continue
         points = []
-        for x, members in by_x.items():
+        missing: list[str] = []
+        for x, members in sorted(by_x.items()):
             params = next((a.parameters for a, _ in members if a.parameters is not None), None)
+            fits = {}
+            for w, name_w in (("lower", "aₖ"), ("span", "sₖ")):
+                collapsed = params is not None and getattr(params, f"{w}_normal") is not None
+                fits[w] = None if params is None or collapsed else getattr(params, w)
+                if fits[w] is None:
+                    why = "collapsed" if collapsed else "none"
+                    missing.append(f"{name_w} at {across} = {x:g} ({why})")
             points.append(figures.ScalingPoint(
                 x=x,
                 mean=float(np.mean([d.mean for _, d in members])),
                 std=float(np.mean([d.std for _, d in members])),
-                lower=None if params is None else params.lower,
-                span=None if params is None else params.span,
+                lower=fits["lower"],
+                span=fits["span"],
             ))
         slug = f"{problem}-{ksp}-{fixed.replace(' ', '').replace('=', '')}"
         what = "processor counts P" if across == "P" else "problem sizes n"
+        gaps = f" No Johnson S_U fit drawn for {', '.join(missing)}." if missing else ""
         out.add(
             f"scaling-{across}-{slug}",
             f"Across {what}: {name}",
             f"Model parameters of {name} at {len(points)} {what}: mean ± standard deviation "
             "of the kept Tₚᵏ (repetitions averaged), the Johnson S_U shape parameters a and b "
             "of aₖ and sₖ, and the fitted aₖ and sₖ densities (first repetition) (the paper's "
-            "Figs. 8-9).",
+            f"Figs. 8-9).{gaps}",
             figures.scaling(points, across),
         )
     if single:

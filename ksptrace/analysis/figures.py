@@ -583,9 +583,15 @@ def scaling_curves(entries: Sequence[tuple[str, ParameterFits]], across: str) ->
     return fig
 
 
+def _no_fit(ax: Axes) -> None:
+    ax.text(0.5, 0.5, "no Johnson $S_U$ fit", ha="center", va="center", transform=ax.transAxes)
+    ax.set_yticks([])
+
+
 def _jsu_curves(ax: Axes, entries: Sequence[tuple[str, JohnsonSU]], name: str) -> None:
     dists = [(label, j.frozen()) for label, j in entries]
     if not dists:
+        _no_fit(ax)
         return
     lo = min(float(d.ppf(0.005)) for _, d in dists)
     hi = max(float(d.ppf(0.995)) for _, d in dists)
@@ -631,10 +637,11 @@ def scaling(points: Sequence[ScalingPoint], across: str) -> Figure:
     (moments, shapes), (lower, span) = fig.subplots(2, 2)
     scale, unit = unit_for(max(p.mean + p.std for p in pts))
     moments.errorbar(xs, [p.mean / scale for p in pts], yerr=[p.std / scale for p in pts],
-                     fmt="o-", markersize=7, capsize=4, label="mean ± std of $T_p^k$")
+                     fmt="o-", markersize=7, capsize=4, label="mean of $T_p^k$ ± std")
     moments.plot(xs, [p.std / scale for p in pts], "s--", markersize=6, label="std of $T_p^k$")
     moments.set_ylabel(f"time ({unit})")
-    moments.legend(fontsize="small")
+    moments.set_ylim(bottom=0)
+    moments.legend(fontsize="small", loc="best")
     for which, marker in (("lower", "o"), ("span", "s")):
         sub = [(p.x, getattr(p, which)) for p in pts if getattr(p, which) is not None]
         name = "a_k" if which == "lower" else "s_k"
@@ -643,7 +650,10 @@ def scaling(points: Sequence[ScalingPoint], across: str) -> Figure:
         shapes.plot([x for x, _ in sub], [j.b for _, j in sub], marker + ":", markersize=7,
                     label=f"shape $b$ of ${name}$")
     shapes.set_ylabel("Johnson $S_U$ shape")
-    shapes.legend(fontsize="small")
+    if shapes.get_legend_handles_labels()[0] and any(len(ln.get_xdata()) for ln in shapes.lines):
+        shapes.legend(fontsize="small")
+    else:
+        _no_fit(shapes)
     for ax in (moments, shapes):
         _log_x(ax, xs)
         ax.set_xlabel(across)
