@@ -259,7 +259,9 @@ def _uniform_figures(out: _Collector, times: np.ndarray, a: TraceAnalysis,
     """Iterations with uniform fits (P >= 2) and the a_k / s_k histograms."""
     mid = a.layout.at_position(a.layout.middle_position())
     candidates = [int(k) for k in (mid if mid.size else np.arange(a.iterations))]
-    chosen = [k for k in candidates if _varies(times[:, k])][:2]
+    varying = [k for k in candidates if _varies(times[:, k])]
+    # two equal-work iterations a third and two thirds into the run, as the paper's Fig. 6
+    chosen = sorted({varying[len(varying) // 3], varying[2 * len(varying) // 3]}) if varying else []
     if 1 < a.nprocs < MIN_HISTOGRAM_RANKS:
         out.omitted.append(
             f"P = {a.nprocs}: too few ranks (< {MIN_HISTOGRAM_RANKS}) for a histogram over the "
