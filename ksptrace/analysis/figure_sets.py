@@ -425,7 +425,8 @@ def _solver_figures(out: _Collector, items: Sequence[tuple[TraceAnalysis, TraceD
         for a, d in members:
             seen[d.ksp] = seen.get(d.ksp, 0) + 1
             label = d.ksp if seen[d.ksp] == 1 else f"{d.ksp} #{seen[d.ksp]}"
-            rows.append(_solver_times(a, label))
+            kind = "pipelined" if d.pipelined else "standard"
+            rows.append(_solver_times(a, f"{label}\n({kind})"))
         out.add(
             f"solvers-models-{slug}",
             f"Measured and modelled KSPSolve: {name}",
