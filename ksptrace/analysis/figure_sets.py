@@ -17,7 +17,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ksptrace.analysis import figures, ks
-from ksptrace.analysis.pipeline import TraceAnalysis
+from ksptrace.analysis.pipeline import Flag, TraceAnalysis
 from ksptrace.trace.model import Trace
 
 LOG_EDGES = np.logspace(-9.0, 3.0, 12 * 10 + 1)
@@ -312,6 +312,16 @@ def _uniform_figures(out: _Collector, times: np.ndarray, a: TraceAnalysis,
     )
 
 
+def _fit_remarks(a: TraceAnalysis, names: Sequence[str]) -> dict[str, Flag]:
+    """The flag of each shown family whose fitted mean is off the sample mean."""
+    out: dict[str, Flag] = {}
+    for f in a.flags:
+        for name in names:
+            if f.subject == f"stationary model ({name})" and f.code.startswith("fit-mean"):
+                out.setdefault(name, f)
+    return out
+
+
 def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
     """Every per-trace figure of the paper that makes sense for this trace."""
     out = _Collector()
@@ -345,13 +355,19 @@ def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
         )
     if a.bulk is not None and _varies(kept):
         axis = figures.time_axis(kept)
-        best = ", ".join(f.name for f in a.bulk.fits[:4])
+        shown = [f.name for f in a.bulk.fits[:4]]
+        remarks = _fit_remarks(a, shown)
+        flagged = "".join(
+            f" The {name} fit is flagged: {a_flag.message.rstrip('.')}."
+            for name, a_flag in remarks.items()
+        )
         out.add(
             "bulk-fit",
             "Bulk distribution with fitted families",
-            f"Histogram of all {kept.size} kept Tₚᵏ with the four best fitted pdfs by SSE "
-            f"({best}) (the paper's Fig. 5). {axis.describe()}",
-            figures.bulk_fit(a.bulk, values=kept, axis=axis),
+            f"Histogram of all {kept.size} kept Tₚᵏ with the {len(shown)} best fitted pdfs by "
+            f"SSE ({', '.join(shown)}) (the paper's Fig. 5). {axis.describe()}{flagged}",
+            figures.bulk_fit(a.bulk, values=kept, axis=axis,
+                             remarks={n: f"flagged: {f.code}" for n, f in remarks.items()}),
         )
     _uniform_figures(out, times, a, keep)
     if a.layout.cycle_length > 1 and a.nprocs * a.iterations > 1 and _varies(kept):

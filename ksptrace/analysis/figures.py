@@ -10,7 +10,7 @@ wide (10.5 in at 100 dpi), the width of the report's column.
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -432,8 +432,12 @@ def bulk_fit(
     values: np.ndarray | None = None,
     axis: TimeAxis | None = None,
     bins: int = 120,
+    remarks: Mapping[str, str] | None = None,
 ) -> Figure:
-    """Histogram of all (kept) iteration times with the best fitted pdfs (the paper's Fig. 5)."""
+    """Histogram of all (kept) iteration times with the best fitted pdfs (the paper's Fig. 5).
+
+    ``remarks`` adds a word to a family's legend entry (e.g. "flagged: mean off").
+    """
     fig = _figure(height=4.0)
     ax = fig.add_subplot()
     if values is None:
@@ -448,7 +452,9 @@ def bulk_fit(
     ceiling = float(dens.max())
     ax.stairs(dens, edges, fill=True, alpha=0.35, color="0.4", label="data")
     for f in ranking.fits[:top]:
-        _pdf(ax, f.frozen(), axis, f"{f.name} (SSE {f.sse:.3g})", ceiling)
+        remark = (remarks or {}).get(f.name)
+        label = f"{f.name} (SSE {f.sse:.3g}" + (f"; {remark})" if remark else ")")
+        _pdf(ax, f.frozen(), axis, label, ceiling)
     axis.apply(ax)
     ax.set_ylim(0, 1.25 * ceiling)
     ax.set_xlabel(f"iteration time $T_p^k$ ({axis.unit_label})")

@@ -145,3 +145,21 @@ def test_digest_keeps_log_binned_counts_of_every_value(
     assert d.mean > 0
     assert d.std > 0
     assert figure_sets.across_figures(campaign[:1]).drawn == ()
+
+
+@pytest.mark.slow
+def test_bulk_fit_names_the_fits_whose_mean_outliers_pull() -> None:
+    """The issue's case: 3 % of 8-28 ms detours pull the lognorm and JSU means off."""
+    base = synthetic_trace(2, 600, 1, "bcgs", seed=5, base_seconds=2.8e-4)
+    times = inject_outliers(base.iteration_seconds, 0.03, 8e-3, 28e-3, seed=1)
+    trace = trace_from_times(times, np.array([0, 1]), ksp="bcgs")
+    a = analyze_trace(trace, AnalysisOptions(mc_runs=2, candidates=("johnsonsu", "lognorm", "norm"),
+                                             fit_size=1000))
+    pulled = [f.subject.removeprefix("stationary model (").rstrip(")") for f in a.flags
+              if f.code == "fit-mean-outliers" and f.subject.startswith("stationary model")]
+    assert pulled
+    bulk = figure_sets.trace_figures(trace, a).get("bulk-fit")
+    assert bulk is not None
+    for name in pulled:
+        assert f"The {name} fit is flagged: the fitted mean" in bulk.caption
+    assert "because of outliers" in bulk.caption
