@@ -301,13 +301,19 @@ def _uniform_figures(out: _Collector, times: np.ndarray, a: TraceAnalysis,
         + (f" ({', '.join(collapsed)}: the fit collapsed, its normal limit is drawn)"
            if collapsed else "")
     )
+    ascii_name = {"lower": "a_k", "span": "s_k"}
+    jsu_flags = "".join(
+        f" The {named[w]} fit is flagged ({f.code}): {f.message.rstrip('.')}."
+        for w in panels for f in a.flags
+        if f.subject == f"JSU fit of {ascii_name[w]}" and f.code != "prediction-far"
+    )
     out.add(
         "uniform-parameters",
         f"Uniform parameter{'s' if len(panels) > 1 else ''} {' and '.join(shown)} with "
         "Johnson S_U fits",
         f"Histogram{'s' if len(panels) > 1 else ''} of the per-iteration "
         f"{' and '.join(f'{what[w]} {named[w]}' for w in panels)} over the {keep.size} kept "
-        f"iterations, with {fit} (the paper's Fig. 7). {clipping}",
+        f"iterations, with {fit} (the paper's Fig. 7). {clipping}{jsu_flags}",
         figures.uniform_parameters(a.uniform, a.parameters, keep=keep, panels=panels),
     )
 

@@ -158,8 +158,14 @@ def test_bulk_fit_names_the_fits_whose_mean_outliers_pull() -> None:
     pulled = [f.subject.removeprefix("stationary model (").rstrip(")") for f in a.flags
               if f.code == "fit-mean-outliers" and f.subject.startswith("stationary model")]
     assert pulled
-    bulk = figure_sets.trace_figures(trace, a).get("bulk-fit")
+    fs = figure_sets.trace_figures(trace, a)
+    bulk = fs.get("bulk-fit")
     assert bulk is not None
     for name in pulled:
         assert f"The {name} fit is flagged: the fitted mean" in bulk.caption
     assert "because of outliers" in bulk.caption
+    params = fs.get("uniform-parameters")
+    assert params is not None
+    for f in a.flags:
+        if f.subject == "JSU fit of a_k" and f.code.startswith("fit-mean"):
+            assert f"The aₖ fit is flagged ({f.code})" in params.caption
