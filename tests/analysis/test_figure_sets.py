@@ -166,6 +166,6 @@ def test_bulk_fit_names_the_fits_whose_mean_outliers_pull() -> None:
     assert "because of outliers" in bulk.caption
     params = fs.get("uniform-parameters")
     assert params is not None
-    for f in a.flags:
-        if f.subject == "JSU fit of a_k" and f.code.startswith("fit-mean"):
-            assert f"The aₖ fit is flagged ({f.code})" in params.caption
+    jsu = [f for f in a.flags if f.subject == "JSU fit of a_k" and f.code.startswith("fit-mean")]
+    assert jsu
+    assert f"The aₖ fit is flagged ({jsu[0].code})" in params.caption
