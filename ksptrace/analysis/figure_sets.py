@@ -143,6 +143,8 @@ MIN_SCATTER_RANKS = 4
 """Fewer ranks make a scatter of T_p^k against p that shows nothing."""
 MIN_HISTOGRAM_RANKS = 8
 """Fewer ranks make a histogram over the ranks of one iteration that shows nothing."""
+MIN_HISTOGRAM_VALUES = 10
+"""Fewer values (iterations per rank, a_k or s_k) make a histogram that shows nothing."""
 
 
 def _varies(x: np.ndarray) -> bool:
@@ -176,7 +178,12 @@ def _rank_figures(out: _Collector, times: np.ndarray, kept: np.ndarray, trace: T
                   a: TraceAnalysis) -> None:
     """Per-rank histograms, the KS heatmap and the rank scatter (P >= 2)."""
     shown = list(dict.fromkeys((0, 1, a.nprocs - 1)))
-    if _varies(kept[shown]):
+    if kept.shape[1] < MIN_HISTOGRAM_VALUES:
+        out.omitted.append(
+            f"K = {kept.shape[1]}: too few iterations (< {MIN_HISTOGRAM_VALUES}) for per-rank "
+            "histograms"
+        )
+    elif _varies(kept[shown]):
         axis = figures.time_axis(kept[shown])
         out.add(
             "rank-histograms",
@@ -228,6 +235,12 @@ def _rank_figures(out: _Collector, times: np.ndarray, kept: np.ndarray, trace: T
             "rank; left out"
         )
         return
+    if not _varies(times[:, k]):
+        out.omitted.append(
+            f"every rank took {figures.fmt_time(float(times[0, k]))} in iteration k = {k}: "
+            "no rank scatter"
+        )
+        return
     out.add(
         "iteration-vs-rank",
         f"Iteration times against rank, k = {k}",
@@ -277,6 +290,12 @@ def _uniform_figures(out: _Collector, times: np.ndarray, a: TraceAnalysis,
         )
     elif a.nprocs > 1:
         out.omitted.append("every equal-work iteration has sₖ = 0: no uniform-fit figure")
+    if keep.size < MIN_HISTOGRAM_VALUES:
+        out.omitted.append(
+            f"K = {keep.size}: too few iterations (< {MIN_HISTOGRAM_VALUES}) for aₖ and sₖ "
+            "histograms"
+        )
+        return
     panels = [w for w in ("lower", "span") if _varies(getattr(a.uniform, w)[keep])]
     for w in ("lower", "span"):
         if w not in panels:
@@ -328,6 +347,54 @@ def _fit_remarks(a: TraceAnalysis, names: Sequence[str]) -> dict[str, Flag]:
     return out
 
 
+def _colormap(out: _Collector, times: np.ndarray, a: TraceAnalysis) -> None:
+    """The colormap of T_p^k over ranks and equal-work iterations (the paper's Fig. 3)."""
+    mid = a.layout.at_position(a.layout.middle_position())
+    sel = mid if mid.size > 1 else None
+    shown = times if sel is None else times[:, sel]
+    if shown.shape[1] < 2:
+        out.omitted.append("K = 1: one iteration, no colormap")
+        return
+    if not _varies(shown):
+        out.omitted.append(
+            f"every Tₚᵏ shown equals {figures.fmt_time(float(shown[0, 0]))}: no colormap"
+        )
+        return
+    lo, hi = figures.colour_limits(times, sel)
+    which = (
+        f"the equal-work iterations k mod {a.layout.cycle_length} = "
+        f"{a.layout.middle_position()}" if sel is not None else "every iteration"
+    )
+    out.add(
+        "colormap",
+        "Colormap of the iteration times",
+        f"Tₚᵏ over ranks p (x) and {which} (y, labelled with the real k) (the paper's "
+        f"Fig. 3). Colours clipped to the 1st-99th percentiles, {figures.fmt_time(lo)} to "
+        f"{figures.fmt_time(hi)}"
+        + (", on a logarithmic colour scale" if figures.colour_is_log(lo, hi) else "")
+        + (" (block means over large traces)." if max(times.shape) > figures.MAX_IMAGE_ROWS
+           else "."),
+        figures.colormap(times, sel),
+    )
+
+
+def _cycle_figure(out: _Collector, times: np.ndarray, kept: np.ndarray, a: TraceAnalysis) -> None:
+    """Histograms by restart-cycle position (the paper's Fig. 12), for restarted methods."""
+    if a.layout.cycle_length < 2 or kept.shape[1] < MIN_HISTOGRAM_VALUES or not _varies(kept):
+        return
+    first = int(a.layout.keep(True)[0] % a.layout.cycle_length)
+    positions = sorted({first, a.layout.middle_position(), a.layout.cycle_length - 1})
+    axis = figures.time_axis(kept)
+    out.add(
+        "cycle-histograms",
+        "Iterations by position in the restart cycle",
+        f"Histograms of Tₚᵏ at restart-cycle positions k mod {a.layout.cycle_length} = "
+        f"{', '.join(map(str, positions))} next to all kept iterations (the paper's "
+        f"Fig. 12). {axis.describe()}",
+        figures.cycle_histograms(times, a.layout, positions, axis=axis),
+    )
+
+
 def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
     """Every per-trace figure of the paper that makes sense for this trace."""
     out = _Collector()
@@ -336,24 +403,7 @@ def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
     kept = times if keep.size == times.shape[1] else times[:, keep]
     if a.nprocs > 1:
         _rank_figures(out, times, kept, trace, a)
-        mid = a.layout.at_position(a.layout.middle_position())
-        sel = mid if mid.size > 1 else None
-        lo, hi = figures.colour_limits(times, sel)
-        which = (
-            f"the equal-work iterations k mod {a.layout.cycle_length} = "
-            f"{a.layout.middle_position()}" if sel is not None else "every iteration"
-        )
-        out.add(
-            "colormap",
-            "Colormap of the iteration times",
-            f"Tₚᵏ over ranks p (x) and {which} (y, labelled with the real k) (the paper's "
-            f"Fig. 3). Colours clipped to the 1st-99th percentiles, {figures.fmt_time(lo)} to "
-            f"{figures.fmt_time(hi)}"
-            + (", on a logarithmic colour scale" if figures.colour_is_log(lo, hi) else "")
-            + (" (block means over large traces)." if max(times.shape) > figures.MAX_IMAGE_ROWS
-               else "."),
-            figures.colormap(times, sel),
-        )
+        _colormap(out, times, a)
     else:
         out.omitted.append(
             "P = 1: no rank pairs; the per-rank histograms, the KS heatmap, the rank scatter "
@@ -376,23 +426,14 @@ def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
                              remarks={n: f"flagged: {f.code}" for n, f in remarks.items()}),
         )
     _uniform_figures(out, times, a, keep)
-    if a.layout.cycle_length > 1 and a.nprocs * a.iterations > 1 and _varies(kept):
-        first = int(a.layout.keep(True)[0] % a.layout.cycle_length) if a.iterations else 0
-        positions = sorted({first, a.layout.middle_position(), a.layout.cycle_length - 1})
-        axis = figures.time_axis(kept)
-        out.add(
-            "cycle-histograms",
-            "Iterations by position in the restart cycle",
-            f"Histograms of Tₚᵏ at restart-cycle positions k mod {a.layout.cycle_length} = "
-            f"{', '.join(map(str, positions))} next to all kept iterations (the paper's "
-            f"Fig. 12). {axis.describe()}",
-            figures.cycle_histograms(times, a.layout, positions, axis=axis),
-        )
+    _cycle_figure(out, times, kept, a)
     return out.result()
 
 
 def _fmt_n(n: float | None) -> str:
-    return "n = ?" if n is None else f"n = {n:g}"
+    if n is None:
+        return "n = ?"
+    return f"n = {int(n)}" if float(n).is_integer() else f"n = {n:g}"
 
 
 def _solver_times(a: TraceAnalysis, label: str) -> figures.SolverTimes:

@@ -169,3 +169,16 @@ def test_bulk_fit_names_the_fits_whose_mean_outliers_pull() -> None:
     jsu = [f for f in a.flags if f.subject == "JSU fit of a_k" and f.code.startswith("fit-mean")]
     assert jsu
     assert f"The aₖ fit is flagged ({jsu[0].code})" in params.caption
+
+
+def test_too_few_iterations_or_equal_times_draw_no_histogram_and_say_why() -> None:
+    _, fs = drawn(synthetic_trace(nprocs=4, iterations=3, ranks_per_node=2))
+    keys = {d.key for d in fs.drawn}
+    assert "rank-histograms" not in keys
+    assert "uniform-parameters" not in keys
+    assert "K = 3: too few iterations (< 10) for per-rank histograms" in fs.omitted
+    assert "K = 3: too few iterations (< 10) for aₖ and sₖ histograms" in fs.omitted
+    _, fs = drawn(trace_from_times(np.full((4, 40), 1e-4), np.arange(4) // 2))
+    assert fs.drawn == ()
+    assert any(o.startswith("every Tₚᵏ shown equals 100 µs: no colormap") for o in fs.omitted)
+    assert any("no rank scatter" in o for o in fs.omitted)
