@@ -10,14 +10,16 @@ reason goes to ``FigureSet.omitted`` instead.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
 
 from ksptrace.analysis import figures, ks
 from ksptrace.analysis.pipeline import Flag, TraceAnalysis
+from ksptrace.errors import AnalysisError
 from ksptrace.trace.model import Trace
 
 LOG_EDGES = np.logspace(-9.0, 3.0, 12 * 10 + 1)
@@ -159,6 +161,11 @@ def heatmap_ranks(nprocs: int, limit: int = MAX_HEATMAP_RANKS, seed: int = HEATM
     return np.sort(np.random.default_rng(seed).choice(nprocs, size=limit, replace=False))
 
 
+def _why(exc: AnalysisError) -> str:
+    """The reason of an error, without its advice to the caller."""
+    return str(exc).split(";")[0]
+
+
 class _Collector:
     """Draws figures into Drawn records and closes nothing it does not need (Agg, no pyplot)."""
 
@@ -169,6 +176,13 @@ class _Collector:
     def add(self, key: str, title: str, caption: str, fig: Figure) -> None:
         self.drawn.append(Drawn(key, title, caption, figures.to_png(fig)))
         fig.clear()
+
+    def guarded(self, what: str, step: Callable[..., None], *args: Any) -> None:
+        """Run one drawing step; a figure it cannot draw becomes an omitted line."""
+        try:
+            step(*args)
+        except AnalysisError as exc:
+            self.omitted.append(f"{what}: not drawn, {_why(exc)}")
 
     def result(self) -> FigureSet:
         return FigureSet(tuple(self.drawn), tuple(self.omitted))
@@ -305,10 +319,17 @@ def _uniform_figures(out: _Collector, times: np.ndarray, a: TraceAnalysis,
             out.omitted.append(
                 f"{why}{name} is constant ({figures.fmt_time(value)}): no {name} histogram"
             )
+    named = {"lower": "aₖ", "span": "sₖ"}
+    drawable: dict[str, figures.TimeAxis] = {}
+    for w in panels:
+        try:
+            drawable[w] = figures.time_axis(getattr(a.uniform, w)[keep])
+        except AnalysisError as exc:
+            out.omitted.append(f"{named[w]}: no histogram, {_why(exc)}")
+    panels = list(drawable)
     if not panels:
         return
-    axes = figures.parameter_axes(a.uniform, keep, panels)
-    named = {"lower": "aₖ", "span": "sₖ"}
+    axes = [drawable[w] for w in panels]
     what = {"lower": "minimum", "span": "span"}
     shown = [named[w] for w in panels]
     clipping = " ".join(f"{named[w]}: {ax.describe()}" for w, ax in zip(panels, axes, strict=True))
@@ -395,6 +416,27 @@ def _cycle_figure(out: _Collector, times: np.ndarray, kept: np.ndarray, a: Trace
     )
 
 
+def _bulk_figure(out: _Collector, kept: np.ndarray, a: TraceAnalysis) -> None:
+    """The bulk histogram with the best fitted families (the paper's Fig. 5)."""
+    if a.bulk is None or not _varies(kept):
+        return
+    axis = figures.time_axis(kept)
+    shown = [f.name for f in a.bulk.fits[:4]]
+    remarks = _fit_remarks(a, shown)
+    flagged = "".join(
+        f" The {name} fit is flagged: {a_flag.message.rstrip('.')}."
+        for name, a_flag in remarks.items()
+    )
+    out.add(
+        "bulk-fit",
+        "Bulk distribution with fitted families",
+        f"Histogram of all {kept.size} kept Tₚᵏ with the {len(shown)} best fitted pdfs by "
+        f"SSE ({', '.join(shown)}) (the paper's Fig. 5). {axis.describe()}{flagged}",
+        figures.bulk_fit(a.bulk, values=kept, axis=axis,
+                         remarks={n: f"flagged: {f.code}" for n, f in remarks.items()}),
+    )
+
+
 def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
     """Every per-trace figure of the paper that makes sense for this trace."""
     out = _Collector()
@@ -402,31 +444,16 @@ def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
     keep = _kept_columns(a)
     kept = times if keep.size == times.shape[1] else times[:, keep]
     if a.nprocs > 1:
-        _rank_figures(out, times, kept, trace, a)
-        _colormap(out, times, a)
+        out.guarded("rank figures", _rank_figures, out, times, kept, trace, a)
+        out.guarded("colormap", _colormap, out, times, a)
     else:
         out.omitted.append(
             "P = 1: no rank pairs; the per-rank histograms, the KS heatmap, the rank scatter "
             "and the colormap are left out"
         )
-    if a.bulk is not None and _varies(kept):
-        axis = figures.time_axis(kept)
-        shown = [f.name for f in a.bulk.fits[:4]]
-        remarks = _fit_remarks(a, shown)
-        flagged = "".join(
-            f" The {name} fit is flagged: {a_flag.message.rstrip('.')}."
-            for name, a_flag in remarks.items()
-        )
-        out.add(
-            "bulk-fit",
-            "Bulk distribution with fitted families",
-            f"Histogram of all {kept.size} kept Tₚᵏ with the {len(shown)} best fitted pdfs by "
-            f"SSE ({', '.join(shown)}) (the paper's Fig. 5). {axis.describe()}{flagged}",
-            figures.bulk_fit(a.bulk, values=kept, axis=axis,
-                             remarks={n: f"flagged: {f.code}" for n, f in remarks.items()}),
-        )
-    _uniform_figures(out, times, a, keep)
-    _cycle_figure(out, times, kept, a)
+    out.guarded("bulk fit", _bulk_figure, out, kept, a)
+    out.guarded("uniform fits and aₖ/sₖ histograms", _uniform_figures, out, times, a, keep)
+    out.guarded("restart-cycle histograms", _cycle_figure, out, times, kept, a)
     return out.result()
 
 

@@ -194,7 +194,7 @@ def time_axis(values: np.ndarray) -> TimeAxis:
     lo, largest = float(x.min()), float(x.max())
     if is_constant(x):
         raise AnalysisError(
-            f"every value equals {fmt_time(lo)}: a histogram would be one bar; leave it out"
+            f"every value equals {fmt_time(lo)}, a histogram would be one bar; leave it out"
         )
     q05, q25, q75, bulk, *clips = np.quantile(
         x, (0.05, 0.25, 0.75, BULK_QUANTILE, *CLIP_QUANTILES)
@@ -217,7 +217,10 @@ def time_axis(values: np.ndarray) -> TimeAxis:
                         beyond=int((x > hi).sum()), total=int(x.size), largest=largest)
     positive = x[x >= LOG_FLOOR]
     if positive.size < 2:
-        raise AnalysisError("fewer than two values above 1 ns: nothing to draw; leave it out")
+        raise AnalysisError(
+            "fewer than two values above 1 ns (the others are 0 up to rounding); leave the "
+            "histogram out"
+        )
     low = float(positive.min())
     return TimeAxis(lo=low, hi=largest, scale=1.0, unit="s", clip_quantile=None, beyond=0,
                     total=int(x.size), largest=largest, log=True,
@@ -535,17 +538,6 @@ def uniform_parameters(
         name = "minimum $a_k$" if which == "lower" else "span $s_k$"
         _parameter_panel(ax, data, name, jsu, normal, bins)
     return fig
-
-
-def parameter_axes(
-    fits: UniformFits, keep: np.ndarray | None, panels: Sequence[str]
-) -> tuple[TimeAxis, ...]:
-    """The axes ``uniform_parameters`` uses, for the caption."""
-    out = []
-    for which in panels:
-        data = getattr(fits, which)
-        out.append(time_axis(data if keep is None else data[keep]))
-    return tuple(out)
 
 
 def cycle_histograms(

@@ -182,3 +182,17 @@ def test_too_few_iterations_or_equal_times_draw_no_histogram_and_say_why() -> No
     assert fs.drawn == ()
     assert any(o.startswith("every Tₚᵏ shown equals 100 µs: no colormap") for o in fs.omitted)
     assert any("no rank scatter" in o for o in fs.omitted)
+
+
+def test_a_span_that_is_zero_but_once_drops_its_panel_instead_of_failing() -> None:
+    """Two ranks equal up to rounding except in one iteration: s_k has one value above 1 ns."""
+    base = np.random.default_rng(2).uniform(1e-4, 2e-4, 60)
+    times = np.vstack([base, base])
+    times[1, 5] += 3e-5
+    _, fs = drawn(trace_from_times(times, np.array([0, 0])))
+    assert "sₖ: no histogram, fewer than two values above 1 ns (the others are 0 up to rounding)" \
+        in fs.omitted
+    params = fs.get("uniform-parameters")
+    assert params is not None
+    assert "aₖ" in params.title
+    assert "sₖ" not in params.title
