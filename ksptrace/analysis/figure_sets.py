@@ -586,7 +586,7 @@ def _scaling_figures(out: _Collector, items: Sequence[tuple[TraceAnalysis, Trace
 def across_figures(items: Sequence[tuple[TraceAnalysis, TraceDigest]]) -> FigureSet:
     """Solvers compared (Figs. 10-11) and model parameters across P and across n (Figs. 8-9)."""
     out = _Collector()
-    _solver_figures(out, items)
-    _scaling_figures(out, items, "P")
-    _scaling_figures(out, items, "n")
+    out.guarded("solver comparisons", _solver_figures, out, items)
+    out.guarded("scaling across P", _scaling_figures, out, items, "P")
+    out.guarded("scaling across n", _scaling_figures, out, items, "n")
     return out.result()
