@@ -39,11 +39,11 @@ BULK_QUANTILE = 0.99
 CLIP_QUANTILES = (0.999, 0.995, 0.99)
 LOG_COLOUR_RATIO = 20.0
 """Colour ranges whose ends are this far apart use a logarithmic colour scale."""
-LOG_SPREAD = 100.0
+LOG_SPREAD = 30.0
 """Values whose 99th percentile is this many times their 5th get a logarithmic time axis."""
 LOG_FLOOR = 1e-9
 """A logarithmic time axis starts at 1 ns at the lowest; smaller values are 0 up to rounding."""
-MIN_IQR_SHARE = 0.03
+MIN_IQR_SHARE = 0.08
 """A linear time axis gives the interquartile range at least this share of its width."""
 """Upper quantiles tried in turn when the full range squeezes the bulk (long tails)."""
 COLOUR_QUANTILES = (0.01, 0.99)
