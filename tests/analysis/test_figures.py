@@ -197,3 +197,18 @@ def test_two_modes_decades_apart_get_a_log_axis_even_when_the_tail_is_half() -> 
     fast, slow = np.log10(2e-3), np.log10(20e-3)
     xs = np.log10(stairs.get_path().vertices[:, 0])
     assert heights[xs > slow].max() > heights[xs < fast].max() / 10
+
+
+@pytest.mark.parametrize("tail_share", [0.02, 0.07, 0.15, 0.45])
+def test_the_median_is_never_squeezed_into_the_left_tenth(tail_share: float) -> None:
+    """A bulk near 0.3 ms with a share of 4-12 ms detours, as laplace1d GMRES on one rank."""
+    rng = np.random.default_rng(12)
+    n_tail = int(2000 * tail_share)
+    x = np.concatenate([rng.lognormal(np.log(3e-4), 0.5, 2000 - n_tail),
+                        rng.uniform(4e-3, 12e-3, n_tail)])
+    axis = figures.time_axis(x)
+    fig = figures.rank_histograms(x[None, :], (0,), axis=axis)
+    lo, hi = fig.axes[0].get_xlim()
+    med = float(np.median(x)) / axis.scale
+    where = (np.log(med / lo) / np.log(hi / lo)) if axis.log else (med - lo) / (hi - lo)
+    assert where > 0.1
