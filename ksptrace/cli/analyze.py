@@ -50,7 +50,7 @@ def register(subparsers: Any) -> None:
         "--independent",
         choices=INDEPENDENT_UNITS,
         default="nodes",
-        help="independent units in the max: nodes (P/ranks-per-node) or ranks (P)",
+        help="independent units N in the max: nodes (the trace's node count) or ranks (P)",
     )
     p.add_argument(
         "--keep-fill",
