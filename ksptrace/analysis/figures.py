@@ -18,7 +18,7 @@ import numpy as np
 import scipy.stats as st
 from matplotlib.axes import Axes
 from matplotlib.backends.backend_agg import FigureCanvasAgg
-from matplotlib.colors import LogNorm, Normalize
+from matplotlib.colors import LogNorm, Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
@@ -394,18 +394,20 @@ def ks_heatmap(result: KSPairwise) -> Figure:
     """D of every rank pair; pairs above the rejection threshold hatched, threshold on the bar."""
     d = result.statistics
     r = result.ranks.size
-    fig = _figure(7.0, 6.0)
+    fig = _figure(6.6, 5.6)
     ax = fig.add_subplot()
     top = max(float(d.max()), 2.0 * result.threshold)
-    mesh = ax.imshow(d, cmap="viridis", vmin=0.0, vmax=top, interpolation="nearest")
+    # blue below the threshold, red above it, white at it; rejected pairs also hatched
+    norm = TwoSlopeNorm(vmin=0.0, vcenter=result.threshold, vmax=top)
+    mesh = ax.imshow(d, cmap="RdBu_r", norm=norm, interpolation="nearest")
     rejected = np.ma.masked_where(~result.rejected, np.ones_like(d))
     ax.pcolor(
         np.arange(r + 1) - 0.5,
         np.arange(r + 1) - 0.5,
         rejected,
-        hatch="///",
+        hatch="//",
         facecolor="none",
-        edgecolor="white",
+        edgecolor="0.15",
         linewidth=0.0,
     )
     labels = result.ranks
@@ -421,6 +423,9 @@ def ks_heatmap(result: KSPairwise) -> Figure:
     ax.set_ylabel("rank")
     bar = fig.colorbar(mesh, ax=ax, label="KS statistic $D$")
     bar.ax.axhline(result.threshold, color="red", linewidth=2.0)
+    thr = result.threshold
+    bar.set_ticks([0.0, thr / 2, thr, (thr + top) / 2, top])
+    bar.ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _pos: f"{v:.3g}"))
     bar.ax.text(
         -0.3, result.threshold, f"reject\n(α = {result.alpha:g})", color="red",
         ha="right", va="center", fontsize="small", transform=bar.ax.get_yaxis_transform(),
