@@ -235,7 +235,8 @@ def _rank_figures(out: _Collector, times: np.ndarray, kept: np.ndarray, trace: T
             "KS statistic of rank pairs",
             f"Two-sample KS statistic D for {which}, over the {res.n} kept iterations. Pairs "
             f"with D above the threshold {res.threshold:.3g} (α = {alpha:g}, the red line on "
-            f"the colour bar) are hatched: {100 * res.fraction_rejected:.0f} % of the "
+            "the colour bar; blue below it, red above) are hatched: "
+            f"{100 * res.fraction_rejected:.0f} % of the "
             f"{pairs} pairs are judged to come from different distributions.",
             figures.ks_heatmap(res),
         )
