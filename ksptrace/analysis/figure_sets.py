@@ -575,7 +575,8 @@ def _scaling_figures(out: _Collector, items: Sequence[tuple[TraceAnalysis, Trace
             f"Across {what}: {name}",
             f"Model parameters of {name} at {len(points)} {what}: mean ± standard deviation "
             "of the kept Tₚᵏ (repetitions averaged), the Johnson S_U shape parameters a and b "
-            "of aₖ and sₖ, and the fitted aₖ and sₖ densities (first repetition) (the paper's "
+            "of aₖ and sₖ, and the fitted aₖ and sₖ densities (first repetition; per decade on a "
+            "logarithmic axis when they span orders of magnitude) (the paper's "
             f"Figs. 8-9).{gaps}",
             figures.scaling(points, across),
         )

@@ -598,12 +598,23 @@ def _jsu_curves(ax: Axes, entries: Sequence[tuple[str, JohnsonSU]], name: str) -
         return
     lo = min(float(d.ppf(0.005)) for _, d in dists)
     hi = max(float(d.ppf(0.995)) for _, d in dists)
-    scale, unit = unit_for(hi)
-    grid = np.linspace(lo, hi, 400)
-    for label, d in dists:
-        ax.plot(grid / scale, d.pdf(grid) * scale, linewidth=1.8, label=label)
-    ax.set_xlabel(f"{name} ({unit})")
-    ax.set_ylabel(f"Johnson $S_U$ density (1/{unit})")
+    low = min(float(d.ppf(0.25)) for _, d in dists)
+    if low >= LOG_FLOOR and hi / low >= LOG_SPREAD:
+        # long tails: a log axis with densities per decade, as for the histograms (the part
+        # of a fit below a thirtieth of its lower quartile, negative values included, is cut)
+        grid = np.geomspace(max(lo, low / 30, LOG_FLOOR), hi, 400)
+        for label, d in dists:
+            ax.plot(grid, d.pdf(grid) * grid * np.log(10.0), linewidth=1.8, label=label)
+        log_time_ticks(ax)
+        ax.set_xlabel(f"{name} (log scale)")
+        ax.set_ylabel("Johnson $S_U$ density per decade")
+    else:
+        scale, unit = unit_for(hi)
+        grid = np.linspace(lo, hi, 400)
+        for label, d in dists:
+            ax.plot(grid / scale, d.pdf(grid) * scale, linewidth=1.8, label=label)
+        ax.set_xlabel(f"{name} ({unit})")
+        ax.set_ylabel(f"Johnson $S_U$ density (1/{unit})")
     ax.legend(fontsize="small")
 
 
