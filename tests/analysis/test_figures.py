@@ -8,7 +8,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ksptrace.analysis import figures, ks
-from ksptrace.analysis.fitting import fit_candidates
+from ksptrace.analysis.fitting import JohnsonSU, fit_candidates
 from ksptrace.analysis.models import uniform_fits
 from ksptrace.errors import AnalysisError
 
@@ -212,3 +212,17 @@ def test_the_median_is_never_squeezed_into_the_left_tenth(tail_share: float) -> 
     med = float(np.median(x)) / axis.scale
     where = (np.log(med / lo) / np.log(hi / lo)) if axis.log else (med - lo) / (hi - lo)
     assert where > 0.1
+
+
+def test_scaling_draws_heavy_tailed_jsu_fits_on_a_log_axis_and_narrow_ones_linearly() -> None:
+    heavy = JohnsonSU(a=-0.64, b=0.33, loc=1e-4, scale=1e-5)  # as real a_k: 0.1 ms to 90 ms
+    narrow = JohnsonSU(a=-1.0, b=3.0, loc=5e-4, scale=1e-4)
+    points = [figures.ScalingPoint(x=p, mean=1e-3, std=2e-4, lower=heavy, span=narrow)
+              for p in (2.0, 8.0)]
+    fig = figures.scaling(points, "P")
+    lower_ax, span_ax = fig.axes[2], fig.axes[3]
+    assert lower_ax.get_xscale() == "log"
+    assert lower_ax.get_ylabel() == "Johnson $S_U$ density per decade"
+    assert span_ax.get_xscale() == "linear"
+    assert span_ax.get_xlabel() == "$s_k$ (µs)"
+    assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["2", "8"]
