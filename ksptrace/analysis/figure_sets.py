@@ -6,6 +6,14 @@ a_k and s_k, and summary numbers), so that the trace itself need not be kept. ``
 draws the paper's Figs. 8-11 kind of comparisons once every trace has been digested. A figure
 that would be degenerate (one rank, one value, one configuration) is not drawn; a one-line
 reason goes to ``FigureSet.omitted`` instead.
+
+Per trace (keys): "rank-histograms" (Fig. 1; K >= 10), "ks-heatmap" (P >= 3, at most 64 ranks,
+seeded subsample beyond), "iteration-vs-rank" (Fig. 2; P >= 4, node inset with 2+ nodes),
+"colormap" (Fig. 3; P >= 2), "bulk-fit" (Fig. 5), "uniform-fits" (Fig. 6; P >= 8),
+"uniform-parameters" (Fig. 7; K >= 10, a panel per non-constant parameter), "cycle-histograms"
+(Fig. 12; restarted methods). Across traces: "solvers-distributions-*" and "solvers-models-*"
+(Figs. 10-11; 2+ solvers for one problem, n and P), "scaling-P-*" and "scaling-n-*" (Figs. 8-9;
+2+ values of P or n).
 """
 
 from __future__ import annotations
