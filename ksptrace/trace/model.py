@@ -68,6 +68,9 @@ class Trace:
     """Run parameters and provenance, as stored in the file's attributes."""
     path: str | None = None
     """The file the trace was read from, if any."""
+    injected_seconds: np.ndarray | None = None
+    """float64 [P, K], the detours a noise model injected into each iteration on each rank
+    (busy-waits, seconds), or None for a run without injected noise (and every older trace)."""
 
     def __post_init__(self) -> None:
         stamps = np.asarray(self.stamps, dtype=np.float64)
@@ -99,6 +102,14 @@ class Trace:
         object.__setattr__(self, "solve_seconds", _readonly(solve))
         object.__setattr__(self, "hostnames", tuple(str(h) for h in self.hostnames))
         object.__setattr__(self, "attrs", MappingProxyType(dict(self.attrs)))
+        if self.injected_seconds is not None:
+            injected = np.asarray(self.injected_seconds, dtype=np.float64)
+            if injected.shape != (nprocs, nstamps - 1):
+                raise TraceError(f"injected_seconds has shape {injected.shape}, expected "
+                                 f"({nprocs}, {nstamps - 1})")
+            if not np.all(np.isfinite(injected)) or (injected.size and injected.min() < 0):
+                raise TraceError("injected_seconds holds negative or non-finite detours")
+            object.__setattr__(self, "injected_seconds", _readonly(injected))
 
     @property
     def nprocs(self) -> int:
