@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import contextlib
 import errno
+import faulthandler
 import math
 import os
+import signal
+import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from io import BytesIO
@@ -433,9 +436,65 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     reader knows; every dataset exists with its kind, dtype and shape, and does not declare more
     data than the file can hold (all before any data are read); text is UTF-8; node ids are
     0-based indices below P; the timings are plausible (:meth:`Trace.timing_fault`).
+    A file on which the HDF5 library itself crashes or hangs is refused too (:func:`hdf5_fault`).
     """
     p = Path(path)
     file_bytes = _open_check(p)
+    fault = hdf5_fault(p, file_bytes)
+    if fault is not None:
+        raise TraceError(f"{p}: {fault}: a corrupt file; rerun the run that made it")
+    return _read(p, file_bytes)
+
+
+PROBE_SECONDS = 20.0
+"""A forked reader of a trace gets this long, plus a second per 50 MB of file, to finish."""
+
+
+def hdf5_fault(p: Path, file_bytes: int) -> str | None:
+    """Why reading ``p`` as :func:`read_trace` does kills or hangs a forked child, or None.
+
+    Damaged HDF5 metadata can crash libhdf5 (a segmentation fault while iterating attributes)
+    or send it into an endless loop, both found by ``tests/trace/test_read_fuzz.py``; no Python
+    handler catches either, and one such file would end or hang a whole analysis. So a child
+    reads the file first, at the cost of a fork and one extra read, and is killed after
+    :data:`PROBE_SECONDS` (plus a second per 50 MB). Without ``os.fork`` the check is skipped.
+    """
+    if not hasattr(os, "fork"):
+        return None
+    pid = os.fork()
+    if pid == 0:  # the child: read, then leave without exit handlers or crash reports
+        try:
+            faulthandler.disable()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)  # libc's own crash reports ("stack smashing detected")
+            with contextlib.suppress(BaseException):
+                _read(p, file_bytes)
+        finally:
+            os._exit(0)
+    limit = PROBE_SECONDS + file_bytes / 50e6
+    deadline = time.monotonic() + limit
+    pause = 0.0005
+    done, status = 0, 0
+    try:
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                return f"reading it did not finish within {limit:.0f} s (HDF5 loops on it)"
+            time.sleep(pause)
+            pause = min(2 * pause, 0.05)
+    finally:
+        if not done:
+            with contextlib.suppress(ProcessLookupError, ChildProcessError):
+                os.kill(pid, signal.SIGKILL)
+                os.waitpid(pid, 0)
+    if os.WIFSIGNALED(status):
+        return f"the HDF5 library crashed reading it (signal {os.WTERMSIG(status)})"
+    return None
+
+
+def _read(p: Path, file_bytes: int) -> Trace:
     try:
         f = h5py.File(p, "r")
     except PermissionError:

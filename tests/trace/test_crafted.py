@@ -187,3 +187,46 @@ def test_unreadable_file_says_permission_denied(tmp_path: Path) -> None:
         pytest.skip(f"the user nobody cannot import ksptrace here: {done.stderr[-200:]}")
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith(f"{path}: permission denied"), done.stdout
+
+
+DATA = ROOT / "tests" / "data" / "trace"
+
+
+def test_a_file_that_hangs_hdf5_is_refused_in_bounded_time(tmp_path: Path) -> None:
+    """``hdf5_hang.h5``: a valid trace with 2 bytes damaged (found by the fuzzer) on which
+    libhdf5 loops forever while reading an attribute."""
+    hang = tmp_path / "hang.h5"
+    hang.write_bytes((DATA / "hdf5_hang.h5").read_bytes())
+    code = (
+        "import sys\n"
+        "import ksptrace.trace.io as io\n"
+        "io.PROBE_SECONDS = 1.0\n"
+        "from ksptrace.errors import TraceError\n"
+        "try:\n    io.read_trace(sys.argv[1])\n"
+        "except TraceError as exc:\n    print(exc)\n"
+    )
+    done = subprocess.run([sys.executable, "-c", code, str(hang)], capture_output=True,
+                          text=True, cwd=ROOT, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith(f"{hang}: reading it did not finish within 1 s"), done.stdout
+    assert done.stderr == ""
+
+
+def test_a_file_that_crashes_hdf5_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A segmentation fault in libhdf5 (the fuzzer found some, though not reproducibly from a
+    fresh process) kills only the forked reader; the caller gets a TraceError."""
+    import signal
+
+    import ksptrace.trace.io as io
+
+    path = write_trace(synthetic_trace(2, 10, 1, "cg"), tmp_path / "t.h5")
+
+    def segfault(p: Path, file_bytes: int) -> None:
+        os.kill(os.getpid(), signal.SIGSEGV)
+
+    monkeypatch.setattr(io, "_read", segfault)
+    with pytest.raises(TraceError, match=r"HDF5 library crashed reading it \(signal 11\)") as info:
+        io.read_trace(path)
+    assert str(info.value).startswith(f"{path}: ")
