@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import difflib
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -26,6 +26,9 @@ class Param:
     help: str
     choices: tuple[Any, ...] | None = None
     minimum: float | None = None
+    canonical: Callable[[Any], Any] | None = None
+    """Validates a converted value and returns its canonical form (raising UsageError with a
+    message that says what is wrong), for values with a grammar of their own (noise specs)."""
 
     @property
     def flag(self) -> str:
@@ -59,6 +62,11 @@ class Param:
             raise UsageError(f"{label} is {converted!r}; valid values: {valid}")
         if self.minimum is not None and converted < self.minimum:
             raise UsageError(f"{label} must be >= {self.minimum:g}, got {converted!r}")
+        if self.canonical is not None:
+            try:
+                converted = self.canonical(converted)
+            except UsageError as exc:
+                raise UsageError(f"{label}: {exc}") from None
         return converted
 
 

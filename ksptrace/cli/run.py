@@ -117,6 +117,9 @@ def output_path(
         parts.append(f"r{run['restart']}")
     if petsc_options:
         parts.append(f"o{options_digest(petsc_options)}")
+    if run.get("noise", "none") != "none":  # a different experiment: its own name
+        parts.append(f"noise-{str(run['noise']).split(':')[0]}-"
+                     f"{hashlib.sha256(str(run['noise']).encode()).hexdigest()[:6]}")
     if tag:
         parts.append(tag)
     return target / ("_".join(_safe(p) for p in parts) + ".h5")

@@ -5,6 +5,7 @@ CLI flags, campaign keys and trace attributes all come from these declarations.
 
 from __future__ import annotations
 
+from ksptrace.noise.spec import canonical
 from ksptrace.params import Param
 
 RUN_PARAMS: tuple[Param, ...] = (
@@ -17,6 +18,10 @@ RUN_PARAMS: tuple[Param, ...] = (
     Param("warmup", bool, False, "run one untimed solve before the timed one"),
     Param("hdf5_path", str, "auto", "how the trace is written: mpio, gather, or auto",
           choices=("auto", "mpio", "gather")),
+    Param("noise", str, "none",
+          "detours injected once per iteration per rank (busy-waits): DIST[:key=value,...], "
+          "e.g. 'exponential:scale=20us,p=0.1,seed=1' (see docs/noise.md)",
+          canonical=canonical),
 )
 """Parameters that define a run (stored as trace attributes under the same names)."""
 

@@ -24,6 +24,7 @@ from ksptrace.errors import KsptraceError, SolverError, UsageError
 from ksptrace.harness import writer
 from ksptrace.harness.monitor import StampMonitor
 from ksptrace.harness.mpienv import agree_on_error, fail_together, node_layout
+from ksptrace.harness.noise import DetourPC, wrap_pc
 from ksptrace.harness.petscenv import (
     file_option_problem,
     finalize_value_problem,
@@ -33,6 +34,8 @@ from ksptrace.harness.petscenv import (
     petsc_error_text,
     unused_options,
 )
+from ksptrace.noise.draw import rank_detours
+from ksptrace.noise.spec import parse as parse_noise
 from ksptrace.params import nearest
 from ksptrace.problems import registry
 from ksptrace.trace import io
@@ -92,6 +95,8 @@ class RunSettings:
     warmup: bool
     hdf5_path: str
     out: Path
+    noise: str = "none"
+    """Canonical noise spec (ksptrace.noise.spec): detours injected once per iteration."""
     overwrite: bool = False
     problem_options: Mapping[str, Any] = field(default_factory=dict)
     petsc_options: tuple[str, ...] = ()
@@ -308,14 +313,18 @@ def _solve_and_write(
     rank, nprocs = mpicomm.Get_rank(), mpicomm.Get_size()
     instance = info.builder()(petsc.COMM_WORLD, settings.n, settings.problem_options)
     ksp = _configure(settings, petsc, instance, mpicomm)
+    pc_type = ksp.getPC().getType()
     monitor = StampMonitor(settings.iterations + 1, wtime)
     ksp.setMonitor(monitor.callback)
+    detour = _inject_noise(settings, petsc, ksp, rank, layout.node_id)
     instance.prepare()
 
     if settings.warmup:
         instance.solve()
         instance.reset()
         monitor.reset()
+        if detour is not None:
+            detour.reset()
     event = petsc.Log.Event("KSPSolve")
     mpicomm.Barrier()
     before = event.getPerfInfo()["time"]
@@ -331,13 +340,15 @@ def _solve_and_write(
     if rank == 0:
         attrs = _attributes(settings, petsc, ksp, instance, layout, nprocs, start_utc)
         attrs.update(
+            pc=pc_type,  # the configured PC, not the noise wrapper around it
+            noise=settings.noise,
             iterations_done=done,
             petsc_iterations=int(ksp.getIterationNumber()),
             monitor_calls=int(stamps.shape[0]),
             converged_reason=reason,
             solution_error=solution_error,
         )
-    types = (ksp.getType(), ksp.getPC().getType(), ksp.getOptionsPrefix() or "")
+    types = (ksp.getType(), pc_type, ksp.getOptionsPrefix() or "")
     instance.destroy()  # before the check: options read at destroy time count as used
     unused = _check_unused(settings, petsc, mpicomm, types)
     solves = mpicomm.allgather(solve_seconds)
@@ -350,13 +361,25 @@ def _solve_and_write(
         petsc_options_unused=shlex.join(f"-{name}" for name in unused),
         allow_unused_options=settings.allow_unused_options,
     )
-    local = writer.LocalRecord(stamps, norms, layout.node_id, layout.hostname, solve_seconds)
+    injected = None if detour is None else detour.injected[:done].copy()
+    local = writer.LocalRecord(stamps, norms, layout.node_id, layout.hostname, solve_seconds,
+                               injected)
     mode = writer.choose_mode(settings.hdf5_path, nprocs)
     attrs["hdf5_path"] = mode
     path = writer.write_distributed(
         mpicomm, settings.out, local, attrs, mode, settings.overwrite
     )
     return RunOutcome(path, done, reason, float(max(solves)), solution_error, rank)
+
+
+def _inject_noise(
+    settings: RunSettings, petsc: Any, ksp: Any, rank: int, node_id: int
+) -> DetourPC | None:
+    """Wrap the configured PC in the detour injector when the run has active noise."""
+    spec = parse_noise(settings.noise)
+    if not spec.active:
+        return None
+    return wrap_pc(petsc, ksp, rank_detours(spec, rank, node_id, settings.iterations + 1))
 
 
 def _attributes(

@@ -45,6 +45,8 @@ class LocalRecord:
     node_id: int
     hostname: str
     solve_seconds: float
+    injected: np.ndarray | None = None
+    """The detours injected into each iteration (seconds), or None without noise."""
 
 
 def h5py_has_mpi() -> bool:
@@ -119,12 +121,13 @@ def _write_mpio(
     nprocs: int,
     nstamps: int,
 ) -> None:
-    create_on_root(mpicomm, tmp, nprocs, nstamps, attrs)
+    create_on_root(mpicomm, tmp, nprocs, nstamps, attrs, injected=local.injected is not None)
     fill_rows(mpicomm, tmp, local)
 
 
 def create_on_root(
-    mpicomm: Any, tmp: Path, nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None]
+    mpicomm: Any, tmp: Path, nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None],
+    injected: bool = False,
 ) -> None:
     """Collective: rank 0 creates the whole file serially; every rank then sees it, or all
     raise the same OutputError and no file is left."""
@@ -132,7 +135,8 @@ def create_on_root(
     error: KsptraceError | None = None
     if rank == 0:
         try:
-            io.write_image(tmp, io.placeholder_image(nprocs, nstamps, attrs))
+            io.write_image(tmp, io.placeholder_image(nprocs, nstamps, attrs,
+                                                     injected=injected))
         except KsptraceError as exc:
             error = exc
     _agree(mpicomm, error, tmp)
@@ -180,6 +184,8 @@ def _write_rows(f: h5py.File, rank: int, local: LocalRecord) -> None:
     f["node_ids"][rank] = local.node_id
     f["hostnames"][rank] = io.encode_hostnames([local.hostname])[0]
     f["solve_seconds"][rank] = local.solve_seconds
+    if local.injected is not None:
+        f["injected_seconds"][rank] = local.injected
     if rank == 0:
         f["residual_norms"][...] = local.residual_norms
 
@@ -197,6 +203,8 @@ def _write_gathered(
             hostnames=tuple(r.hostname for r in rows),
             solve_seconds=np.array([r.solve_seconds for r in rows]),
             attrs={k: v for k, v in attrs.items() if v is not None},
+            injected_seconds=None if rows[0].injected is None
+            else np.stack([r.injected for r in rows]),
         )
         try:
             io.write_file(tmp, trace, midway=lambda: _maybe_fault(0))

@@ -32,10 +32,17 @@ MAX_RUNS = 20_000
 """Above this many runs, a campaign needs ``--allow-large``."""
 
 
+OMITTED_AT_DEFAULT: dict[str, Any] = {"noise": "none"}
+"""Parameters declared after campaigns existed: left out of a run's id at these values, so that
+every earlier run keeps its id (and its trace counts as done) when its campaign is resumed."""
+
+
 def run_id(params: Mapping[str, Any], nprocs: int, repetition: int,
            petsc_options: tuple[tuple[str, str], ...]) -> str:
     """12 hex digits of sha256 over the canonical JSON of the run's definition."""
-    doc = {"params": dict(params), "nprocs": nprocs, "repetition": repetition,
+    kept = {k: v for k, v in params.items()
+            if k not in OMITTED_AT_DEFAULT or OMITTED_AT_DEFAULT[k] != v}
+    doc = {"params": kept, "nprocs": nprocs, "repetition": repetition,
            "petsc_options": [list(o) for o in petsc_options]}
     blob = json.dumps(doc, sort_keys=True, separators=(",", ":"), default=str)
     return hashlib.sha256(blob.encode()).hexdigest()[:12]

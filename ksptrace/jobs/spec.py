@@ -66,8 +66,8 @@ class RunSpec:
                 if value:
                     args.append(param.flag)
                 continue
-            if name == "hdf5_path" and value == param.default:
-                continue
+            if name in ("hdf5_path", "noise") and value == param.default:
+                continue  # defaults left out: scripts of earlier campaigns stay as they were
             args += [param.flag, str(value)]
         args += ["--out", self.trace, "--overwrite", *extra]
         for name, value in self.petsc_options:

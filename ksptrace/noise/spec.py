@@ -198,6 +198,12 @@ def _check_values(s: NoiseSpec, text: str) -> None:
             )
 
 
+def canonical(value: Any) -> str:
+    """The canonical text of a spec given as text (what CLI flags, campaign keys and trace
+    attributes hold); raises UsageError for a bad spec."""
+    return parse(str(value)).text()
+
+
 def as_spec(value: Any) -> NoiseSpec:
     """A NoiseSpec from a spec or its string (campaign values, CLI flags)."""
     return value if isinstance(value, NoiseSpec) else parse(str(value))

@@ -36,6 +36,9 @@ DATASETS: dict[str, str] = {
     "hostnames": f"S{HOSTNAME_BYTES} [P]: host name of each rank",
     "solve_seconds": "float64 [P]: KSPSolve time of each rank from PETSc's event log",
 }
+OPTIONAL_DATASETS: dict[str, str] = {
+    "injected_seconds": "float64 [P, K]: detours injected into each iteration (runs with noise)",
+}
 
 
 def temp_path_for(final: Path, token: str | None = None) -> Path:
@@ -97,9 +100,13 @@ def write_attrs(f: h5py.File, attrs: Mapping[str, AttrValue | None]) -> None:
         f.attrs[key] = value.replace("\x00", "") if isinstance(value, str) else value
 
 
-def create_layout(f: h5py.File, nprocs: int, nstamps: int) -> dict[str, h5py.Dataset]:
-    """Create every dataset (collectively, when the file is opened with the MPI driver)."""
-    return {
+def create_layout(
+    f: h5py.File, nprocs: int, nstamps: int, injected: bool = False
+) -> dict[str, h5py.Dataset]:
+    """Create every dataset (``injected_seconds`` only for a run with injected noise)."""
+    extra = {"injected_seconds": f.create_dataset(
+        "injected_seconds", (nprocs, nstamps - 1), dtype="f8")} if injected else {}
+    return {**extra,
         "stamps": f.create_dataset("stamps", (nprocs, nstamps), dtype="f8"),
         "iteration_seconds": f.create_dataset(
             "iteration_seconds", (nprocs, nstamps - 1), dtype="f8"
@@ -113,8 +120,11 @@ def create_layout(f: h5py.File, nprocs: int, nstamps: int) -> dict[str, h5py.Dat
 
 def fill_file(f: h5py.File, trace: Trace, after_stamps: Callable[[], None] | None = None) -> None:
     """Write every dataset and attribute of ``trace`` into the open file ``f``."""
-    ds = create_layout(f, trace.nprocs, trace.iterations + 1)
+    ds = create_layout(f, trace.nprocs, trace.iterations + 1,
+                       injected=trace.injected_seconds is not None)
     write_attrs(f, trace.attrs)
+    if trace.injected_seconds is not None:
+        ds["injected_seconds"][...] = trace.injected_seconds
     ds["stamps"][...] = trace.stamps
     if after_stamps is not None:
         after_stamps()
@@ -192,7 +202,7 @@ PLACEHOLDERS: dict[str, Any] = {"f": np.nan, "i": 0, "S": b""}
 
 
 def placeholder_image(
-    nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None]
+    nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None], injected: bool = False
 ) -> memoryview:
     """The bytes of a trace file with every attribute written and every dataset allocated and
     filled with placeholders (NaN, 0, empty names), built in memory.
@@ -204,7 +214,7 @@ def placeholder_image(
     buf = BytesIO()
     with h5py.File(buf, "w") as f:
         write_attrs(f, attrs)
-        for ds in create_layout(f, nprocs, nstamps).values():
+        for ds in create_layout(f, nprocs, nstamps, injected).values():
             ds[...] = np.full(ds.shape, PLACEHOLDERS[ds.dtype.kind], dtype=ds.dtype)
     return buf.getbuffer()
 
@@ -302,6 +312,7 @@ _KINDS: dict[str, tuple[str, str]] = {
     "node_ids": ("iu", "an integer array"),
     "hostnames": ("S", "an array of strings"),
 }
+_OPTIONAL_KINDS: dict[str, tuple[str, str]] = {"injected_seconds": ("f", "a float array")}
 
 
 def _human(nbytes: int) -> str:
@@ -346,7 +357,8 @@ def check_layout(f: h5py.File, file_bytes: int) -> None:
         raise TraceError(f"incomplete trace, missing datasets {', '.join(missing)}")
     limit = MAX_SIZE_RATIO * file_bytes + 2**20
     shapes: dict[str, tuple[int, ...]] = {}
-    for name, (kinds, what) in _KINDS.items():
+    present = {k: v for k, v in _OPTIONAL_KINDS.items() if k in f}
+    for name, (kinds, what) in {**_KINDS, **present}.items():
         obj = f.get(name, getclass=True)
         if obj is not h5py.Dataset:
             kind = "a group" if obj is h5py.Group else "not a dataset"
@@ -379,6 +391,8 @@ def check_layout(f: h5py.File, file_bytes: int) -> None:
         "node_ids": (nprocs,),
         "hostnames": (nprocs,),
     }
+    if "injected_seconds" in present:
+        expected["injected_seconds"] = (nprocs, nstamps - 1)
     for name, shape in expected.items():
         if shapes[name] != shape:
             raise TraceError(
@@ -518,6 +532,7 @@ def _read(p: Path, file_bytes: int) -> Trace:
                 solve_seconds=f["solve_seconds"][...],
                 attrs=attrs,
                 path=str(p),
+                injected_seconds=f["injected_seconds"][...] if "injected_seconds" in f else None,
             )
     except TraceError as exc:
         raise TraceError(f"{p}: {exc}") from None

@@ -28,7 +28,7 @@ def test_spin_is_a_busy_wait_of_at_least_the_asked_time() -> None:
     spent = spin(0.02)
     cpu, wall = time.process_time() - cpu0, time.perf_counter() - wall0
     assert 0.02 <= spent <= wall
-    assert cpu > 0.5 * wall  # it burned the core; a sleep would use almost no CPU time
+    assert cpu > 0.2 * spent  # it burned the core (a sleep uses ~0.1 ms); preemption aside
     assert spin(0.0) < 1e-3
 
 
@@ -66,8 +66,83 @@ def test_detours_leave_residuals_identical_and_add_their_time(nprocs: int) -> No
         # run long, so the typical overshoot is tiny.
         overshoot = injected[:, :-1][hit] - planned[:, :-1][hit]
         assert float(np.median(overshoot)) < 2e-4, (r["ksp"], np.median(overshoot))
-        # The solve got slower by about what was injected on the slowest rank. The tolerance is
-        # wide on purpose: the machine is shared, and the clean run has its own noise.
-        extra = float(r["seconds_noisy"]) - float(r["seconds_clean"])
-        spun = float(injected.sum(axis=1).max())
-        assert extra > 0.5 * spun, (r["ksp"], extra, spun)
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("mode", ["mpio", "gather"])
+def test_run_with_noise_records_the_detours_and_keeps_the_residuals(
+    ksptrace_cli, tmp_path: Path, mode: str
+) -> None:
+    from ksptrace.noise.draw import rank_detours
+    from ksptrace.noise.spec import parse
+    from ksptrace.trace.io import read_trace
+
+    common = ["run", "--np", "2", "--n", "20000", "--iterations", "120", "--ksp", "pipebcgs",
+              "--hdf5-path", mode, "--out", str(tmp_path)]
+    noise = "exponential: scale=100us, p=0.3, seed=4"
+    clean = ksptrace_cli(*common)
+    noisy = ksptrace_cli(*common, "--noise", noise)
+    assert clean.returncode == 0, clean.stderr
+    assert noisy.returncode == 0, noisy.stderr
+    files = sorted(tmp_path.glob("*.h5"))
+    assert len(files) == 2  # a different experiment gets a different file name
+    plain = next(f for f in files if "noise" not in f.name)
+    other = next(f for f in files if "noise" in f.name)
+    a, b = read_trace(plain), read_trace(other)
+    assert a.injected_seconds is None
+    assert a.attr("noise") == "none"
+    assert b.attr("noise") == "exponential:scale=100us,p=0.3,per=rank,seed=4"
+    assert b.attr("pc") == "jacobi"  # the configured PC, not the wrapper
+    assert np.array_equal(a.residual_norms, b.residual_norms)
+    spec = parse(noise)
+    planned = np.stack([rank_detours(spec, p, 0, 121)[:120] for p in range(2)])
+    inj = b.injected_seconds
+    assert inj is not None
+    assert inj.shape == (2, 120)
+    # Every planned detour was spun (the last one may have no PC application after it).
+    assert np.array_equal(inj[:, :-1] > 0, planned[:, :-1] > 0)
+    assert np.all(inj[:, :-1] >= planned[:, :-1])
+
+
+@pytest.mark.parametrize(
+    ("spec", "fragment"),
+    [("lorentz:scale=1us", "unknown noise distribution 'lorentz'"),
+     ("exponential:scale=-5us", "scale must be >= 0"),
+     ("uniform:low=0,high=1us,p=1.5", "p is a probability")],
+)
+def test_bad_noise_is_one_line_and_nothing_runs(
+    ksptrace_cli, tmp_path: Path, spec: str, fragment: str
+) -> None:
+    proc = ksptrace_cli("run", "--np", "2", "--n", "1000", "--iterations", "10",
+                        "--noise", spec, "--out", str(tmp_path / "t"))
+    assert proc.returncode == 2
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1
+    assert lines[0].startswith("ksptrace: error: --noise:")
+    assert fragment in lines[0]
+    assert not (tmp_path / "t").exists() or not list((tmp_path / "t").iterdir())
+
+
+@pytest.mark.mpi
+def test_injected_time_shows_in_the_iterations_it_was_injected_into(
+    ksptrace_cli, tmp_path: Path
+) -> None:
+    """One rank, a fixed 300 us detour in half the iterations: an iteration with a detour takes
+    its natural time plus the detour. Medians, so that a preemption of this shared machine does
+    not decide; stated tolerance: 25 % of the detour."""
+    from ksptrace.trace.io import read_trace
+
+    proc = ksptrace_cli("run", "--np", "1", "--n", "20000", "--iterations", "300", "--ksp",
+                        "gmres", "--noise", "fixed:value=300us,p=0.5,seed=2",
+                        "--out", str(tmp_path / "t.h5"))
+    assert proc.returncode == 0, proc.stderr
+    t = read_trace(tmp_path / "t.h5")
+    inj = t.injected_seconds
+    assert inj is not None
+    times = t.iteration_seconds[0, :-1]
+    hit = inj[0, :-1] > 0
+    assert 100 < int(hit.sum()) < 200
+    natural_hit = float(np.median(times[hit] - inj[0, :-1][hit]))
+    natural_clean = float(np.median(times[~hit]))
+    assert abs(natural_hit - natural_clean) < 0.25 * 300e-6, (natural_hit, natural_clean)
+    assert float(np.median(times[hit]) - natural_clean) == pytest.approx(300e-6, abs=75e-6)

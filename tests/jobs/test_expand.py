@@ -163,3 +163,19 @@ def test_dry_run_warns_and_splits(write_campaign: Write, capsys: pytest.CaptureF
     assert "#SBATCH --array=0-999" in (scripts / "ksptrace-N1-1.sbatch").read_text()
     assert "#SBATCH --array=0-0" in (scripts / "ksptrace-N1-2.sbatch").read_text()
     assert "dry run: 1001 runs rendered" in captured.out
+
+
+def test_noise_is_a_sweep_key_checked_at_load(write_campaign: Write) -> None:
+    spec = load_spec(write_campaign(
+        "[sweep]\nksp = 'gmres'\nnoise = ['none', 'exponential:scale=20us,p=0.1']\n"))
+    noises = [r.param("noise") for r in spec.runs]
+    assert noises == ["none", "exponential:scale=20us,p=0.1,per=rank,seed=0"]  # canonical
+    assert "--noise" not in spec.runs[0].run_args()
+    assert spec.runs[1].run_args()[spec.runs[1].run_args().index("--noise") + 1] == noises[1]
+    # Runs without noise keep the id they had before the key existed.
+    plain = load_spec(write_campaign("[sweep]\nksp = 'gmres'\n", name="plain.toml"))
+    assert spec.runs[0].run_id == plain.runs[0].run_id
+    with pytest.raises(CampaignError, match="unknown noise distribution 'gauss'"):
+        load_spec(write_campaign("[sweep]\nnoise = 'gauss:scale=1us'\n", name="bad.toml"))
+    with pytest.raises(CampaignError, match=r"p is a probability, must be in \[0, 1\]"):
+        load_spec(write_campaign("[sweep]\nnoise = 'fixed:value=1us,p=-1'\n", name="bad2.toml"))
