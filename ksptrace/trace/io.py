@@ -11,6 +11,7 @@ import errno
 import faulthandler
 import math
 import os
+import select
 import signal
 import time
 import uuid
@@ -486,26 +487,38 @@ def hdf5_fault(p: Path, file_bytes: int) -> str | None:
         finally:
             os._exit(0)
     limit = PROBE_SECONDS + file_bytes / 50e6
-    deadline = time.monotonic() + limit
-    pause = 0.0005
+    status = _wait(pid, limit)
+    if status is None:
+        return f"reading it did not finish within {limit:.0f} s (HDF5 loops on it)"
+    if os.WIFSIGNALED(status):
+        return f"the HDF5 library crashed reading it (signal {os.WTERMSIG(status)})"
+    return None
+
+
+def _wait(pid: int, limit: float) -> int | None:
+    """The wait status of child ``pid``, or None (and the child killed) after ``limit`` s."""
     done, status = 0, 0
     try:
-        while True:
+        if hasattr(os, "pidfd_open"):  # Linux: sleep until the child ends, no polling
+            fd = os.pidfd_open(pid)
+            try:
+                select.select([fd], [], [], limit)
+            finally:
+                os.close(fd)
             done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                return f"reading it did not finish within {limit:.0f} s (HDF5 loops on it)"
-            time.sleep(pause)
-            pause = min(2 * pause, 0.05)
+        else:
+            deadline = time.monotonic() + limit
+            pause = 0.0005
+            while not done and time.monotonic() < deadline:
+                time.sleep(pause)
+                pause = min(2 * pause, 0.05)
+                done, status = os.waitpid(pid, os.WNOHANG)
     finally:
         if not done:
             with contextlib.suppress(ProcessLookupError, ChildProcessError):
                 os.kill(pid, signal.SIGKILL)
                 os.waitpid(pid, 0)
-    if os.WIFSIGNALED(status):
-        return f"the HDF5 library crashed reading it (signal {os.WTERMSIG(status)})"
-    return None
+    return status if done else None
 
 
 def _read(p: Path, file_bytes: int) -> Trace:
