@@ -116,7 +116,7 @@ def check_outcome(path: Path) -> None:
     assert len(message) < 600
 
 
-@settings(max_examples=80, deadline=None, database=None,
+@settings(max_examples=120, deadline=None, database=None,
           suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
 @given(mutations())
 def test_mutated_traces_give_a_trace_or_one_named_error(edits: list[tuple[str, str, Any]]) -> None:
@@ -133,7 +133,7 @@ def test_mutated_traces_give_a_trace_or_one_named_error(edits: list[tuple[str, s
         check_outcome(path)
 
 
-@settings(max_examples=40, deadline=None, database=None)
+@settings(max_examples=60, deadline=None, database=None)
 @given(st.binary(min_size=0, max_size=4096), st.integers(0, len(VALID)))
 def test_damaged_bytes_give_a_trace_or_one_named_error(junk: bytes, at: int) -> None:
     with tempfile.TemporaryDirectory() as folder:
