@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from ksptrace.errors import TraceError
-from ksptrace.trace.io import DATASETS, read_trace, trace_image
+from ksptrace.trace.io import DATASETS, OPTIONAL_DATASETS, read_trace, trace_image
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import synthetic_trace
 
@@ -59,7 +59,7 @@ def mutations(draw: st.DrawFn) -> list[tuple[str, str, Any]]:
         if kind.endswith("attr") or kind == "attr-array":
             name = draw(st.sampled_from(ATTR_NAMES))
         else:
-            name = draw(st.sampled_from(sorted(DATASETS)))
+            name = draw(st.sampled_from(sorted({**DATASETS, **OPTIONAL_DATASETS})))
         if kind == "attr":
             value: Any = draw(scalar_values)
         elif kind == "attr-array" or kind == "data":
@@ -80,8 +80,9 @@ def apply(f: h5py.File, kind: str, name: str, value: Any) -> None:
     elif kind == "del-attr":
         if name in f.attrs:
             del f.attrs[name]
-    elif name in f:
-        del f[name]
+    elif name in f or name in OPTIONAL_DATASETS:
+        if name in f:
+            del f[name]
         if kind == "data":
             f.create_dataset(name, data=value)
         elif kind == "group":
