@@ -4,6 +4,10 @@ A report is written into a hidden temporary folder beside its destination and mo
 by renames only when every file is complete, as traces are. A full disk, an unwritable folder or
 a destination under a file gives one :class:`~ksptrace.errors.OutputError` line and leaves no
 partial output (and an earlier report in the same place untouched).
+
+Since the new folder replaces the old one whole, only a folder that is empty or holds an earlier
+ksptrace output (its :data:`MARKER` file, or one of the files a caller names) is ever replaced:
+``analyze traces/*.h5 --out traces`` is refused instead of deleting the traces.
 """
 
 from __future__ import annotations
@@ -16,7 +20,10 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
-from ksptrace.errors import OutputError
+from ksptrace.errors import OutputError, UsageError
+
+MARKER = ".ksptrace-output"
+"""Written into every staged folder: it marks a folder ksptrace may replace later."""
 
 
 def _describe(exc: OSError, where: Path) -> str:
@@ -34,10 +41,21 @@ def _describe(exc: OSError, where: Path) -> str:
     return f"cannot write {where}: {reason}; pick another --out"
 
 
-def check_destination(out: Path) -> None:
-    """Fail before any work when ``out`` can never become a folder of results."""
+def check_destination(out: Path, earlier: tuple[str, ...] = ()) -> None:
+    """Fail before any work when ``out`` can never become a folder of results, or is a folder
+    of something else (not empty, no :data:`MARKER`, none of the ``earlier`` output files)."""
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out} exists and is not a folder; choose another --out")
+    if out.is_dir():
+        try:
+            names = {p.name for p in out.iterdir()}
+        except OSError as exc:
+            raise OutputError(_describe(exc, out)) from None
+        if names and MARKER not in names and not names & set(earlier):
+            raise UsageError(
+                f"--out {out} is a folder holding other files (not an earlier ksptrace output), "
+                "which the results would replace; pick a new or empty folder"
+            )
     for parent in out.parents:
         if parent.exists():
             if not parent.is_dir():
@@ -46,20 +64,28 @@ def check_destination(out: Path) -> None:
 
 
 @contextlib.contextmanager
-def staged_directory(out: str | os.PathLike[str]) -> Iterator[Path]:
+def staged_directory(
+    out: str | os.PathLike[str], earlier: tuple[str, ...] = ()
+) -> Iterator[Path]:
     """Yield an empty temporary folder; on normal exit it replaces ``out`` as a whole.
 
-    Files of an earlier folder at ``out`` are replaced only when the new one is complete.
+    Files of an earlier folder at ``out`` are replaced only when the new one is complete, and
+    only when ``out`` is empty or an earlier output (see :func:`check_destination`). A symbolic
+    link is followed: the folder it names is replaced and the link keeps pointing at it.
     On any error the temporary folder is removed and ``OutputError`` (for OS errors) is raised.
     """
     final = Path(out)
-    check_destination(final)
+    if final.is_symlink():
+        final = final.resolve()
+    check_destination(final, earlier)
     parent = final.parent if str(final.parent) else Path(".")
     tmp = parent / f".{final.name}.tmp-{uuid.uuid4().hex[:10]}"
     try:
         parent.mkdir(parents=True, exist_ok=True)
         tmp.mkdir()
+        (tmp / MARKER).write_text("written by ksptrace; this folder is replaced whole on rewrite\n")
     except OSError as exc:
+        shutil.rmtree(tmp, ignore_errors=True)
         raise OutputError(_describe(exc, final)) from None
     try:
         yield tmp

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from ksptrace.errors import OutputError
-from ksptrace.outputs import staged_directory
+from ksptrace.outputs import MARKER, staged_directory
 
 
 @pytest.fixture
@@ -55,10 +55,10 @@ def test_a_complete_folder_appears_and_replaces_an_earlier_one(tmp_path: Path) -
     with staged_directory(out) as folder:
         assert not out.exists()  # nothing visible until complete
         _write(folder, 10)
-    assert sorted(p.name for p in out.iterdir()) == ["a.txt", "big.bin", "summary.json"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "a.txt", "big.bin", "summary.json"]
     with staged_directory(out) as folder:
         (folder / "new.txt").write_text("new")
-    assert [p.name for p in out.iterdir()] == ["new.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [MARKER, "new.txt"]
     assert sorted(p.name for p in tmp_path.iterdir()) == ["report"]
 
 
@@ -135,18 +135,39 @@ def test_an_error_inside_leaves_nothing_and_passes_through(tmp_path: Path) -> No
     assert list(tmp_path.iterdir()) == []
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="outputs._swap_in removes the moved-aside symlink with shutil.rmtree, which refuses "
-    "symlinks (error ignored): a '.report.old-*' link stays; fix: unlink it when it is a link",
-)
 def test_a_symlinked_destination_leaves_no_stray_entry(tmp_path: Path) -> None:
     target = tmp_path / "real"
     target.mkdir()
     (target / "old.txt").write_text("old")
+    (target / MARKER).write_text("")  # an earlier output
     link = tmp_path / "report"
     link.symlink_to(target)
     with staged_directory(link) as folder:
         (folder / "new.txt").write_text("new")
     assert (link / "new.txt").read_text() == "new"
     assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+
+
+def test_a_folder_of_other_files_is_never_replaced(tmp_path: Path) -> None:
+    """``analyze traces/*.h5 --out traces`` must not delete the traces."""
+    from ksptrace.errors import UsageError
+
+    traces = tmp_path / "traces"
+    traces.mkdir()
+    (traces / "run.h5").write_bytes(b"precious")
+    with pytest.raises(UsageError, match="holding other files"), staged_directory(traces):
+        pass
+    assert (traces / "run.h5").read_bytes() == b"precious"
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["traces"]
+    # An earlier output (its marker, or a file the caller names) is replaced whole.
+    with staged_directory(tmp_path / "rep") as folder:
+        (folder / "a.txt").write_text("1")
+    with staged_directory(tmp_path / "rep") as folder:
+        (folder / "b.txt").write_text("2")
+    assert sorted(p.name for p in (tmp_path / "rep").iterdir()) == [".ksptrace-output", "b.txt"]
+    old = tmp_path / "old"
+    old.mkdir()
+    (old / "report.html").write_text("from an earlier version")
+    with staged_directory(old, ("report.html",)) as folder:
+        (folder / "report.html").write_text("new")
+    assert (old / "report.html").read_text() == "new"

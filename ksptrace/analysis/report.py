@@ -430,6 +430,10 @@ def metadata_of(results: Results) -> dict[str, Any]:
     }
 
 
+EARLIER = ("report.html", "summary.json")
+"""A folder holding one of these is an earlier report (from before outputs.MARKER existed)."""
+
+
 def write_report(
     out_dir: str | Path,
     traces: Iterable[Trace | KsptraceError],
@@ -443,7 +447,7 @@ def write_report(
     or read-only folder, or a destination under a file).
     """
     out = Path(out_dir)
-    check_destination(out)  # before minutes of analysis
+    check_destination(out, EARLIER)  # before minutes of analysis
     results = analyse(traces, options, progress, with_figures)
     if not results.analysed:
         if progress is not None and results.skipped:  # each was named as it was skipped
@@ -461,7 +465,7 @@ def write_report(
     metadata = metadata_of(results)
     page = render_html(results, table_list, metadata)
     doc = json.dumps(summary(results, table_list, metadata), indent=2, default=_jsonable)
-    with staged_directory(out) as tmp:
+    with staged_directory(out, EARLIER) as tmp:
         for t in table_list:
             (tmp / f"{t.name}.csv").write_text(t.to_csv())
         (tmp / "report.html").write_text(page, encoding="utf-8")

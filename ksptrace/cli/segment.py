@@ -74,13 +74,8 @@ def read_good(paths: list[str | os.PathLike[str]]) -> list[Trace]:
     return traces
 
 
-def _refuse_foreign_folder(out: Path) -> None:
-    """The report replaces ``out`` whole: never a folder holding anything but an earlier one."""
-    if out.is_dir() and any(out.iterdir()) and not (out / "segment.json").is_file():
-        raise UsageError(
-            f"--out {out} is a folder holding other files (not an earlier segment report), "
-            "which the report would replace; pick a new or empty folder"
-        )
+EARLIER = ("segment.json",)
+"""A folder holding this is an earlier segment report (from before outputs.MARKER existed)."""
 
 
 def main(args: argparse.Namespace) -> int:
@@ -89,10 +84,9 @@ def main(args: argparse.Namespace) -> int:
         params = SegmentationParams(**{**params.__dict__, "criterion": args.criterion})
     metrics = _metrics(args.metrics)
     out: Path = args.out
-    check_destination(out)
-    _refuse_foreign_folder(out)
+    check_destination(out, EARLIER)
     traces = read_good(list(args.traces))
-    with staged_directory(out) as folder:
+    with staged_directory(out, EARLIER) as folder:
         report = write_segment_report(folder, traces, params, metrics, plots=not args.no_plots)
     for text in report.texts:
         print(text)

@@ -187,6 +187,20 @@ def test_an_earlier_report_survives_a_failed_rewrite(
     assert sorted(_leftovers(disk)) == ["filler", "report"]
 
 
+def test_out_naming_the_traces_folder_is_refused_and_the_traces_stay(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The report replaces its folder whole: never a folder of something else."""
+    trace = _trace_file(tmp_path)
+    before = sorted(p.name for p in tmp_path.iterdir())
+    rc = main(["analyze", trace, "--out", str(tmp_path), "--no-figures", *FAST])
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "holding other files" in _one_error_line(err)
+    assert "trace 1 of 1" not in err  # refused before the analysis
+    assert sorted(p.name for p in tmp_path.iterdir()) == before
+
+
 def test_demo_terminal_table1_shows_signed_percentages() -> None:
     import csv
     import io
