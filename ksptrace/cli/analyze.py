@@ -106,7 +106,8 @@ class _Named:
 
     def advance(self, item: str, verdict: str = "ok") -> None:
         if verdict != "ok" and not self.progress.enabled:
-            print(f"ksptrace: {verdict.replace('skipped: ', 'skipped ', 1)}", file=sys.stderr)
+            reason = verdict.removeprefix("skipped: ")
+            print(f"ksptrace: skipped {item}: {reason}", file=sys.stderr)
         self.progress.advance(item, verdict)
 
     def note(self, text: str) -> None:

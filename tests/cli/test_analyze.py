@@ -71,7 +71,12 @@ def test_analyze_with_nothing_readable_fails(
     bad.write_bytes(b"junk")
     rc = main(["analyze", str(bad), "--out", str(tmp_path / "r"), "--quiet"])
     assert rc != 0
-    assert "no trace could be analysed" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "no trace could be analysed" in err
+    # --quiet still names each skipped trace, with its file name, once.
+    skipped = [ln for ln in err.splitlines() if ln.startswith("ksptrace: skipped")]
+    assert len(skipped) == 1
+    assert skipped[0].startswith(f"ksptrace: skipped {bad}: ")
 
 
 def test_analyze_logs_one_timestamped_line_per_trace_and_names_a_bad_one_once(
