@@ -4,38 +4,14 @@ full disk, a read-only file system or a destination under a file is one OutputEr
 from __future__ import annotations
 
 import contextlib
-import os
-import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
 from ksptrace.errors import OutputError
 from ksptrace.outputs import MARKER, staged_directory
-
-
-@pytest.fixture
-def mount_tmpfs(tmp_path: Path) -> Iterator[Callable[[str, str], Path]]:
-    """Mount a small tmpfs (root only) under tmp_path; unmounted afterwards."""
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
-    mounted: list[Path] = []
-
-    def mount(name: str, options: str) -> Path:
-        where = tmp_path / name
-        where.mkdir()
-        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                              capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-        mounted.append(where)
-        return where
-
-    yield mount
-    for where in reversed(mounted):
-        subprocess.run(["umount", str(where)], check=False)
 
 
 def _write(folder: Path, nbytes: int) -> None:

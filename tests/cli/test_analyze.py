@@ -3,11 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import os
 import re
-import shutil
-import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import h5py
@@ -108,26 +105,6 @@ def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
 
 
-@pytest.fixture
-def mount_tmpfs(tmp_path: Path) -> Iterator[Callable[..., Path]]:
-    """Mount a small tmpfs (root only) under tmp_path; unmounted afterwards."""
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
-    mounted: list[Path] = []
-
-    def mount(name: str, options: str) -> Path:
-        where = tmp_path / name
-        where.mkdir()
-        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                              capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-        mounted.append(where)
-        return where
-
-    yield mount
-    for where in mounted:
-        subprocess.run(["umount", str(where)], check=False)
 
 
 def _trace_file(tmp_path: Path) -> str:

@@ -4,10 +4,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import shutil
 import subprocess
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -233,26 +231,6 @@ def _leftovers(folder: Path) -> list[str]:
     return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
 
 
-@pytest.fixture
-def mount_tmpfs(tmp_path: Path) -> Iterator[Callable[[str, str], Path]]:
-    """Mount a small tmpfs (root only) under tmp_path; unmounted afterwards."""
-    if os.geteuid() != 0 or shutil.which("mount") is None:
-        pytest.skip("mounting a tmpfs needs root")
-    mounted: list[Path] = []
-
-    def mount(name: str, options: str) -> Path:
-        where = tmp_path / name
-        where.mkdir()
-        proc = subprocess.run(["mount", "-t", "tmpfs", "-o", options, "tmpfs", str(where)],
-                              capture_output=True, text=True, check=False)
-        if proc.returncode != 0:
-            pytest.skip(f"cannot mount a tmpfs here: {proc.stderr.strip()}")
-        mounted.append(where)
-        return where
-
-    yield mount
-    for where in mounted:
-        subprocess.run(["umount", str(where)], check=False)
 
 
 FAST_SEGMENT = ["--metrics", "solve_time"]
