@@ -59,3 +59,9 @@ class OutputError(KsptraceError):
     partial is left behind."""
 
     exit_code = 8
+
+
+class Interrupted(KsptraceError):
+    """The user stopped the work (Ctrl-C, SIGTERM); what was running was stopped cleanly."""
+
+    exit_code = 130

@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
+from ksptrace.errors import Interrupted
 from ksptrace.jobs import state
 from ksptrace.jobs.backends import BACKENDS, Script, alive_any, get_backend
 from ksptrace.jobs.cost import estimate
@@ -119,7 +120,13 @@ def run(spec: CampaignSpec, backend_name: str, dry_run: bool, out: TextIO) -> in
         for s in scripts:
             print(f"wrote {adapted.output / s.path} ({len(s.runs)} runs)", file=out, flush=True)
 
-    outcome = run_campaign(spec, backend, dry_run, progress=ProgressBar(), on_written=written)
+    try:
+        outcome = run_campaign(spec, backend, dry_run, progress=ProgressBar(),
+                               on_written=written)
+    except Interrupted as exc:
+        print(f"ksptrace: {exc}", file=sys.stderr)
+        status(spec.output, out)
+        return exc.exit_code
     if not outcome.pending:
         print(f"campaign {spec.name}: all {len(spec.runs)} runs are done or running; "
               f"nothing to do ({spec.output})", file=out)
@@ -134,17 +141,20 @@ def run(spec: CampaignSpec, backend_name: str, dry_run: bool, out: TextIO) -> in
               f"{', '.join(outcome.jobs)}; follow with: ksptrace campaign status "
               f"{spec.output}", file=out)
         return 0
-    return status(spec.output, out)
+    return status(spec.output, out, require_done=True)
 
 
-def status(folder: Path, out: TextIO) -> int:
+def status(folder: Path, out: TextIO, require_done: bool = False) -> int:
+    """Print the campaign's state; non-zero when a run failed (or, with ``require_done``, when
+    any run is not done: what a local run that has finished must answer)."""
     data = state.read_manifest(folder)
     queued: set[str] = set()
     for name in BACKENDS:
         queued |= get_backend(name).queued(folder)
     rows = state.statuses(folder, data["runs"], alive_any, queued)
     counts = Counter(r.state for r in rows)
-    summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in state.STATES)
+    summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in state.STATES
+                        if s != "interrupted" or counts.get(s))
     print(f"campaign {data['campaign']} ({folder}): {len(rows)} runs: {summary}", file=out)
     for r in rows:
         if r.state == "done":
@@ -152,4 +162,6 @@ def status(folder: Path, out: TextIO) -> int:
         log = f"  log: {folder / r.log}" if r.log and r.state == "failed" else ""
         detail = f" ({r.detail})" if r.detail else ""
         print(f"  {r.state:8} {r.run_id}{detail}{log}", file=out)
+    if require_done and counts.get("done", 0) != len(rows):
+        return 1
     return 0 if counts.get("failed", 0) == 0 else 1

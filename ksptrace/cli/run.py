@@ -9,7 +9,6 @@ import json
 import os
 import re
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -255,6 +254,7 @@ def _launch(
     path: Path,
 ) -> int:
     from ksptrace.harness.launch import find_mpiexec, is_root
+    from ksptrace.harness.lifeline import Supervised
     from ksptrace.harness.petscenv import force_solver_env, locate_petsc4py
     from ksptrace.harness.run import LAUNCH_ENV
 
@@ -270,14 +270,19 @@ def _launch(
         {"launcher": f"mpiexec ({mpi.flavor})", "flags": flags,
          "command_line": shlex.join(["ksptrace", *sys.argv[1:]])}
     )
+    supervised = Supervised()
     try:
-        proc = subprocess.run(cmd, env=env, stderr=subprocess.PIPE, text=True, check=False)
+        code, err = supervised.run(cmd, env, capture_stderr=True)
     except OSError as exc:
         raise EnvironmentProblem(f"cannot start {mpi.path}: {exc.strerror}") from None
-    if proc.returncode == 0:
-        sys.stderr.write(proc.stderr)
+    if supervised.interrupted:
+        print("ksptrace: interrupted; the solve was stopped and no trace was written",
+              file=sys.stderr)
+        return 130
+    if code == 0:
+        sys.stderr.write(err)
         return 0
-    return _report_failure(proc.returncode, proc.stderr)
+    return _report_failure(code, err)
 
 
 def _report_failure(code: int, stderr: str) -> int:

@@ -27,6 +27,7 @@ import h5py
 import numpy as np
 
 from ksptrace.errors import KsptraceError, OutputError, UsageError
+from ksptrace.harness import lifeline
 from ksptrace.harness.mpienv import agree_on_error
 from ksptrace.trace import io
 from ksptrace.trace.model import AttrValue, Trace
@@ -106,6 +107,7 @@ def write_distributed(
     error: KsptraceError | None = None
     if rank == 0:
         try:
+            lifeline.check_launcher_alive()  # a solve whose launcher died leaves no trace
             io.publish(tmp, path, overwrite)
         except KsptraceError as exc:
             error = exc

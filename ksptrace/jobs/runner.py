@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from ksptrace.jobs import state
 from ksptrace.jobs.backends import Backend, Script, alive_any
 from ksptrace.jobs.backends.base import Progress, SubmissionRejected
+from ksptrace.jobs.runlock import campaign_lock
 from ksptrace.jobs.spec import LOGS_DIR, STATE_DIR, TRACES_DIR, CampaignSpec, RunSpec
 
 
@@ -49,24 +50,34 @@ def run_campaign(spec: CampaignSpec, backend: Backend, dry_run: bool = False,
                  progress: Progress | None = None,
                  on_written: Callable[[CampaignSpec, list[Script]], None] | None = None
                  ) -> Outcome:
-    """Check, write the manifest and scripts (then call ``on_written``), then submit."""
+    """Check, take the campaign lock, write the manifest and scripts (then call
+    ``on_written``), then submit. A second runner of the same folder is refused."""
     spec = backend.adapt(spec)
-    todo, scripts = prepare(spec, backend, dry_run)
-    skipped = len(spec.runs) - len(todo)
-    if not todo:
-        if spec.output.exists():
-            state.write_manifest(spec)
-        return Outcome((), skipped, (), ())
+    backend.check(spec, spec.runs, dry_run)
     fresh = not spec.output.exists()
-    write_scripts(spec, scripts)
-    if on_written is not None:
-        on_written(spec, scripts)
-    jobs: list[str] = []
-    if not dry_run:
-        try:
-            jobs = backend.submit(spec, scripts, progress)
-        except SubmissionRejected:
-            if fresh and not state.submissions(spec.output):
-                shutil.rmtree(spec.output, ignore_errors=True)  # nothing queued: no state left
-            raise
-    return Outcome(tuple(todo), skipped, tuple(scripts), tuple(jobs))
+    try:
+        with campaign_lock(spec.output) as lock:
+            todo, scripts = prepare(spec, backend, dry_run)
+            skipped = len(spec.runs) - len(todo)
+            if not todo:
+                if not fresh:
+                    state.write_manifest(spec)
+                return Outcome((), skipped, (), ())
+            write_scripts(spec, scripts)
+            if on_written is not None:
+                on_written(spec, scripts)
+            jobs: list[str] = []
+            if not dry_run:
+                backend.lock = lock
+                try:
+                    jobs = backend.submit(spec, scripts, progress)
+                except SubmissionRejected:
+                    if fresh and not state.submissions(spec.output):
+                        shutil.rmtree(spec.output, ignore_errors=True)  # nothing queued
+                    raise
+                finally:
+                    backend.lock = None
+            return Outcome(tuple(todo), skipped, tuple(scripts), tuple(jobs))
+    finally:
+        if fresh and spec.output.is_dir() and not any(spec.output.iterdir()):
+            spec.output.rmdir()  # nothing to do and nothing written: leave no empty folder

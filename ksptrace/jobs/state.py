@@ -21,7 +21,7 @@ from ksptrace.jobs.spec import MANIFEST, STATE_DIR, TRACES_DIR, CampaignSpec, Ru
 from ksptrace.trace.io import read_trace
 
 SUBMISSIONS = "submissions.jsonl"
-STATES = ("done", "running", "failed", "missing")
+STATES = ("done", "running", "failed", "interrupted", "missing")
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -62,7 +62,35 @@ def read_manifest(folder: Path) -> dict[str, Any]:
     except (OSError, ValueError) as exc:
         raise CampaignError(f"{path}: unreadable manifest ({exc}); rerun 'ksptrace campaign "
                             "run' to rewrite it") from None
+    problem = manifest_fault(data)
+    if problem:
+        raise CampaignError(f"{path}: not a campaign manifest ({problem}); rerun 'ksptrace "
+                            "campaign run' on its campaign file to rewrite it")
     return data
+
+
+def manifest_fault(data: Any) -> str | None:
+    """What is wrong with the shape of a manifest, or None."""
+    if not isinstance(data, dict):
+        return f"a {type(data).__name__}, not an object"
+    if not isinstance(data.get("campaign"), str):
+        return "no campaign name"
+    runs = data.get("runs")
+    if not isinstance(runs, list):
+        return "'runs' is not a list"
+    for i, r in enumerate(runs):
+        if not isinstance(r, dict):
+            return f"run {i} is not an object"
+        if not isinstance(r.get("run_id"), str) or not r["run_id"].isalnum():
+            return f"run {i} has no valid run_id"
+        if not isinstance(r.get("nprocs"), int) or isinstance(r.get("nprocs"), bool):
+            return f"run {i} has no integer nprocs"
+        params = r.get("params")
+        if not isinstance(params, dict) or not isinstance(params.get("iterations"), int):
+            return f"run {i} has no params with an integer 'iterations'"
+        if r.get("log") is not None and not isinstance(r.get("log"), str):
+            return f"run {i} has a log that is not a string"
+    return None
 
 
 def read_marker(path: Path) -> dict[str, str] | None:
@@ -178,10 +206,15 @@ def run_status(folder: Path, run: Mapping[str, Any], alive: JobAlive,
         state = alive(running.get("job", ""))
         if state is not False:
             return RunStatus(rid, "running", running.get("job", ""), running.get("log"))
+        if read_marker(folder / STATE_DIR / f"{rid}.interrupted") is not None:
+            return RunStatus(rid, "interrupted", "stopped by the user; a resume reruns it",
+                             running.get("log"))
         return RunStatus(rid, "failed", f"killed ({running.get('job', '?')} is gone)",
                          running.get("log"))
     if rid in queued:
         return RunStatus(rid, "running", "queued")
+    if read_marker(folder / STATE_DIR / f"{rid}.interrupted") is not None:
+        return RunStatus(rid, "interrupted", "stopped by the user; a resume reruns it")
     failed = read_marker(folder / STATE_DIR / f"{rid}.failed")
     if failed is not None:
         why = failed.get("reason") or f"exit code {failed.get('rc', '?')}"
@@ -211,5 +244,6 @@ def pending(spec: CampaignSpec, alive: JobAlive,
         if row.state == "done":
             clear_marker(spec.output, row.run_id, "running")
             clear_marker(spec.output, row.run_id, "failed")
-    todo = {s.run_id for s in rows if s.state in ("failed", "missing")}
+            clear_marker(spec.output, row.run_id, "interrupted")
+    todo = {s.run_id for s in rows if s.state in ("failed", "interrupted", "missing")}
     return [r for r in spec.runs if r.run_id in todo]

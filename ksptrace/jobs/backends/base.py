@@ -11,6 +11,7 @@ from typing import ClassVar
 
 from ksptrace.errors import CampaignError, EnvironmentProblem
 from ksptrace.jobs.launchers import Launcher, get_launcher
+from ksptrace.jobs.runlock import CampaignLock
 from ksptrace.jobs.spec import CampaignSpec, RunSpec
 
 
@@ -34,6 +35,9 @@ Progress = Callable[[int, int, RunSpec, bool, float], None]
 class Backend(abc.ABC):
     name: ClassVar[str]
     default_launcher: ClassVar[str]
+    lock: CampaignLock | None = None
+    """The campaign lock, held by the runner while ``submit`` runs (the local backend records
+    the process group of each solve in it)."""
     submit_program: ClassVar[str | None] = None
     """The program that submits (sbatch, qsub), checked before anything is written."""
 

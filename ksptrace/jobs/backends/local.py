@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -12,7 +13,8 @@ import sys
 import time
 from collections.abc import Sequence
 
-from ksptrace.errors import CampaignError, EnvironmentProblem
+from ksptrace.errors import CampaignError, EnvironmentProblem, Interrupted
+from ksptrace.harness.lifeline import Supervised
 from ksptrace.harness.petscenv import force_solver_env, locate_petsc4py
 from ksptrace.harness.run import LAUNCH_ENV
 from ksptrace.jobs import state
@@ -70,24 +72,47 @@ class LocalBackend(Backend):
         total = sum(len(s.runs) for s in scripts)
         done = 0
         start = time.monotonic()
+        lock = self.lock
         for script in scripts:
             for index, run in enumerate(script.runs):
                 state.remove_stale_temporaries(spec.output, run.run_id)
-                rc = subprocess.run(
-                    ["bash", str(spec.output / script.path), str(index)],
-                    stdout=subprocess.DEVNULL, env=env, check=False,
-                ).returncode
+                state.clear_marker(spec.output, run.run_id, "interrupted")
+                supervised = Supervised()
+                rc, _ = supervised.run(
+                    ["bash", str(spec.output / script.path), str(index)], env,
+                    stdout=subprocess.DEVNULL,
+                    on_start=None if lock is None else lock.record_solve,
+                )
+                if lock is not None:
+                    lock.record_solve(None)
+                if supervised.interrupted:
+                    self._mark_interrupted(spec, run)
+                    raise Interrupted(
+                        f"campaign {spec.name} interrupted: run {run.run_id} was stopped and "
+                        "marked interrupted; rerun the same command to resume"
+                    )
                 problem = state.check_trace(spec.output, run.run_id, run.nprocs,
                                             int(run.param("iterations"))) if rc == 0 else None
                 if problem is not None:
-                    state.write_marker(spec.output, run.run_id, "failed",
-                                       {"job": "local", "rc": rc, "log": run.log,
-                                        "reason": problem})
+                    with contextlib.suppress(OSError):  # a full disk: status says "missing"
+                        state.write_marker(spec.output, run.run_id, "failed",
+                                           {"job": "local", "rc": rc, "log": run.log,
+                                            "reason": problem})
                 ok = rc == 0 and problem is None
                 done += 1
                 if progress is not None:
                     progress(done, total, run, ok, time.monotonic() - start)
         return []
+
+    @staticmethod
+    def _mark_interrupted(spec: CampaignSpec, run: RunSpec) -> None:
+        """The stopped run is neither done nor failed: a resume reruns it."""
+        with contextlib.suppress(OSError):
+            state.remove_stale_temporaries(spec.output, run.run_id)
+            state.clear_marker(spec.output, run.run_id, "running")
+            state.clear_marker(spec.output, run.run_id, "failed")
+            state.write_marker(spec.output, run.run_id, "interrupted",
+                               {"job": "local", "log": run.log})
 
     def alive(self, job: str) -> bool | None:
         return state.local_alive(job)

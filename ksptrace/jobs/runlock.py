@@ -1,0 +1,108 @@
+"""One runner per campaign folder at a time.
+
+The lock is a file created atomically (O_CREAT | O_EXCL) in the campaign folder. It holds the
+holder's pid, host, identity (pid and start time) and start time, and, while a solve runs, the
+process group of that solve. A lock whose holder is dead (``kill -9``, a reboot) is stale: the
+next runner kills whatever is left of the dead holder's solves, then takes the lock over.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import socket
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from ksptrace.errors import CampaignError
+from ksptrace.harness import lifeline
+
+LOCK = "campaign.lock"
+
+
+def _read(path: Path) -> dict[str, Any] | None:
+    try:
+        data = json.loads(path.read_text())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError):
+        return {}  # cut short by a kill between create and write: stale
+    return data if isinstance(data, dict) else {}
+
+
+def _holder_alive(data: dict[str, Any]) -> bool:
+    if data.get("host") != socket.gethostname():
+        return True  # another machine's runner: we cannot tell, so it holds
+    ident = str(data.get("identity", ""))
+    return bool(ident) and lifeline.is_alive(ident)
+
+
+def _clean_up_after(data: dict[str, Any]) -> None:
+    """Kill what a dead holder left running: its solve's process group and descendants."""
+    pgid = data.get("solve_pgid")
+    if isinstance(pgid, int) and pgid > 1:
+        lifeline.kill_group(pgid)
+    ident = data.get("identity")
+    if isinstance(ident, str) and ident:
+        lifeline.kill_descendants_of(ident)
+
+
+class CampaignLock:
+    """The lock of one campaign folder, held by this process."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / LOCK
+        self.data: dict[str, Any] = {
+            "pid": os.getpid(), "host": socket.gethostname(),
+            "identity": lifeline.identity(),
+            "started": time.strftime("%Y-%m-%d %H:%M:%S"), "solve_pgid": None,
+        }
+
+    def acquire(self) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        for _ in range(3):
+            try:
+                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+            except FileExistsError:
+                held = _read(self.path)
+                if held is None:
+                    continue  # released meanwhile: try again
+                if held and _holder_alive(held):
+                    raise CampaignError(
+                        f"{self.path.parent} is being run by pid {held.get('pid')} on "
+                        f"{held.get('host')} since {held.get('started')}; wait for it, or stop "
+                        "it (Ctrl-C) and rerun to resume"
+                    ) from None
+                _clean_up_after(held)
+                with contextlib.suppress(FileNotFoundError):
+                    self.path.unlink()
+                continue
+            with os.fdopen(fd, "w") as f:
+                json.dump(self.data, f)
+            return
+        raise CampaignError(f"{self.path}: cannot take the campaign lock; rerun")
+
+    def record_solve(self, pgid: int | None) -> None:
+        """Write down the process group of the solve now running (None when none runs)."""
+        self.data["solve_pgid"] = pgid
+        tmp = self.path.with_name(f".{LOCK}.tmp-{os.getpid()}")
+        tmp.write_text(json.dumps(self.data))
+        os.replace(tmp, self.path)
+
+    def release(self) -> None:
+        held = _read(self.path)
+        if held is not None and held.get("identity") == self.data["identity"]:
+            self.path.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def campaign_lock(folder: Path) -> Iterator[CampaignLock]:
+    lock = CampaignLock(folder)
+    lock.acquire()
+    try:
+        yield lock
+    finally:
+        lock.release()
