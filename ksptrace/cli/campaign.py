@@ -8,6 +8,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
+from ksptrace.cli.progress import Progress
 from ksptrace.errors import Interrupted
 from ksptrace.jobs import state
 from ksptrace.jobs.backends import BACKENDS, Script, alive_any, get_backend
@@ -96,22 +97,25 @@ def plan(spec: CampaignSpec, out: TextIO, err: TextIO | None = None) -> int:
     return 0
 
 
-class ProgressBar:
-    """Progress and ETA on one line of stderr (rewritten in place on a terminal)."""
+class RunProgress:
+    """The campaign's runs on the one progress display (:class:`ksptrace.cli.progress.Progress`):
+    a bar on a terminal, one timestamped line per run in a log."""
 
-    def __init__(self, stream: TextIO = sys.stderr, width: int = 24) -> None:
+    def __init__(self, stream: TextIO = sys.stderr) -> None:
         self.stream = stream
-        self.width = width
+        self.display: Progress | None = None
 
     def __call__(self, done: int, total: int, run: RunSpec, ok: bool, elapsed: float) -> None:
-        filled = self.width * done // max(total, 1)
-        eta = elapsed / done * (total - done) if done else 0.0
-        verdict = "ok" if ok else f"FAILED, see {run.log}"
-        line = (f"[{'#' * filled}{'.' * (self.width - filled)}] {done}/{total} "
-                f"elapsed {_duration(elapsed)} ETA {_duration(eta)}  {run.run_id} {verdict}")
-        tty = self.stream.isatty()
-        end = "\n" if (not tty or done == total or not ok) else ""
-        print(("\r" if tty else "") + line, end=end, file=self.stream, flush=True)
+        if self.display is None:
+            self.display = Progress(total, "run", self.stream)
+        self.display.advance(run.run_id, "ok" if ok else f"FAILED, see {run.log}")
+        if done == total:
+            self.close()
+
+    def close(self) -> None:
+        if self.display is not None:
+            self.display.close()
+            self.display = None
 
 
 def run(spec: CampaignSpec, backend_name: str, dry_run: bool, out: TextIO) -> int:
@@ -120,10 +124,11 @@ def run(spec: CampaignSpec, backend_name: str, dry_run: bool, out: TextIO) -> in
         for s in scripts:
             print(f"wrote {adapted.output / s.path} ({len(s.runs)} runs)", file=out, flush=True)
 
+    progress = RunProgress()
     try:
-        outcome = run_campaign(spec, backend, dry_run, progress=ProgressBar(),
-                               on_written=written)
+        outcome = run_campaign(spec, backend, dry_run, progress=progress, on_written=written)
     except Interrupted as exc:
+        progress.close()
         print(f"ksptrace: {exc}", file=sys.stderr)
         status(spec.output, out)
         return exc.exit_code

@@ -49,3 +49,19 @@ def test_disabled_prints_nothing() -> None:
         p.advance("x")
     assert out.getvalue() == ""
     assert p.done == 1
+
+
+def test_campaign_runs_use_the_same_display() -> None:
+    from types import SimpleNamespace
+
+    from ksptrace.cli.campaign import RunProgress
+
+    out = io.StringIO()
+    bar = RunProgress(out)
+    runs = [SimpleNamespace(run_id=f"r{i}", log=f"logs/r{i}.log") for i in range(2)]
+    bar(1, 2, runs[0], True, 1.0)  # type: ignore[arg-type]
+    bar(2, 2, runs[1], False, 2.0)  # type: ignore[arg-type]
+    lines = out.getvalue().splitlines()
+    assert len(lines) == 2
+    assert "run 1 of 2 r0 ok (elapsed" in lines[0]
+    assert "run 2 of 2 r1 FAILED, see logs/r1.log" in lines[1]
