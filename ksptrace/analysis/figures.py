@@ -59,6 +59,12 @@ def _figure(width: float = WIDTH, height: float = 4.0) -> Figure:
     return fig
 
 
+
+def _legend(ax: Any, **kwargs: Any) -> None:
+    """A legend only when something is labelled (matplotlib warns on stderr otherwise)."""
+    if ax.get_legend_handles_labels()[0]:
+        ax.legend(**kwargs)
+
 def to_png(fig: Figure) -> bytes:
     """The figure as PNG bytes."""
     buf = io.BytesIO()
@@ -279,7 +285,7 @@ def rank_histograms(
     ax_.apply(ax)
     ax.set_xlabel(f"iteration time $T_p^k$ ({ax_.unit_label})")
     ax.set_ylabel(ax_.density_label)
-    ax.legend()
+    _legend(ax)
     return fig
 
 
@@ -467,7 +473,7 @@ def bulk_fit(
     ax.set_ylim(0, 1.25 * ceiling)
     ax.set_xlabel(f"iteration time $T_p^k$ ({axis.unit_label})")
     ax.set_ylabel(axis.density_label)
-    ax.legend(fontsize="small")
+    _legend(ax, fontsize="small")
     return fig
 
 
@@ -498,7 +504,7 @@ def uniform_fits(times: np.ndarray, iterations: Sequence[int], bins: int = 30) -
     ax.set_ylim(0, 1.15 * top)
     ax.set_xlabel(f"$T_p^k$ ({unit})")
     ax.set_ylabel(f"density over $p$ (1/{unit})")
-    ax.legend()
+    _legend(ax)
     return fig
 
 
@@ -518,7 +524,7 @@ def _parameter_panel(
     ax.set_ylim(0, 1.25 * ceiling)
     ax.set_xlabel(f"{name} ({axis.unit_label})")
     ax.set_ylabel(axis.density_label)
-    ax.legend(fontsize="small")
+    _legend(ax, fontsize="small")
     return axis
 
 
@@ -571,7 +577,7 @@ def cycle_histograms(
     axis.apply(ax)
     ax.set_xlabel(f"iteration time $T_p^k$ ({axis.unit_label})")
     ax.set_ylabel(axis.density_label)
-    ax.legend(fontsize="small")
+    _legend(ax, fontsize="small")
     return fig
 
 
@@ -615,7 +621,7 @@ def _jsu_curves(ax: Axes, entries: Sequence[tuple[str, JohnsonSU]], name: str) -
             ax.plot(grid / scale, d.pdf(grid) * scale, linewidth=1.8, label=label)
         ax.set_xlabel(f"{name} ({unit})")
         ax.set_ylabel(f"Johnson $S_U$ density (1/{unit})")
-    ax.legend(fontsize="small")
+    _legend(ax, fontsize="small")
 
 
 @dataclass(frozen=True)
@@ -655,7 +661,7 @@ def scaling(points: Sequence[ScalingPoint], across: str) -> Figure:
     moments.plot(xs, [p.std / scale for p in pts], "s--", markersize=6, label="std of $T_p^k$")
     moments.set_ylabel(f"time ({unit})")
     moments.set_ylim(bottom=0)
-    moments.legend(fontsize="small", loc="best")
+    _legend(moments, fontsize="small", loc="best")
     for which, marker in (("lower", "o"), ("span", "s")):
         sub = [(p.x, getattr(p, which)) for p in pts if getattr(p, which) is not None]
         name = "a_k" if which == "lower" else "s_k"
@@ -665,7 +671,7 @@ def scaling(points: Sequence[ScalingPoint], across: str) -> Figure:
                     label=f"shape $b$ of ${name}$")
     shapes.set_ylabel("Johnson $S_U$ shape")
     if shapes.get_legend_handles_labels()[0] and any(len(ln.get_xdata()) for ln in shapes.lines):
-        shapes.legend(fontsize="small")
+        _legend(shapes, fontsize="small")
     else:
         _no_fit(shapes)
     for ax in (moments, shapes):
@@ -724,7 +730,7 @@ def solver_times(rows: Sequence[SolverTimes]) -> Figure:
     if log:
         log_time_ticks(ax, "y")
     ax.set_ylabel(f"KSPSolve time ({unit})")
-    ax.legend(fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
+    _legend(ax, fontsize="small", loc="upper left", bbox_to_anchor=(1.01, 1.0))
     return fig
 
 
@@ -754,5 +760,5 @@ def solver_distributions(
         log_time_ticks(ax)
         ax.set_xlabel(f"{name} (log scale)")
         ax.set_ylabel("density per decade")
-        ax.legend(fontsize="small")
+        _legend(ax, fontsize="small")
     return fig

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import numpy as np
 import pytest
 from matplotlib.axes import Axes
@@ -226,3 +228,26 @@ def test_scaling_draws_heavy_tailed_jsu_fits_on_a_log_axis_and_narrow_ones_linea
     assert span_ax.get_xscale() == "linear"
     assert span_ax.get_xlabel() == "$s_k$ (µs)"
     assert [t.get_text() for t in fig.axes[0].get_xticklabels()] == ["2", "8"]
+
+
+def test_a_figure_with_nothing_labelled_draws_no_legend_and_warns_nothing(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import logging
+
+    import matplotlib.pyplot as plt
+
+    from ksptrace.analysis.figures import _legend
+
+    fig, ax = plt.subplots()
+    ax.plot([0, 1], [0, 1])  # no label
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        logging.getLogger("matplotlib").setLevel(logging.WARNING)
+        _legend(ax)
+    assert ax.get_legend() is None
+    ax.plot([0, 1], [1, 0], label="x")
+    _legend(ax)
+    assert ax.get_legend() is not None
+    plt.close(fig)
+    assert "No artists" not in capsys.readouterr().err
