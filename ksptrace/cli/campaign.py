@@ -78,6 +78,10 @@ def plan(spec: CampaignSpec, out: TextIO, err: TextIO | None = None) -> int:
     warn_if_large(spec, sys.stderr if err is None else err)
     header = f"{'#':>4} {'run_id':12} {'problem':10} {'n':>10} {'ksp':9} {'pc':7} {'P':>5} " \
              f"{'K':>6} {'rep':>3} {'nodes':>5} {'est.time':>9} {'core-h':>8}"
+    # The noise column only when a run has noise: it is what tells such runs apart.
+    noisy = any(dict(r.params).get("noise", "none") != "none" for r in spec.runs)
+    if noisy:
+        header += "  noise"
     print(f"campaign {spec.name}: {len(spec.runs)} runs -> {spec.output}", file=out)
     print(header, file=out)
     total_s = total_ch = 0.0
@@ -88,7 +92,8 @@ def plan(spec: CampaignSpec, out: TextIO, err: TextIO | None = None) -> int:
         print(f"{r.index:>4} {r.run_id:12} {str(r.param('problem'))[:10]:10} {r.param('n'):>10} "
               f"{str(r.param('ksp'))[:9]:9} {str(r.param('pc'))[:7]:7} {r.nprocs:>5} "
               f"{r.param('iterations'):>6} {r.repetition:>3} {c.nodes:>5} "
-              f"{_duration(c.seconds):>9} {c.core_hours:>8.2f}", file=out)
+              f"{_duration(c.seconds):>9} {c.core_hours:>8.2f}"
+              + (f"  {dict(r.params).get('noise', 'none')}" if noisy else ""), file=out)
         if c.seconds > spec.scheduler.walltime_seconds:
             print(f"     warning: estimate exceeds the walltime "
                   f"{_duration(spec.scheduler.walltime_seconds)}", file=out)

@@ -48,6 +48,18 @@ def test_plan_lists_runs_and_costs(tmp_path: Path, capsys: pytest.CaptureFixture
     assert out.count(" gmres ") == 2
     assert "core-hours" in out
     assert not (tmp_path / "out").exists()
+    assert "noise" not in out  # no noise column when no run has noise
+
+
+def test_plan_shows_the_noise_that_tells_runs_apart(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    text = SMALL.replace('iterations = 30', 'iterations = 30\nnoise = ["none", "fixed:value=1ms"]')
+    assert main(["campaign", "plan", str(write(tmp_path, text))]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[1].endswith("noise")
+    rows = lines[2:-1]
+    assert sum(r.endswith(" none") for r in rows) == 4
+    assert sum(r.endswith(" fixed:value=1ms,p=1,per=rank,seed=0") for r in rows) == 4
 
 
 @pytest.mark.parametrize(("backend", "suffix"), [("slurm", ".sbatch"), ("pbs", ".pbs"),
