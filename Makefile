@@ -12,7 +12,7 @@ export OMP_NUM_THREADS := 1
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: setup demo test lint bench
+.PHONY: setup demo noise-demo test lint bench
 setup:
 	@bash scripts/bootstrap.sh
 
@@ -31,3 +31,7 @@ lint: setup
 
 bench: setup
 	for b in bench/*.py; do $(PY) $$b || exit 1; done
+
+# The noise demo (issue 14, docs/noise.md): 32 solves with injected detours, about 3 minutes.
+noise-demo: setup
+	$(PY) -m ksptrace demo --out $(DEMO_OUT)/noise --campaign examples/noise.toml --scaling none

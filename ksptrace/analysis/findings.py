@@ -195,6 +195,8 @@ class Finding:
     """Share of within-node variance in within + between (per cent), over all iterations."""
     nodes_why: str
     flags: tuple[Flag, ...]
+    noise: str = "none"
+    """The injected noise, short ("pareto scale=333.3us shape=1.5 p=0.1"), or "none"."""
 
     @property
     def solver(self) -> str:
@@ -204,7 +206,8 @@ class Finding:
     def config(self) -> str:
         n = fmt_n(self.n)
         rep = f", rep {self.repetition}" if self.repetitions > 1 else ""
-        return f"{self.problem} {self.ksp} n={n} P={self.nprocs}{rep}"
+        noise = f", noise {self.noise}" if self.noise != "none" else ""
+        return f"{self.problem} {self.ksp} n={n} P={self.nprocs}{noise}{rep}"
 
 
 def finding(a: TraceAnalysis, anchor: str, repetition: int = 1, repetitions: int = 1) -> Finding:
@@ -227,7 +230,18 @@ def finding(a: TraceAnalysis, anchor: str, repetition: int = 1, repetitions: int
         file=file_name(a), measured=a.measured, lockstep_sum=a.lockstep_sum,
         rank_sum_max=a.rank_sum_max, best=best_prediction(a), ks_rejected_pct=ks_pct,
         ks_why=ks_why(a), within_pct=within, nodes_why=why_nodes, flags=a.flags,
+        noise=noise_label(a),
     )
+
+
+def noise_label(a: TraceAnalysis) -> str:
+    """The injected noise in a few words ("pareto scale=333.3us shape=1.5 p=0.1"), or "none";
+    the default per=rank and seed are left out."""
+    if not a.noisy or a.injection is None:
+        return "none"
+    dist, _, rest = a.injection.spec.text().partition(":")
+    parts = [p for p in rest.split(",") if p and not p.startswith(("per=rank", "seed="))]
+    return " ".join([dist, *parts])
 
 
 def _pct(x: float) -> str:

@@ -88,8 +88,16 @@ def _discrete_expected_max(support: np.ndarray, cdf: np.ndarray, count: int) -> 
     return float(support @ np.diff(g, prepend=0.0))
 
 
+MAX_SORTED = 1_000_000
+"""Above this many values, the quantiles come from a seeded subsample of this size (a sort of a
+paper-scale trace's 41 M values would cost seconds for no visible gain)."""
+
+
 def _reduce(natural: np.ndarray, size: int) -> np.ndarray:
-    x = np.sort(np.asarray(natural, dtype=float).ravel())
+    x = np.asarray(natural, dtype=float).ravel()
+    if x.size > MAX_SORTED:
+        x = np.random.default_rng(0).choice(x, MAX_SORTED, replace=False)
+    x = np.sort(x)
     if x.size > size:  # the quantiles at the cell midpoints: no weight piles up on the extremes
         x = np.quantile(x, (np.arange(size) + 0.5) / size)
     return x
@@ -192,4 +200,51 @@ def noise_truth(natural: np.ndarray, spec: NoiseSpec, count: int, iterations: in
         natural_mean=float(x.mean()),
         detour_mean=spec.mean_detour() if spec.active else 0.0,
         max_per_iteration=expected_max_with_noise(x, spec, count),
+    )
+
+
+@dataclass(frozen=True)
+class InjectedNoise:
+    """What a run's recorded detours say: the spec, how much was injected, the natural time."""
+
+    spec: NoiseSpec
+    injected_mean: float
+    """Mean injected seconds per rank and iteration (every iteration)."""
+    injected_rank_max: float
+    """Max over ranks of the seconds injected into the whole solve."""
+    natural: np.ndarray
+    """At most MAX_NATURAL_SAMPLES quantiles of the per-iteration times minus the recorded detours
+    (every iteration). For a standard method these still hold the waits for other ranks'
+    detours, so they overstate the natural time; a noise-free run of the same configuration is
+    the better source."""
+    natural_mean: float
+
+    def units(self, nprocs: int, n_nodes: int) -> int:
+        """N of the known truth: the independent noise sources (ranks, or nodes with per=node)."""
+        return n_nodes if self.spec.per == "node" else nprocs
+
+
+def natural_sample(times: np.ndarray, injected: np.ndarray | None = None) -> np.ndarray:
+    """At most MAX_NATURAL_SAMPLES quantiles of ``times - injected`` (>= 0), sorted."""
+    t = np.asarray(times, dtype=float)
+    if injected is not None:
+        t = np.maximum(t - np.asarray(injected, dtype=float), 0.0)
+    return _reduce(t, MAX_NATURAL_SAMPLES)
+
+
+def injected_noise(
+    times: np.ndarray, injected: np.ndarray | None, spec: NoiseSpec
+) -> InjectedNoise:
+    """Summarise the detours recorded in a run ([P, K] seconds; None: nothing recorded)."""
+    t = np.asarray(times, dtype=float)
+    inj = np.zeros_like(t) if injected is None else np.asarray(injected, dtype=float)
+    if inj.shape != t.shape:
+        raise AnalysisError(f"injected detours have shape {inj.shape}, the times {t.shape}")
+    natural = np.maximum(t - inj, 0.0)
+    return InjectedNoise(
+        spec=spec,
+        injected_mean=float(inj.mean()) if inj.size else 0.0,
+        injected_rank_max=float(inj.sum(axis=1).max()) if inj.size else 0.0,
+        natural=_reduce(natural, MAX_NATURAL_SAMPLES),
+        natural_mean=float(natural.mean()),
     )

@@ -35,7 +35,9 @@ from ksptrace.analysis.fitting import (
     outliers_explain_mean,
 )
 from ksptrace.analysis.nodes import NodeVariance, node_variance
-from ksptrace.errors import AnalysisError, UsageError
+from ksptrace.analysis.noise_models import InjectedNoise, injected_noise
+from ksptrace.errors import AnalysisError, KsptraceError, UsageError
+from ksptrace.noise.spec import NoiseSpec, parse
 from ksptrace.trace.model import Trace
 
 Progress = Callable[[str, float], None]
@@ -136,6 +138,12 @@ class TraceAnalysis:
     flags: tuple[Flag, ...] = ()
     n_nodes: int = 1
     """The trace's node count (distinct node ids)."""
+    injection: InjectedNoise | None = None
+    """The injected noise (spec 'none' for a noise-free run) and the natural iteration times."""
+
+    @property
+    def noisy(self) -> bool:
+        return self.injection is not None and self.injection.spec.active
 
     def model(self, family: str) -> models.StationaryModel | None:
         return next((m for m in self.stationary if m.family == family), None)
@@ -513,6 +521,7 @@ def analyze_trace(
         except AnalysisError as exc:
             notes.append(f"Monte Carlo skipped: {exc}")
     flags.extend(_count_flags(nprocs, count, reasons))
+    injection = _injection(trace, times, notes)
     tick("done", 1.0)
     analysis = TraceAnalysis(
         label=trace.label,
@@ -535,10 +544,25 @@ def analyze_trace(
         notes=tuple(notes),
         attrs=tuple(sorted((str(a), v) for a, v in trace.attrs.items())),
         n_nodes=n_nodes,
+        injection=injection,
         **result,  # type: ignore[arg-type]
     )
     far = _prediction_flags(analysis, reasons, kept)
     return replace(analysis, flags=(*flags, *far))
+
+
+def _injection(trace: Trace, times: np.ndarray, notes: list[str]) -> InjectedNoise | None:
+    """The trace's injected noise and natural times; None (with a note) for an unreadable spec."""
+    text = str(trace.attr("noise", "none") or "none")
+    try:
+        spec = parse(text)
+    except KsptraceError as exc:
+        notes.append(f"noise attribute {text!r} not understood ({exc}); no noise analysis")
+        return None
+    if spec.active and trace.injected_seconds is None:
+        notes.append(f"noise {text} but no recorded detours: no noise analysis")
+        return injected_noise(times, None, NoiseSpec("none"))
+    return injected_noise(times, trace.injected_seconds, spec)
 
 
 def apriori_flag(source: TraceAnalysis, prediction: montecarlo.Prediction) -> Flag | None:

@@ -21,11 +21,11 @@ import jinja2
 import numpy as np
 
 from ksptrace import __version__
-from ksptrace.analysis import figure_sets, findings, tables
+from ksptrace.analysis import figure_sets, findings, noise_compare, tables
 from ksptrace.analysis.pipeline import AnalysisOptions, Flag, TraceAnalysis, analyze_trace
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.outputs import check_destination, staged_directory
-from ksptrace.trace.model import CONFIG_KEYS, Trace
+from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS, Trace
 
 
 class Reporter(Protocol):
@@ -76,6 +76,9 @@ class Results:
     across: tuple[Picture, ...] = ()
     across_omitted: tuple[str, ...] = ()
     started: float = field(default_factory=time.time)
+    noise: noise_compare.NoiseComparison = field(
+        default_factory=lambda: noise_compare.NoiseComparison((), (), ()))
+    """Runs with injected noise against their truth and the models (empty without noise)."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +105,7 @@ def _order(a: TraceAnalysis) -> tuple[str, str, float, int, str]:
 def config_key(a: TraceAnalysis) -> tuple[str, ...]:
     """The configuration of an analysis; equal keys are repetitions."""
     attrs = dict(a.attrs)
-    return (*(str(attrs.get(k)) for k in CONFIG_KEYS), str(a.nprocs))
+    return (*(str(attrs.get(k, CONFIG_DEFAULTS.get(k))) for k in CONFIG_KEYS), str(a.nprocs))
 
 
 def _skip(path: str, reason: str, progress: Reporter | None) -> Skipped:
@@ -161,10 +164,17 @@ def analyse(
         fs = figure_sets.across_figures(
             [(d.analysis, d.digest) for d in done if d.digest is not None])
         across, across_omitted = _pictures(fs.drawn), tuple(fs.omitted)
-    return Results(tuple(done), tuple(skipped), opt, across, across_omitted, started)
+    if progress is not None and any(d.analysis.noisy for d in done):
+        progress.step("injected noise: the known truth")
+    noise = noise_compare.compare([d.analysis for d in done])
+    return Results(tuple(done), tuple(skipped), opt, across, across_omitted, started, noise)
 
 
-def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions) -> list[tables.Table]:
+def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
+               comparison: noise_compare.NoiseComparison | None = None) -> list[tables.Table]:
+    """Every table written as CSV; the noise tables only when some run has injected noise."""
+    noise = comparison if comparison is not None else noise_compare.compare(analyses)
+    extra = [tables.noise_table(noise), tables.noise_pair_table(noise)] if noise.rows else []
     return [
         tables.model_table(analyses),
         tables.prediction_table(analyses),
@@ -172,6 +182,7 @@ def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions) -> l
         tables.scaling_table(analyses, "P"),
         tables.scaling_table(analyses, "n"),
         tables.variability_table(analyses),
+        *extra,
     ]
 
 
@@ -229,6 +240,7 @@ def _finding_row(f: findings.Finding) -> dict[str, Any]:
     return {
         "anchor": f.anchor, "problem": f.problem, "solver": f.ksp, "n": findings.fmt_n(f.n),
         "P": f.nprocs, "N": f"{f.count:g}", "rep": f.repetition,
+        "noise": "" if f.noise == "none" else f.noise,
         "reps": f.repetitions, "file": f.file,
         "measured": findings.fmt_time(f.measured),
         "best": "no model" if best is None else best.name,
@@ -311,6 +323,7 @@ def _section(d: Analysed, f: findings.Finding, options: AnalysisOptions) -> dict
         ("maxₚ Σₖ Tₚᵏ (measured over the kept iterations)", findings.fmt_time(a.rank_sum_max)),
         ("iterations K recorded / kept for bulk statistics", f"{a.iterations} / {a.kept}"),
         ("ranks P, nodes, N in the maximum", f"{a.nprocs}, {a.n_nodes}, {a.count:g}"),
+        *_noise_lines(a),
         ("file", a.path or "in memory"),
     ]
     notes = list(a.notes)
@@ -318,6 +331,52 @@ def _section(d: Analysed, f: findings.Finding, options: AnalysisOptions) -> dict
             "flags": [{"subject": fl.subject, "message": fl.message, "code": fl.code}
                       for fl in sorted(a.flags, key=lambda fl: fl.code != "prediction-far")],
             "notes": notes, "parts": parts}
+
+
+def _noise_lines(a: TraceAnalysis) -> list[tuple[str, str]]:
+    inj = a.injection
+    if inj is None or not inj.spec.active:
+        return []
+    return [
+        ("injected noise", inj.spec.text()),
+        ("injected per rank and iteration (mean) / most into one rank's solve",
+         f"{findings.fmt_time(inj.injected_mean)} / {findings.fmt_time(inj.injected_rank_max)}"),
+        ("natural iteration time (Tₚᵏ minus the detours, mean)",
+         findings.fmt_time(inj.natural_mean)),
+    ]
+
+
+def noise_section(comparison: noise_compare.NoiseComparison) -> dict[str, Any] | None:
+    """The report's "Injected noise" section, or None when no run has noise."""
+    if not comparison.rows:
+        return None
+    parts = [tables.noise_table(comparison), tables.noise_pair_table(comparison)]
+    return {
+        "sentences": noise_sentences(comparison),
+        "tables": [{"title": t.title, "html": t.to_html(), "notes": t.notes, "empty": t.empty,
+                    "csv": f"{t.name}.csv"} for t in parts],
+    }
+
+
+def noise_sentences(comparison: noise_compare.NoiseComparison) -> list[str]:
+    """A sentence per standard/pipelined pair: slowdowns, the gap and what Ê says of it."""
+    out = []
+    for pair in comparison.pairs:
+        s, p = pair.standard, pair.pipelined
+        if s.slowdown_pct is None or p.slowdown_pct is None or pair.measured_gap is None:
+            continue
+        more = "more" if pair.measured_gap > 0 else "less"
+        text = (f"Under {tables._noise_label(s)} at P = {s.nprocs}"
+                f"{' (oversubscribed)' if s.oversubscribed else ''}, {s.ksp.upper()} slowed down "
+                f"by {findings.fmt_pct(s.slowdown_pct)} and {p.ksp.upper()} by "
+                f"{findings.fmt_pct(p.slowdown_pct)}: {findings.fmt_time(abs(pair.measured_gap))}"
+                f" {more} for the standard method")
+        err = pair.nonstationary_gap_error_pct
+        if pair.nonstationary_gap is not None and err is not None:
+            text += (f"; the non-stationary model puts the gap at "
+                     f"{findings.fmt_time(pair.nonstationary_gap)} ({findings.fmt_pct(err)})")
+        out.append(text + ".")
+    return out
 
 
 def _anchors(analysed: Sequence[Analysed]) -> list[findings.Finding]:
@@ -346,6 +405,7 @@ def render_html(results: Results, table_list: Sequence[tables.Table],
                 metadata: dict[str, Any]) -> str:
     """The whole report as one HTML string."""
     rows = _anchors(results.analysed)
+    noise = noise_section(results.noise)
     opt = results.options
     across_tables = [t for t in table_list if t.name in ("table1_models", "apriori",
                                                          "scaling_nprocs", "scaling_n")]
@@ -361,6 +421,7 @@ def render_html(results: Results, table_list: Sequence[tables.Table],
         across_figures=[_img(p) for p in results.across],
         across_omitted=results.across_omitted,
         ks_note=findings.ks_alpha_note(opt.alpha, opt.reference_rank),
+        noise=noise,
     )
 
 
@@ -461,7 +522,7 @@ def write_report(
     analyses = [d.analysis for d in results.analysed]
     if progress is not None:
         progress.step("tables and report")
-    table_list = all_tables(analyses, results.options)
+    table_list = all_tables(analyses, results.options, results.noise)
     metadata = metadata_of(results)
     page = render_html(results, table_list, metadata)
     doc = json.dumps(summary(results, table_list, metadata), indent=2, default=_jsonable)

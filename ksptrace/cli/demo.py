@@ -34,16 +34,24 @@ def register(sub: Any) -> None:
     p.set_defaults(func=main)
 
 
+def _noise(r: dict[str, Any]) -> str:
+    value = r.get("noise")
+    return value if isinstance(value, str) and value else "none"
+
+
 def format_table(rows: list[dict[str, Any]]) -> str:
-    """The demo's table: one line per run, times in milliseconds."""
+    """The demo's table: one line per run, times in milliseconds (and the noise, if any)."""
+    noisy = any(_noise(r) != "none" for r in rows)
     head = (f"{'problem':<10} {'solver':<9} {'P':>2} {'K':>5} {'KSPSolve max':>13} "
-            f"{'sum_k max_p T':>14} {'mean T_p^k':>11} {'rank spread':>12}")
+            f"{'sum_k max_p T':>14} {'mean T_p^k':>11} {'rank spread':>12}"
+            + ("  noise" if noisy else ""))
     lines = [head, "-" * len(head)]
-    for r in sorted(rows, key=lambda r: (r["problem"], r["nprocs"], r["ksp"])):
+    for r in sorted(rows, key=lambda r: (r["problem"], r["nprocs"], r["ksp"], _noise(r))):
         lines.append(
             f"{r['problem']:<10} {r['ksp']:<9} {r['nprocs']:>2} {r['iterations']:>5} "
             f"{r['solve_max'] * 1e3:>10.2f} ms {r['sum_max_iteration'] * 1e3:>11.2f} ms "
             f"{r['mean_iteration'] * 1e6:>8.2f} us {r['rank_spread'] * 1e3:>9.3f} ms"
+            + (f"  {_noise(r)}" if noisy else "")
         )
     return "\n".join(lines)
 
@@ -78,6 +86,11 @@ def main(args: argparse.Namespace) -> int:
     if code != 0:
         return code
     _print_table1(out / "report" / "table1_models.csv")
+    pairs = out / "report" / "noise_pairs.csv"
+    if pairs.is_file():
+        with pairs.open() as f:
+            print()
+            print("\n".join(noise_lines(list(csv.DictReader(f)))))
 
     if str(args.scaling) != "none":
         print(f"\n== oversubscription sweep ({args.scaling}) -> {out / 'scaling'}", file=sys.stderr)
@@ -113,6 +126,39 @@ def table1_lines(rows: list[dict[str, str]]) -> list[str]:
             f"{cell(r, 'E_johnsonsu_s', 'err_pct_johnsonsu')} "
             f"{cell(r, 'cramer_s', 'err_pct_cramer')} "
             f"{cell(r, 'montecarlo_s', 'err_pct_montecarlo')}")
+    return lines
+
+
+def _pct(value: str) -> str:
+    return f"{float(value):+.0f} %" if value else "-"
+
+
+def noise_lines(rows: list[dict[str, str]]) -> list[str]:
+    """The noise demo's table (from noise_pairs.csv): per standard/pipelined pair and noise, the
+    slowdowns against the noise-free runs, the standard method's extra slowdown as measured and
+    as the non-stationary model predicts it, the KS rejection shares, and the stationary
+    model's error on the standard method."""
+    head = (f"{'methods':<16} {'P':>2} {'noise':<12} {'slowdown std/pipe':>18} "
+            f"{'extra, measured':>15} {'Ê predicts':>18} {'KS rej. std/pipe':>16} "
+            f"{'stationary err':>14}")
+    lines = ["Injected noise (slowdown against the noise-free run; extra = how much more the "
+             "standard method slowed down)", head, "-" * len(head)]
+    for r in rows:
+        over = "*" if r.get("oversubscribed") == "True" else ""
+        extra = r.get("measured_gap_s", "")
+        pred = r.get("nonstationary_gap_s", "")
+        err = r.get("err_pct_nonstationary_gap", "")
+        ks = "/".join(f"{float(v):.0f}%" if v else "-" for v in (
+            r.get("ks_rejected_pct_standard", ""), r.get("ks_rejected_pct_pipelined", "")))
+        slow = " / ".join(_pct(r.get(f"slowdown_pct_{m}", "")) for m in ("standard", "pipelined"))
+        lines.append(
+            f"{r['standard'] + '/' + r['pipelined']:<16} {r['P'] + over:>2} "
+            f"{r['noise'].partition(':')[0]:<12} {slow:>18} "
+            f"{(f'{float(extra) * 1e3:.1f} ms' if extra else '-'):>15} "
+            f"{(f'{float(pred) * 1e3:.1f} ms ({_pct(err)})' if pred and err else '-'):>18} "
+            f"{ks:>16} {_pct(r.get('err_pct_stationary_standard', '')):>14}")
+    if any(r.get("oversubscribed") == "True" for r in rows):
+        lines.append("* oversubscribed: more ranks than cores")
     return lines
 
 

@@ -35,8 +35,11 @@ CONFIG_KEYS: tuple[str, ...] = (
     "restart",
     "ranks_per_node",
     "problem_config",
+    "noise",
 )
 """Attributes that define a configuration: traces that agree on all of them may be pooled."""
+CONFIG_DEFAULTS: Mapping[str, AttrValue] = {"noise": "none"}
+"""What a missing configuration attribute means (traces written before it existed)."""
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
@@ -184,4 +187,4 @@ class Trace:
 
     def config_key(self) -> tuple[tuple[str, AttrValue | None], ...]:
         """The configuration this run belongs to; runs with equal keys are repetitions."""
-        return tuple((k, self.attrs.get(k)) for k in CONFIG_KEYS)
+        return tuple((k, self.attrs.get(k, CONFIG_DEFAULTS.get(k))) for k in CONFIG_KEYS)
