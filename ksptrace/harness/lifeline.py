@@ -6,9 +6,20 @@ of its own, with Linux's parent-death signal set on its first process, so that
 * a SIGINT/SIGTERM to the launcher ends the whole group (:func:`kill_group`);
 * a launcher killed with SIGKILL takes its direct child with it, and a resumed campaign kills
   the rest of the dead runner's group before it starts anything (the campaign lock records it);
-* whatever survives anyway cannot publish a trace: the launcher exports its identity
-  (:data:`LAUNCHER_ENV`: pid and start time, which defeats pid reuse), and rank 0 checks it just
-  before the atomic rename (:func:`check_launcher_alive`).
+* whatever survives anyway (mpiexec and the ranks below the launcher's dead child) stops
+  within about a second: the launcher exports its identity (:data:`LAUNCHER_ENV`: pid and start
+  time, which defeats pid reuse) and its host (:data:`LAUNCHER_HOST_ENV`), and every rank runs a
+  watchdog thread (:func:`start_watchdog`) that polls the launcher and ends the rank with
+  SolverError's exit code once it is gone; mpiexec then ends with its ranks;
+* and it cannot publish a trace: rank 0 checks the launcher just before the atomic rename
+  (:func:`check_launcher_alive`), which also covers a launcher that dies after the last poll.
+
+A launcher on another host (an MPI library that forwards the whole environment to remote ranks)
+is not ours to judge: neither the watchdog nor the check acts on it. Without the host (an
+identity set by hand), the watchdog starts only if the launcher is visible when the rank starts.
+The watchdog runs between Python bytecodes, so a rank inside one long C call that neither returns
+to Python (a monitor callback) nor releases the GIL is stopped only when that call returns; a
+rank started in another pid namespace under the same host name would be misjudged as orphaned.
 """
 
 from __future__ import annotations
@@ -17,7 +28,10 @@ import contextlib
 import ctypes
 import os
 import signal
-from collections.abc import Callable
+import socket
+import threading
+import time
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from ksptrace.errors import SolverError
@@ -25,7 +39,12 @@ from ksptrace.errors import SolverError
 LAUNCHER_ENV = "KSPTRACE_LAUNCHER"
 """``<pid>:<start time in clock ticks>`` of the process that launched this solve."""
 
+LAUNCHER_HOST_ENV = "KSPTRACE_LAUNCHER_HOST"
+"""The host name of the process named by :data:`LAUNCHER_ENV` (its pid means nothing elsewhere)."""
+
 PR_SET_PDEATHSIG = 1
+
+_watchdog: threading.Thread | None = None
 
 
 def start_time(pid: int) -> str | None:
@@ -56,15 +75,64 @@ def is_alive(ident: str) -> bool:
     return now is not None and (started in ("", "?") or now == started)
 
 
-def check_launcher_alive(env: dict[str, str] | None = None) -> None:
+def _launcher_here(env: Mapping[str, str] | None) -> str:
+    """The launcher identity of ``env`` (default: this process's environment) when it names a
+    process on this host, else ''."""
+    env = os.environ if env is None else env
+    host = env.get(LAUNCHER_HOST_ENV, "")
+    if host and host != socket.gethostname():
+        return ""  # another machine's pid: not ours to judge
+    return env.get(LAUNCHER_ENV, "")
+
+
+def check_launcher_alive(env: Mapping[str, str] | None = None) -> None:
     """Raise SolverError when the launcher this solve belongs to has died (call before
     publishing a trace): a solve whose launcher is gone must not leave a trace behind."""
-    ident = (os.environ if env is None else env).get(LAUNCHER_ENV, "")
+    ident = _launcher_here(env)
     if ident and not is_alive(ident):
         raise SolverError(
             f"the process that launched this solve (pid {ident.partition(':')[0]}) has died; "
             "the trace is not published (rerun or resume the campaign)"
         )
+
+
+def _watch(ident: str, interval: float) -> None:
+    while is_alive(ident):
+        time.sleep(interval)
+    pid = ident.partition(":")[0]
+    with contextlib.suppress(OSError):
+        os.write(2, f"ksptrace: the process that launched this solve (pid {pid}) has died; "
+                    "stopping this rank\n".encode())
+    os._exit(SolverError.exit_code)
+
+
+def start_watchdog(env: Mapping[str, str] | None = None,
+                   interval: float = 0.5) -> threading.Thread | None:
+    """Start, once per process, a daemon thread that ends this process (stderr line, exit code
+    of SolverError, no cleanup: ``os._exit``) within ``interval`` seconds of its launcher's death.
+
+    Call it first thing in a rank: an orphaned solve then stops instead of running to the end of
+    its solve on cores that other measurements use. Returns the thread, or None when there is
+    nothing to watch: no :data:`LAUNCHER_ENV`, an identity that is not ours to judge (not a pid,
+    another host), or, when the launcher's host is not given, a launcher already invisible from
+    here (another host or pid namespace looks the same as dead). The thread sleeps between polls
+    (one read of /proc each) and never touches MPI.
+    """
+    global _watchdog
+    if _watchdog is not None:
+        return _watchdog
+    env = os.environ if env is None else env
+    ident = _launcher_here(env)
+    pid = ident.partition(":")[0]
+    if not pid.isdigit():
+        return None
+    if not env.get(LAUNCHER_HOST_ENV) and not is_alive(ident):
+        return None
+    thread = threading.Thread(target=_watch, args=(ident, interval), daemon=True,
+                              name="ksptrace-lifeline")
+    thread.start()
+    _watchdog = thread
+    return thread
 
 
 def _set_parent_death_signal(sig: int) -> None:
@@ -98,11 +166,11 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def kill_descendants_of(ident: str, sig: int = signal.SIGKILL) -> int:
-    """Signal every process whose environment names ``ident`` as its launcher (whatever its
-    process group: an MPI library may regroup its ranks). Returns how many were signalled."""
+def launched_by(ident: str) -> list[int]:
+    """Pids of the processes (this one aside) whose environment names ``ident`` as their
+    launcher, whatever their process group."""
     needle = f"{LAUNCHER_ENV}={ident}\0".encode()
-    count = 0
+    found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
@@ -111,9 +179,18 @@ def kill_descendants_of(ident: str, sig: int = signal.SIGKILL) -> int:
         except OSError:
             continue
         if needle in environ:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.kill(int(entry.name), sig)
-                count += 1
+            found.append(int(entry.name))
+    return found
+
+
+def kill_descendants_of(ident: str, sig: int = signal.SIGKILL) -> int:
+    """Signal every process whose environment names ``ident`` as its launcher (whatever its
+    process group: an MPI library may regroup its ranks). Returns how many were signalled."""
+    count = 0
+    for pid in launched_by(ident):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+            count += 1
     return count
 
 
@@ -136,7 +213,8 @@ class Supervised:
         """Run ``cmd`` to its end (or until interrupted); returns (exit code, stderr text)."""
         import subprocess
 
-        env = {**env, LAUNCHER_ENV: env.get(LAUNCHER_ENV) or identity()}
+        if not env.get(LAUNCHER_ENV):  # an inherited launcher (a campaign's) stays
+            env = {**env, LAUNCHER_ENV: identity(), LAUNCHER_HOST_ENV: socket.gethostname()}
         old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
         for s in old:
             signal.signal(s, self._handler)

@@ -21,7 +21,7 @@ import numpy as np
 
 from ksptrace import __version__
 from ksptrace.errors import KsptraceError, SolverError, UsageError
-from ksptrace.harness import writer
+from ksptrace.harness import lifeline, writer
 from ksptrace.harness.monitor import StampMonitor
 from ksptrace.harness.mpienv import agree_on_error, fail_together, node_layout
 from ksptrace.harness.noise import DetourPC, wrap_pc
@@ -272,6 +272,7 @@ def _check_unused(
 
 def execute(settings: RunSettings) -> RunOutcome:
     """Collective over COMM_WORLD: run, and write the trace. Returns on every rank."""
+    lifeline.start_watchdog()  # an orphaned rank stops instead of solving on to the end
     force_solver_env()
     start_utc = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
     petsc = init_petsc(list(settings.petsc_options))
