@@ -38,7 +38,7 @@ from ksptrace.analysis.nodes import NodeVariance, node_variance
 from ksptrace.analysis.noise_models import InjectedNoise, injected_noise
 from ksptrace.errors import AnalysisError, KsptraceError, UsageError
 from ksptrace.noise.spec import NoiseSpec, parse
-from ksptrace.trace.model import Trace
+from ksptrace.trace.model import FOREIGN_LOAD_LIMIT, Trace
 
 Progress = Callable[[str, float], None]
 """Called with (step name, fraction done of that step)."""
@@ -88,7 +88,8 @@ class Flag:
     sample mean because of outliers), "fit-mean-far" (a converged fit whose mean differs from
     the sample mean for no reason found), "jsu-collapsed" (a Johnson S_U fit of a_k or s_k
     collapsed to its normal limit), "one-node" (N = 1: every model is K times the mean),
-    "infinite-mean" (a fitted family with no finite mean: no E[max of N]).
+    "infinite-mean" (a fitted family with no finite mean: no E[max of N]), "machine-loaded"
+    (other processes used more than 10 % of the node's CPUs during the solve).
     """
 
     code: str
@@ -521,6 +522,7 @@ def analyze_trace(
         except AnalysisError as exc:
             notes.append(f"Monte Carlo skipped: {exc}")
     flags.extend(_count_flags(nprocs, count, reasons))
+    flags.extend(_load_flags(trace))
     injection = _injection(trace, times, notes)
     tick("done", 1.0)
     analysis = TraceAnalysis(
@@ -549,6 +551,26 @@ def analyze_trace(
     )
     far = _prediction_flags(analysis, reasons, kept)
     return replace(analysis, flags=(*flags, *far))
+
+
+def _load_flags(trace: Trace) -> list[Flag]:
+    """The machine-loaded flag: other processes used the node's CPUs during the solve."""
+    share = trace.attr("foreign_cpu_share")
+    if not isinstance(share, int | float) or isinstance(share, bool):
+        return []
+    if not share > FOREIGN_LOAD_LIMIT:
+        return []
+    seconds = trace.attr("foreign_cpu_seconds")
+    spent = f" ({seconds:.2f} CPU s)" if isinstance(seconds, int | float) else ""
+    return [
+        Flag(
+            "machine-loaded",
+            "measurement",
+            f"other processes used {share:.0%} of node {trace.attr('foreign_cpu_node', 0)}'s "
+            f"CPU capacity during the solve{spent}: the timings include their interference; "
+            "rerun on a quiet machine before comparing",
+        )
+    ]
 
 
 def _injection(trace: Trace, times: np.ndarray, notes: list[str]) -> InjectedNoise | None:

@@ -220,6 +220,10 @@ def _run_here(
             f"wrote {outcome.path} ({run['ksp']}, {outcome.iterations_done} iterations, "
             f"KSPSolve {outcome.solve_max:.4g} s, {outcome.converged_reason})"
         )
+        if outcome.foreign is not None and outcome.foreign.loaded:
+            print(f"ksptrace: warning: {outcome.foreign.message()}; these timings are "
+                  "contaminated: rerun on a quiet machine or compare with care "
+                  "(trace attribute foreign_cpu_share)", file=sys.stderr)
     return 0
 
 

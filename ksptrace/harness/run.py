@@ -21,7 +21,7 @@ import numpy as np
 
 from ksptrace import __version__
 from ksptrace.errors import KsptraceError, SolverError, UsageError
-from ksptrace.harness import lifeline, writer
+from ksptrace.harness import cpuload, lifeline, writer
 from ksptrace.harness.monitor import StampMonitor
 from ksptrace.harness.mpienv import agree_on_error, fail_together, node_layout
 from ksptrace.harness.noise import DetourPC, wrap_pc
@@ -113,6 +113,8 @@ class RunOutcome:
     solution_error: float | None
     rank: int
     """This process's rank: callers print on rank 0 only."""
+    foreign: cpuload.ForeignLoad | None = None
+    """Other processes' CPU use during the solve, on the most contaminated node."""
 
 
 def _type_names(cls: Any) -> set[str]:
@@ -327,10 +329,16 @@ def _solve_and_write(
         if detour is not None:
             detour.reset()
     event = petsc.Log.Event("KSPSolve")
+    loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     mpicomm.Barrier()
+    load_start = cpuload.sample()
     before = event.getPerfInfo()["time"]
     instance.solve()
     solve_seconds = event.getPerfInfo()["time"] - before
+    load_end = cpuload.sample()
+    samples = mpicomm.allgather((load_start, load_end))
+    foreign = cpuload.foreign_load([s for s, _ in samples], [e for _, e in samples],
+                                   list(layout.node_ids))
 
     reason = _check_iterations(settings, petsc, ksp, monitor)
     done = settings.iterations
@@ -361,6 +369,10 @@ def _solve_and_write(
         solve_mean=float(np.mean(solves)),
         petsc_options_unused=shlex.join(f"-{name}" for name in unused),
         allow_unused_options=settings.allow_unused_options,
+        loadavg_before=loadavg,
+        foreign_cpu_share=None if foreign is None else foreign.share,
+        foreign_cpu_seconds=None if foreign is None else foreign.seconds,
+        foreign_cpu_node=None if foreign is None else foreign.node,
     )
     injected = None if detour is None else detour.injected[:done].copy()
     local = writer.LocalRecord(stamps, norms, layout.node_id, layout.hostname, solve_seconds,
@@ -370,7 +382,7 @@ def _solve_and_write(
     path = writer.write_distributed(
         mpicomm, settings.out, local, attrs, mode, settings.overwrite
     )
-    return RunOutcome(path, done, reason, float(max(solves)), solution_error, rank)
+    return RunOutcome(path, done, reason, float(max(solves)), solution_error, rank, foreign)
 
 
 def _inject_noise(

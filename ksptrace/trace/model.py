@@ -38,6 +38,9 @@ CONFIG_KEYS: tuple[str, ...] = (
     "noise",
 )
 """Attributes that define a configuration: traces that agree on all of them may be pooled."""
+FOREIGN_LOAD_LIMIT = 0.10
+"""A solve during which other processes used more than this share of a node's CPU capacity
+(trace attribute ``foreign_cpu_share``) is reported and flagged as contaminated."""
 CONFIG_DEFAULTS: Mapping[str, AttrValue] = {"noise": "none"}
 """What a missing configuration attribute means (traces written before it existed)."""
 

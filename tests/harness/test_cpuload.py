@@ -1,0 +1,89 @@
+"""Foreign CPU load during the timed solve: the arithmetic, the readers, and a real run with a
+competing busy process (the trace records it, the run warns, the analysis flags it)."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from ksptrace.analysis.pipeline import AnalysisOptions, analyze_trace
+from ksptrace.harness import cpuload
+from ksptrace.harness.cpuload import Sample, foreign_load
+from ksptrace.trace.io import read_trace
+
+
+def s(wall: float, own: float, busy: float | None, cpus: int = 2) -> Sample:
+    return Sample(wall, own, busy, cpus)
+
+
+def test_foreign_time_is_the_nodes_busy_time_the_jobs_ranks_do_not_account_for() -> None:
+    # Two ranks on one 2-CPU node, 10 s: they use 20 CPU s, the node was busy 25 CPU s.
+    starts = [s(0.0, 1.0, 100.0), s(0.0, 1.0, 100.0)]
+    ends = [s(10.0, 11.0, 125.0), s(10.0, 11.0, 125.0)]
+    load = foreign_load(starts, ends, [0, 0])
+    assert load is not None
+    assert load.seconds == pytest.approx(5.0)
+    assert load.share == pytest.approx(0.25)
+    assert load.loaded
+    assert "25% of node 0's CPU capacity" in load.message()
+
+
+def test_the_worst_node_is_reported_and_a_quiet_one_is_not_loaded() -> None:
+    starts = [s(0, 0, 0), s(0, 0, 0), s(0, 0, 50), s(0, 0, 50)]
+    ends = [s(4, 4, 8.2), s(4, 4, 8.2), s(4, 4, 58.0), s(4, 3, 58.0)]
+    load = foreign_load(starts, ends, [0, 0, 1, 1])
+    assert load is not None
+    assert load.node == 1
+    assert load.seconds == pytest.approx(1.0)
+    quiet = foreign_load(starts[:2], ends[:2], [0, 0])
+    assert quiet is not None
+    assert quiet.share == pytest.approx(0.2 / 8)
+    assert not quiet.loaded
+
+
+def test_nothing_is_claimed_without_proc_stat_and_the_share_never_goes_negative() -> None:
+    assert foreign_load([s(0, 0, None)], [s(1, 1, None)], [0]) is None
+    over = foreign_load([s(0, 0, 0)], [s(1, 1.5, 1.0)], [0])  # own time above the busy time
+    assert over is not None
+    assert over.share == 0.0
+
+
+def test_a_sample_reads_this_machine() -> None:
+    first = cpuload.sample()
+    sum(i * i for i in range(300_000))
+    second = cpuload.sample()
+    assert second.own > first.own
+    assert first.cpus >= 1
+    if sys.platform == "linux":
+        assert first.node_busy is not None
+        assert second.node_busy is not None
+        assert second.node_busy >= first.node_busy
+
+
+@pytest.mark.mpi
+def test_a_solve_beside_a_busy_process_is_recorded_warned_and_flagged(
+        ksptrace_cli, tmp_path: Path) -> None:
+    hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(2)]
+    try:
+        path = tmp_path / "loaded.h5"
+        proc = ksptrace_cli("run", "--n", "100000", "--ksp", "gmres", "--iterations", "1500",
+                            "--np", "1", "--out", str(path))
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert proc.returncode == 0, proc.stderr
+    trace = read_trace(path)
+    share = trace.attr("foreign_cpu_share")
+    assert isinstance(share, float)
+    # Two spinning processes and one rank on this machine's CPUs: the two hogs hold most of it.
+    assert share > 0.3, share
+    assert "ksptrace: warning: other processes used" in proc.stderr
+    assert "contaminated" in proc.stderr
+    a = analyze_trace(trace, AnalysisOptions(candidates=("norm",), mc_runs=1))
+    (flag,) = a.flagged("machine-loaded")
+    assert "of node 0's CPU capacity during the solve" in flag.message
+    assert isinstance(trace.attr("loadavg_before"), float)
