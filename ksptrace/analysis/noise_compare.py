@@ -72,6 +72,21 @@ class NoiseRow:
     k_mu: float
     montecarlo: float | None
     ks_rejected_pct: float | None
+    detour_cost: float | None = None
+    """KSPSolve minus K times the mean quiet iteration (no rank detoured): what the detours cost,
+    measured inside the run."""
+    injected_lockstep: float = 0.0
+    """sum_k max_p of the detours: what waiting for every rank in every iteration costs."""
+    injected_rank_max: float = 0.0
+    """max_p sum_k of the detours: what a fully decoupled (pipelined) run would cost."""
+
+    @property
+    def detour_cost_ratio(self) -> float | None:
+        """detour_cost / injected_lockstep: about 1 when the run paid every iteration's
+        slowest detour; injected_rank_max / injected_lockstep when it hid them."""
+        if self.detour_cost is None or not self.injected_lockstep:
+            return None
+        return self.detour_cost / self.injected_lockstep
 
     @property
     def slowdown_pct(self) -> float | None:
@@ -171,6 +186,9 @@ def _row(a: TraceAnalysis, baselines: Sequence[TraceAnalysis]) -> NoiseRow:
         k_mu=a.bounds.iterations * a.bounds.mean,
         montecarlo=a.simulated,
         ks_rejected_pct=None if a.ks_all is None else 100.0 * a.ks_all.fraction_rejected,
+        detour_cost=inj.detour_cost(a.measured, a.iterations, a.pipelined),
+        injected_lockstep=inj.injected_lockstep,
+        injected_rank_max=inj.injected_rank_max,
     )
 
 

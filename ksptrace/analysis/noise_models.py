@@ -218,6 +218,25 @@ class InjectedNoise:
     detours, so they overstate the natural time; a noise-free run of the same configuration is
     the better source."""
     natural_mean: float
+    injected_lockstep: float = 0.0
+    """sum over iterations of the max over ranks of the detours: what a method that waits for
+    every rank in every iteration pays for them."""
+    quiet_iterations: int = 0
+    """Iterations in which no rank detoured."""
+    quiet_iteration: float | None = None
+    """Mean over the quiet iterations of max over ranks of T_p^k (None without one)."""
+    quiet_rank_iteration: float | None = None
+    """Mean over the quiet iterations and the ranks of T_p^k (None without one)."""
+
+    def detour_cost(self, measured: float, iterations: int, pipelined: bool) -> float | None:
+        """What the detours cost this run: KSPSolve minus K quiet iterations (seconds), a quiet
+        iteration being the slowest rank's for a standard method and the mean rank's for a
+        pipelined one (which pays each rank's own sum). Measured inside the run, so it does not
+        depend on a noise-free run's drift from run to run."""
+        quiet = self.quiet_rank_iteration if pipelined else self.quiet_iteration
+        if quiet is None:
+            return None
+        return measured - iterations * quiet
 
     def units(self, nprocs: int, n_nodes: int) -> int:
         """N of the known truth: the independent noise sources (ranks, or nodes with per=node)."""
@@ -241,10 +260,16 @@ def injected_noise(
     if inj.shape != t.shape:
         raise AnalysisError(f"injected detours have shape {inj.shape}, the times {t.shape}")
     natural = np.maximum(t - inj, 0.0)
+    quiet = ~np.any(inj > 0, axis=0) if inj.size else np.zeros(0, dtype=bool)
+    count = int(np.count_nonzero(quiet))
     return InjectedNoise(
         spec=spec,
         injected_mean=float(inj.mean()) if inj.size else 0.0,
         injected_rank_max=float(inj.sum(axis=1).max()) if inj.size else 0.0,
         natural=_reduce(natural, MAX_NATURAL_SAMPLES),
         natural_mean=float(natural.mean()),
+        injected_lockstep=float(inj.max(axis=0).sum()) if inj.size else 0.0,
+        quiet_iterations=count,
+        quiet_iteration=float(t[:, quiet].max(axis=0).mean()) if count else None,
+        quiet_rank_iteration=float(t[:, quiet].mean()) if count else None,
     )

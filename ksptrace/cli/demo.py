@@ -140,7 +140,7 @@ def noise_lines(rows: list[dict[str, str]]) -> list[str]:
     model's error on the standard method."""
     head = (f"{'methods':<16} {'P':>2} {'noise':<12} {'slowdown std/pipe':>18} "
             f"{'extra, measured':>15} {'Ê predicts':>18} {'KS rej. std/pipe':>16} "
-            f"{'stationary err':>14}")
+            f"{'stationary err':>14} {'detour cost std/pipe':>20}")
     lines = ["Injected noise (slowdown against the noise-free run; extra = how much more the "
              "standard method slowed down)", head, "-" * len(head)]
     for r in rows:
@@ -150,13 +150,17 @@ def noise_lines(rows: list[dict[str, str]]) -> list[str]:
         err = r.get("err_pct_nonstationary_gap", "")
         ks = "/".join(f"{float(v):.0f}%" if v else "-" for v in (
             r.get("ks_rejected_pct_standard", ""), r.get("ks_rejected_pct_pipelined", "")))
+        cost = " / ".join(f"{float(v):.2f}" if v else "-" for v in (
+            r.get("detour_cost_ratio_standard", ""), r.get("detour_cost_ratio_pipelined", "")))
         slow = " / ".join(_pct(r.get(f"slowdown_pct_{m}", "")) for m in ("standard", "pipelined"))
         lines.append(
             f"{r['standard'] + '/' + r['pipelined']:<16} {r['P'] + over:>2} "
             f"{r['noise'].partition(':')[0]:<12} {slow:>18} "
             f"{(f'{float(extra) * 1e3:.1f} ms' if extra else '-'):>15} "
             f"{(f'{float(pred) * 1e3:.1f} ms ({_pct(err)})' if pred and err else '-'):>18} "
-            f"{ks:>16} {_pct(r.get('err_pct_stationary_standard', '')):>14}")
+            f"{ks:>16} {_pct(r.get('err_pct_stationary_standard', '')):>14} {cost:>20}")
+    lines.append("detour cost: KSPSolve minus K detour-free iterations, in units of "
+                 "sum_k max_p D (1: every iteration's slowest detour was paid)")
     if any(r.get("oversubscribed") == "True" for r in rows):
         lines.append("* oversubscribed: more ranks than cores")
     return lines

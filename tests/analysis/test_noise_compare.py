@@ -78,6 +78,12 @@ def test_each_noisy_run_meets_its_known_truth_and_the_standard_method_pays_more(
     assert pair.truth_gap > 0.1
     # The pipelined model K mu is exact for a pipelined run's own timings.
     assert pip.k_mu == pytest.approx(pip.measured - 1e-3, rel=0.02)
+    # Inside each run: the standard method paid about every iteration's slowest detour, the
+    # (ideally decoupled) pipelined one about each rank's own sum of detours.
+    assert std.detour_cost_ratio == pytest.approx(1.0, abs=0.2)
+    hidden = pip.injected_rank_max / pip.injected_lockstep
+    assert hidden < 0.5
+    assert pip.detour_cost_ratio == pytest.approx(hidden, abs=0.15)
     # The ks share and the models are carried through as the analysis gave them.
     assert std.ks_rejected_pct is not None
     assert std.montecarlo is not None
