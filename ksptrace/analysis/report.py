@@ -358,24 +358,55 @@ def noise_section(comparison: noise_compare.NoiseComparison) -> dict[str, Any] |
     }
 
 
+def _span(values: Sequence[float], fmt: str = "{:.2f}") -> str:
+    lo, hi = min(values), max(values)
+    return fmt.format(lo) if lo == hi else f"{fmt.format(lo)}–{fmt.format(hi)}"
+
+
 def noise_sentences(comparison: noise_compare.NoiseComparison) -> list[str]:
-    """A sentence per standard/pipelined pair: slowdowns, the gap and what Ê says of it."""
+    """A few sentences per standard/pipelined method pair, over all its noises and P: who
+    slowed down more, what each paid for the detours inside its runs, what Ê says of the gap;
+    then where KS told ranks apart."""
     out = []
+    groups: dict[tuple[str, str], list[noise_compare.NoisePair]] = {}
     for pair in comparison.pairs:
-        s, p = pair.standard, pair.pipelined
-        if s.slowdown_pct is None or p.slowdown_pct is None or pair.measured_gap is None:
-            continue
-        more = "more" if pair.measured_gap > 0 else "less"
-        text = (f"Under {tables._noise_label(s)} at P = {s.nprocs}"
-                f"{' (oversubscribed)' if s.oversubscribed else ''}, {s.ksp.upper()} slowed down "
-                f"by {findings.fmt_pct(s.slowdown_pct)} and {p.ksp.upper()} by "
-                f"{findings.fmt_pct(p.slowdown_pct)}: {findings.fmt_time(abs(pair.measured_gap))}"
-                f" {more} for the standard method")
-        err = pair.nonstationary_gap_error_pct
-        if pair.nonstationary_gap is not None and err is not None:
-            text += (f"; the non-stationary model puts the gap at "
-                     f"{findings.fmt_time(pair.nonstationary_gap)} ({findings.fmt_pct(err)})")
-        out.append(text + ".")
+        groups.setdefault((pair.standard.ksp, pair.pipelined.ksp), []).append(pair)
+    for (std, pip), pairs in groups.items():
+        s_name, p_name = std.upper(), pip.upper()
+        based = [p for p in pairs if p.measured_gap is not None
+                 and p.standard.slowdown_pct is not None and p.pipelined.slowdown_pct is not None]
+        parts = []
+        if based:
+            pct = sum(1 for p in based
+                      if (p.standard.slowdown_pct or 0) > (p.pipelined.slowdown_pct or 0))
+            sec = sum(1 for p in based if (p.measured_gap or 0) > 0)
+            parts.append(f"{s_name} slowed down more than {p_name} in {pct} of {len(based)} "
+                         f"noisy configurations in per cent of its noise-free time, and in {sec} "
+                         "in seconds")
+        costs = [(p.standard.detour_cost_ratio, p.pipelined.detour_cost_ratio,
+                  p.pipelined.injected_rank_max / p.pipelined.injected_lockstep)
+                 for p in pairs if p.standard.detour_cost_ratio is not None
+                 and p.pipelined.detour_cost_ratio is not None and p.pipelined.injected_lockstep]
+        if costs:
+            parts.append(
+                f"inside its runs, {s_name} paid {_span([c[0] for c in costs])} × Σₖ maxₚ D of "
+                f"its detours and {p_name} {_span([c[1] for c in costs])} × (hiding them "
+                f"completely would cost {_span([c[2] for c in costs])} ×)")
+        errs = [p.nonstationary_gap_error_pct for p in based
+                if p.nonstationary_gap_error_pct is not None]
+        if errs:
+            close = sum(1 for e in errs if abs(e) <= 25.0)
+            parts.append(f"Ê puts the gap within 25 % of the measured one in {close} of "
+                         f"{len(errs)}")
+        if parts:
+            out.append(f"{s_name} against {p_name}: " + "; ".join(parts) + ".")
+    rows = [r for r in comparison.rows if r.ks_rejected_pct is not None]
+    rejected = [r for r in rows if (r.ks_rejected_pct or 0) > 0]
+    if rows:
+        where = ", ".join(f"{r.ksp.upper()} P = {r.nprocs} ({r.ks_rejected_pct:.0f} %)"
+                          for r in rejected)
+        out.append(f"KS told ranks apart in {len(rejected)} of {len(rows)} noisy runs"
+                   + (f": {where}." if rejected else "."))
     return out
 
 

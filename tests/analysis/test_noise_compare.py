@@ -122,8 +122,9 @@ def test_the_report_has_the_noise_section_and_its_csv(tmp_path: Path) -> None:
     page = report.html.read_text()
     assert page.count('id="noise"') == 1
     assert "Injected noise: prediction vs measurement" in page
-    assert "GMRES slowed down by +" in page
-    assert "PGMRES by +" in page
+    assert "GMRES against PGMRES: GMRES slowed down more than PGMRES in 1 of 1" in page
+    assert "inside its runs, GMRES paid 0.95 × Σₖ maxₚ D of its detours and PGMRES 0.33 ×" in page
+    assert "KS told ranks apart in" in page
     assert "noise: exponential scale=1ms p=0.2" in page  # the findings row says which noise
     noise_csv = (tmp_path / "r" / "noise.csv").read_text().splitlines()
     assert len(noise_csv) == 3
