@@ -403,7 +403,7 @@ def noise_sentences(comparison: noise_compare.NoiseComparison) -> list[str]:
     rows = [r for r in comparison.rows if r.ks_rejected_pct is not None]
     rejected = [r for r in rows if (r.ks_rejected_pct or 0) > 0]
     if rows:
-        where = ", ".join(f"{r.ksp.upper()} P = {r.nprocs} ({r.ks_rejected_pct:.0f} %)"
+        where = ", ".join(f"{r.ksp.upper()} P = {r.nprocs} {r.dist} ({r.ks_rejected_pct:.0f} %)"
                           for r in rejected)
         out.append(f"KS told ranks apart in {len(rejected)} of {len(rows)} noisy runs"
                    + (f": {where}." if rejected else "."))
