@@ -104,7 +104,7 @@ def test_depth_zero_source_is_a_single_return() -> None:
     tree = build_quadtree(square_map(dm), max_depth=0)
     body = c_source(tree, batch=False).split("{", 2)[2]
     assert body.count("return") == 1
-    assert body.count("if (") == 2  # the two clamps, no test
+    assert body.count("if (") == 4  # the clamps (two per axis), no test
 
 
 def test_bad_function_name_is_refused() -> None:
