@@ -32,6 +32,8 @@ from ksptrace.analysis.decision import DecisionMap, SquareMap
 from ksptrace.errors import AnalysisError
 
 LeafRule = Literal["majority", "penalty"]
+MAX_K = 15
+"""Largest map side 2^k: a cell's Morton code (2 k bits) must fit an int32."""
 CHUNK = 1 << 15
 """Points per pass of the vectorised query (keeps the working arrays in cache)."""
 
@@ -78,9 +80,10 @@ class QuadTree:
     axis_names: tuple[str, str]
     methods: tuple[str, ...]
     row_key: np.ndarray
-    """int64 [n1]: Morton bits of the map row each measured axis1 value reads (odd bits)."""
+    """int32 [n1 + 1]: Morton bits (odd bits) of the map row read by a value whose
+    ``searchsorted(axis1, a, "right")`` is the index; index 0 (below the range) reads as 1."""
     col_key: np.ndarray
-    """int64 [n2]: Morton bits of the map column of each axis2 value (even bits)."""
+    """int32 [n2 + 1]: the same for the columns (even bits)."""
     row_source: np.ndarray
     col_source: np.ndarray
     max_depth_limit: int | None
@@ -88,16 +91,15 @@ class QuadTree:
     leaf: LeafRule
     stats: TreeStats
     children: np.ndarray = field(repr=False, compare=False)
-    """int64 [4 nodes]: the vectorised query's copy of the tree, where a leaf's four children
-    are the leaf itself, so that a fixed number of steps ends on every point's leaf."""
+    """int32 [4 nodes]: the vectorised query's copy of the tree: entry 4 p + q is 4 times the
+    index of child q of node p, and a leaf's four children are the leaf itself, so that a fixed
+    number of steps ends on every point's leaf."""
     _scalar: tuple[array, array, array, array, array] = field(repr=False, compare=False)
 
     def query(self, a: float, b: float) -> int:
         """The method index for one point (axis1 = a, axis2 = b)."""
         code, x1, x2, rk, ck = self._scalar
-        i = bisect_right(x1, a) - 1
-        j = bisect_right(x2, b) - 1
-        key = rk[i if i > 0 else 0] | ck[j if j > 0 else 0]
+        key = rk[bisect_right(x1, a)] | ck[bisect_right(x2, b)]
         shift = 2 * self.k - 2
         v = code[0]
         while v >= 0:
@@ -113,17 +115,20 @@ class QuadTree:
             raise AnalysisError(f"query_many needs two arrays of one length, got {a.size} and "
                                 f"{b.size} points")
         out = np.empty(a.size, dtype=np.int64)
-        children = self.children
-        depth = self.stats.max_depth
+        node = np.empty(min(a.size, CHUNK), dtype=np.int32)
+        step = np.empty_like(node)
         for s in range(0, a.size, CHUNK):
-            i = np.searchsorted(self.axis1, a[s:s + CHUNK], side="right") - 1
-            j = np.searchsorted(self.axis2, b[s:s + CHUNK], side="right") - 1
-            key = self.row_key[np.maximum(i, 0)] | self.col_key[np.maximum(j, 0)]
-            node = np.zeros(key.size, dtype=np.int64)
-            for d in range(depth):
-                q = (key >> (2 * (self.k - 1 - d))) & 3
-                node = children[4 * node + q]
-            out[s:s + CHUNK] = -1 - self.code[node]
+            i = np.searchsorted(self.axis1, a[s:s + CHUNK], side="right")
+            j = np.searchsorted(self.axis2, b[s:s + CHUNK], side="right")
+            key = self.row_key[i] | self.col_key[j]
+            n = key.size
+            node[:n] = 0
+            for d in range(self.stats.max_depth):
+                np.right_shift(key, 2 * (self.k - 1 - d), out=step[:n])
+                np.bitwise_and(step[:n], 3, out=step[:n])
+                np.add(step[:n], node[:n], out=step[:n])
+                np.take(self.children, step[:n], out=node[:n])
+            out[s:s + n] = -1 - self.code[node[:n] >> 2]
         return out
 
     def decisions(self) -> np.ndarray:
@@ -162,6 +167,9 @@ def build_quadtree(
                             "1.0 gives the exact tree")
     if leaf not in ("majority", "penalty"):
         raise AnalysisError(f"unknown leaf rule {leaf!r}; choose 'majority' or 'penalty'")
+    if square.k > MAX_K:
+        raise AnalysisError(f"the map is 2^{square.k} on a side; queries support up to "
+                            f"2^{MAX_K} (32768 distinct values per axis)")
     dm = square.source
     n_methods = len(dm.methods)
     counts = _summed_area(np.eye(n_methods, dtype=np.float64)[square.cells].transpose(2, 0, 1))
@@ -219,8 +227,8 @@ def _assemble(
     dm = square.source
     last_row = _last_replica(square.row_source, dm.axis1.size)
     last_col = _last_replica(square.col_source, dm.axis2.size)
-    row_key = _spread_bits(last_row) << 1
-    col_key = _spread_bits(last_col)
+    row_key = (_spread_bits(np.r_[last_row[0], last_row]) << 1).astype(np.int32)
+    col_key = _spread_bits(np.r_[last_col[0], last_col]).astype(np.int32)
     size = 1 << square.k
     stats = TreeStats(
         nodes=int(code.size), leaves=int(leaf_depths.size), max_depth=int(leaf_depths.max()),
@@ -229,21 +237,21 @@ def _assemble(
         bytes=int(code.nbytes + dm.axis1.nbytes + dm.axis2.nbytes + row_key.nbytes
                   + col_key.nbytes))
     scalar = (array("i", code.tobytes()), array("d", dm.axis1.tobytes()),
-              array("d", dm.axis2.tobytes()), array("q", row_key.tobytes()),
-              array("q", col_key.tobytes()))
+              array("d", dm.axis2.tobytes()), array("i", row_key.tobytes()),
+              array("i", col_key.tobytes()))
     return QuadTree(
         code=code, k=square.k, axis1=dm.axis1, axis2=dm.axis2, axis_names=dm.axis_names,
         methods=dm.methods, row_key=row_key, col_key=col_key, row_source=square.row_source,
         col_source=square.col_source, max_depth_limit=max_depth, threshold=threshold,
-        leaf=leaf, stats=stats, children=_self_looped(code), _scalar=scalar)
+        leaf=leaf, stats=stats, children=4 * _self_looped(code), _scalar=scalar)
 
 
 def _self_looped(code: np.ndarray) -> np.ndarray:
-    """int64 [4 nodes]: the four children of every node; a leaf's are the leaf itself."""
-    nodes = np.arange(code.size, dtype=np.int64)
-    first = np.where(code >= 0, code.astype(np.int64), nodes)
-    quad = np.where(code[:, None] >= 0, np.arange(4), 0)
-    return (first[:, None] + quad).ravel()
+    """int32 [4 nodes]: the four children of every node; a leaf's are the leaf itself."""
+    nodes = np.arange(code.size, dtype=np.int32)
+    first = np.where(code >= 0, code, nodes)
+    quad = np.where(code[:, None] >= 0, np.arange(4, dtype=np.int32), 0)
+    return (first[:, None] + quad).ravel().astype(np.int32)
 
 
 def _last_replica(source: np.ndarray, n: int) -> np.ndarray:
