@@ -21,7 +21,7 @@ import jinja2
 import numpy as np
 
 from ksptrace import __version__
-from ksptrace.analysis import figure_sets, findings, noise_compare, tables
+from ksptrace.analysis import decision_report, figure_sets, findings, noise_compare, tables
 from ksptrace.analysis.pipeline import AnalysisOptions, Flag, TraceAnalysis, analyze_trace
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.outputs import check_destination, staged_directory
@@ -79,6 +79,7 @@ class Results:
     noise: noise_compare.NoiseComparison = field(
         default_factory=lambda: noise_compare.NoiseComparison((), (), ()))
     """Runs with injected noise against their truth and the models (empty without noise)."""
+    with_figures: bool = True
 
 
 @dataclass(frozen=True)
@@ -167,7 +168,8 @@ def analyse(
     if progress is not None and any(d.analysis.noisy for d in done):
         progress.step("injected noise: the known truth")
     noise = noise_compare.compare([d.analysis for d in done])
-    return Results(tuple(done), tuple(skipped), opt, across, across_omitted, started, noise)
+    return Results(tuple(done), tuple(skipped), opt, across, across_omitted, started, noise,
+                   with_figures)
 
 
 def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
@@ -432,8 +434,22 @@ ENV = jinja2.Environment(
 )
 
 
+def decision_studies(results: Results) -> decision_report.Studies:
+    """Decision maps over P x n of the analysed runs (empty unless several solvers were run at
+    two or more values of both)."""
+    runs = [decision_report.run_of(dict(d.analysis.attrs), d.analysis.nprocs,
+                                   d.analysis.measured, d.analysis.path or d.analysis.label)
+            for d in results.analysed]
+    try:
+        return decision_report.build_studies(runs)
+    except KsptraceError as exc:
+        return decision_report.Studies(decision_report.DEFAULT_AXES,
+                                       decision_report.DEFAULT_METHOD, (), (str(exc),))
+
+
 def render_html(results: Results, table_list: Sequence[tables.Table],
-                metadata: dict[str, Any]) -> str:
+                metadata: dict[str, Any],
+                decisions: decision_report.Studies | None = None) -> str:
     """The whole report as one HTML string."""
     rows = _anchors(results.analysed)
     noise = noise_section(results.noise)
@@ -453,6 +469,9 @@ def render_html(results: Results, table_list: Sequence[tables.Table],
         across_omitted=results.across_omitted,
         ks_note=findings.ks_alpha_note(opt.alpha, opt.reference_rank),
         noise=noise,
+        decision=None if decisions is None else decision_report.section_context(
+            decisions, None if results.with_figures else [[] for _ in decisions.studies]),
+        standalone=False,
     )
 
 
@@ -554,9 +573,16 @@ def write_report(
     if progress is not None:
         progress.step("tables and report")
     table_list = all_tables(analyses, results.options, results.noise)
+    decisions = decision_studies(results)
+    if decisions.studies and progress is not None:
+        progress.step("decision maps")
+    for k, s in enumerate(decisions.studies):
+        table_list.extend(decision_report.study_tables(s, k))
     metadata = metadata_of(results)
-    page = render_html(results, table_list, metadata)
-    doc = json.dumps(summary(results, table_list, metadata), indent=2, default=_jsonable)
+    page = render_html(results, table_list, metadata, decisions)
+    digest = summary(results, table_list, metadata)
+    digest["decision_maps"] = [decision_report.summary_of(s) for s in decisions.studies]
+    doc = json.dumps(digest, indent=2, default=_jsonable)
     with staged_directory(out, EARLIER) as tmp:
         for t in table_list:
             (tmp / f"{t.name}.csv").write_text(t.to_csv())

@@ -24,6 +24,7 @@ SUBCOMMANDS: dict[str, str] = {
     "campaign": "ksptrace.cli.campaign",
     "segment": "ksptrace.cli.segment",
     "segment-eval": "ksptrace.cli.segment_eval",
+    "decide": "ksptrace.cli.decide",
 }
 """Subcommand name -> module. A module that does not exist yet is left out of the parser."""
 

@@ -1,0 +1,101 @@
+"""``ksptrace decide CAMPAIGN_DIR --axes nprocs,n --method ksp --out DIR``: decision maps.
+
+Reads every trace under the given folders (or the given trace files), takes each run's
+KSPSolve time (slowest rank) and builds, per group of runs that agree on everything but the two
+axes and the method, the map of the fastest method per cell and its quadtrees. Writes, whole or
+not at all: decision.html, decision.json, per map the depth and threshold tables, the regions and
+every cell as CSV, the figures, the decision function as C and Python, and a PETSc options file
+per region (for --method ksp or pc).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+from ksptrace.analysis.decision_report import (
+    DEFAULT_AXES,
+    DEFAULT_METHOD,
+    runs_from,
+    write_decision,
+)
+from ksptrace.cli.progress import Progress
+from ksptrace.errors import UsageError
+from ksptrace.trace.io import iter_traces
+
+
+def register(subparsers: Any) -> None:
+    p = subparsers.add_parser(
+        "decide",
+        help="decision maps: the fastest method over two numeric axes, as quadtrees and code",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    p.add_argument("inputs", nargs="+", metavar="CAMPAIGN_DIR",
+                   help="campaign output folders (searched for *.h5) or trace files")
+    p.add_argument("--axes", default=",".join(DEFAULT_AXES),
+                   help="the two numeric axes, as the campaign file spells them "
+                        "(default: nprocs,n)")
+    p.add_argument("--method", default=DEFAULT_METHOD,
+                   help="the categorical key whose values are compared (default: ksp)")
+    p.add_argument("--out", required=True, help="folder for decision.html and the files")
+    p.add_argument("--max-depth", type=int, default=None,
+                   help="depth limit of the tree the code and options are written from "
+                        "(default: none, the exact tree)")
+    p.add_argument("--threshold", type=float, default=1.0,
+                   help="accuracy threshold of that tree, a share in (0, 1] (default 1)")
+    p.add_argument("--quiet", action="store_true", help="no progress display")
+    p.set_defaults(func=main)
+
+
+def trace_paths(inputs: list[str]) -> list[Path]:
+    """Trace files named, and every *.h5 under the folders named (sorted)."""
+    paths: list[Path] = []
+    for item in inputs:
+        p = Path(item)
+        if p.is_dir():
+            found = sorted(q for q in p.rglob("*.h5") if q.is_file())
+            if not found:
+                raise UsageError(f"{p} holds no trace (*.h5); pass a campaign's output folder")
+            paths.extend(found)
+        elif p.is_file():
+            paths.append(p)
+        else:
+            raise UsageError(f"{p} does not exist; pass a campaign output folder or trace files")
+    return paths
+
+
+def main(args: argparse.Namespace) -> int:
+    axes = tuple(a.strip() for a in args.axes.split(",") if a.strip())
+    if len(axes) != 2:
+        raise UsageError(f"--axes takes two keys separated by a comma, got {args.axes!r} "
+                         "(for example nprocs,n)")
+    paths = trace_paths(list(args.inputs))
+    with Progress(len(paths), "trace", sys.stderr, enabled=not args.quiet) as progress:
+        def items() -> Any:
+            for item in iter_traces(paths):
+                name = getattr(item, "path", None) or str(item).split(": ", 1)[0]
+                progress.advance(str(name), "ok" if not isinstance(item, Exception)
+                                 else "skipped: " + str(item))
+                yield item
+
+        runs, skipped = runs_from(items())
+        for reason in skipped:
+            if args.quiet:
+                print(f"ksptrace: skipped {reason}", file=sys.stderr)
+        progress.step("quadtrees, figures and code")
+        folder, studies = write_decision(args.out, runs, (axes[0], axes[1]), args.method,
+                                         args.max_depth, args.threshold, skipped)
+    for note in studies.notes:
+        print(f"ksptrace: {note}", file=sys.stderr)
+    for s in studies.studies:
+        zero = s.single
+        print(f"{s.title}: {s.dm.axis1.size} x {s.dm.axis2.size} cells, "
+              f"{len(s.dm.methods)} methods; exact tree {s.exact.tree.stats.leaves} leaves, "
+              f"depth {s.exact.tree.stats.max_depth}; one method for all: "
+              f"{100 * zero.penalty.mean:+.1f} % mean penalty")
+    print(f"wrote {folder / 'decision.html'} ({len(studies.studies)} map(s), "
+          f"{len(runs)} runs, {len(skipped)} skipped)")
+    return 0
