@@ -110,7 +110,7 @@ def build_studies(runs: Sequence[Run], axes: tuple[str, str] = DEFAULT_AXES,
             continue
         groups.setdefault(tuple(str(r.attrs.get(k)) for k in group_keys), []).append(r)
     out: list[DecisionStudy] = []
-    varying = [i for i, _ in enumerate(group_keys) if len({g[i] for g in groups}) > 1]
+    varying = _title_keys(group_keys, list(groups))
     for group, members in sorted(groups.items()):
         title = ", ".join(f"{group_keys[i]}={group[i]}" for i in varying) or "all runs"
         try:
@@ -127,6 +127,47 @@ def build_studies(runs: Sequence[Run], axes: tuple[str, str] = DEFAULT_AXES,
         raise AnalysisError("no decision map could be built: " + ("; ".join(notes) or
                             "no runs") + f" (axes {axes[0]} x {axes[1]}, method {method})")
     return Studies(axes, method, tuple(out), tuple(notes))
+
+
+def _title_keys(keys: Sequence[str], groups: Sequence[tuple[str, ...]]) -> list[int]:
+    """Which keys name a group: the problem whenever groups differ at all, and any other key
+    only where it tells apart groups of one problem (so a problem's own settings, which differ
+    between problems anyway, do not clutter every title)."""
+    if len(groups) < 2:
+        return []
+    p = keys.index("problem") if "problem" in keys else None
+    out = []
+    for i in range(len(keys)):
+        if len({g[i] for g in groups}) < 2:
+            continue
+        if i == p or p is None:
+            out.append(i)
+            continue
+        by_problem: dict[str, set[str]] = {}
+        for g in groups:
+            by_problem.setdefault(g[p], set()).add(g[i])
+        if any(len(v) > 1 for v in by_problem.values()):
+            out.append(i)
+    return out
+
+
+def methods_table(s: DecisionStudy, name: str) -> Table:
+    """What always using one method costs: the share of cells it wins and its penalty."""
+    dm = s.dm
+    rel = dm.relative_times() - 1.0
+    measured = ~dm.filled
+    rows = []
+    for m, label in enumerate(dm.methods):
+        r = rel[m][measured & np.isfinite(rel[m])]
+        rows.append({"method": label,
+                     "cells won": int((dm.best[measured] == m).sum()),
+                     "cells measured": int(np.isfinite(dm.times[m][measured]).sum()),
+                     "penalty mean %": _pct(float(r.mean())) if r.size else float("nan"),
+                     "penalty max %": _pct(float(r.max())) if r.size else float("nan")})
+    frame = pd.DataFrame(rows).sort_values("penalty mean %", kind="stable")
+    return Table(name, f"{s.title}: always using one method", frame,
+                 notes=("Penalty: the method's median time over the cell's best, minus 1, over "
+                        "the cells where it was measured.",))
 
 
 # -- tables --------------------------------------------------------------------------------------
@@ -212,7 +253,8 @@ def _limit_name(r: TreeRow) -> str:
 
 def study_tables(s: DecisionStudy, index: int) -> list[Table]:
     stem = f"decision{index + 1}"
-    return [sweep_table(s, "depth", f"{stem}_by_depth"),
+    return [methods_table(s, f"{stem}_methods"),
+            sweep_table(s, "depth", f"{stem}_by_depth"),
             sweep_table(s, "threshold", f"{stem}_by_threshold"),
             regions_table(s, f"{stem}_regions"),
             cells_table(s, f"{stem}_cells")]
@@ -250,6 +292,11 @@ def sentences(s: DecisionStudy) -> list[str]:
                 f"{_pct(zero.penalty.mean):g} % on average and {_pct(zero.penalty.max):g} % at "
                 f"worst; the exact tree needs {s.exact.tree.stats.leaves} leaves and depth "
                 f"{s.exact.tree.stats.max_depth}.")
+    rest = methods_table(s, "m").frame
+    others = [f"{r['method']} {r['penalty mean %']:+g} %" for r in rest.to_dict("records")
+              if r["method"] != one and np.isfinite(r["penalty mean %"])]
+    if others:
+        text.append("Always using another method costs on average: " + ", ".join(others) + ".")
     better = [r for r in s.by_depth[1:] if r.penalty.mean <= 0.05]
     if better and better[0].tree.stats.max_depth < s.exact.tree.stats.max_depth:
         r = better[0]
@@ -460,7 +507,7 @@ def section_context(
             "anchor": f"decision-{k + 1}",
             "sentences": sentences(s),
             "tables": [{"title": t.title, "html": t.to_html(), "notes": t.notes,
-                        "csv": f"{t.name}.csv"} for t in ts[:3]],
+                        "csv": f"{t.name}.csv"} for t in ts[:4]],
             "figures": [{"title": p.title, "caption": p.caption,
                          "src": "data:image/png;base64," + base64.b64encode(p.png).decode()}
                         for p in pictures_of[k]],

@@ -45,6 +45,18 @@ def test_one_map_per_group_of_runs_that_differ_only_in_axes_and_method() -> None
     assert lap.dm.methods[int(lap.dm.best[1, 2])] == fastest
 
 
+def test_titles_name_the_problem_and_only_keys_that_split_one_problem() -> None:
+    lap = runs(0)
+    long = [Run({**r.attrs, "iterations": 300, "problem_config": '{"refine": 0}'}, r.seconds)
+            for r in runs(1, problem="iceflow")]
+    titles = [s.title for s in build_studies(lap + long).studies]
+    assert titles == ["problem=iceflow", "problem=laplace1d"]
+    k300 = [Run({**r.attrs, "iterations": 300}, r.seconds) for r in runs(2)]
+    titles = [s.title for s in build_studies(lap + k300).studies]
+    assert titles == ["iterations=1000", "iterations=300"]
+    assert [s.title for s in build_studies(lap).studies] == ["all runs"]
+
+
 def test_groups_that_cannot_form_a_map_are_named_and_strict_mode_fails() -> None:
     flat = [r for r in runs(0) if r.attrs["n"] == runs(0)[0].attrs["n"]]
     st = build_studies(flat)
@@ -65,7 +77,11 @@ def test_unknown_keys_are_refused_with_a_hint() -> None:
 
 def test_tables_follow_the_papers_columns_and_the_sentences_name_the_winners() -> None:
     s = build_studies(runs(2)).studies[0]
-    depth, _threshold, regions, cells = study_tables(s, 0)
+    methods, depth, _threshold, regions, cells = study_tables(s, 0)
+    assert methods.frame["cells won"].sum() == s.dm.axis1.size * s.dm.axis2.size
+    assert methods.frame["penalty mean %"].iloc[0] == methods.frame["penalty mean %"].min()
+    winner = methods.frame.sort_values("cells won").iloc[-1]
+    assert winner["penalty max %"] >= 0
     assert list(depth.frame.columns)[:4] == ["max depth", "depth max", "depth min", "depth mean"]
     assert depth.frame["penalty mean %"].iloc[-1] == 0.0
     assert len(regions.frame) == len(s.regions)
