@@ -5,7 +5,8 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 APT_PACKAGES=(python3-petsc4py python3-mpi4py python3-h5py-mpi openmpi-bin python3-venv
-              python3-scipy python3-pandas python3-matplotlib python3-jinja2 python3-tqdm)
+              python3-scipy python3-pandas python3-matplotlib python3-jinja2 python3-tqdm
+              python3-sklearn)
 # The test command (`bootstrap.sh --test`) also renders the report in a real headless browser.
 if [ "${1:-}" = "--test" ]; then
   APT_PACKAGES+=(chromium chromium-driver python3-selenium)
@@ -37,7 +38,8 @@ fi
 constraints="$VENV/ksptrace-constraints.txt"
 "$VENV/bin/python" - > "$constraints.new" <<'PY'
 import importlib.metadata as md
-for dist in ("numpy", "scipy", "mpi4py", "pandas", "matplotlib", "jinja2", "tqdm", "selenium"):
+for dist in ("numpy", "scipy", "mpi4py", "pandas", "matplotlib", "jinja2", "tqdm", "selenium",
+             "scikit-learn"):
     try:
         print(f"{dist}=={md.version(dist)}")
     except md.PackageNotFoundError:

@@ -24,6 +24,7 @@ from matplotlib.patches import Patch
 
 from ksptrace.analysis.decision import decision_map
 from ksptrace.analysis.decision_codegen import c_source, python_source
+from ksptrace.analysis.decision_next import campaign_toml
 from ksptrace.analysis.decision_study import DecisionStudy, TreeRow, study
 from ksptrace.analysis.figures import _figure, to_png
 from ksptrace.analysis.tables import Table
@@ -64,6 +65,8 @@ class Studies:
     method: str
     studies: tuple[DecisionStudy, ...]
     notes: tuple[str, ...]
+    settings: tuple[dict[str, Any], ...] = ()
+    """Per study, the campaign keys its runs share (for the follow-up campaign file)."""
 
 
 def run_of(attrs: Mapping[str, Any], nprocs: int, seconds: float, path: str = "") -> Run:
@@ -110,6 +113,7 @@ def build_studies(runs: Sequence[Run], axes: tuple[str, str] = DEFAULT_AXES,
             continue
         groups.setdefault(tuple(str(r.attrs.get(k)) for k in group_keys), []).append(r)
     out: list[DecisionStudy] = []
+    settings: list[dict[str, Any]] = []
     varying = _title_keys(group_keys, list(groups))
     for group, members in sorted(groups.items()):
         title = ", ".join(f"{group_keys[i]}={group[i]}" for i in varying) or "all runs"
@@ -123,10 +127,33 @@ def build_studies(runs: Sequence[Run], axes: tuple[str, str] = DEFAULT_AXES,
             notes.append(f"{title}: no decision map: {exc}")
             continue
         out.append(study(dm, title, max_depth=max_depth, threshold=threshold))
+        settings.append(_shared_settings(members))
     if strict and not out:
         raise AnalysisError("no decision map could be built: " + ("; ".join(notes) or
                             "no runs") + f" (axes {axes[0]} x {axes[1]}, method {method})")
-    return Studies(axes, method, tuple(out), tuple(notes))
+    return Studies(axes, method, tuple(out), tuple(notes), tuple(settings))
+
+
+SHARED_KEYS = ("problem", "pc", "iterations", "noise")
+
+
+def _shared_settings(members: Sequence[Run]) -> dict[str, Any]:
+    """The campaign keys of a group: problem, pc, iterations, noise, the problem's own."""
+    first = members[0].attrs
+    out: dict[str, Any] = {}
+    for key in SHARED_KEYS:
+        value = first.get(key)
+        if value is None or (key == "noise" and value == "none"):
+            continue
+        out[key] = value.item() if isinstance(value, np.generic) else value
+    raw = first.get("problem_config")
+    if isinstance(raw, str) and raw.strip().startswith("{"):
+        try:
+            extra = json.loads(raw)
+        except ValueError:
+            extra = {}
+        out.update({k: v for k, v in extra.items() if isinstance(v, str | int | float | bool)})
+    return out
 
 
 def _title_keys(keys: Sequence[str], groups: Sequence[tuple[str, ...]]) -> list[int]:
@@ -251,9 +278,44 @@ def _limit_name(r: TreeRow) -> str:
     return f"accuracy threshold {r.value:g}"
 
 
+def cart_table(s: DecisionStudy, name: str) -> Table:
+    """The quadtree of each depth limit beside CART with the same number of leaves."""
+    notes = ("CART: scikit-learn's DecisionTreeClassifier with at most as many leaves as the "
+             "quadtree, trained on the measured cells (log2 of positive axes), scored with the "
+             "same penalty.",)
+    if not s.cart:
+        return Table(name, f"{s.title}: quadtree against CART", pd.DataFrame(),
+                     notes=("scikit-learn is not installed: apt-get install python3-sklearn, "
+                            "or pip install scikit-learn",))
+    frame = pd.DataFrame([{
+        "quadtree max depth": int(r.value), "leaves": r.tree.stats.leaves,
+        "quadtree penalty mean %": _pct(r.penalty.mean),
+        "quadtree penalty max %": _pct(r.penalty.max),
+        "CART leaves": c.leaves, "CART depth": c.depth,
+        "CART penalty mean %": _pct(c.penalty.mean), "CART penalty max %": _pct(c.penalty.max),
+        "CART agreement %": _pct(c.agreement)} for r, c in zip(s.by_depth, s.cart, strict=True)])
+    return Table(name, f"{s.title}: quadtree against CART with the same leaves", frame,
+                 notes=notes)
+
+
+def next_table(s: DecisionStudy, name: str) -> Table:
+    a1, a2 = s.dm.axis_names
+    frame = pd.DataFrame([{a1: _plain(p.a), a2: _plain(p.b), "why": p.reason,
+                           "detail": p.detail} for p in s.next_points.points])
+    notes: tuple[str, ...] = (
+        "Unmeasured cells first, then points between neighbouring cells with different "
+        "fastest methods, then cells whose two fastest methods are within 5 % (measure "
+        "again). `ksptrace decide` writes them as a campaign file, next.toml.",)
+    if s.next_points.dropped:
+        notes += (f"{s.next_points.dropped} more points left out.",)
+    return Table(name, f"{s.title}: where to measure next", frame, notes=notes)
+
+
 def study_tables(s: DecisionStudy, index: int) -> list[Table]:
     stem = f"decision{index + 1}"
     return [methods_table(s, f"{stem}_methods"),
+            cart_table(s, f"{stem}_cart"),
+            next_table(s, f"{stem}_next"),
             sweep_table(s, "depth", f"{stem}_by_depth"),
             sweep_table(s, "threshold", f"{stem}_by_threshold"),
             regions_table(s, f"{stem}_regions"),
@@ -297,6 +359,11 @@ def sentences(s: DecisionStudy) -> list[str]:
               if r["method"] != one and np.isfinite(r["penalty mean %"])]
     if others:
         text.append("Always using another method costs on average: " + ", ".join(others) + ".")
+    if s.cart and len(s.by_depth) > 1:
+        r, c = s.by_depth[1], s.cart[1]
+        text.append(f"With {r.tree.stats.leaves} leaves, the depth-1 quadtree gives away "
+                    f"{_pct(r.penalty.mean):g} % on average, CART with as many leaves "
+                    f"{_pct(c.penalty.mean):g} %.")
     better = [r for r in s.by_depth[1:] if r.penalty.mean <= 0.05]
     if better and better[0].tree.stats.max_depth < s.exact.tree.stats.max_depth:
         r = better[0]
@@ -457,6 +524,12 @@ def write_files(folder: Path, studies: Studies, tables_of: Sequence[Sequence[Tab
             written.append(p)
         (sub / "decide.c").write_text(c_source(s.chosen.tree))
         (sub / "decide.py").write_text(python_source(s.chosen.tree))
+        if s.next_points.points:
+            settings = studies.settings[k] if k < len(studies.settings) else {}
+            (sub / "next.toml").write_text(campaign_toml(
+                s.next_points, settings, s.dm.methods, studies.method,
+                f"next-{slug(s.title)}"[:60]))
+            written.append(sub / "next.toml")
         opts = options_files(s, studies.method)
         if opts:
             (sub / "petsc-options").mkdir()
@@ -507,7 +580,7 @@ def section_context(
             "anchor": f"decision-{k + 1}",
             "sentences": sentences(s),
             "tables": [{"title": t.title, "html": t.to_html(), "notes": t.notes,
-                        "csv": f"{t.name}.csv"} for t in ts[:4]],
+                        "csv": f"{t.name}.csv", "empty": t.empty} for t in ts[:6]],
             "figures": [{"title": p.title, "caption": p.caption,
                          "src": "data:image/png;base64," + base64.b64encode(p.png).decode()}
                         for p in pictures_of[k]],

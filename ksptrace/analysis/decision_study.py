@@ -12,8 +12,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ksptrace.analysis import decision_cart
 from ksptrace.analysis.decision import DecisionMap, SquareMap, square_map
+from ksptrace.analysis.decision_cart import CartResult, cart_tree
 from ksptrace.analysis.decision_codegen import c_source
+from ksptrace.analysis.decision_next import Suggestions, suggest_next
 from ksptrace.analysis.quadtree import Penalty, QuadTree, build_quadtree, penalty
 
 THRESHOLDS: tuple[float, ...] = (0.4, 0.5, 0.6, 0.7, 0.8, 0.9, 0.95, 1.0)
@@ -66,6 +69,10 @@ class DecisionStudy:
     chosen: TreeRow
     """The tree the generated code, options files and regions are written from."""
     regions: tuple[Region, ...]
+    cart: tuple[CartResult, ...]
+    """CART with each depth-limited quadtree's number of leaves (empty without scikit-learn)."""
+    next_points: Suggestions
+    """Where to measure next (``decision_next``)."""
 
 
 def _row(limit: str, value: float, tree: QuadTree, dm: DecisionMap) -> TreeRow:
@@ -76,9 +83,13 @@ def _row(limit: str, value: float, tree: QuadTree, dm: DecisionMap) -> TreeRow:
 
 
 def study(dm: DecisionMap, title: str = "", max_depth: int | None = None,
-          threshold: float = 1.0) -> DecisionStudy:
+          threshold: float = 1.0, with_cart: bool = True,
+          integer_axes: tuple[bool, bool] | None = None) -> DecisionStudy:
     """Build the exact tree and the depth and threshold sweeps; ``max_depth``/``threshold``
     choose the tree whose regions and code are written (default: the exact tree)."""
+    if integer_axes is None:
+        integer_axes = (bool(np.all(dm.axis1 == np.round(dm.axis1))),
+                        bool(np.all(dm.axis2 == np.round(dm.axis2))))
     square = square_map(dm)
     exact_tree = build_quadtree(square)
     exact = _row("depth", float(exact_tree.stats.max_depth), exact_tree, dm)
@@ -94,8 +105,12 @@ def study(dm: DecisionMap, title: str = "", max_depth: int | None = None,
         chosen = _row("depth" if threshold == 1.0 else "threshold",
                       float(max_depth) if threshold == 1.0 and max_depth is not None
                       else threshold, tree, dm)
+    cart: tuple[CartResult, ...] = ()
+    if with_cart and decision_cart.available():
+        cart = tuple(cart_tree(dm, r.tree.stats.leaves) for r in by_depth)
     return DecisionStudy(title, dm, square, exact, by_depth, by_threshold, single, chosen,
-                         regions(chosen.tree, square))
+                         regions(chosen.tree, square), cart,
+                         suggest_next(dm, integer_axes=integer_axes))
 
 
 def leaves(tree: QuadTree) -> list[tuple[int, int, int, int, int]]:

@@ -207,14 +207,21 @@ def build_quadtree(
 
 def penalty(tree: QuadTree, dm: DecisionMap) -> Penalty:
     """Relative slowdown of the tree's choice against the exact map on every measured cell."""
-    chosen = tree.decisions()
+    return penalty_of(tree.decisions(), dm)
+
+
+def penalty_of(chosen: np.ndarray, dm: DecisionMap) -> Penalty:
+    """The penalty of any decisions (int [n1, n2], a method index per grid cell)."""
+    chosen = np.asarray(chosen, dtype=np.int64)
+    if chosen.shape != dm.shape:
+        raise AnalysisError(f"decisions of shape {chosen.shape} for a map of shape {dm.shape}")
     t = np.take_along_axis(dm.times, chosen[None, :, :], axis=0)[0]
     per_cell = t / dm.best_time - 1.0
     measured = ~dm.filled
     known = per_cell[measured & np.isfinite(per_cell)]
     unknown = int((measured & ~np.isfinite(per_cell)).sum())
     if known.size == 0:
-        raise AnalysisError("no measured cell has a time for the method the tree chooses; "
+        raise AnalysisError("no measured cell has a time for the method chosen there; "
                             "the penalty cannot be computed")
     return Penalty(per_cell=per_cell, mean=float(known.mean()), max=float(known.max()),
                    median=float(np.median(known)), unknown=unknown)

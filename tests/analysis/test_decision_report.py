@@ -77,7 +77,10 @@ def test_unknown_keys_are_refused_with_a_hint() -> None:
 
 def test_tables_follow_the_papers_columns_and_the_sentences_name_the_winners() -> None:
     s = build_studies(runs(2)).studies[0]
-    methods, depth, _threshold, regions, cells = study_tables(s, 0)
+    methods, cart, nxt, depth, _threshold, regions, cells = study_tables(s, 0)
+    assert list(cart.frame["leaves"]) == [r.tree.stats.leaves for r in s.by_depth]
+    assert (cart.frame["CART leaves"] <= cart.frame["leaves"]).all()
+    assert len(nxt.frame) == len(s.next_points.points)
     assert methods.frame["cells won"].sum() == s.dm.axis1.size * s.dm.axis2.size
     assert methods.frame["penalty mean %"].iloc[0] == methods.frame["penalty mean %"].min()
     winner = methods.frame.sort_values("cells won").iloc[-1]
@@ -165,3 +168,18 @@ def test_the_analysis_report_shows_the_map_when_runs_span_p_and_n(tmp_path: Path
                           fast, with_figures=False)
     assert 'id="decision"' not in single.html.read_text()
     assert json.loads(single.summary.read_text())["decision_maps"] == []
+
+
+def test_the_follow_up_campaign_of_a_real_problem_loads(tmp_path: Path) -> None:
+    from ksptrace.jobs.schema import load_campaign_file
+
+    lap = [Run({**r.attrs, "problem_config": "{}", "noise": "exponential:scale=1ms"},
+               r.seconds) for r in runs(5)]
+    folder, st = write_decision(tmp_path / "d", lap, ("nprocs", "n"), "ksp")
+    [s] = st.studies
+    assert s.next_points.points
+    nxt = next((folder).glob("*/next.toml"))
+    text = nxt.read_text()
+    assert 'problem = "laplace1d"' in text
+    assert 'noise = "exponential:scale=1ms"' in text
+    assert load_campaign_file(nxt) is not None

@@ -60,6 +60,11 @@ def test_decide_writes_the_map_of_the_fastest_solver(
     assert opts
     assert all("-ksp_type " in o.read_text() for o in opts)
     assert (out / "decision.html").read_text().count("<img") == 3
+    # the follow-up campaign: a point between the two sizes where the winner changes
+    text = (sub / "next.toml").read_text()
+    assert "n = [" in text
+    assert "31623" in text  # sqrt(10^4 * 10^5), at every P where gmres gives way to bcgs
+    assert 'problem = "synthetic"' in text
 
 
 def test_decide_as_a_user_runs_it(tmp_path: Path) -> None:
