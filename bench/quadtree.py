@@ -23,6 +23,7 @@ for _var in ("OMP_NUM_THREADS", "OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS"):
     os.environ[_var] = "1"  # one core: set before numpy loads its BLAS
 
 import ctypes  # noqa: E402
+import dataclasses  # noqa: E402
 import json  # noqa: E402
 import platform  # noqa: E402
 import subprocess  # noqa: E402
@@ -134,6 +135,14 @@ def bench_tree(tree: QuadTree, rng: np.random.Generator, folder: Path) -> dict[s
             raise SystemExit(f"{name} disagrees with the tree")
         result[f"{name}_ns"] = round(t, 1)
     result["vectorised_ns"] = round(median_ns(lambda: tree.query_many(a, b), a.size), 2)
+    plain = dataclasses.replace(tree, index1=None, index2=None)  # binary search per axis
+    result["vectorised_searchsorted_ns"] = round(
+        median_ns(lambda: plain.query_many(a, b), a.size), 2)
+    if not np.array_equal(plain.query_many(a, b), expected):
+        raise SystemExit("the bucketed axis lookup disagrees with searchsorted")
+    result["vectorised_index_bytes"] = sum(
+        int(ix.base.nbytes + ix.candidate.nbytes) for ix in (tree.index1, tree.index2)
+        if ix is not None)
     run, out = compiled(tree, folder), np.empty(a.size, dtype=np.intc)
     result["c_ns"] = round(median_ns(lambda: run(a, b, out), a.size), 2)
     if not np.array_equal(out, expected):

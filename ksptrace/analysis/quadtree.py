@@ -28,6 +28,7 @@ from typing import Literal
 
 import numpy as np
 
+from ksptrace.analysis.axis_index import AxisIndex, axis_index
 from ksptrace.analysis.decision import DecisionMap, SquareMap
 from ksptrace.errors import AnalysisError
 
@@ -95,6 +96,9 @@ class QuadTree:
     index of child q of node p, and a leaf's four children are the leaf itself, so that a fixed
     number of steps ends on every point's leaf."""
     _scalar: tuple[array, array, array, array, array] = field(repr=False, compare=False)
+    index1: AxisIndex | None = field(default=None, repr=False, compare=False)
+    """Buckets that find a value's row without a binary search (None: use searchsorted)."""
+    index2: AxisIndex | None = field(default=None, repr=False, compare=False)
 
     def query(self, a: float, b: float) -> int:
         """The method index for one point (axis1 = a, axis2 = b)."""
@@ -118,8 +122,10 @@ class QuadTree:
         node = np.empty(min(a.size, CHUNK), dtype=np.int32)
         step = np.empty_like(node)
         for s in range(0, a.size, CHUNK):
-            i = np.searchsorted(self.axis1, a[s:s + CHUNK], side="right")
-            j = np.searchsorted(self.axis2, b[s:s + CHUNK], side="right")
+            i = (self.index1.index(a[s:s + CHUNK]) if self.index1 is not None
+                 else np.searchsorted(self.axis1, a[s:s + CHUNK], side="right"))
+            j = (self.index2.index(b[s:s + CHUNK]) if self.index2 is not None
+                 else np.searchsorted(self.axis2, b[s:s + CHUNK], side="right"))
             key = self.row_key[i] | self.col_key[j]
             n = key.size
             node[:n] = 0
@@ -250,7 +256,8 @@ def _assemble(
         code=code, k=square.k, axis1=dm.axis1, axis2=dm.axis2, axis_names=dm.axis_names,
         methods=dm.methods, row_key=row_key, col_key=col_key, row_source=square.row_source,
         col_source=square.col_source, max_depth_limit=max_depth, threshold=threshold,
-        leaf=leaf, stats=stats, children=4 * _self_looped(code), _scalar=scalar)
+        leaf=leaf, stats=stats, children=4 * _self_looped(code), _scalar=scalar,
+        index1=axis_index(dm.axis1), index2=axis_index(dm.axis2))
 
 
 def _self_looped(code: np.ndarray) -> np.ndarray:
