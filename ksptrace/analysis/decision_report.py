@@ -11,6 +11,7 @@ import base64
 import json
 import math
 import re
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +28,7 @@ from ksptrace.analysis.decision_codegen import c_source, python_source
 from ksptrace.analysis.decision_next import campaign_toml
 from ksptrace.analysis.decision_study import DecisionStudy, TreeRow, study
 from ksptrace.analysis.figures import _figure, to_png
+from ksptrace.analysis.quadtree import QuadTree
 from ksptrace.analysis.tables import Table
 from ksptrace.errors import AnalysisError, UsageError
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS
@@ -203,8 +205,35 @@ def _pct(x: float) -> float:
     return round(100.0 * x, 2) if math.isfinite(x) else float("nan")
 
 
-def sweep_table(s: DecisionStudy, limit: str, name: str) -> Table:
+def query_times(tree: QuadTree, points: int = 20_000, seed: int = 0) -> tuple[float, float]:
+    """Measured time per decision on this machine (ns): scalar ``query`` and ``query_many``,
+    on random points over the measured range (log-uniform on an axis of positive values)."""
+    rng = np.random.default_rng(seed)
+
+    def draw(ax: np.ndarray) -> np.ndarray:
+        if ax[0] > 0:
+            return np.exp(rng.uniform(np.log(ax[0]), np.log(ax[-1]), points))
+        return rng.uniform(ax[0], ax[-1], points)
+
+    a, b = draw(tree.axis1), draw(tree.axis2)
+    sa, sb = a[:2000].tolist(), b[:2000].tolist()
+    best_scalar = best_vector = math.inf
+    for _ in range(3):
+        t0 = time.perf_counter()
+        for x, y in zip(sa, sb, strict=True):
+            tree.query(x, y)
+        t1 = time.perf_counter()
+        tree.query_many(a, b)
+        t2 = time.perf_counter()
+        best_scalar = min(best_scalar, (t1 - t0) / len(sa) * 1e9)
+        best_vector = min(best_vector, (t2 - t1) / points * 1e9)
+    return best_scalar, best_vector
+
+
+def sweep_table(s: DecisionStudy, limit: str, name: str, timed: bool = False) -> Table:
+    """The paper's Table 3 (and, with ``timed``, Table 4's decision times measured here)."""
     rows = s.by_depth if limit == "depth" else s.by_threshold
+    times = [query_times(r.tree) for r in rows] if timed else []
     frame = pd.DataFrame([{
         ("max depth" if limit == "depth" else "accuracy threshold"):
             int(r.value) if limit == "depth" else r.value,
@@ -220,9 +249,19 @@ def sweep_table(s: DecisionStudy, limit: str, name: str) -> Table:
         "bytes": r.tree.stats.bytes,
         "C lines": r.c_lines,
     } for r in rows])
+    if times:
+        frame["query ns (scalar)"] = [round(t[0], 1) for t in times]
+        frame["query ns (vectorised)"] = [round(t[1], 1) for t in times]
+        frame["ns per level (scalar)"] = [round(t[0] / (r.tree.stats.mean_depth + 1), 1)
+                                          for t, r in zip(times, rows, strict=True)]
     what = "maximum depth" if limit == "depth" else "accuracy threshold (no depth limit)"
-    notes = (f"Trees limited by {what}, as the paper's Table 3. Penalty: time of the chosen "
-             "method over the cell's best, minus 1, over the measured cells.",)
+    notes: tuple[str, ...] = (
+        f"Trees limited by {what}, as the paper's Tables 3 and 4. Penalty: time of the chosen "
+        "method over the cell's best, minus 1, over the measured cells.",)
+    if times:
+        notes += ("Query times: measured on this machine when the table was written, best of "
+                  "3 over random points in the measured range; time per level as the paper's "
+                  "Table 4, decision time / (mean depth + 1).",)
     return Table(name, f"{s.title}: quadtrees by {what}", frame, notes=notes)
 
 
@@ -311,13 +350,15 @@ def next_table(s: DecisionStudy, name: str) -> Table:
     return Table(name, f"{s.title}: where to measure next", frame, notes=notes)
 
 
-def study_tables(s: DecisionStudy, index: int) -> list[Table]:
+def study_tables(s: DecisionStudy, index: int, timed: bool = False) -> list[Table]:
+    """The tables of one map; ``timed`` adds measured query times (``decide`` only, so that
+    the analysis report stays reproducible)."""
     stem = f"decision{index + 1}"
     return [methods_table(s, f"{stem}_methods"),
             cart_table(s, f"{stem}_cart"),
             next_table(s, f"{stem}_next"),
-            sweep_table(s, "depth", f"{stem}_by_depth"),
-            sweep_table(s, "threshold", f"{stem}_by_threshold"),
+            sweep_table(s, "depth", f"{stem}_by_depth", timed),
+            sweep_table(s, "threshold", f"{stem}_by_threshold", timed),
             regions_table(s, f"{stem}_regions"),
             cells_table(s, f"{stem}_cells")]
 
@@ -564,7 +605,8 @@ def runs_from(items: Iterable[Any]) -> tuple[list[Run], list[str]]:
 # -- the decide command's folder -------------------------------------------------------------------
 
 def section_context(
-    studies: Studies, pictures_of: Sequence[Sequence[Picture]] | None = None
+    studies: Studies, pictures_of: Sequence[Sequence[Picture]] | None = None,
+    tables_of: Sequence[Sequence[Table]] | None = None,
 ) -> dict[str, Any] | None:
     """What the HTML templates show of the studies (None when there is no map)."""
     if not studies.studies:
@@ -574,7 +616,7 @@ def section_context(
 
     maps = []
     for k, s in enumerate(studies.studies):
-        ts = study_tables(s, k)
+        ts = list(tables_of[k]) if tables_of is not None else study_tables(s, k)
         maps.append({
             "title": s.title,
             "anchor": f"decision-{k + 1}",
@@ -600,10 +642,11 @@ def write_decision(out: str | Path, runs: Sequence[Run], axes: tuple[str, str],
     folder = Path(out)
     check_destination(folder, ("decision.json",))
     studies = build_studies(runs, axes, method, max_depth, threshold, strict=True)
-    tables_of = [study_tables(s, k) for k, s in enumerate(studies.studies)]
+    tables_of = [study_tables(s, k, timed=True) for k, s in enumerate(studies.studies)]
     pictures_of = [study_figures(s) for s in studies.studies]
     page = ENV.get_template("decision.html.j2").render(
-        decision=section_context(studies, pictures_of), skipped=list(skipped), standalone=True)
+        decision=section_context(studies, pictures_of, tables_of), skipped=list(skipped),
+        standalone=True)
     with staged_directory(folder, ("decision.json",)) as tmp:
         write_files(tmp, studies, tables_of, pictures_of)
         (tmp / "decision.html").write_text(page, encoding="utf-8")

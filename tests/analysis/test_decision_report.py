@@ -118,6 +118,10 @@ def test_the_folder_holds_code_that_agrees_with_the_tree(tmp_path: Path) -> None
     assert len(list((sub / "petsc-options").glob("*.opts"))) == len(st.studies[0].regions)
     html = (folder / "decision.html").read_text()
     assert html.count("<img") == 3
+    timed = (sub / "by_depth.csv").read_text().splitlines()
+    assert "query ns (scalar)" in timed[0]
+    assert "ns per level (scalar)" in timed[0]
+    assert "query ns" not in study_tables(st.studies[0], 0)[3].to_csv()
     spec = importlib.util.spec_from_file_location("decide_generated", sub / "decide.py")
     assert spec is not None
     assert spec.loader is not None
