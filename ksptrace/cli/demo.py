@@ -39,16 +39,21 @@ def _noise(r: dict[str, Any]) -> str:
     return value if isinstance(value, str) and value else "none"
 
 
+def _n(r: dict[str, Any]) -> int:
+    value = r.get("n")
+    return int(value) if isinstance(value, int | float) and not isinstance(value, bool) else 0
+
+
 def format_table(rows: list[dict[str, Any]]) -> str:
     """The demo's table: one line per run, times in milliseconds (and the noise, if any)."""
     noisy = any(_noise(r) != "none" for r in rows)
-    head = (f"{'problem':<10} {'solver':<9} {'P':>2} {'K':>5} {'KSPSolve max':>13} "
+    head = (f"{'problem':<10} {'n':>8} {'solver':<9} {'P':>2} {'K':>5} {'KSPSolve max':>13} "
             f"{'sum_k max_p T':>14} {'mean T_p^k':>11} {'rank spread':>12}"
             + ("  noise" if noisy else ""))
     lines = [head, "-" * len(head)]
-    for r in sorted(rows, key=lambda r: (r["problem"], r["nprocs"], r["ksp"], _noise(r))):
+    for r in sorted(rows, key=lambda r: (r["problem"], _n(r), r["nprocs"], r["ksp"], _noise(r))):
         lines.append(
-            f"{r['problem']:<10} {r['ksp']:<9} {r['nprocs']:>2} {r['iterations']:>5} "
+            f"{r['problem']:<10} {_n(r):>8} {r['ksp']:<9} {r['nprocs']:>2} {r['iterations']:>5} "
             f"{r['solve_max'] * 1e3:>10.2f} ms {r['sum_max_iteration'] * 1e3:>11.2f} ms "
             f"{r['mean_iteration'] * 1e6:>8.2f} us {r['rank_spread'] * 1e3:>9.3f} ms"
             + (f"  {_noise(r)}" if noisy else "")
