@@ -389,12 +389,14 @@ def sentences(s: DecisionStudy) -> list[str]:
     parts = [f"{dm.methods[m]} in {wins[m]}" for m in order if wins[m] > 0]
     zero = s.single
     one = zero.tree.methods[int(zero.tree.decisions()[0, 0])]
-    text = [f"{s.title}: the fastest method (median KSPSolve) is " + ", ".join(parts) +
+    text = ["The fastest method (median KSPSolve) is " + ", ".join(parts) +
             f" of {measured} measured cells."]
+    leaves = s.exact.tree.stats.leaves
+    exact = (f"the exact tree needs {leaves} leaves and depth {s.exact.tree.stats.max_depth}"
+             if leaves > 1 else "the exact tree is this single leaf")
     text.append(f"Always using {one}, the best single method on average, costs "
                 f"{_pct(zero.penalty.mean):g} % on average and {_pct(zero.penalty.max):g} % at "
-                f"worst; the exact tree needs {s.exact.tree.stats.leaves} leaves and depth "
-                f"{s.exact.tree.stats.max_depth}.")
+                f"worst; {exact}.")
     rest = methods_table(s, "m").frame
     others = [f"{r['method']} {r['penalty mean %']:+g} %" for r in rest.to_dict("records")
               if r["method"] != one and np.isfinite(r["penalty mean %"])]
