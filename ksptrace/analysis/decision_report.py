@@ -26,6 +26,7 @@ from matplotlib.patches import Patch
 from ksptrace.analysis.decision import decision_map
 from ksptrace.analysis.decision_codegen import c_source, python_source
 from ksptrace.analysis.decision_next import campaign_toml
+from ksptrace.analysis.decision_rules import ompi_rules
 from ksptrace.analysis.decision_study import DecisionStudy, TreeRow, study
 from ksptrace.analysis.figures import _figure, to_png
 from ksptrace.analysis.quadtree import QuadTree
@@ -550,7 +551,8 @@ def options_files(s: DecisionStudy, method: str) -> dict[str, str]:
 
 
 def write_files(folder: Path, studies: Studies, tables_of: Sequence[Sequence[Table]],
-                pictures_of: Sequence[Sequence[Picture]]) -> list[Path]:
+                pictures_of: Sequence[Sequence[Picture]],
+                rules: tuple[str, Mapping[str, int]] | None = None) -> list[Path]:
     """Write everything ``decide`` produces for each study into ``folder`` (already staged)."""
     written: list[Path] = []
     index: list[dict[str, Any]] = []
@@ -573,6 +575,11 @@ def write_files(folder: Path, studies: Studies, tables_of: Sequence[Sequence[Tab
                 s.next_points, settings, s.dm.methods, studies.method,
                 f"next-{slug(s.title)}"[:60]))
             written.append(sub / "next.toml")
+        if rules is not None:
+            collective, algorithms = rules
+            p = sub / f"ompi-rules-{collective}.conf"
+            p.write_text(ompi_rules(s.chosen.tree, collective, algorithms))
+            written.append(p)
         opts = options_files(s, studies.method)
         if opts:
             (sub / "petsc-options").mkdir()
@@ -636,7 +643,8 @@ def section_context(
 
 def write_decision(out: str | Path, runs: Sequence[Run], axes: tuple[str, str],
                    method: str, max_depth: int | None = None, threshold: float = 1.0,
-                   skipped: Sequence[str] = ()) -> tuple[Path, Studies]:
+                   skipped: Sequence[str] = (),
+                   rules: tuple[str, Mapping[str, int]] | None = None) -> tuple[Path, Studies]:
     """Build the studies and write the ``decide`` folder whole or not at all."""
     from ksptrace.analysis.report import ENV
     from ksptrace.outputs import check_destination, staged_directory
@@ -644,12 +652,15 @@ def write_decision(out: str | Path, runs: Sequence[Run], axes: tuple[str, str],
     folder = Path(out)
     check_destination(folder, ("decision.json",))
     studies = build_studies(runs, axes, method, max_depth, threshold, strict=True)
+    if rules is not None:  # fail on an unknown collective or algorithm before any timing
+        for s in studies.studies:
+            ompi_rules(s.chosen.tree, rules[0], rules[1])
     tables_of = [study_tables(s, k, timed=True) for k, s in enumerate(studies.studies)]
     pictures_of = [study_figures(s) for s in studies.studies]
     page = ENV.get_template("decision.html.j2").render(
         decision=section_context(studies, pictures_of, tables_of), skipped=list(skipped),
         standalone=True)
     with staged_directory(folder, ("decision.json",)) as tmp:
-        write_files(tmp, studies, tables_of, pictures_of)
+        write_files(tmp, studies, tables_of, pictures_of, rules)
         (tmp / "decision.html").write_text(page, encoding="utf-8")
     return folder, studies

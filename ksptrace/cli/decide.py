@@ -11,6 +11,8 @@ per region (for --method ksp or pc).
 from __future__ import annotations
 
 import argparse
+import shutil
+import subprocess
 import sys
 from pathlib import Path
 from typing import Any
@@ -21,8 +23,9 @@ from ksptrace.analysis.decision_report import (
     runs_from,
     write_decision,
 )
+from ksptrace.analysis.decision_rules import parse_ompi_algorithms
 from ksptrace.cli.progress import Progress
-from ksptrace.errors import UsageError
+from ksptrace.errors import AnalysisError, UsageError
 from ksptrace.trace.io import iter_traces
 
 
@@ -46,6 +49,10 @@ def register(subparsers: Any) -> None:
                         "(default: none, the exact tree)")
     p.add_argument("--threshold", type=float, default=1.0,
                    help="accuracy threshold of that tree, a share in (0, 1] (default 1)")
+    p.add_argument("--ompi-rules", metavar="COLLECTIVE", default=None,
+                   help="also write an Open MPI tuned rules file for COLLECTIVE (e.g. allreduce), "
+                        "for maps over communicator size x message size in bytes whose methods "
+                        "are Open MPI algorithm names (from ompi_info) or numbers")
     p.add_argument("--quiet", action="store_true", help="no progress display")
     p.set_defaults(func=main)
 
@@ -67,11 +74,29 @@ def trace_paths(inputs: list[str]) -> list[Path]:
     return paths
 
 
+def ompi_algorithms(collective: str) -> dict[str, int]:
+    """Algorithm names of ``collective`` from this machine's ``ompi_info`` (empty without Open
+    MPI: method labels must then be algorithm numbers)."""
+    if shutil.which("ompi_info") is None:
+        return {}
+    try:
+        info = subprocess.run(["ompi_info", "--param", "coll", "tuned", "--level", "9"],
+                              capture_output=True, text=True, timeout=60).stdout
+    except (OSError, subprocess.SubprocessError):
+        return {}
+    try:
+        return parse_ompi_algorithms(info, collective)
+    except AnalysisError:
+        return {}
+
+
 def main(args: argparse.Namespace) -> int:
     axes = tuple(a.strip() for a in args.axes.split(",") if a.strip())
     if len(axes) != 2:
         raise UsageError(f"--axes takes two keys separated by a comma, got {args.axes!r} "
                          "(for example nprocs,n)")
+    rules = None if args.ompi_rules is None else (args.ompi_rules,
+                                                  ompi_algorithms(args.ompi_rules))
     paths = trace_paths(list(args.inputs))
     with Progress(len(paths), "trace", sys.stderr, enabled=not args.quiet) as progress:
         def items() -> Any:
@@ -87,7 +112,7 @@ def main(args: argparse.Namespace) -> int:
                 print(f"ksptrace: skipped {reason}", file=sys.stderr)
         progress.step("quadtrees, figures and code")
         folder, studies = write_decision(args.out, runs, (axes[0], axes[1]), args.method,
-                                         args.max_depth, args.threshold, skipped)
+                                         args.max_depth, args.threshold, skipped, rules)
     for note in studies.notes:
         print(f"ksptrace: {note}", file=sys.stderr)
     for s in studies.studies:

@@ -114,3 +114,42 @@ def test_a_corrupt_trace_is_named_and_skipped(tmp_path: Path,
     captured = capsys.readouterr()
     assert bad.name in captured.err
     assert "1 skipped" in captured.out
+
+
+def test_an_open_mpi_rules_file_for_a_collectives_map(tmp_path: Path) -> None:
+    import dataclasses
+
+    from ksptrace.analysis.decision_rules import decide_with_rules
+
+    camp = tmp_path / "coll"
+    camp.mkdir()
+    for p in (2, 4):
+        for size in (64, 512, 4096, 32768):
+            for alg in ("1", "4"):  # algorithm numbers: no ompi_info needed
+                fast = (alg == "1") == (size < 1024)
+                t = synthetic_trace(p, 20, p, "gmres", n=1000, seed=p + size,
+                                    base_seconds=1e-5 * (1.0 if fast else 3.0))
+                t = dataclasses.replace(t, attrs={**t.attrs, "bytes": size, "algorithm": alg})
+                write_trace(t, camp / f"{alg}-{p}-{size}.h5")
+    out = tmp_path / "o"
+    assert main(["decide", str(camp), "--axes", "nprocs,bytes", "--method", "algorithm",
+                 "--ompi-rules", "allreduce", "--out", str(out), "--quiet"]) == 0
+    [rules] = out.glob("*/ompi-rules-allreduce.conf")
+    text = rules.read_text()
+    assert decide_with_rules(text, 4, 100) == 1
+    assert decide_with_rules(text, 4, 100_000) == 4
+    assert decide_with_rules(text, 3, 2048) == 1  # between 512 and 4096: the lower one
+    assert decide_with_rules(text, 3, 5000) == 4
+
+
+def test_rules_for_solver_names_are_refused_in_one_line(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    write_campaign(tmp_path / "camp")
+    code = main(["decide", str(tmp_path / "camp"), "--ompi-rules", "allreduce", "--out",
+                 str(tmp_path / "o"), "--quiet"])
+    err = capsys.readouterr().err
+    assert code != 0
+    assert "is not an Open MPI algorithm" in err
+    assert err.count("\n") == 1
+    assert not (tmp_path / "o").exists()
