@@ -26,7 +26,6 @@ from ksptrace.trace.io import iter_traces
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "analyze",
-        help="analyse traces: variability statistics, runtime models, figures, HTML report",
         description=__doc__,
     )
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (.h5)")

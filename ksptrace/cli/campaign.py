@@ -20,8 +20,7 @@ from ksptrace.jobs.spec import CampaignSpec, RunSpec
 
 def register(subparsers: Any) -> None:
     parser = subparsers.add_parser(
-        "campaign", help="plan, run and follow sweeps of runs (local, Slurm, PBS)",
-        description="Sweeps described once in a TOML file, run locally or submitted.")
+        "campaign", description="Sweeps described once in a TOML file, run locally or submitted.")
     sub = parser.add_subparsers(dest="campaign_command", metavar="ACTION")
     sub.required = True
 

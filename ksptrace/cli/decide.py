@@ -32,7 +32,6 @@ from ksptrace.trace.io import iter_traces
 def register(subparsers: Any) -> None:
     p = subparsers.add_parser(
         "decide",
-        help="decision maps: the fastest method over two numeric axes, as quadtrees and code",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )

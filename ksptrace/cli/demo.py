@@ -24,8 +24,7 @@ from ksptrace.trace.io import read_trace
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("demo", help="run the demo campaign, its table, report and segmentation",
-                       allow_abbrev=False)
+    p = sub.add_parser("demo", allow_abbrev=False)
     p.add_argument("--out", type=Path, default=Path("demo-out"), help="folder for everything")
     p.add_argument("--campaign", type=Path, default=Path("examples/demo.toml"),
                    help="the demo campaign file")

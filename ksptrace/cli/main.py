@@ -11,25 +11,48 @@ import importlib
 import os
 import sys
 from collections.abc import Sequence
+from typing import Any
 
 from ksptrace import __version__
 from ksptrace.errors import KsptraceError
 
-SUBCOMMANDS: dict[str, str] = {
-    "run": "ksptrace.cli.run",
-    "show": "ksptrace.cli.show",
-    "problems": "ksptrace.cli.problems",
-    "demo": "ksptrace.cli.demo",
-    "analyze": "ksptrace.cli.analyze",
-    "campaign": "ksptrace.cli.campaign",
-    "segment": "ksptrace.cli.segment",
-    "segment-eval": "ksptrace.cli.segment_eval",
-    "decide": "ksptrace.cli.decide",
+SUBCOMMANDS: dict[str, tuple[str, str]] = {
+    "run": ("ksptrace.cli.run", "run one instrumented solve and write its trace"),
+    "show": ("ksptrace.cli.show", "print a trace's summary"),
+    "problems": ("ksptrace.cli.problems", "list the problems and their parameters"),
+    "demo": ("ksptrace.cli.demo", "run the demo campaign, its table, report and segmentation"),
+    "analyze": ("ksptrace.cli.analyze",
+                "analyse traces: variability statistics, runtime models, figures, HTML report"),
+    "campaign": ("ksptrace.cli.campaign",
+                 "plan, run and follow sweeps of runs (local, Slurm, PBS)"),
+    "segment": ("ksptrace.cli.segment",
+                "detect changes of behaviour over process counts and model each segment"),
+    "segment-eval": ("ksptrace.cli.segment_eval",
+                     "synthetic accuracy of the segmentation detector (noise and point-count "
+                     "tables)"),
+    "decide": ("ksptrace.cli.decide",
+               "decision maps: the fastest method over two numeric axes, as quadtrees and code"),
 }
-"""Subcommand name -> module. A module that does not exist yet is left out of the parser."""
+"""Subcommand name -> (module, one-line help). Only the module of the subcommand that runs is
+imported: ``ksptrace --help`` and ``--version`` load no numpy, scipy, pandas or matplotlib."""
 
 
-def build_parser() -> argparse.ArgumentParser:
+class _HelpFromTable:
+    """The subparsers action as a module sees it: ``add_parser`` takes its help from
+    ``SUBCOMMANDS``, so each one-line help is written once."""
+
+    def __init__(self, sub: Any) -> None:
+        self.sub = sub
+
+    def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+        kwargs.setdefault("help", SUBCOMMANDS[name][1])
+        parser: argparse.ArgumentParser = self.sub.add_parser(name, **kwargs)
+        return parser
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The parser; ``command``'s module is imported and registers its arguments, the other
+    subcommands are listed by name and help only."""
     parser = argparse.ArgumentParser(
         prog="ksptrace",
         description="Per-iteration, per-rank timing traces of PETSc Krylov solvers, "
@@ -39,14 +62,11 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"ksptrace {__version__}")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     sub.required = True
-    for _name, modname in SUBCOMMANDS.items():
-        try:
-            mod = importlib.import_module(modname)
-        except ModuleNotFoundError as exc:
-            if exc.name == modname:
-                continue
-            raise
-        mod.register(sub)
+    for name, (modname, text) in SUBCOMMANDS.items():
+        if name == command:
+            importlib.import_module(modname).register(_HelpFromTable(sub))
+        else:
+            sub.add_parser(name, help=text, add_help=False)
     return parser
 
 
@@ -55,7 +75,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if argv[:1] == ["run"]:
         # Before numpy loads OpenBLAS: threaded BLAS changes solver timings and rounding.
         os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    parser = build_parser()
+    command = next((a for a in argv if not a.startswith("-")), None)
+    parser = build_parser(command if command in SUBCOMMANDS else None)
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "accepts_extra", False):
         parser.error(f"unrecognized arguments: {' '.join(extra)}")

@@ -9,7 +9,7 @@ from ksptrace.problems import registry
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("problems", help="list the problems and their parameters")
+    p = sub.add_parser("problems")
     p.set_defaults(func=main)
 
 

@@ -27,7 +27,6 @@ EXTRA_FLAGS = ("--np", "--out", "--overwrite", "--tag", "--mpiexec")
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "run",
-        help="run one instrumented solve and write its trace",
         description="Run a problem for a forced number of Krylov iterations, stamping every "
         "iteration on every rank, and write the trace (HDF5). Unrecognised single-dash "
         "options are passed to PETSc as written, e.g. -ksp_gmres_restart 30.",

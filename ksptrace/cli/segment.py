@@ -25,7 +25,6 @@ from ksptrace.trace.model import Trace
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "segment",
-        help="detect changes of behaviour over process counts and model each segment",
         allow_abbrev=False,
     )
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (any P, any solver)")

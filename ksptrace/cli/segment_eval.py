@@ -18,7 +18,6 @@ from ksptrace.errors import UsageError
 def register(sub: Any) -> None:
     p = sub.add_parser(
         "segment-eval",
-        help="synthetic accuracy of the segmentation detector (noise and point-count tables)",
         allow_abbrev=False,
     )
     p.add_argument(

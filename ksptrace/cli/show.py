@@ -27,7 +27,7 @@ Attributes outside this set and the headline are the problem's own and are alway
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("show", help="print a trace's summary", allow_abbrev=False)
+    p = sub.add_parser("show", allow_abbrev=False)
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace file(s)")
     p.add_argument("--all", action="store_true", help="print every attribute")
     p.set_defaults(func=main)
