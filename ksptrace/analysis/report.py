@@ -9,10 +9,12 @@ as base64 PNG), one CSV per table and a summary.json, written whole or not at al
 from __future__ import annotations
 
 import base64
+import functools
 import json
+import os
 import re
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
@@ -21,10 +23,11 @@ import jinja2
 import numpy as np
 
 from ksptrace import __version__
-from ksptrace.analysis import decision_report, figure_sets, findings, noise_compare, tables
+from ksptrace.analysis import batch, decision_report, figure_sets, findings, noise_compare, tables
 from ksptrace.analysis.pipeline import AnalysisOptions, Flag, TraceAnalysis, analyze_trace
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.outputs import check_destination, staged_directory
+from ksptrace.trace.io import iter_traces
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS, Trace
 
 
@@ -109,11 +112,58 @@ def config_key(a: TraceAnalysis) -> tuple[str, ...]:
     return (*(str(attrs.get(k, CONFIG_DEFAULTS.get(k))) for k in CONFIG_KEYS), str(a.nprocs))
 
 
-def _skip(path: str, reason: str, progress: Reporter | None) -> Skipped:
-    """A skipped trace, named once on the progress display."""
-    if progress is not None:
-        progress.advance(path, "skipped: " + reason.removeprefix(f"{path}: "))
-    return Skipped(path, reason)
+def analyse_one(
+    item: Trace | KsptraceError, opt: AnalysisOptions, with_figures: bool = True,
+    tick: Callable[[str, float], None] | None = None,
+) -> Analysed | Skipped:
+    """Analyse and draw one trace (or pass on the reader's error as a skip)."""
+    if isinstance(item, KsptraceError):
+        return Skipped(str(item).split(": ", 1)[0], str(item))
+    trace = item
+    name = trace.path or trace.label
+
+    def step(text: str, fraction: float) -> None:
+        if tick is not None:
+            tick(f"{Path(name).name}: {text}", fraction)
+
+    try:
+        a = analyze_trace(trace, opt, step)
+    except AnalysisError as exc:
+        return Skipped(name, str(exc))
+    pictures: tuple[Picture, ...] = ()
+    omitted: tuple[str, ...] = ()
+    digest = None
+    if with_figures:
+        step("figures", 0.0)
+        drawn = figure_sets.trace_figures(trace, a)
+        pictures, omitted = _pictures(drawn.drawn), tuple(drawn.omitted)
+        digest = figure_sets.digest(trace, a)
+    return Analysed(a, pictures, omitted, digest)
+
+
+def analyse_file(path: str, opt: AnalysisOptions, with_figures: bool = True,
+                 tick: Callable[[str, float], None] | None = None) -> Analysed | Skipped:
+    """Read, analyse and draw one trace file: the unit of work of ``analyse_files``."""
+    for item in iter_traces([path]):
+        return analyse_one(item, opt, with_figures, tick)
+    raise AnalysisError(f"{path}: the reader gave nothing")  # iter_traces yields once per path
+
+
+def _ticker(progress: Reporter | None) -> Callable[[str, float], None] | None:
+    if progress is None:
+        return None
+    return lambda text, fraction: progress.step(text)
+
+
+def _advance(progress: Reporter | None, result: Analysed | Skipped, cached: bool = False) -> None:
+    if progress is None:
+        return
+    if isinstance(result, Skipped):
+        progress.advance(result.path, "skipped: " + result.reason.removeprefix(
+            f"{result.path}: "))
+    else:
+        a = result.analysis
+        progress.advance(a.path or a.label, "cached" if cached else "ok")
 
 
 def analyse(
@@ -128,35 +178,45 @@ def analyse(
     done: list[Analysed] = []
     skipped: list[Skipped] = []
     for item in items:
-        if isinstance(item, KsptraceError):
-            path = str(item).split(": ", 1)[0]
-            skipped.append(_skip(path, str(item), progress))
-            continue
-        trace = item
-        name = trace.path or trace.label
+        result = analyse_one(item, opt, with_figures, _ticker(progress))
+        del item  # only results are kept
+        (skipped if isinstance(result, Skipped) else done).append(result)  # type: ignore[arg-type]
+        _advance(progress, result)
+    return gather(done, skipped, opt, with_figures, started, progress)
 
-        def tick(step: str, fraction: float, name: str = name) -> None:
-            if progress is not None:
-                progress.step(f"{Path(name).name}: {step}")
 
-        try:
-            a = analyze_trace(trace, opt, tick)
-        except AnalysisError as exc:
-            skipped.append(_skip(name, str(exc), progress))
-            continue
-        pictures: tuple[Picture, ...] = ()
-        omitted: tuple[str, ...] = ()
-        digest = None
-        if with_figures:
-            tick("figures", 0.0)
-            drawn = figure_sets.trace_figures(trace, a)
-            pictures, omitted = _pictures(drawn.drawn), tuple(drawn.omitted)
-            digest = figure_sets.digest(trace, a)
-        done.append(Analysed(a, pictures, omitted, digest))
-        del trace, item  # only results are kept
-        if progress is not None:
-            progress.advance(name)
+def analyse_files(
+    paths: Sequence[str | os.PathLike[str]],
+    options: AnalysisOptions | None = None,
+    progress: Reporter | None = None,
+    with_figures: bool = True,
+    jobs: int = 1,
+    cache: Path | None = None,
+) -> Results:
+    """Analyse trace files in ``jobs`` processes, reusing and filling the per-trace ``cache``
+    (see ``batch``); the results do not depend on ``jobs``."""
+    opt = options or AnalysisOptions()
+    started = time.time()
+    done: list[Analysed] = []
+    skipped: list[Skipped] = []
+    worker: batch.Worker = analyse_file
+    if jobs == 1 and progress is not None:
+        worker = functools.partial(analyse_file, tick=_ticker(progress))
+    for item in batch.run([str(p) for p in paths], worker, opt, with_figures, jobs, cache,
+                          keep=lambda result: isinstance(result, Analysed)):
+        result = item.result
+        if not isinstance(result, Analysed | Skipped):
+            raise AnalysisError(f"{item.path}: the analysis returned {type(result).__name__}")
+        (skipped if isinstance(result, Skipped) else done).append(result)  # type: ignore[arg-type]
+        _advance(progress, result, item.cached)
+    return gather(done, skipped, opt, with_figures, started, progress)
+
+
+def gather(done: list[Analysed], skipped: list[Skipped], opt: AnalysisOptions,
+           with_figures: bool, started: float, progress: Reporter | None) -> Results:
+    """The per-trace results in report order, with the figures and comparisons across them."""
     done.sort(key=lambda d: _order(d.analysis))
+    skipped.sort(key=lambda k: k.path)
     across: tuple[Picture, ...] = ()
     across_omitted: tuple[str, ...] = ()
     if with_figures and done:
@@ -559,7 +619,39 @@ def write_report(
     """
     out = Path(out_dir)
     check_destination(out, EARLIER)  # before minutes of analysis
-    results = analyse(traces, options, progress, with_figures)
+    return write_results(out, analyse(traces, options, progress, with_figures), progress)
+
+
+def write_report_files(
+    out_dir: str | Path,
+    paths: Sequence[str | os.PathLike[str]],
+    options: AnalysisOptions | None = None,
+    progress: Reporter | None = None,
+    with_figures: bool = True,
+    jobs: int = 1,
+    cache: Path | None = None,
+) -> Report:
+    """``write_report`` for trace files: in ``jobs`` processes, with the per-trace results
+    kept in ``cache`` (None: no cache) for the next run; entries of traces no longer given
+    are removed once the report is written."""
+    out = Path(out_dir)
+    check_destination(out, EARLIER)
+    results = analyse_files(paths, options, progress, with_figures, jobs, cache)
+    report = write_results(out, results, progress)
+    if cache is not None:
+        opt = results.options
+        keep = set()
+        for p in paths:
+            try:
+                keep.add(batch.entry_name(p, opt, with_figures))
+            except OSError:
+                continue
+        batch.prune(cache, keep)
+    return report
+
+
+def write_results(out: Path, results: Results, progress: Reporter | None = None) -> Report:
+    """Write the report of analysed ``results`` (whole or not at all)."""
     if not results.analysed:
         if progress is not None and results.skipped:  # each was named as it was skipped
             reasons = f"{len(results.skipped)} skipped, each named above"

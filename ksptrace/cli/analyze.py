@@ -12,15 +12,17 @@ import argparse
 import os
 import sys
 import warnings
+from pathlib import Path
 from typing import Any
 
 from scipy.integrate import IntegrationWarning
 
+from ksptrace.analysis.batch import CACHE_SUFFIX
 from ksptrace.analysis.fitting import DEFAULT_CANDIDATES
 from ksptrace.analysis.pipeline import INDEPENDENT_UNITS, AnalysisOptions
-from ksptrace.analysis.report import write_report
+from ksptrace.analysis.report import write_report_files
 from ksptrace.cli.progress import Progress
-from ksptrace.trace.io import iter_traces
+from ksptrace.errors import UsageError
 
 
 def register(subparsers: Any) -> None:
@@ -65,6 +67,14 @@ def register(subparsers: Any) -> None:
         help="iteration for per-iteration node variances (default: mid-cycle)",
     )
     p.add_argument("--no-figures", action="store_true", help="tables only (faster)")
+    p.add_argument("--jobs", type=int, default=1, metavar="N",
+                   help="analyse traces in N processes (results do not depend on N; memory "
+                        "grows with N times the largest trace)")
+    p.add_argument("--cache", default=None, metavar="DIR",
+                   help="keep each trace's results here, keyed by the trace's content and the "
+                        "options, so that a rerun analyses only new traces (default: the --out "
+                        "folder's name + '.cache', beside it)")
+    p.add_argument("--no-cache", action="store_true", help="neither read nor keep results")
     p.add_argument("--quiet", action="store_true",
                    help="no progress display (skipped traces are still named)")
     p.set_defaults(func=main)
@@ -82,15 +92,19 @@ def main(args: argparse.Namespace) -> int:
         seed=args.seed,
         iteration=args.iteration,
     )
+    if args.jobs < 1:
+        raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
     paths: list[str | os.PathLike[str]] = list(args.traces)
+    cache = None if args.no_cache else Path(args.cache or str(Path(args.out)) + CACHE_SUFFIX)
     with Progress(len(paths), "trace", sys.stderr, enabled=not args.quiet) as progress, \
             warnings.catch_warnings():
         # scipy's optimisers and quadratures warn on hard fits; the report says what failed.
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("ignore", IntegrationWarning)
-        report = write_report(args.out, iter_traces(paths), options, _Named(progress),
-                              not args.no_figures)
-    print(f"wrote {report.html} ({report.analysed} traces analysed, {len(report.skipped)} skipped)")
+        report = write_report_files(args.out, paths, options, _Named(progress),
+                                    not args.no_figures, args.jobs, cache)
+    print(f"wrote {report.html} ({report.analysed} traces analysed, {len(report.skipped)} skipped"
+          + (f"; per-trace results in {cache}" if cache is not None else "") + ")")
     return 0
 
 
@@ -104,7 +118,7 @@ class _Named:
         self.progress.step(text)
 
     def advance(self, item: str, verdict: str = "ok") -> None:
-        if verdict != "ok" and not self.progress.enabled:
+        if verdict.startswith("skipped") and not self.progress.enabled:
             reason = verdict.removeprefix("skipped: ")
             print(f"ksptrace: skipped {item}: {reason}", file=sys.stderr)
         self.progress.advance(item, verdict)

@@ -20,6 +20,9 @@ def _clock(seconds: float) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
 
 
+QUIET_VERDICTS = ("ok", "cached")
+"""Verdicts that need no line of their own on a terminal bar."""
+
 class Progress:
     """Progress over ``total`` items of a kind (``what``: "trace", "run").
 
@@ -49,12 +52,13 @@ class Progress:
             self._bar.set_description_str(text[:60], refresh=True)
 
     def advance(self, item: str, verdict: str = "ok") -> None:
-        """One more item finished, with its verdict ("ok", "skipped: ...", "FAILED, see ...")."""
+        """One more item finished, with its verdict ("ok", "cached", "skipped: ...", "FAILED,
+        see ..."); on a bar only the others get a line of their own."""
         self.done += 1
         if not self.enabled:
             return
         if self._bar is not None:
-            if verdict != "ok":
+            if verdict not in QUIET_VERDICTS:
                 self._bar.write(f"{item}: {verdict}", file=self.stream)
             self._bar.update(1)
             return

@@ -166,7 +166,9 @@ def test_an_earlier_report_survives_a_failed_rewrite(
     assert rc == 8
     assert "no space left" in _one_error_line(capsys.readouterr().err)
     assert (out / "report.html").read_text() == before
-    assert sorted(_leftovers(disk)) == ["filler", "report"]
+    # the cache of the first, successful run stays; the failed run left no entry or temp file
+    assert sorted(_leftovers(disk)) == ["filler", "report", "report.cache"]
+    assert len(list((disk / "report.cache").iterdir())) == 1
 
 
 def test_out_naming_the_traces_folder_is_refused_and_the_traces_stay(
@@ -203,3 +205,22 @@ def test_demo_terminal_table1_shows_signed_percentages() -> None:
     pipe = next(ln for ln in lines if " pipebcgs " in ln)
     assert " " * 18 + "-" in pipe  # no Cramér bound for a pipelined method
     assert " " * 18 + "-" not in gmres
+
+
+def test_jobs_and_the_cache_beside_the_report(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    paths = []
+    for k in range(3):
+        p = tmp_path / f"t{k}.h5"
+        write_trace(synthetic_trace(4, 40, 2, "gmres", seed=k), p)
+        paths.append(str(p))
+    out = tmp_path / "report"
+    fast = ["--candidates", "norm", "--mc-runs", "1", "--no-figures", "--quiet"]
+    assert main(["analyze", *paths, "--out", str(out), "--jobs", "2", *fast]) == 0
+    assert f"per-trace results in {out}.cache" in capsys.readouterr().out
+    assert len(list(Path(f"{out}.cache").glob("*.pkl"))) == 3
+    assert main(["analyze", *paths, "--out", str(tmp_path / "r2"), "--no-cache", *fast]) == 0
+    assert not Path(f"{tmp_path / 'r2'}.cache").exists()
+    capsys.readouterr()
+    assert main(["analyze", *paths, "--out", str(out), "--jobs", "0", *fast]) == 2
+    assert capsys.readouterr().err.strip() == "ksptrace: error: --jobs must be at least 1, got 0"
