@@ -77,3 +77,20 @@ def test_threads_do_not_change_results() -> None:
     x = rng.gamma(2.0, size=(37, 64))
     serial = ks.one_vs_all(x, 5, workers=1).statistics
     assert np.array_equal(ks.one_vs_all(x, 5, workers=3).statistics, serial)
+
+
+@pytest.mark.parametrize("decimals", [0, 1, 3])
+def test_heavy_ties_match_scipy_one_vs_all_and_pairwise(decimals: int) -> None:
+    """Quantised times (as a coarse clock gives): many equal values within and across ranks."""
+    rng = np.random.default_rng(decimals)
+    x = np.round(rng.gamma(3.0, 1.0, size=(12, 200)), decimals)
+    x[5] = x[0]  # identical ranks: D = 0
+    res = ks.one_vs_all(x, reference=0)
+    expected = [st.ks_2samp(x[0], x[q]).statistic for q in res.others]
+    assert np.abs(res.statistics - expected).max() <= 1e-12
+    pw = ks.pairwise(x)
+    for a in range(12):
+        for b in range(12):
+            if a != b:
+                assert abs(pw.statistics[a, b] - st.ks_2samp(x[a], x[b]).statistic) <= 1e-12
+    assert pw.statistics[0, 5] == 0.0
