@@ -66,6 +66,56 @@ def test_unmeasured_cells_come_first_and_the_limit_holds() -> None:
     assert short.dropped == len(s.points) - 2
 
 
+def test_every_filled_cell_is_listed_as_unmeasured_before_anything_else() -> None:
+    labels = np.array([[0, 0, 1, 1]] * 4)
+    drop = ((0, 0), (1, 3), (3, 1))
+    dm = labelled(labels, [2, 4, 8, 16], [10, 100, 1000, 10000], drop=drop)
+    s = suggest_next(dm)
+    unmeasured = [(p.a, p.b) for p in s.points if p.reason == "unmeasured"]
+    assert sorted(unmeasured) == [(2.0, 10.0), (4.0, 10000.0), (16.0, 100.0)]
+    assert [p.reason for p in s.points[:3]] == ["unmeasured"] * 3
+    assert {p.reason for p in s.points[3:]} == {"boundary"}
+    # boundaries only between measured neighbours: the row P=4 lost its n=10000 cell, but its
+    # n=100 | n=1000 pair is still a boundary
+    assert (4.0, 316.0) in [(p.a, p.b) for p in s.points]
+    assert "no method was run at nprocs=2, n=10" in s.points[0].detail
+
+
+def test_a_limit_of_zero_keeps_nothing_and_counts_what_it_dropped() -> None:
+    labels = np.array([[0, 0, 1, 1]] * 3)
+    dm = labelled(labels, [2, 8, 32], [1000, 4000, 16000, 64000])
+    s = suggest_next(dm, limit=0)
+    assert (s.points, s.dropped) == ((), 3)
+    assert s.axis_names == ("nprocs", "n")
+    with pytest.raises(AnalysisError, match="limit"):
+        suggest_next(dm, limit=-1)
+    with pytest.raises(AnalysisError, match="close"):
+        suggest_next(dm, close=-0.1)
+
+
+def test_the_midpoint_is_arithmetic_when_a_value_is_not_positive() -> None:
+    labels = np.array([[0, 1]] * 2)
+    s = suggest_next(labelled(labels, [2, 4], [0, 10]))
+    assert [(p.a, p.b) for p in s.points] == [(2.0, 5.0), (4.0, 5.0)]
+    s = suggest_next(labelled(labels, [2, 4], [-3, 4]), integer_axes=(True, False))
+    assert [p.b for p in s.points] == [0.5, 0.5]
+
+
+def test_boundaries_with_the_smaller_margin_come_first() -> None:
+    # m0 wins n=10, m1 wins n=1000 at every P; the loser's margin at P=8 is 10 %, elsewhere 50 %
+    rows = []
+    for pv in (2, 4, 8):
+        loser = 1.1 if pv == 8 else 1.5
+        for nv, winner in ((10, 0), (1000, 1)):
+            rows += [(pv, nv, f"m{m}", 1.0 if m == winner else loser) for m in range(2)]
+    a, b, meth, t = zip(*rows, strict=True)
+    dm = decision_map(np.array(a), np.array(b), np.array(meth), np.array(t), ("nprocs", "n"))
+    s = suggest_next(dm)
+    assert [(p.a, p.b, p.reason) for p in s.points] == [
+        (8.0, 100.0, "boundary"), (2.0, 100.0, "boundary"), (4.0, 100.0, "boundary")]
+    assert s.points[0].margin == pytest.approx(0.1)
+
+
 def test_one_winner_everywhere_and_no_close_call_suggests_nothing() -> None:
     dm = labelled(np.zeros((3, 3), dtype=int), [1, 2, 4], [10, 100, 1000])
     assert suggest_next(dm).points == ()
