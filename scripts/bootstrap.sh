@@ -7,9 +7,11 @@ cd "$(dirname "$0")/.."
 APT_PACKAGES=(python3-petsc4py python3-mpi4py python3-h5py-mpi openmpi-bin python3-venv
               python3-scipy python3-pandas python3-matplotlib python3-jinja2 python3-tqdm
               python3-sklearn)
-# The test command (`bootstrap.sh --test`) also renders the report in a real headless browser.
+# The test command (`bootstrap.sh --test`) also renders the report in a real headless browser,
+# and opens traces as other tools do (xarray through h5netcdf, h5dump).
 if [ "${1:-}" = "--test" ]; then
-  APT_PACKAGES+=(chromium chromium-driver python3-selenium)
+  APT_PACKAGES+=(chromium chromium-driver python3-selenium python3-xarray python3-h5netcdf
+                 hdf5-tools)
 fi
 VENV=${KSPTRACE_VENV:-.venv}
 SYSPY=/usr/bin/python3

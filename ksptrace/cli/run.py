@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ksptrace.cli.common import add_params
-from ksptrace.errors import EnvironmentProblem, UsageError
+from ksptrace.errors import EnvironmentProblem, TraceError, UsageError
 from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
 from ksptrace.harness.options import CHECK_PARAMS, RUN_PARAMS
 from ksptrace.params import nearest, resolve
@@ -176,11 +176,9 @@ def _refuse_other_experiment(
         return
     try:
         with h5py.File(path, "r") as f:
-            stored = {k: f.attrs[k] for k in f.attrs}
-    except (OSError, KeyError, ValueError, TypeError):
+            stored: dict[str, Any] = io.file_attrs(f)  # either schema's layout, flat
+    except (OSError, KeyError, ValueError, TypeError, TraceError):
         return  # not a readable trace: check_destination says it exists
-    if "schema_version" not in stored:
-        return
     differ = []
     for key, wanted in _experiment(run, problem, petsc_options, nprocs).items():
         have: Any = stored.get(key)

@@ -184,7 +184,7 @@ def _write_rows(f: h5py.File, rank: int, local: LocalRecord) -> None:
     _maybe_fault(rank)
     f["iteration_seconds"][rank] = np.diff(local.stamps)
     f["node_ids"][rank] = local.node_id
-    f["hostnames"][rank] = io.encode_hostnames([local.hostname])[0]
+    f["hostnames"][rank : rank + 1] = io.encode_hostnames([local.hostname])  # UTF-8 dtype kept
     f["solve_seconds"][rank] = local.solve_seconds
     if local.injected is not None:
         f["injected_seconds"][rank] = local.injected

@@ -1,5 +1,10 @@
 """Trace files: the HDF5 layout, an atomic serial writer and a validating reader.
 
+Schema 2 (written since this version) keeps ``schema_version`` on the file's root, every other
+attribute in a group named as in :data:`ksptrace.trace.model.ATTRIBUTE_GROUPS`, and gives each
+dataset's axes dimension scales (``rank``, ``stamp``, ``iteration``). Schema-1 files, with all
+attributes on the root and no scales, are read too.
+
 The parallel (MPI-IO) writer lives in ``ksptrace.harness.writer``; it shares the layout and the
 atomic-publish step defined here. This module imports h5py but neither mpi4py nor petsc4py.
 """
@@ -24,22 +29,54 @@ import h5py
 import numpy as np
 
 from ksptrace.errors import OutputError, TraceError, UsageError
-from ksptrace.trace.model import SCHEMA_VERSION, AttrValue, Trace
+from ksptrace.trace.model import (
+    ATTRIBUTE_GROUPS,
+    SCHEMA_VERSION,
+    AttrValue,
+    Trace,
+    attribute_group,
+)
 
 HOSTNAME_BYTES = 64
-"""Host names are stored fixed-length (variable-length strings cannot be written in parallel)."""
+"""The longest host name kept, in UTF-8 bytes (Linux's HOST_NAME_MAX).
+
+Host names are stored fixed-length, because ranks write their own row in parallel and HDF5
+cannot write variable-length strings through MPI-IO. The file type is UTF-8 with a terminating
+NUL (``H5T_STR_NULLTERM``, one byte more than this), so that h5dump and netCDF readers show the
+names without padding; schema-1 files padded them with NULs (``S64``), which reads the same."""
+HOSTNAME_DTYPE = h5py.string_dtype("utf-8", HOSTNAME_BYTES)
+"""The in-memory type of host names on their way into a file (h5py converts the padding)."""
 
 DATASETS: dict[str, str] = {
     "stamps": "float64 [P, K+1]: MPI.Wtime() at each KSP monitor call, per rank (seconds)",
     "iteration_seconds": "float64 [P, K]: T_p^k = stamps[:, 1:] - stamps[:, :-1]",
     "residual_norms": "float64 [K+1]: residual norm passed to the KSP monitor",
     "node_ids": "int64 [P]: node (shared-memory domain) of each rank, 0-based",
-    "hostnames": f"S{HOSTNAME_BYTES} [P]: host name of each rank",
+    "hostnames": f"UTF-8 string of up to {HOSTNAME_BYTES} bytes [P]: host name of each rank",
     "solve_seconds": "float64 [P]: KSPSolve time of each rank from PETSc's event log",
 }
 OPTIONAL_DATASETS: dict[str, str] = {
     "injected_seconds": "float64 [P, K]: detours injected into each iteration (runs with noise)",
 }
+COORDINATES: dict[str, str] = {
+    "rank": "int64 [P]: 0..P-1, the rank of each row",
+    "stamp": "int64 [K+1]: 0..K, the monitor call of each column of stamps and residual_norms",
+    "iteration": "int64 [K]: 1..K, the iteration k of each column of iteration_seconds",
+}
+"""Dimension scales (schema 2 on): they name the axes of the datasets for netCDF tools such as
+xarray. Readers of ksptrace need none of them."""
+DIMENSIONS: dict[str, tuple[str, ...]] = {
+    "stamps": ("rank", "stamp"),
+    "iteration_seconds": ("rank", "iteration"),
+    "residual_norms": ("stamp",),
+    "node_ids": ("rank",),
+    "hostnames": ("rank",),
+    "solve_seconds": ("rank",),
+    "injected_seconds": ("rank", "iteration"),
+}
+"""The coordinate of each axis of each dataset."""
+_DTYPES: dict[str, str] = {"node_ids": "i8"}
+"""Dataset types other than float64 (host names have their own, see :func:`_create_hostnames`)."""
 
 
 def temp_path_for(final: Path, token: str | None = None) -> Path:
@@ -90,33 +127,70 @@ def _move(tmp: Path, final: Path, overwrite: bool) -> None:
 
 
 def encode_hostnames(names: list[str] | tuple[str, ...]) -> np.ndarray:
-    return np.array([n.encode()[:HOSTNAME_BYTES] for n in names], dtype=f"S{HOSTNAME_BYTES}")
+    """Host names as UTF-8 bytes ready for the ``hostnames`` dataset: NULs dropped, each cut to
+    :data:`HOSTNAME_BYTES` bytes without splitting a character."""
+    cut = [
+        n.replace("\x00", "").encode("utf-8")[:HOSTNAME_BYTES].decode("utf-8", "ignore")
+        for n in names
+    ]
+    return np.array([c.encode("utf-8") for c in cut], dtype=HOSTNAME_DTYPE)
 
 
 def write_attrs(f: h5py.File, attrs: Mapping[str, AttrValue | None]) -> None:
+    """Write ``schema_version`` on the root and every other attribute into its group.
+
+    All groups of :data:`ATTRIBUTE_GROUPS` are created, empty ones too, so that a reader can
+    open any of them. Attributes whose value is None are left out.
+    """
     f.attrs["schema_version"] = SCHEMA_VERSION
+    groups = {name: f.create_group(name) for name in ATTRIBUTE_GROUPS}
     for key, value in attrs.items():
         if value is None or key == "schema_version":
             continue
-        f.attrs[key] = value.replace("\x00", "") if isinstance(value, str) else value
+        stored = value.replace("\x00", "") if isinstance(value, str) else value
+        groups[attribute_group(key)].attrs[key] = stored
+
+
+def _create_hostnames(f: h5py.File, nprocs: int) -> h5py.Dataset:
+    """The ``hostnames`` dataset: fixed-length, NUL-terminated UTF-8 (see HOSTNAME_BYTES)."""
+    tid = h5py.h5t.C_S1.copy()
+    tid.set_size(HOSTNAME_BYTES + 1)
+    tid.set_strpad(h5py.h5t.STR_NULLTERM)
+    tid.set_cset(h5py.h5t.CSET_UTF8)
+    h5py.h5d.create(f.id, b"hostnames", tid, h5py.h5s.create_simple((nprocs,)))
+    ds = f["hostnames"]
+    ds.attrs["_Encoding"] = "utf-8"  # netCDF's convention: xarray then shows text, not bytes
+    return ds
 
 
 def create_layout(
     f: h5py.File, nprocs: int, nstamps: int, injected: bool = False
 ) -> dict[str, h5py.Dataset]:
-    """Create every dataset (``injected_seconds`` only for a run with injected noise)."""
-    extra = {"injected_seconds": f.create_dataset(
-        "injected_seconds", (nprocs, nstamps - 1), dtype="f8")} if injected else {}
-    return {**extra,
-        "stamps": f.create_dataset("stamps", (nprocs, nstamps), dtype="f8"),
-        "iteration_seconds": f.create_dataset(
-            "iteration_seconds", (nprocs, nstamps - 1), dtype="f8"
-        ),
-        "residual_norms": f.create_dataset("residual_norms", (nstamps,), dtype="f8"),
-        "node_ids": f.create_dataset("node_ids", (nprocs,), dtype="i8"),
-        "hostnames": f.create_dataset("hostnames", (nprocs,), dtype=f"S{HOSTNAME_BYTES}"),
-        "solve_seconds": f.create_dataset("solve_seconds", (nprocs,), dtype="f8"),
-    }
+    """Create every dataset (``injected_seconds`` only for a run with injected noise), and the
+    coordinates of :data:`COORDINATES`, filled, as the dimension scales of their axes.
+
+    Returns the datasets still to be filled, by name (not the coordinates).
+    """
+    sizes = {"rank": nprocs, "stamp": nstamps, "iteration": nstamps - 1}
+    scales: dict[str, h5py.Dataset] = {}
+    for name, first in (("rank", 0), ("stamp", 0), ("iteration", 1)):
+        scale = f.create_dataset(name, data=np.arange(first, first + sizes[name], dtype="i8"))
+        scale.make_scale(name)
+        scales[name] = scale
+    names = [*DATASETS, *(OPTIONAL_DATASETS if injected else ())]
+    made: dict[str, h5py.Dataset] = {}
+    for name in names:
+        dims = DIMENSIONS[name]
+        if name == "hostnames":
+            ds = _create_hostnames(f, nprocs)
+        else:
+            shape = tuple(sizes[d] for d in dims)
+            ds = f.create_dataset(name, shape, dtype=_DTYPES.get(name, "f8"))
+        for axis, dim in enumerate(dims):
+            ds.dims[axis].attach_scale(scales[dim])
+            ds.dims[axis].label = dim
+        made[name] = ds
+    return made
 
 
 def fill_file(f: h5py.File, trace: Trace, after_stamps: Callable[[], None] | None = None) -> None:
@@ -205,11 +279,13 @@ PLACEHOLDERS: dict[str, Any] = {"f": np.nan, "i": 0, "S": b""}
 def placeholder_image(
     nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None], injected: bool = False
 ) -> memoryview:
-    """The bytes of a trace file with every attribute written and every dataset allocated and
-    filled with placeholders (NaN, 0, empty names), built in memory.
+    """The bytes of a trace file with every attribute written (in its group), the coordinates
+    filled and attached as dimension scales, and every dataset allocated and filled with
+    placeholders (NaN, 0, empty names), built in memory.
 
     Ranks can then fill in their rows through MPI-IO without allocating space or changing any
-    metadata (``tests/harness/test_diskfull.py`` checks both). Rank 0 holds this image, the
+    metadata (``tests/harness/test_diskfull.py`` checks both); this is why host names are
+    fixed-length strings (:data:`HOSTNAME_BYTES`). Rank 0 holds this image, the
     size of the trace (16 bytes per rank and monitor call), while it writes it.
     """
     buf = BytesIO()
@@ -401,18 +477,62 @@ def check_layout(f: h5py.File, file_bytes: int) -> None:
             )
 
 
-def _read_attrs(f: h5py.File) -> dict[str, AttrValue]:
+def _attribute_places(f: h5py.File, version: int) -> Iterator[tuple[str, Any]]:
+    """Where a trace of schema ``version`` keeps attributes: (name, attribute manager) of the
+    root and, from schema 2 on, of each attribute group the file has."""
+    yield "the root", f.attrs
+    if version < 2:
+        return
+    for name in ATTRIBUTE_GROUPS:
+        kind = f.get(name, getclass=True)
+        if kind is None:
+            continue  # every attribute is optional, and so is a group without any
+        if kind is not h5py.Group:
+            what = "a dataset" if kind is h5py.Dataset else "not a group"
+            raise TraceError(
+                f"{name} is {what}; a schema-{version} trace keeps its {name} attributes in a "
+                "group of that name"
+            )
+        yield f"group {name}", f[name].attrs
+
+
+def _read_attrs(f: h5py.File, version: int) -> dict[str, AttrValue]:
+    """Every attribute as one flat dict, whichever schema laid the file out.
+
+    A name stored in two places is refused: which value holds would be a guess.
+    """
     attrs: dict[str, AttrValue] = {}
-    for key in f.attrs:
-        try:
-            key.encode("utf-8")
-            value = _py(f.attrs[key])
-        except (UnicodeError, ValueError):
+    seen: dict[str, str] = {}
+    for place, manager in _attribute_places(f, version):
+        for key in manager:
             shown = key.encode("utf-8", "backslashreplace").decode()
-            raise TraceError(f"attribute {shown!r} is not valid UTF-8") from None
-        if value is not None:
-            attrs[key] = value
+            try:
+                key.encode("utf-8")
+                value = _py(manager[key])
+            except (UnicodeError, ValueError):
+                raise TraceError(f"attribute {shown!r} in {place} is not valid UTF-8") from None
+            if key in seen:
+                raise TraceError(
+                    f"attribute {shown!r} is stored twice, in {seen[key]} and in {place}; "
+                    "delete one of them"
+                )
+            seen[key] = place
+            if value is not None:
+                attrs[key] = value
     return attrs
+
+
+def file_attrs(f: h5py.File) -> dict[str, AttrValue]:
+    """The attributes of the open trace file ``f`` as one flat dict, from any schema this
+    ksptrace reads (the dict :attr:`Trace.attrs` holds, ``schema_version`` included).
+
+    Raises TraceError (without the file name) when ``f`` has no valid ``schema_version`` or its
+    attributes cannot be read.
+    """
+    if "schema_version" not in f.attrs:
+        raise TraceError("not a ksptrace trace (no schema_version attribute)")
+    version = schema_version_of(f.attrs["schema_version"])
+    return _read_attrs(f, version)
 
 
 def _hostnames(raw: np.ndarray) -> tuple[str, ...]:
@@ -447,10 +567,13 @@ def _open_check(p: Path) -> int:
 def read_trace(path: str | os.PathLike[str]) -> Trace:
     """Read and validate one trace file; raise TraceError ``"<file>: <reason>"`` (one line).
 
+    Both layouts are read: schema 1 (every attribute on the root) and schema 2 (attributes in
+    the groups of :data:`ATTRIBUTE_GROUPS`); either gives the same flat :attr:`Trace.attrs`.
     The checks, in order: the file can be opened; ``schema_version`` is a positive integer this
     reader knows; every dataset exists with its kind, dtype and shape, and does not declare more
-    data than the file can hold (all before any data are read); text is UTF-8; node ids are
-    0-based indices below P; the timings are plausible (:meth:`Trace.timing_fault`).
+    data than the file can hold (all before any data are read); text is UTF-8; an attribute
+    group is a group and no attribute is stored twice; node ids are 0-based indices below P;
+    the timings are plausible (:meth:`Trace.timing_fault`).
     A file on which the HDF5 library itself crashes or hangs is refused too (:func:`hdf5_fault`).
     """
     p = Path(path)
@@ -534,9 +657,9 @@ def _read(p: Path, file_bytes: int) -> Trace:
         with f:
             if "schema_version" not in f.attrs:
                 raise TraceError("not a ksptrace trace (no schema_version attribute)")
-            schema_version_of(f.attrs["schema_version"])
+            version = schema_version_of(f.attrs["schema_version"])
             check_layout(f, file_bytes)
-            attrs = _read_attrs(f)
+            attrs = _read_attrs(f, version)
             trace = Trace(
                 stamps=f["stamps"][...],
                 residual_norms=f["residual_norms"][...],

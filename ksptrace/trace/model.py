@@ -15,8 +15,11 @@ import numpy as np
 
 from ksptrace.errors import TraceError
 
-SCHEMA_VERSION = 1
-"""Bumped whenever a reader of the old version could not read a new file correctly."""
+SCHEMA_VERSION = 2
+"""Bumped whenever a reader of the old version could not read a new file correctly.
+
+Version 1 kept every attribute on the file's root; version 2 keeps only ``schema_version``
+there and the rest in the groups of :data:`ATTRIBUTE_GROUPS`. Readers read both."""
 
 AttrValue = str | int | float | bool
 
@@ -43,6 +46,47 @@ FOREIGN_LOAD_LIMIT = 0.10
 (trace attribute ``foreign_cpu_share``) is reported and flagged as contaminated."""
 CONFIG_DEFAULTS: Mapping[str, AttrValue] = {"noise": "none"}
 """What a missing configuration attribute means (traces written before it existed)."""
+
+
+ATTRIBUTE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
+    "run": (
+        "problem", "n", "n_global", "nnz", "ksp", "ksp_requested", "pc", "iterations", "restart",
+        "warmup", "noise", "petsc_options", "petsc_options_unused", "allow_unused_options",
+        "problem_config",
+    ),
+    "result": (
+        "iterations_done", "petsc_iterations", "monitor_calls", "converged_reason", "solve_max",
+        "solve_min", "solve_mean", "solution_error", "snes_reason", "ksp_reason",
+        "snes_iterations", "snes_norm0", "snes_norm1",
+    ),
+    "contamination": (
+        "foreign_cpu_share", "foreign_cpu_seconds", "foreign_cpu_node", "loadavg_before",
+    ),
+    "layout": (
+        "nprocs", "n_nodes", "ranks_per_node", "cpu_count", "oversubscribed", "launcher",
+        "launcher_flags", "hdf5_path",
+    ),
+    "provenance": (
+        "start_utc", "command_line", "argv", "petsc_version", "petsc4py_version",
+        "mpi4py_version", "mpi_library", "mpi_standard", "h5py_version", "numpy_version",
+        "python_version", "ksptrace_version", "openblas_num_threads", "omp_num_threads",
+        "generator", "campaign", "campaign_hash", "run_id", "slurm_job_id", "slurm_array_job_id",
+        "slurm_array_task_id", "slurm_job_name", "pbs_jobid", "pbs_array_index", "pbs_array_id",
+    ),
+})
+"""The HDF5 groups a schema-2 trace keeps its attributes in, and the attributes each holds.
+
+An attribute not listed (a problem's own flags, a generator's parameters, anything added
+later) belongs to the run: :data:`DEFAULT_ATTRIBUTE_GROUP`."""
+DEFAULT_ATTRIBUTE_GROUP = "run"
+_GROUP_OF: Mapping[str, str] = {
+    name: group for group, names in ATTRIBUTE_GROUPS.items() for name in names
+}
+
+
+def attribute_group(name: str) -> str:
+    """The group of a schema-2 trace file that holds the attribute ``name``."""
+    return _GROUP_OF.get(name, DEFAULT_ATTRIBUTE_GROUP)
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:

@@ -19,7 +19,7 @@ def test_show_prints_the_summary(tmp_path: Path, capsys: pytest.CaptureFixture[s
     path = write_trace(synthetic_trace(4, 20, 2, "cg"), tmp_path / "t.h5")
     assert main(["show", str(path)]) == 0
     out = capsys.readouterr().out
-    assert out.startswith(f"{path}  (schema 1)")
+    assert out.startswith(f"{path}  (schema 2)")
     assert "sum_max_iteration" in out
 
 
@@ -35,7 +35,7 @@ def test_a_bad_trace_is_named_and_the_others_shown(
         f"ksptrace: error: {bad}: not a readable HDF5 file (corrupt or truncated); "
         "rerun the run that made it"
     ]
-    assert captured.out.startswith(f"{good}  (schema 1)")
+    assert captured.out.startswith(f"{good}  (schema 2)")
 
 
 def _into_head(*args: str) -> tuple[int, str, str]:

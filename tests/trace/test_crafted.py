@@ -16,8 +16,10 @@ import pytest
 
 from ksptrace.cli.main import main
 from ksptrace.errors import TraceError
-from ksptrace.trace.io import iter_traces, read_trace, write_trace
+from ksptrace.trace.io import HOSTNAME_BYTES, iter_traces, read_trace, write_trace
+from ksptrace.trace.model import attribute_group
 from ksptrace.trace.synthetic import synthetic_trace
+from tests.trace.schema1 import write_schema1
 
 ROOT = Path(__file__).resolve().parents[2]
 FAST = ["--candidates", "norm", "--fit-size", "200", "--mc-runs", "2", "--no-figures"]
@@ -25,9 +27,17 @@ FAST = ["--candidates", "norm", "--fit-size", "200", "--mc-runs", "2", "--no-fig
 Craft = Callable[[h5py.File], None]
 
 
-def _attr(name: str, value: object) -> Craft:
+def _attr(name: str, value: object, where: str | None = None) -> Craft:
+    """Set attribute ``name`` where the file keeps it: ``schema_version`` on the root, any other
+    in its group (schema 2) or on the root of a schema-1 file; or in the group ``where``."""
+
     def craft(f: h5py.File) -> None:
-        f.attrs[name] = value
+        if where is None:
+            flat = name == "schema_version" or f.attrs["schema_version"] == 1
+            target = f if flat else f[attribute_group(name)]
+        else:
+            target = f if where == "/" else f[where]
+        target.attrs[name] = value
 
     return craft
 
@@ -55,8 +65,20 @@ def _invalid_utf8_vlen(f: h5py.File) -> None:
     tid = h5py.h5t.C_S1.copy()
     tid.set_size(h5py.h5t.VARIABLE)
     tid.set_cset(h5py.h5t.CSET_UTF8)
-    aid = h5py.h5a.create(f.id, b"problem_note", tid, h5py.h5s.create(h5py.h5s.SCALAR))
+    aid = h5py.h5a.create(f["run"].id, b"problem_note", tid, h5py.h5s.create(h5py.h5s.SCALAR))
     aid.write(np.array(b"caf\xe9", dtype=h5py.string_dtype("utf-8")))
+
+
+def _invalid_utf8_hostnames(f: h5py.File) -> None:
+    """Host names of the schema-2 type (NUL-terminated UTF-8) whose bytes are not UTF-8."""
+    tid = f["hostnames"].id.get_type()
+    raw = np.array([b"h\xff"] * f["hostnames"].shape[0], dtype=f"S{HOSTNAME_BYTES + 1}")
+    f["hostnames"].id.write(h5py.h5s.ALL, h5py.h5s.ALL, raw, mtype=tid)
+
+
+def _group_as_dataset(f: h5py.File) -> None:
+    del f["run"]
+    f.create_dataset("run", data=np.arange(3))
 
 
 CRAFTS: dict[str, tuple[Craft, str]] = {
@@ -120,12 +142,28 @@ CRAFTS: dict[str, tuple[Craft, str]] = {
     "nan": (_stamps(lambda s: np.where(s > s[0, 2], np.nan, s)), "NaN or inf"),
     "attr-invalid-utf8": (_attr("problem", np.bytes_(b"lap\xfflace")), "problem.*UTF-8"),
     "attr-invalid-utf8-vlen": (_invalid_utf8_vlen, "problem_note.*UTF-8"),
+    "hostnames-nullterm-invalid-utf8": (_invalid_utf8_hostnames, "hostnames.*UTF-8"),
+    "group-is-dataset": (_group_as_dataset, "run is a dataset"),
+    "attr-on-root-and-in-group": (_attr("ksp", "gmres", where="/"), "'ksp' is stored twice"),
+    "attr-in-two-groups": (_attr("nprocs", 4, where="result"), "'nprocs' is stored twice"),
+    "schema1-attr-invalid-utf8": (_attr("problem", np.bytes_(b"lap\xfflace")), "problem.*UTF-8"),
+    "schema1-schema-zero": (_attr("schema_version", 0), "schema_version"),
+    "schema1-stamps-1d": (
+        _replace("stamps", lambda f, s: f.create_dataset("stamps", data=np.arange(5.0))),
+        "stamps.*shape",
+    ),
 }
+"""Each bad trace: how to craft it from a good one, and what the error must say. Names that
+start with 'schema1-' start from a schema-1 file (flat attributes), the others from schema 2."""
 
 
 def crafted(folder: Path, name: str, seed: int = 1) -> Path:
     path = folder / f"{name}.h5"
-    write_trace(synthetic_trace(4, 24, 2, "cg", seed=seed), path)
+    good = synthetic_trace(4, 24, 2, "cg", seed=seed)
+    if name.startswith("schema1-"):
+        write_schema1(good, path)
+    else:
+        write_trace(good, path)
     with h5py.File(path, "a") as f:
         CRAFTS[name][0](f)
     return path
