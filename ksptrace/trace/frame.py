@@ -1,14 +1,21 @@
-"""Many traces as one pandas DataFrame: a row per run, its metadata and headline timings."""
+"""Many traces as pandas DataFrames: a row per run (metadata and headline timings), or a long
+table with a row per run, rank and iteration."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pandas as pd
 
-from ksptrace.trace.model import Trace
+from ksptrace.trace.model import CONFIG_DEFAULTS, Trace
+
+ITERATION_CONFIG: tuple[str, ...] = ("problem", "n", "ksp", "pc", "nprocs", "noise")
+"""The configuration columns of :func:`iterations_frame`."""
+ITERATION_COLUMNS: tuple[str, ...] = ("run", "rank", "node", "host", "k", "seconds",
+                                      *ITERATION_CONFIG)
 
 
 def summary_row(trace: Trace) -> dict[str, Any]:
@@ -38,3 +45,51 @@ def traces_to_frame(traces: Iterable[Trace]) -> pd.DataFrame:
         row["path"] = trace.path
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def _run_name(trace: Trace, used: set[str]) -> str:
+    """The file name of ``trace`` (its label if it has no file); the whole path, or the label
+    and a number, when an earlier trace already took that name."""
+    name = Path(trace.path).name if trace.path else trace.label
+    if name in used and trace.path:
+        name = str(trace.path)
+    base, number = name, 2
+    while name in used:
+        name, number = f"{base} #{number}", number + 1
+    used.add(name)
+    return name
+
+
+def iterations_frame(traces: Iterable[Trace], extra: Sequence[str] = ()) -> pd.DataFrame:
+    """The long table of many traces: one row per run, rank and iteration (P * K per trace).
+
+    Columns: ``run`` (the trace's file name, or its label when it was not read from a file;
+    made unique), ``rank``, ``node`` (node id), ``host``, ``k`` (1..K), ``seconds`` (T_p^k),
+    then the configuration ``problem``, ``n``, ``ksp``, ``pc``, ``nprocs`` and ``noise`` (a
+    trace without the attribute gets None; without ``noise``, 'none'), then the attributes
+    named in ``extra``. Made for pandas in a notebook::
+
+        df = iterations_frame(read_trace(p) for p in paths)
+        df.groupby(["ksp", "nprocs"])["seconds"].median()
+    """
+    keys = [*ITERATION_CONFIG, *(k for k in extra if k not in ITERATION_COLUMNS)]
+    parts: list[pd.DataFrame] = []
+    used: set[str] = set()
+    for trace in traces:
+        nprocs, iterations = trace.nprocs, trace.iterations
+        rank = np.repeat(np.arange(nprocs), iterations)
+        columns: dict[str, Any] = {
+            "run": _run_name(trace, used),
+            "rank": rank,
+            "node": trace.node_ids[rank],
+            "host": np.array(trace.hostnames, dtype=object)[rank],
+            "k": np.tile(np.arange(1, iterations + 1), nprocs),
+            "seconds": trace.iteration_seconds.reshape(-1),
+        }
+        for key in keys:
+            default = trace.nprocs if key == "nprocs" else CONFIG_DEFAULTS.get(key)
+            columns[key] = trace.attrs.get(key, default)
+        parts.append(pd.DataFrame(columns))
+    if not parts:
+        return pd.DataFrame(columns=[*ITERATION_COLUMNS[:6], *keys])
+    return pd.concat(parts, ignore_index=True)
