@@ -82,10 +82,12 @@ class LogHistogram:
 
 def log_histogram(values: np.ndarray) -> LogHistogram:
     """The values binned on the common log grid."""
-    x = np.asarray(values, dtype=np.float64).ravel()
-    x = x[np.isfinite(x)]
+    x = figures.finite(values)
     binned = x[x >= LOG_EDGES[0]]
-    counts, _ = np.histogram(np.minimum(binned, LOG_EDGES[-1]), bins=LOG_EDGES)
+    # equal bins in log10: numpy's arithmetic binning instead of a binary search per value
+    counts, _ = np.histogram(np.log10(np.minimum(binned, LOG_EDGES[-1])),
+                             bins=LOG_EDGES.size - 1,
+                             range=(np.log10(LOG_EDGES[0]), np.log10(LOG_EDGES[-1])))
     counts = counts.astype(np.int64)
     counts.setflags(write=False)
     return LogHistogram(counts=counts, below=int(x.size - binned.size))

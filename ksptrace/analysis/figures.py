@@ -193,8 +193,7 @@ def time_axis(values: np.ndarray) -> TimeAxis:
     beyond a third of it and the interquartile range covers at least ``MIN_IQR_SHARE`` of it;
     otherwise the first of ``CLIP_QUANTILES`` that satisfies both; otherwise the log axis.
     """
-    x = np.asarray(values, dtype=np.float64).ravel()
-    x = x[np.isfinite(x)]
+    x = finite(values)
     if x.size == 0:
         raise AnalysisError("no finite times to draw; check the trace for NaN or inf")
     lo, largest = float(x.min()), float(x.max())
@@ -203,7 +202,7 @@ def time_axis(values: np.ndarray) -> TimeAxis:
             f"every value equals {fmt_time(lo)}, a histogram would be one bar; leave it out"
         )
     q05, q25, q75, bulk, *clips = np.quantile(
-        x, (0.05, 0.25, 0.75, BULK_QUANTILE, *CLIP_QUANTILES)
+        _sample(x), (0.05, 0.25, 0.75, BULK_QUANTILE, *CLIP_QUANTILES)
     )
     iqr = float(q75 - q25)
     hi: float | None = None
@@ -233,10 +232,32 @@ def time_axis(values: np.ndarray) -> TimeAxis:
                     nonpositive=int(x.size - positive.size))
 
 
+AXIS_SAMPLE = 1 << 21
+"""An axis is chosen from the quantiles of at most this many values (a seeded subsample of a
+larger set: the quantiles that place an axis move by far less than a pixel)."""
+
+
+def _sample(x: np.ndarray) -> np.ndarray:
+    if x.size <= AXIS_SAMPLE:
+        return x
+    return x[np.random.default_rng(0).integers(0, x.size, AXIS_SAMPLE)]
+
+
+def finite(values: np.ndarray) -> np.ndarray:
+    """The finite values, flattened; no copy when all are finite (the usual case)."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    ok = np.isfinite(x)
+    return x if ok.all() else x[ok]
+
+
 def is_constant(values: np.ndarray) -> bool:
     """True when the values do not vary beyond rounding (a histogram would be one bar)."""
     x = np.asarray(values, dtype=np.float64).ravel()
-    x = x[np.isfinite(x)]
+    if x.size >= 2:
+        lo, hi = float(x.min()), float(x.max())
+        if np.isfinite(lo) and np.isfinite(hi):  # no copy of a big, finite array
+            return hi - lo <= CONSTANT_TOLERANCE * max(abs(lo), abs(hi))
+    x = finite(x)
     if x.size < 2:
         return True
     return float(np.ptp(x)) <= CONSTANT_TOLERANCE * float(np.abs(x).max())
@@ -246,7 +267,14 @@ def _density(values: np.ndarray, axis: TimeAxis, bins: int) -> tuple[np.ndarray,
     """(edges in units, density) over the axis range, normalised by the count of all values:
     in 1/unit on a linear axis, per decade on a logarithmic one."""
     x = np.asarray(values, dtype=np.float64).ravel()
-    counts, edges = np.histogram(x, bins=axis.edges(bins))
+    edges = axis.edges(bins)
+    # equal bins in the axis' own scale: numpy's arithmetic binning, no binary search per value
+    if axis.log:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            counts, _ = np.histogram(np.log10(x), bins=bins,
+                                     range=(np.log10(axis.lo), np.log10(axis.hi)))
+    else:
+        counts, _ = np.histogram(x, bins=bins, range=(axis.lo, axis.hi))
     widths = np.diff(np.log10(edges)) if axis.log else np.diff(edges / axis.scale)
     return edges / axis.scale, counts / (max(x.size, 1) * widths)
 

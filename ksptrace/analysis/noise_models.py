@@ -256,7 +256,16 @@ def injected_noise(
 ) -> InjectedNoise:
     """Summarise the detours recorded in a run ([P, K] seconds; None: nothing recorded)."""
     t = np.asarray(times, dtype=float)
-    inj = np.zeros_like(t) if injected is None else np.asarray(injected, dtype=float)
+    if injected is None:  # a run without noise: no detour anywhere, nothing to subtract
+        natural = t if t.size == 0 or float(t.min()) >= 0.0 else np.maximum(t, 0.0)
+        return InjectedNoise(
+            spec=spec, injected_mean=0.0, injected_rank_max=0.0,
+            natural=_reduce(natural, MAX_NATURAL_SAMPLES),
+            natural_mean=float(natural.mean()), injected_lockstep=0.0,
+            quiet_iterations=int(t.shape[1]) if t.ndim == 2 else 0,
+            quiet_iteration=float(t.max(axis=0).mean()) if t.size else None,
+            quiet_rank_iteration=float(t.mean()) if t.size else None)
+    inj = np.asarray(injected, dtype=float)
     if inj.shape != t.shape:
         raise AnalysisError(f"injected detours have shape {inj.shape}, the times {t.shape}")
     natural = np.maximum(t - inj, 0.0)
