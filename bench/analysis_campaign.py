@@ -1,0 +1,174 @@
+"""What a user waits for: ``ksptrace analyze`` end to end (start-up, read, analysis, report) on
+paper-scale trace files, and on a campaign of many traces with ``--jobs 1`` against
+``--jobs 2`` and against a rerun that finds every trace in the cache.
+
+Each case runs the real command in a subprocess. Its peak memory is the largest sum of the
+resident sets of the command and all its descendants, sampled every 50 ms from /proc. The naive
+route (scipy's ks_2samp per rank pair, quad per iteration) is timed on a subset in the same run
+and extrapolated to the whole trace, as bench/analysis_scale.py does. Writes
+bench/results/analysis_campaign.json.
+
+    python bench/analysis_campaign.py [--big-iterations 20000] [--traces 24]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import scipy.stats as st
+
+from ksptrace.trace.io import write_trace
+from ksptrace.trace.synthetic import synthetic_trace
+
+RESULT = Path(__file__).resolve().parent / "results" / "analysis_campaign.json"
+TARGETS = {"one_trace_seconds": 15.0, "big_trace_seconds": 60.0, "big_trace_gib": 4.0,
+           "campaign_gib": 4.0, "jobs2_speedup": 1.7}
+
+
+def _tree_rss(pid: int) -> int:
+    """Resident bytes of ``pid`` and every descendant (0 once it is gone)."""
+    total, todo = 0, [pid]
+    while todo:
+        p = todo.pop()
+        try:
+            with open(f"/proc/{p}/status") as f:
+                for line in f:
+                    if line.startswith("VmRSS:"):
+                        total += int(line.split()[1]) * 1024
+            for task in os.listdir(f"/proc/{p}/task"):
+                with open(f"/proc/{p}/task/{task}/children") as f:
+                    todo.extend(int(c) for c in f.read().split())
+        except (FileNotFoundError, ProcessLookupError, ValueError):
+            continue
+    return total
+
+
+def run_cli(args: list[str]) -> dict[str, float]:
+    """Run ``python -m ksptrace ARGS``; wall seconds and peak tree RSS (GiB)."""
+    peak = [0]
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "ksptrace", *args],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def sample() -> None:
+        while proc.poll() is None:
+            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, err = proc.communicate()
+    wall = time.perf_counter() - start
+    sampler.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"ksptrace {' '.join(args)} failed ({proc.returncode}): {err.strip()}")
+    return {"seconds": round(wall, 2), "peak_gib": round(peak[0] / 2**30, 3)}
+
+
+def naive_seconds(times: np.ndarray, pairs: int = 100, iterations: int = 100) -> float:
+    """The naive route on a subset, extrapolated to the whole trace (see the docstring)."""
+    from ksptrace.analysis import models
+
+    t0 = time.perf_counter()
+    for q in range(1, pairs + 1):
+        st.ks_2samp(times[0], times[q])
+    per_pair = (time.perf_counter() - t0) / pairs
+    lo, hi = times.min(axis=0), times.max(axis=0)
+    t0 = time.perf_counter()
+    for a, b in zip(lo[:iterations], hi[:iterations], strict=True):
+        models.expected_max_direct(st.uniform(a, b - a), float(times.shape[0] // 64), a, b)
+    per_iteration = (time.perf_counter() - t0) / iterations
+    return per_pair * (times.shape[0] - 1) + per_iteration * times.shape[1]
+
+
+def loadavg() -> float:
+    return round(os.getloadavg()[0], 2)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--nprocs", type=int, default=8192)
+    parser.add_argument("--iterations", type=int, default=5000)
+    parser.add_argument("--big-iterations", type=int, default=20000)
+    parser.add_argument("--traces", type=int, default=24, help="traces in the campaign case")
+    parser.add_argument("--campaign-nprocs", type=int, default=2048)
+    parser.add_argument("--out", type=Path, default=RESULT)
+    args = parser.parse_args(argv)
+    result: dict[str, Any] = {"targets": TARGETS, "load_avg_1min_start": loadavg()}
+    work = Path(tempfile.mkdtemp(prefix="ksptrace-bench-"))
+    try:
+        for name, k in (("one_trace", args.iterations), ("big_trace", args.big_iterations)):
+            trace = synthetic_trace(args.nprocs, k, 64, "gmres", seed=0)
+            path = work / f"{name}.h5"
+            write_trace(trace, path)
+            naive = naive_seconds(trace.iteration_seconds)
+            del trace
+            cli = run_cli(["analyze", str(path), "--out", str(work / f"{name}-report"),
+                           "--no-cache", "--quiet"])
+            result[name] = {"nprocs": args.nprocs, "iterations": k,
+                            "file_gib": round(path.stat().st_size / 2**30, 3), **cli,
+                            "naive_route_seconds": round(naive, 1),
+                            "speedup_vs_naive": round(naive / cli["seconds"], 1),
+                            "load_avg_1min_after": loadavg()}
+            print(name, result[name], flush=True)
+            path.unlink()
+        folder = work / "campaign"
+        folder.mkdir()
+        for i in range(args.traces):
+            write_trace(synthetic_trace(args.campaign_nprocs, args.iterations, 64,
+                                        ("gmres", "pgmres", "bcgs", "pipebcgs")[i % 4], seed=i),
+                        folder / f"t{i:03d}.h5")
+        paths = [str(p) for p in sorted(folder.glob("*.h5"))]
+        cases: dict[str, Any] = {}
+        for label, extra in (("jobs1", ["--jobs", "1", "--no-cache"]),
+                             ("jobs2", ["--jobs", "2", "--no-cache"]),
+                             ("cold_with_cache", ["--jobs", "2", "--cache",
+                                                  str(work / "cache")]),
+                             ("rerun_all_cached", ["--jobs", "2", "--cache",
+                                                   str(work / "cache")])):
+            cases[label] = {**run_cli(["analyze", *paths, "--out", str(work / f"r-{label}"),
+                                       "--quiet", *extra]), "load_avg_1min_after": loadavg()}
+            print(label, cases[label], flush=True)
+        cases["traces"] = args.traces
+        cases["nprocs"] = args.campaign_nprocs
+        cases["iterations"] = args.iterations
+        cases["jobs2_speedup"] = round(cases["jobs1"]["seconds"] / cases["jobs2"]["seconds"], 2)
+        cases["rerun_speedup"] = round(
+            cases["cold_with_cache"]["seconds"] / cases["rerun_all_cached"]["seconds"], 1)
+        same = all((work / "r-jobs1" / n).read_text() == (work / "r-jobs2" / n).read_text()
+                   for n in os.listdir(work / "r-jobs1") if n.endswith(".csv"))
+        cases["jobs2_csv_identical"] = same
+        result["campaign"] = cases
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    result["load_avg_1min_end"] = loadavg()
+    result["meets_targets"] = {
+        "one_trace_seconds": result["one_trace"]["seconds"] <= TARGETS["one_trace_seconds"],
+        "big_trace_seconds": result["big_trace"]["seconds"] <= TARGETS["big_trace_seconds"],
+        "big_trace_gib": result["big_trace"]["peak_gib"] <= TARGETS["big_trace_gib"],
+        "campaign_gib": max(result["campaign"][c]["peak_gib"] for c in ("jobs1", "jobs2"))
+        <= TARGETS["campaign_gib"],
+        "jobs2_speedup": result["campaign"]["jobs2_speedup"] >= TARGETS["jobs2_speedup"],
+    }
+    result["machine"] = {"cpus": os.cpu_count(), "python": platform.python_version(),
+                         "numpy": np.__version__}
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    args.out.write_text(json.dumps(result, indent=2) + "\n")
+    print(json.dumps(result["meets_targets"]))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
