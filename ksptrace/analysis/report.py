@@ -212,6 +212,23 @@ def analyse_files(
     return gather(done, skipped, opt, with_figures, started, progress)
 
 
+def cache_files(
+    paths: Sequence[str | os.PathLike[str]], options: AnalysisOptions | None, with_figures: bool,
+    jobs: int, cache: Path,
+) -> tuple[int, list[Skipped]]:
+    """Analyse into ``cache`` only (one array task of ``analyze --backend``): how many traces
+    have results there, and the skipped ones."""
+    opt = options or AnalysisOptions()
+    analysed, skipped = 0, []
+    for item in batch.run([str(p) for p in paths], analyse_file, opt, with_figures, jobs, cache,
+                          keep=lambda result: isinstance(result, Analysed)):
+        if isinstance(item.result, Skipped):
+            skipped.append(item.result)
+        else:
+            analysed += 1
+    return analysed, skipped
+
+
 def gather(done: list[Analysed], skipped: list[Skipped], opt: AnalysisOptions,
            with_figures: bool, started: float, progress: Reporter | None) -> Results:
     """The per-trace results in report order, with the figures and comparisons across them."""

@@ -20,9 +20,10 @@ from scipy.integrate import IntegrationWarning
 from ksptrace.analysis.batch import CACHE_SUFFIX
 from ksptrace.analysis.fitting import DEFAULT_CANDIDATES
 from ksptrace.analysis.pipeline import INDEPENDENT_UNITS, AnalysisOptions
-from ksptrace.analysis.report import write_report_files
+from ksptrace.analysis.report import cache_files, write_report_files
 from ksptrace.cli.progress import Progress
 from ksptrace.errors import UsageError
+from ksptrace.jobs.analysis import BACKENDS, prepare
 
 
 def register(subparsers: Any) -> None:
@@ -31,7 +32,9 @@ def register(subparsers: Any) -> None:
         description=__doc__,
     )
     p.add_argument("traces", nargs="+", metavar="TRACE", help="trace files (.h5)")
-    p.add_argument("--out", required=True, help="directory for report.html, CSVs, summary.json")
+    p.add_argument("--out", default=None,
+                   help="directory for report.html, CSVs, summary.json (required unless "
+                        "--cache-only)")
     p.add_argument("--alpha", type=float, default=0.05, help="KS significance level")
     p.add_argument("--reference-rank", type=int, default=0,
                    help="rank whose iteration times are KS-tested against every other rank's "
@@ -75,6 +78,18 @@ def register(subparsers: Any) -> None:
                         "options, so that a rerun analyses only new traces (default: the --out "
                         "folder's name + '.cache', beside it)")
     p.add_argument("--no-cache", action="store_true", help="neither read nor keep results")
+    p.add_argument("--backend", choices=BACKENDS, default="local",
+                   help="local: here; slurm or pbs: one array task per trace, then a merge job "
+                        "that writes the report (on the cluster, next to the traces)")
+    p.add_argument("--walltime", default="01:00:00",
+                   help="time limit of each analysis job (slurm, pbs), HH:MM:SS")
+    p.add_argument("--max-array", type=int, default=None,
+                   help="most tasks in one job array (default: $KSPTRACE_SLURM_MAX_ARRAY or 1000)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="slurm, pbs: write the job scripts into <out>.jobs/ but submit nothing")
+    p.add_argument("--cache-only", action="store_true",
+                   help="analyse into the --cache folder and write no report (what each array "
+                        "task of --backend runs)")
     p.add_argument("--quiet", action="store_true",
                    help="no progress display (skipped traces are still named)")
     p.set_defaults(func=main)
@@ -94,8 +109,24 @@ def main(args: argparse.Namespace) -> int:
     )
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
+    if args.out is None and not args.cache_only:
+        raise UsageError("--out is required (the folder for the report)")
+    if (args.cache_only or args.backend != "local") and args.no_cache:
+        raise UsageError(f"{'--cache-only' if args.cache_only else '--backend'} works through "
+                         "the cache; drop --no-cache")
+    if args.cache_only and args.cache is None:
+        raise UsageError("--cache-only needs --cache DIR (where the results go)")
     paths: list[str | os.PathLike[str]] = list(args.traces)
     cache = None if args.no_cache else Path(args.cache or str(Path(args.out)) + CACHE_SUFFIX)
+    if args.backend != "local":
+        return _submit(args, [str(p) for p in paths], cache)
+    if args.cache_only:
+        assert cache is not None
+        analysed, skipped = cache_files(paths, options, not args.no_figures, args.jobs, cache)
+        for s in skipped:
+            print(f"ksptrace: skipped {s.reason}", file=sys.stderr)
+        print(f"cached {analysed} of {len(paths)} traces in {cache}")
+        return 0 if analysed else 7
     with Progress(len(paths), "trace", sys.stderr, enabled=not args.quiet) as progress, \
             warnings.catch_warnings():
         # scipy's optimisers and quadratures warn on hard fits; the report says what failed.
@@ -105,6 +136,47 @@ def main(args: argparse.Namespace) -> int:
                                     not args.no_figures, args.jobs, cache)
     print(f"wrote {report.html} ({report.analysed} traces analysed, {len(report.skipped)} skipped"
           + (f"; per-trace results in {cache}" if cache is not None else "") + ")")
+    return 0
+
+
+def _option_flags(args: argparse.Namespace) -> list[str]:
+    """The analysis options as flags, so that the jobs compute exactly this analysis."""
+    flags = ["--alpha", repr(args.alpha), "--reference-rank", str(args.reference_rank),
+             "--candidates", args.candidates, "--fit-size", str(args.fit_size),
+             "--independent", args.independent, "--mc-runs", str(args.mc_runs),
+             "--seed", str(args.seed), "--quiet"]
+    if args.keep_fill:
+        flags.append("--keep-fill")
+    if args.iteration is not None:
+        flags += ["--iteration", str(args.iteration)]
+    if args.no_figures:
+        flags.append("--no-figures")
+    return flags
+
+
+def _submit(args: argparse.Namespace, traces: list[str], cache: Path | None) -> int:
+    """--backend slurm|pbs: the jobs folder beside the report, then the submission."""
+    assert cache is not None
+    out = Path(args.out).resolve()
+    cache = cache.resolve()
+    missing = [t for t in traces if not Path(t).is_file()]
+    if missing:
+        raise UsageError(f"{missing[0]} is not a file ({len(missing)} missing); the jobs read "
+                         "the traces where they are")
+    absolute = [str(Path(t).resolve()) for t in traces]
+    base = [sys.executable, "-m", "ksptrace", "analyze"]
+    flags = _option_flags(args)
+    max_array = args.max_array or int(os.environ.get("KSPTRACE_SLURM_MAX_ARRAY", "1000"))
+    jobs = prepare(args.backend, Path(str(out) + ".jobs"), absolute,
+                   [*base, "--cache-only", "--cache", str(cache), *flags],
+                   [*base, *absolute, "--out", str(out), "--cache", str(cache), *flags],
+                   walltime=args.walltime, max_array=max_array, dry_run=args.dry_run)
+    if args.dry_run:
+        print(f"wrote {len(jobs.arrays)} array script(s) and {jobs.merge} (nothing submitted)")
+        return 0
+    print(f"submitted {len(absolute)} trace analyses as array job(s) "
+          f"{', '.join(jobs.job_ids[:-1])} and the merge as job {jobs.job_ids[-1]}, which "
+          f"writes {out}/report.html; logs in {jobs.folder / 'logs'}")
     return 0
 
 
