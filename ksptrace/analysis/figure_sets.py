@@ -83,14 +83,12 @@ class LogHistogram:
 def log_histogram(values: np.ndarray) -> LogHistogram:
     """The values binned on the common log grid."""
     x = figures.finite(values)
-    binned = x[x >= LOG_EDGES[0]]
-    # equal bins in log10: numpy's arithmetic binning instead of a binary search per value
-    counts, _ = np.histogram(np.log10(np.minimum(binned, LOG_EDGES[-1])),
-                             bins=LOG_EDGES.size - 1,
-                             range=(np.log10(LOG_EDGES[0]), np.log10(LOG_EDGES[-1])))
-    counts = counts.astype(np.int64)
+    # equal bins in log10, a block at a time: no binary search per value, no copy of the trace
+    counts, below = figures.binned_counts(
+        x, LOG_EDGES.size - 1, float(np.log10(LOG_EDGES[0])), float(np.log10(LOG_EDGES[-1])),
+        log=True, floor=float(LOG_EDGES[0]), ceiling=float(LOG_EDGES[-1]))
     counts.setflags(write=False)
-    return LogHistogram(counts=counts, below=int(x.size - binned.size))
+    return LogHistogram(counts=counts, below=below)
 
 
 @dataclass(frozen=True)

@@ -220,16 +220,17 @@ def time_axis(values: np.ndarray) -> TimeAxis:
         scale, unit = unit_for(hi)
         return TimeAxis(lo=lo, hi=hi, scale=scale, unit=unit, clip_quantile=clip,
                         beyond=int((x > hi).sum()), total=int(x.size), largest=largest)
-    positive = x[x >= LOG_FLOOR]
-    if positive.size < 2:
+    above = x >= LOG_FLOOR  # a mask, not a copy of the values
+    count = int(np.count_nonzero(above))
+    if count < 2:
         raise AnalysisError(
             "fewer than two values above 1 ns (the others are 0 up to rounding); leave the "
             "histogram out"
         )
-    low = float(positive.min())
+    low = float(np.min(x, where=above, initial=np.inf))
     return TimeAxis(lo=low, hi=largest, scale=1.0, unit="s", clip_quantile=None, beyond=0,
                     total=int(x.size), largest=largest, log=True,
-                    nonpositive=int(x.size - positive.size))
+                    nonpositive=int(x.size - count))
 
 
 AXIS_SAMPLE = 1 << 21
@@ -241,6 +242,36 @@ def _sample(x: np.ndarray) -> np.ndarray:
     if x.size <= AXIS_SAMPLE:
         return x
     return x[np.random.default_rng(0).integers(0, x.size, AXIS_SAMPLE)]
+
+
+HISTOGRAM_BLOCK = 1 << 20
+"""Values binned per pass: a histogram of a paper-scale trace never copies the whole trace."""
+
+
+def binned_counts(values: np.ndarray, bins: int, lo: float, hi: float, log: bool = False,
+                  floor: float | None = None, ceiling: float | None = None,
+                  ) -> tuple[np.ndarray, int]:
+    """(int64 counts of ``bins`` equal bins over [lo, hi] (in log10 when ``log``), values
+    below ``floor`` left out and counted), one block at a time. Each value falls in the bin
+    one ``np.histogram`` call over all values would give: the bins do not depend on the block.
+    Values ``ceiling`` and above count in the last bin."""
+    x = np.asarray(values, dtype=np.float64).ravel()
+    counts = np.zeros(bins, dtype=np.int64)
+    below = 0
+    for start in range(0, x.size, HISTOGRAM_BLOCK):
+        block = x[start:start + HISTOGRAM_BLOCK]
+        if floor is not None:
+            keep = block >= floor
+            below += int(block.size - np.count_nonzero(keep))
+            block = block[keep]
+        if ceiling is not None:
+            block = np.minimum(block, ceiling)
+        if log:
+            with np.errstate(divide="ignore", invalid="ignore"):
+                block = np.log10(block)
+        c, _ = np.histogram(block, bins=bins, range=(lo, hi))
+        counts += c
+    return counts, below
 
 
 def finite(values: np.ndarray) -> np.ndarray:
@@ -270,11 +301,9 @@ def _density(values: np.ndarray, axis: TimeAxis, bins: int) -> tuple[np.ndarray,
     edges = axis.edges(bins)
     # equal bins in the axis' own scale: numpy's arithmetic binning, no binary search per value
     if axis.log:
-        with np.errstate(divide="ignore", invalid="ignore"):
-            counts, _ = np.histogram(np.log10(x), bins=bins,
-                                     range=(np.log10(axis.lo), np.log10(axis.hi)))
+        counts, _ = binned_counts(x, bins, np.log10(axis.lo), np.log10(axis.hi), log=True)
     else:
-        counts, _ = np.histogram(x, bins=bins, range=(axis.lo, axis.hi))
+        counts, _ = binned_counts(x, bins, axis.lo, axis.hi)
     widths = np.diff(np.log10(edges)) if axis.log else np.diff(edges / axis.scale)
     return edges / axis.scale, counts / (max(x.size, 1) * widths)
 
@@ -361,10 +390,17 @@ def iteration_vs_rank(
 
 
 def _block_mean(x: np.ndarray, rows: int, cols: int) -> tuple[np.ndarray, int, int]:
+    """Means of fr x fc blocks, at most ``rows`` x ``cols`` of them; a band of block rows at a
+    time, so that a transposed or cropped view of a whole trace is never copied whole."""
     fr = max(1, int(np.ceil(x.shape[0] / rows)))
     fc = max(1, int(np.ceil(x.shape[1] / cols)))
     r, c = x.shape[0] // fr * fr, x.shape[1] // fc * fc
-    return x[:r, :c].reshape(r // fr, fr, c // fc, fc).mean(axis=(1, 3)), fr, fc
+    out = np.empty((r // fr, c // fc))
+    band = max(1, HISTOGRAM_BLOCK // max(fr * c, 1))  # block rows per pass
+    for i in range(0, r // fr, band):
+        part = np.ascontiguousarray(x[i * fr:min(r, (i + band) * fr), :c])
+        out[i:i + part.shape[0] // fr] = part.reshape(-1, fr, c // fc, fc).mean(axis=(1, 3))
+    return out, fr, fc
 
 
 def colour_limits(times: np.ndarray, iterations: np.ndarray | None = None) -> tuple[float, float]:

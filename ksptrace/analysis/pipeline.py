@@ -408,6 +408,27 @@ def _prediction_flags(
     return out
 
 
+STD_BLOCK_ELEMENTS = 1 << 22
+"""The standard deviation is summed over blocks of this many values: no temporary copy of a
+paper-scale trace (``ndarray.std`` makes one, as large as the trace)."""
+
+
+def mean_std(x: np.ndarray) -> tuple[float, float]:
+    """Mean and (population) standard deviation of all of ``x``, two passes over row blocks."""
+    a = np.asarray(x, dtype=np.float64)
+    rows = a.reshape(a.shape[0], -1) if a.ndim > 1 else a.reshape(1, -1)
+    step = max(1, STD_BLOCK_ELEMENTS // max(rows.shape[1], 1))
+    n = rows.size
+    if n == 0:
+        return float("nan"), float("nan")
+    mean = sum(float(rows[s:s + step].sum()) for s in range(0, rows.shape[0], step)) / n
+    squares = 0.0
+    for s in range(0, rows.shape[0], step):
+        d = rows[s:s + step] - mean
+        squares += float(np.einsum("ij,ij->", d, d))
+    return mean, float(np.sqrt(squares / n))
+
+
 def check_timings(trace: Trace) -> None:
     """Raise AnalysisError when the timings cannot be analysed (NaN, inf, negative)."""
     fault = trace.timing_fault()
@@ -466,7 +487,7 @@ def analyze_trace(
     tick("uniform fits", 0.0)
     uniform = models.uniform_fits(times)
     nonstationary = models.nonstationary_model(uniform, count)
-    bulk_mean, bulk_std = float(kept.mean()), float(kept.std())
+    bulk_mean, bulk_std = mean_std(kept)
     bounds = models.Bounds(iterations=k, count=count, mean=bulk_mean, std=bulk_std)
     result: dict[str, object] = {}
 

@@ -251,3 +251,24 @@ def test_a_figure_with_nothing_labelled_draws_no_legend_and_warns_nothing(
     assert ax.get_legend() is not None
     plt.close(fig)
     assert "No artists" not in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("log", [False, True])
+def test_blocked_counts_equal_one_histogram_of_everything(
+    log: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ksptrace.analysis import figures as fig
+
+    rng = np.random.default_rng(5)
+    x = np.concatenate([rng.lognormal(-7, 1.5, 10_007), [0.0, -1.0, 1e-12, 5.0, 1e4]])
+    lo, hi = (-9.0, 2.0) if log else (0.0, 0.01)
+    whole, _ = np.histogram(np.log10(np.maximum(x, 1e-300)) if log else x, bins=37,
+                            range=(lo, hi))
+    monkeypatch.setattr(fig, "HISTOGRAM_BLOCK", 1000)
+    blocked, below = fig.binned_counts(np.maximum(x, 1e-300) if log else x, 37, lo, hi,
+                                       log=log)
+    assert np.array_equal(blocked, whole)
+    assert below == 0
+    counts, below = fig.binned_counts(x, 37, lo, hi, log=log, floor=1e-9)
+    assert below == int((x < 1e-9).sum())
+    assert counts.sum() <= x.size - below

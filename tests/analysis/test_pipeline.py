@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
+import numpy as np
 import pytest
 
 from ksptrace.analysis import models, pipeline
@@ -51,3 +52,13 @@ def test_a_heavy_tailed_parameter_fit_is_flagged(monkeypatch: pytest.MonkeyPatch
     monkeypatch.undo()
     assert not [f for f in analyze_trace(trace, AnalysisOptions(candidates=("norm",))).flags
                 if f.subject.startswith("JSU fit of")]
+
+
+def test_blocked_mean_and_std_equal_numpys_to_rounding(monkeypatch: pytest.MonkeyPatch) -> None:
+    rng = np.random.default_rng(11)
+    x = rng.lognormal(-7.0, 1.0, size=(301, 77))
+    monkeypatch.setattr(pipeline, "STD_BLOCK_ELEMENTS", 1000)  # many blocks
+    mean, std = pipeline.mean_std(x)
+    assert mean == pytest.approx(float(x.mean()), rel=1e-14)
+    assert std == pytest.approx(float(x.std()), rel=1e-13)
+    assert pipeline.mean_std(x[:1]) == pytest.approx((float(x[:1].mean()), float(x[:1].std())))
