@@ -12,12 +12,16 @@ atomic-publish step defined here. This module imports h5py but neither mpi4py no
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import errno
 import faulthandler
 import math
+import mmap
 import os
+import pickle
 import select
 import signal
+import struct
 import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
@@ -574,31 +578,39 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     data than the file can hold (all before any data are read); text is UTF-8; an attribute
     group is a group and no attribute is stored twice; node ids are 0-based indices below P;
     the timings are plausible (:meth:`Trace.timing_fault`).
-    A file on which the HDF5 library itself crashes or hangs is refused too (:func:`hdf5_fault`).
+    A file on which the HDF5 library itself crashes or hangs is refused too: the file is read
+    once, in a forked child (:func:`_read_in_child`).
     """
     p = Path(path)
     file_bytes = _open_check(p)
-    fault = hdf5_fault(p, file_bytes)
-    if fault is not None:
-        raise TraceError(f"{p}: {fault}: a corrupt file; rerun the run that made it")
-    return _read(p, file_bytes)
+    if not hasattr(os, "fork"):
+        return _read(p, file_bytes)
+    return _read_in_child(p, file_bytes)
 
 
 PROBE_SECONDS = 20.0
 """A forked reader of a trace gets this long, plus a second per 50 MB of file, to finish."""
 
+_HEADER = struct.Struct("<QQQ")
+"""The shared map's header: status, offset and length of the pickled result."""
+_OK, _REFUSED = 1, 2
+_ALIGN = 64
 
-def hdf5_fault(p: Path, file_bytes: int) -> str | None:
-    """Why reading ``p`` as :func:`read_trace` does kills or hangs a forked child, or None.
+
+def _read_in_child(p: Path, file_bytes: int) -> Trace:
+    """Read ``p`` in a forked child and hand the trace back through shared memory.
 
     Damaged HDF5 metadata can crash libhdf5 (a segmentation fault while iterating attributes)
     or send it into an endless loop, both found by ``tests/trace/test_read_fuzz.py``; no Python
-    handler catches either, and one such file would end or hang a whole analysis. So a child
-    reads the file first, at the cost of a fork and one extra read, and is killed after
-    :data:`PROBE_SECONDS` (plus a second per 50 MB). Without ``os.fork`` the check is skipped.
+    handler catches either, and one such file would end or hang a whole analysis. So only a
+    child touches the file, and it is killed after :data:`PROBE_SECONDS` (plus a second per
+    50 MB). The child pickles the trace's fields (protocol 5) into an anonymous shared map: the
+    arrays go in out of band, so the parent's arrays are views of the map, with no second read
+    and no copy. A trace the map cannot hold (it is sized from the file) is read again by the
+    parent, which is safe once the child has read it without crashing.
     """
-    if not hasattr(os, "fork"):
-        return None
+    capacity = 2 * file_bytes + (16 << 20)
+    shared = mmap.mmap(-1, capacity)  # anonymous and MAP_SHARED: the child's writes are ours
     pid = os.fork()
     if pid == 0:  # the child: read, then leave without exit handlers or crash reports
         try:
@@ -606,16 +618,56 @@ def hdf5_fault(p: Path, file_bytes: int) -> str | None:
             devnull = os.open(os.devnull, os.O_WRONLY)
             os.dup2(devnull, 2)  # libc's own crash reports ("stack smashing detected")
             with contextlib.suppress(BaseException):
-                _read(p, file_bytes)
+                _hand_over(shared, p, file_bytes)
         finally:
             os._exit(0)
     limit = PROBE_SECONDS + file_bytes / 50e6
     status = _wait(pid, limit)
     if status is None:
-        return f"reading it did not finish within {limit:.0f} s (HDF5 loops on it)"
-    if os.WIFSIGNALED(status):
-        return f"the HDF5 library crashed reading it (signal {os.WTERMSIG(status)})"
-    return None
+        fault = f"reading it did not finish within {limit:.0f} s (HDF5 loops on it)"
+    elif os.WIFSIGNALED(status):
+        fault = f"the HDF5 library crashed reading it (signal {os.WTERMSIG(status)})"
+    else:
+        fault = None
+    if fault is not None:
+        raise TraceError(f"{p}: {fault}: a corrupt file; rerun the run that made it")
+    state, offset, length = _HEADER.unpack_from(shared, 0)
+    if state == _REFUSED:
+        raise TraceError(pickle.loads(shared[offset:offset + length]))
+    if state != _OK:  # the map was too small, or the child ran out of memory: read here
+        return _read(p, file_bytes)
+    fields, spans = pickle.loads(shared[offset:offset + length])
+    view = memoryview(shared).toreadonly()
+    buffers = [view[start:start + size] for start, size in spans]
+    return Trace(**pickle.loads(fields, buffers=buffers))
+
+
+def _hand_over(shared: mmap.mmap, p: Path, file_bytes: int) -> None:
+    """In the child: read ``p`` and write the outcome into ``shared`` (see :data:`_HEADER`)."""
+    try:
+        trace = _read(p, file_bytes)
+    except TraceError as exc:
+        message = pickle.dumps(str(exc))
+        shared[_ALIGN:_ALIGN + len(message)] = message
+        _HEADER.pack_into(shared, 0, _REFUSED, _ALIGN, len(message))
+        return
+    values = {f.name: getattr(trace, f.name) for f in dataclasses.fields(trace)}
+    values["attrs"] = dict(trace.attrs)
+    buffers: list[pickle.PickleBuffer] = []
+    fields = pickle.dumps(values, protocol=5, buffer_callback=buffers.append)
+    spans, end = [], _ALIGN
+    for buffer in buffers:
+        raw = buffer.raw()
+        if end + raw.nbytes > len(shared):
+            return
+        shared[end:end + raw.nbytes] = raw
+        spans.append((end, raw.nbytes))
+        end += -(-raw.nbytes // _ALIGN) * _ALIGN
+    result = pickle.dumps((fields, spans))
+    if end + len(result) > len(shared):
+        return
+    shared[end:end + len(result)] = result
+    _HEADER.pack_into(shared, 0, _OK, end, len(result))
 
 
 def _wait(pid: int, limit: float) -> int | None:
