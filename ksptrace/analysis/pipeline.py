@@ -542,6 +542,7 @@ def analyze_trace(
             )
         except AnalysisError as exc:
             notes.append(f"Monte Carlo skipped: {exc}")
+    tick("noise summary", 0.0)
     flags.extend(_count_flags(nprocs, count, reasons))
     flags.extend(_load_flags(trace))
     injection = _injection(trace, times, notes)
