@@ -12,7 +12,6 @@ atomic-publish step defined here. This module imports h5py but neither mpi4py no
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import faulthandler
 import math
@@ -604,13 +603,13 @@ def _read_in_child(p: Path, file_bytes: int) -> Trace:
     or send it into an endless loop, both found by ``tests/trace/test_read_fuzz.py``; no Python
     handler catches either, and one such file would end or hang a whole analysis. So only a
     child touches the file, and it is killed after :data:`PROBE_SECONDS` (plus a second per
-    50 MB). The child pickles the trace's fields (protocol 5) into an anonymous shared map: the
-    arrays go in out of band, so the parent's arrays are views of the map, with no second read
-    and no copy. A trace the map cannot hold (it is sized from the file) is read again by the
-    parent, which is safe once the child has read it without crashing.
+    50 MB). The child reads each dataset straight into an anonymous shared map and pickles the
+    trace's fields (protocol 5) with the arrays out of band, as spans of that map; the parent's
+    arrays are views of the map. So the data are read once and never copied, and a trace costs
+    its size in memory once, not twice. A trace the map cannot hold (it is sized from the file)
+    is read again by the parent, which is safe once the child has read it without crashing.
     """
-    capacity = 2 * file_bytes + (16 << 20)
-    shared = mmap.mmap(-1, capacity)  # anonymous and MAP_SHARED: the child's writes are ours
+    shared = mmap.mmap(-1, _map_bytes(file_bytes))  # anonymous and MAP_SHARED: ours too
     pid = os.fork()
     if pid == 0:  # the child: read, then leave without exit handlers or crash reports
         try:
@@ -637,34 +636,78 @@ def _read_in_child(p: Path, file_bytes: int) -> Trace:
     if state != _OK:  # the map was too small, or the child ran out of memory: read here
         return _read(p, file_bytes)
     fields, spans = pickle.loads(shared[offset:offset + length])
-    view = memoryview(shared).toreadonly()
+    view = memoryview(shared).toreadonly()  # nothing else can write the map: Trace keeps it
     buffers = [view[start:start + size] for start, size in spans]
-    return Trace(**pickle.loads(fields, buffers=buffers))
+    return _make_trace(p, pickle.loads(fields, buffers=buffers))
+
+
+class _MapFull(Exception):
+    """The shared map cannot hold the trace (the parent then reads the file itself)."""
+
+
+class _Carver:
+    """Hands out aligned arrays from ``shared``, after its header, in the order asked."""
+
+    def __init__(self, shared: mmap.mmap) -> None:
+        self.shared = shared
+        self.end = _ALIGN
+        self.base = np.frombuffer(shared, np.uint8).ctypes.data
+
+    def take(self, nbytes: int) -> int:
+        start = self.end
+        if start + nbytes > len(self.shared):
+            raise _MapFull
+        self.end = start + -(-nbytes // _ALIGN) * _ALIGN
+        return start
+
+    def array(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+        count = int(np.prod(shape, dtype=np.int64))
+        start = self.take(count * dtype.itemsize)
+        return np.ndarray(shape, dtype=dtype, buffer=self.shared, offset=start)
+
+    def span(self, raw: memoryview) -> tuple[int, int]:
+        """Where ``raw`` lies in the map; a buffer from elsewhere is copied in first."""
+        if raw.nbytes:
+            start = np.frombuffer(raw, np.uint8).ctypes.data - self.base
+            if start >= 0 and start + raw.nbytes <= len(self.shared):
+                return start, raw.nbytes
+        start = self.take(raw.nbytes)
+        self.shared[start:start + raw.nbytes] = raw
+        return start, raw.nbytes
+
+
+def _map_bytes(file_bytes: int) -> int:
+    """The shared map's size: room for the data of an uncompressed trace and its pickle.
+
+    Only the pages the child writes cost memory; a compressed trace may not fit, and is then
+    read by the parent.
+    """
+    return 2 * file_bytes + (16 << 20)
 
 
 def _hand_over(shared: mmap.mmap, p: Path, file_bytes: int) -> None:
-    """In the child: read ``p`` and write the outcome into ``shared`` (see :data:`_HEADER`)."""
+    """In the child: read ``p`` into ``shared`` and write the outcome (see :data:`_HEADER`).
+
+    The child hands over the fields of the trace, not a :class:`Trace`: building one copies
+    writable arrays, and the parent builds it (and runs its checks) on read-only views.
+    """
+    carver = _Carver(shared)
     try:
-        trace = _read(p, file_bytes)
+        values = _read_fields(p, file_bytes, carver.array)
     except TraceError as exc:
         message = pickle.dumps(str(exc))
         shared[_ALIGN:_ALIGN + len(message)] = message
         _HEADER.pack_into(shared, 0, _REFUSED, _ALIGN, len(message))
         return
-    values = {f.name: getattr(trace, f.name) for f in dataclasses.fields(trace)}
-    values["attrs"] = dict(trace.attrs)
+    except _MapFull:
+        return
     buffers: list[pickle.PickleBuffer] = []
     fields = pickle.dumps(values, protocol=5, buffer_callback=buffers.append)
-    spans, end = [], _ALIGN
-    for buffer in buffers:
-        raw = buffer.raw()
-        if end + raw.nbytes > len(shared):
-            return
-        shared[end:end + raw.nbytes] = raw
-        spans.append((end, raw.nbytes))
-        end += -(-raw.nbytes // _ALIGN) * _ALIGN
-    result = pickle.dumps((fields, spans))
-    if end + len(result) > len(shared):
+    try:
+        spans = [carver.span(buffer.raw()) for buffer in buffers]
+        result = pickle.dumps((fields, spans))
+        end = carver.take(len(result))
+    except _MapFull:
         return
     shared[end:end + len(result)] = result
     _HEADER.pack_into(shared, 0, _OK, end, len(result))
@@ -696,7 +739,27 @@ def _wait(pid: int, limit: float) -> int | None:
     return status if done else None
 
 
+Allocator = Callable[[tuple[int, ...], "np.dtype[Any]"], np.ndarray]
+"""Makes the empty array a dataset is read into (shape, dtype)."""
+
+
+def _load(dataset: h5py.Dataset, alloc: Allocator | None) -> np.ndarray:
+    """A dataset's values, read straight into ``alloc``'s array where one is given."""
+    if alloc is None or dataset.shape is None:
+        return np.asarray(dataset[...])
+    out = alloc(tuple(dataset.shape), dataset.dtype)
+    if out.size:
+        dataset.read_direct(out)
+    return out
+
+
 def _read(p: Path, file_bytes: int) -> Trace:
+    """Read ``p`` here, in this process (see :func:`read_trace` for the checks)."""
+    return _make_trace(p, _read_fields(p, file_bytes))
+
+
+def _read_fields(p: Path, file_bytes: int, alloc: Allocator | None = None) -> dict[str, Any]:
+    """The keyword arguments of ``p``'s :class:`Trace`, after the file-level checks."""
     try:
         f = h5py.File(p, "r")
     except PermissionError:
@@ -711,22 +774,39 @@ def _read(p: Path, file_bytes: int) -> Trace:
                 raise TraceError("not a ksptrace trace (no schema_version attribute)")
             version = schema_version_of(f.attrs["schema_version"])
             check_layout(f, file_bytes)
-            attrs = _read_attrs(f, version)
-            trace = Trace(
-                stamps=f["stamps"][...],
-                residual_norms=f["residual_norms"][...],
-                node_ids=f["node_ids"][...],
-                hostnames=_hostnames(f["hostnames"][...]),
-                solve_seconds=f["solve_seconds"][...],
-                attrs=attrs,
-                path=str(p),
-                injected_seconds=f["injected_seconds"][...] if "injected_seconds" in f else None,
-            )
+            return {
+                "stamps": _load(f["stamps"], alloc),
+                "residual_norms": _load(f["residual_norms"], alloc),
+                "node_ids": _load(f["node_ids"], alloc),
+                "hostnames": _hostnames(f["hostnames"][...]),
+                "solve_seconds": _load(f["solve_seconds"], alloc),
+                "attrs": _read_attrs(f, version),
+                "path": str(p),
+                "injected_seconds": (
+                    _load(f["injected_seconds"], alloc) if "injected_seconds" in f else None
+                ),
+            }
     except TraceError as exc:
         raise TraceError(f"{p}: {exc}") from None
+    except _MapFull:
+        raise
     except Exception as exc:  # any fault of an untrusted file makes a bad trace
-        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
-        raise TraceError(f"{p}: unreadable trace ({reason}); rerun the run that made it") from None
+        raise TraceError(_unreadable(p, exc)) from None
+
+
+def _unreadable(p: Path, exc: BaseException) -> str:
+    reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+    return f"{p}: unreadable trace ({reason}); rerun the run that made it"
+
+
+def _make_trace(p: Path, fields: dict[str, Any]) -> Trace:
+    """Build and check the :class:`Trace` of ``p`` from :func:`_read_fields`' result."""
+    try:
+        trace = Trace(**fields)
+    except TraceError as exc:
+        raise TraceError(f"{p}: {exc}") from None
+    except Exception as exc:
+        raise TraceError(_unreadable(p, exc)) from None
     check_finite(trace)
     return trace
 

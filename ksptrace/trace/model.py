@@ -90,9 +90,25 @@ def attribute_group(name: str) -> str:
 
 
 def _readonly(a: np.ndarray) -> np.ndarray:
+    """``a`` as an array nobody can change: a read-only copy, unless it already is one.
+
+    An array is kept as it is when neither it nor any array it views is writable and its memory
+    is a read-only buffer (what :func:`ksptrace.trace.io.read_trace` hands over): copying a
+    41 M-value trace would double the memory it costs.
+    """
+    if _immutable(a):
+        return a
     a = np.array(a, copy=True)
     a.setflags(write=False)
     return a
+
+
+def _immutable(a: object) -> bool:
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        a = a.base
+    return isinstance(a, bytes) or (isinstance(a, memoryview) and a.readonly)
 
 
 @dataclass(frozen=True)

@@ -261,10 +261,10 @@ def test_a_file_that_crashes_hdf5_is_refused(
 
     path = write_trace(synthetic_trace(2, 10, 1, "cg"), tmp_path / "t.h5")
 
-    def segfault(p: Path, file_bytes: int) -> None:
+    def segfault(p: Path, file_bytes: int, alloc: object = None) -> None:
         os.kill(os.getpid(), signal.SIGSEGV)
 
-    monkeypatch.setattr(io, "_read", segfault)
+    monkeypatch.setattr(io, "_read_fields", segfault)
     with pytest.raises(TraceError, match=r"HDF5 library crashed reading it \(signal 11\)") as info:
         io.read_trace(path)
     assert str(info.value).startswith(f"{path}: ")

@@ -168,3 +168,53 @@ def test_schema_version_accepts_a_positive_integer(value: object) -> None:
 def test_schema_version_refuses_anything_else(value: object) -> None:
     with pytest.raises(TraceError, match="not a positive integer"):
         schema_version_of(value)
+
+
+def _ends_in_read_only_buffer(a: object) -> bool:
+    while isinstance(a, np.ndarray):
+        if a.flags.writeable:
+            return False
+        a = a.base
+    return isinstance(a, memoryview) and a.readonly
+
+
+def test_a_read_trace_is_a_read_only_view_of_what_the_reader_read(tmp_path: Path) -> None:
+    """The forked reader reads the datasets into shared memory; the trace does not copy them
+    again (a 41 M-value trace would otherwise cost twice its size)."""
+    trace = make_trace(nprocs=8, k=300)
+    back = read_trace(write_trace(trace, tmp_path / "t.h5"))
+    for name in ("stamps", "residual_norms", "solve_seconds"):
+        array = getattr(back, name)
+        assert not array.flags.owndata, name
+        assert _ends_in_read_only_buffer(array), name
+        np.testing.assert_array_equal(array, getattr(trace, name))
+    with pytest.raises(ValueError, match="read-only"):
+        back.stamps[0, 0] = 1.0
+
+
+def test_a_trace_the_shared_map_cannot_hold_is_read_by_the_parent(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import ksptrace.trace.io as io
+
+    trace = make_trace(nprocs=8, k=300)
+    path = write_trace(trace, tmp_path / "t.h5")
+    shared = read_trace(path)
+    monkeypatch.setattr(io, "_map_bytes", lambda file_bytes: 4096)
+    back = read_trace(path)
+    assert back.stamps.flags.owndata  # read again here, not handed over
+    np.testing.assert_array_equal(back.stamps, trace.stamps)
+    np.testing.assert_array_equal(back.node_ids, shared.node_ids)
+    assert back.hostnames == shared.hostnames
+    assert dict(back.attrs) == dict(shared.attrs)
+
+
+def test_a_trace_copies_arrays_anyone_could_still_change() -> None:
+    stamps = np.cumsum(np.full((2, 4), 1e-3), axis=1)
+    view = stamps.view()
+    view.setflags(write=False)  # read-only, but its base is not
+    trace = Trace(stamps=view, residual_norms=np.ones(4), node_ids=np.zeros(2, dtype=int),
+                  hostnames=("a", "a"), solve_seconds=np.full(2, 0.01), attrs={})
+    stamps[0, 0] = 99.0
+    assert trace.stamps[0, 0] == 1e-3
+    assert not trace.stamps.flags.writeable
