@@ -3,7 +3,9 @@ paper-scale trace files, and on a campaign of many traces with ``--jobs 1`` agai
 ``--jobs 2`` and against a rerun that finds every trace in the cache.
 
 Each case runs the real command in a subprocess. Its peak memory is the largest sum of the
-resident sets of the command and all its descendants, sampled every 50 ms from /proc. The naive
+proportional set sizes (PSS) of the command and all its descendants, sampled every 50 ms from
+/proc/PID/smaps_rollup: the physical memory the process tree holds. The largest sum of their
+resident sets, which counts shared pages once per process, is recorded beside it. The naive
 route (scipy's ks_2samp per rank pair, quad per iteration) is timed on a subset in the same run
 and extrapolated to the whole trace, as bench/analysis_scale.py does. Writes
 bench/results/analysis_campaign.json.
@@ -44,34 +46,42 @@ TARGETS = {"one_trace_seconds": 15.0, "big_trace_seconds": 60.0, "big_trace_gib"
 CASES = ("one_trace", "big_trace", "campaign", "paper_campaign")
 
 
-def _tree_rss(pid: int) -> int:
-    """Resident bytes of ``pid`` and every descendant (0 once it is gone)."""
-    total, todo = 0, [pid]
+def _tree_memory(pid: int) -> tuple[int, int]:
+    """Proportional and resident bytes of ``pid`` and every descendant ((0, 0) once gone).
+
+    The proportional set size (PSS) charges a page shared by n processes 1/n to each, so its sum
+    over the tree is the physical memory the tree holds. The sum of resident sets counts such a
+    page n times (shared libraries, the shared map a trace is read into), and is kept beside it.
+    """
+    pss, rss, todo = 0, 0, [pid]
     while todo:
         p = todo.pop()
         try:
-            with open(f"/proc/{p}/status") as f:
+            with open(f"/proc/{p}/smaps_rollup") as f:
                 for line in f:
-                    if line.startswith("VmRSS:"):
-                        total += int(line.split()[1]) * 1024
+                    if line.startswith("Pss:"):
+                        pss += int(line.split()[1]) * 1024
+                    elif line.startswith("Rss:"):
+                        rss += int(line.split()[1]) * 1024
             for task in os.listdir(f"/proc/{p}/task"):
                 with open(f"/proc/{p}/task/{task}/children") as f:
                     todo.extend(int(c) for c in f.read().split())
         except (FileNotFoundError, ProcessLookupError, ValueError):
             continue
-    return total
+    return pss, rss
 
 
 def run_cli(args: list[str]) -> dict[str, float]:
-    """Run ``python -m ksptrace ARGS``; wall seconds and peak tree RSS (GiB)."""
-    peak = [0]
+    """Run ``python -m ksptrace ARGS``; wall seconds and peak tree PSS and RSS sum (GiB)."""
+    peak = [0, 0]
     start = time.perf_counter()
     proc = subprocess.Popen([sys.executable, "-m", "ksptrace", *args],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def sample() -> None:
         while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_rss(proc.pid))
+            pss, rss = _tree_memory(proc.pid)
+            peak[0], peak[1] = max(peak[0], pss), max(peak[1], rss)
             time.sleep(0.05)
 
     sampler = threading.Thread(target=sample, daemon=True)
@@ -81,7 +91,8 @@ def run_cli(args: list[str]) -> dict[str, float]:
     sampler.join()
     if proc.returncode != 0:
         raise SystemExit(f"ksptrace {' '.join(args)} failed ({proc.returncode}): {err.strip()}")
-    return {"seconds": round(wall, 2), "peak_gib": round(peak[0] / 2**30, 3)}
+    return {"seconds": round(wall, 2), "peak_gib": round(peak[0] / 2**30, 3),
+            "peak_rss_sum_gib": round(peak[1] / 2**30, 3)}
 
 
 def naive_seconds(times: np.ndarray, pairs: int = 100, iterations: int = 100) -> float:
