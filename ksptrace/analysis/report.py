@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import functools
+import gc
 import json
 import os
 import re
@@ -143,10 +144,20 @@ def analyse_one(
 
 def analyse_file(path: str, opt: AnalysisOptions, with_figures: bool = True,
                  tick: Callable[[str, float], None] | None = None) -> Analysed | Skipped:
-    """Read, analyse and draw one trace file: the unit of work of ``analyse_files``."""
+    """Read, analyse and draw one trace file: the unit of work of ``analyse_files``.
+
+    The trace is gone when this returns: the analysis and its figures leave reference cycles
+    that hold the trace's arrays until the cyclic collector runs, which would otherwise keep
+    one trace in memory while the next is read (1.75 GiB instead of 1.1 GiB at 8192 x 5000).
+    """
+    result: Analysed | Skipped | None = None
     for item in iter_traces([path]):
-        return analyse_one(item, opt, with_figures, tick)
-    raise AnalysisError(f"{path}: the reader gave nothing")  # iter_traces yields once per path
+        result = analyse_one(item, opt, with_figures, tick)
+        del item
+    gc.collect()
+    if result is None:  # iter_traces yields once per path
+        raise AnalysisError(f"{path}: the reader gave nothing")
+    return result
 
 
 def _ticker(progress: Reporter | None) -> Callable[[str, float], None] | None:
@@ -180,6 +191,7 @@ def analyse(
     for item in items:
         result = analyse_one(item, opt, with_figures, _ticker(progress))
         del item  # only results are kept
+        gc.collect()  # and the cycles that still hold the trace (see analyse_file)
         (skipped if isinstance(result, Skipped) else done).append(result)  # type: ignore[arg-type]
         _advance(progress, result)
     return gather(done, skipped, opt, with_figures, started, progress)

@@ -172,3 +172,32 @@ def test_an_empty_table_says_why_instead_of_showing_headers(tmp_path: Path) -> N
     assert "too few for distribution fits" in fits
     montecarlo = page[page.index("6. Johnson S_U Monte Carlo"):]
     assert "no fit: K = 3 &lt; 8: too few iterations" in montecarlo
+
+
+def test_analyse_file_lets_go_of_its_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analysis leaves reference cycles that hold the trace; analyse_file collects them, so
+    a worker never holds one trace while it reads the next (peak memory: one trace, not two)."""
+    import gc
+    import weakref
+
+    import ksptrace.analysis.report as report
+
+    path = write_trace(synthetic_trace(16, 60, 4, "cg", seed=5), tmp_path / "t.h5")
+    seen: list[weakref.ref[Trace]] = []
+
+    def watched(paths: list[str]) -> object:
+        for item in iter_traces(paths):
+            if isinstance(item, Trace):
+                seen.append(weakref.ref(item))
+            yield item
+
+    monkeypatch.setattr(report, "iter_traces", watched)
+    gc.collect()
+    gc.disable()  # only analyse_file's own collection may free the trace
+    try:
+        result = report.analyse_file(str(path), AnalysisOptions(), with_figures=True)
+        assert isinstance(result, report.Analysed)
+        assert len(seen) == 1
+        assert seen[0]() is None
+    finally:
+        gc.enable()
