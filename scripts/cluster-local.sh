@@ -349,6 +349,8 @@ cmd_env() {
   echo "export OMPI_MCA_btl=self,vader,tcp"
   echo "export OMPI_MCA_btl_tcp_if_include=$NET.0/24"
   echo "export OMPI_MCA_oob_tcp_if_include=$NET.0/24"
+  # A node is one core: its ranks must yield when they wait (mpiexec --oversubscribe does this).
+  echo "export OMPI_MCA_mpi_yield_when_idle=1"
 }
 
 action=${1:-start}
