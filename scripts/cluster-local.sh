@@ -152,6 +152,7 @@ MinJobAge=300
 InactiveLimit=0
 KillWait=5
 KillOnBadExit=1
+JobRequeue=0
 SlurmdTimeout=$SLURMD_TIMEOUT
 MessageTimeout=5
 EOF
@@ -301,11 +302,14 @@ cmd_start() {
     die "--nodes must be 1..$MAX_NODES, got '$k'"
   check_machine
   install_packages
-  if [ -f "$DIR/nodes" ] && [ "$(known_nodes)" != "$k" ]; then
-    say "rebuilding: $(known_nodes) nodes running, $k asked for"
-    cmd_stop
-  fi
+  local before=""
+  [ -f "$CONF" ] && [ -f "$DIR/nodes" ] && before=$(cat "$CONF")
   write_config "$k"
+  if [ -n "$before" ] && [ "$before" != "$(cat "$CONF")" ]; then
+    say "rebuilding: the configuration changed (nodes, ports, CPUs or timeouts)"
+    cmd_stop
+    write_config "$k"
+  fi
   make_network "$k"
   start_munge
   start_slurmctld
