@@ -49,7 +49,7 @@ CONF="$DIR/slurm.conf"
 MUNGE_SOCKET="$DIR/munge/munge.socket"
 CANNOT_RUN=3
 STARTED=()  # daemons this invocation started, stopped again if 'start' fails
-CREATED=0   # 1 once this invocation created network pieces (removed again if 'start' fails)
+CREATED=0   # 1 once this invocation created the bridge (the network is removed if 'start' fails)
 PACKAGES=(slurmctld slurmd slurm-client munge libpmix-dev iproute2 util-linux)
 export SLURM_CONF="$CONF"
 
@@ -169,8 +169,8 @@ EOF
 
 make_network() {  # K
   local k=$1 i ns
-  CREATED=1
   if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
+    CREATED=1  # a failed start removes the network only if it built it (not under a live one)
     ip link add "$BRIDGE" type bridge || cannot "cannot create the bridge $BRIDGE"
   fi
   ip addr replace "$NET.1/24" dev "$BRIDGE"
