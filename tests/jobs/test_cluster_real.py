@@ -102,16 +102,17 @@ iterations = {iterations}
 [scheduler]
 walltime = "00:05:00"
 nodes = 2
-ranks_per_node = 2
+ranks_per_node = {per_node}
 exclusive = false
 max_parallel = 1
 """
 
 
-def _submit(tmp_path: Path, name: str, nprocs: str, iterations: int) -> tuple[Path, Path, str]:
+def _submit(tmp_path: Path, name: str, nprocs: str, iterations: int, per_node: int = 2
+            ) -> tuple[Path, Path, str]:
     path = tmp_path / "c.toml"
     path.write_text(CAMPAIGN.format(name=name, python=sys.executable, nprocs=nprocs,
-                                    iterations=iterations))
+                                    iterations=iterations, per_node=per_node))
     assert main(["campaign", "run", str(path), "--backend", "slurm"]) == 0
     out = tmp_path / "out"
     subs = [json.loads(x) for x in (out / "submissions.jsonl").read_text().splitlines()]
@@ -132,31 +133,31 @@ def _gone(job: str, env: dict[str, str], timeout: float = 180) -> float:
 
 def test_a_two_node_job_array_is_traced_and_analysed_across_nodes(
         client: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    _, out, job = _submit(tmp_path, "twonode", "[2, 4]", 300)
+    """P = 2, 4, 8 on 2 nodes of one core each (1, 2, 4 ranks per node): one job array."""
+    _, out, job = _submit(tmp_path, "twonode", "[2, 4, 8]", 300, per_node=4)
     _gone(job, client)
     assert main(["campaign", "status", str(out)]) == 0
-    assert "2 runs: 2 done" in capsys.readouterr().out
+    assert "3 runs: 3 done" in capsys.readouterr().out
     traces = sorted((out / "traces").glob("*.h5"))
     by_p = {t.nprocs: t for t in map(read_trace, traces)}
-    assert sorted(by_p) == [2, 4]
-    assert list(by_p[2].node_ids) == [0, 1]
-    assert list(by_p[4].node_ids) == [0, 0, 1, 1]
-    assert by_p[2].hostnames == ("node1", "node2")
-    assert by_p[4].hostnames == ("node1", "node1", "node2", "node2")
-    for t in by_p.values():
+    assert sorted(by_p) == [2, 4, 8]
+    for nprocs, t in by_p.items():
+        half = nprocs // 2
+        assert list(t.node_ids) == [0] * half + [1] * half
+        assert t.hostnames == ("node1",) * half + ("node2",) * half
         assert t.attrs["n_nodes"] == 2
+        assert t.attrs["ranks_per_node"] == half
         assert str(t.attrs["slurm_array_job_id"]) == job
-    # Each node is one core: two ranks on it are oversubscribed, and the trace says so.
-    assert not by_p[2].attrs["oversubscribed"]
-    assert by_p[4].attrs["oversubscribed"]
+        # Each node is one core: two or more ranks on it are oversubscribed, and flagged.
+        assert bool(t.attrs["oversubscribed"]) == (half > 1)
 
     report = tmp_path / "report"
     assert main(["analyze", *map(str, traces), "--out", str(report), "--quiet"]) == 0
     summary = json.loads((report / "summary.json").read_text())
     assert sorted((t["nprocs"], t["n_nodes"], t["independent_units"])
-                  for t in summary["traces"]) == [(2, 2, 2.0), (4, 2, 2.0)]
+                  for t in summary["traces"]) == [(2, 2, 2.0), (4, 2, 2.0), (8, 2, 2.0)]
     table = pd.read_csv(report / "variability.csv")
-    assert list(table["N"]) == [2.0, 2.0]
+    assert list(table["N"]) == [2.0, 2.0, 2.0]
     assert table["var_between_all_k_s2"].notna().all()
     assert (table["var_between_all_k_s2"] > 0).all()
     assert table["mean_var_within_all_k_s2"].notna().all()
