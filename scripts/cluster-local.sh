@@ -315,8 +315,8 @@ cmd_start() {
   start_slurmctld
   for ((i = 1; i <= k; i++)); do start_slurmd "$i"; done
   wait_ready "$k"
-  for ((i = 1; i <= k; i++)); do
-    scontrol update nodename="node$i" state=resume >/dev/null 2>&1 || true
+  for i in $(sinfo -h -N -t down,drain -o %N 2>/dev/null || true); do  # e.g. after a crash
+    scontrol update nodename="$i" state=resume >/dev/null 2>&1 || true
   done
   say "up: $k nodes (node1..node$k at $(node_addr 1)..$(node_addr "$k"), $CPUS CPUs each); eval \"\$($0 env)\""
 }
