@@ -92,7 +92,9 @@ def plan(spec: CampaignSpec, out: TextIO, err: TextIO | None = None) -> int:
               f"{str(r.param('ksp'))[:9]:9} {str(r.param('pc'))[:7]:7} {r.nprocs:>5} "
               f"{r.param('iterations'):>6} {r.repetition:>3} {c.nodes:>5} "
               f"{_duration(c.seconds):>9} {c.core_hours:>8.2f}"
-              + (f"  {dict(r.params).get('noise', 'none')}" if noisy else ""), file=out)
+              + (f"  {dict(r.params).get('noise', 'none')}" if noisy else "")
+              + ("  oversubscribed" if spec.scheduler.oversubscribed(r.nprocs) else ""),
+              file=out)
         if c.seconds > spec.scheduler.walltime_seconds:
             print(f"     warning: estimate exceeds the walltime "
                   f"{_duration(spec.scheduler.walltime_seconds)}", file=out)

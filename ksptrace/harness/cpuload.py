@@ -1,7 +1,8 @@
 """Who else used the CPUs during the timed solve: a measure of contamination, per node.
 
 Around the timed KSPSolve every rank reads its node's busy CPU time (``/proc/stat``: user, nice,
-system, irq, softirq and steal jiffies over every CPU) and its own process's CPU time
+system, irq, softirq and steal jiffies over the node's CPUs: the union of its ranks' affinity
+masks, which is every CPU unless a cpuset narrows it) and its own process's CPU time
 (``getrusage``, all threads). After the solve, the CPU time of the node that the job's own ranks
 do not account for is *foreign*: another campaign on the same cores, a compile, a browser. Its
 share of the node's capacity (wall time x CPUs) goes into the trace, so that a reader, and the
@@ -16,7 +17,7 @@ from __future__ import annotations
 import os
 import resource
 import time
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
 from ksptrace.trace.model import FOREIGN_LOAD_LIMIT
@@ -60,26 +61,43 @@ class ForeignLoad:
         )
 
 
-def _proc_stat() -> tuple[float | None, int]:
+def busy_seconds(stat: str, only: Collection[int] = (), tick: float = 0.01
+                 ) -> tuple[float | None, int]:
+    """Busy CPU seconds since boot and the number of CPUs, from the text of ``/proc/stat``: of
+    the whole machine, or of the CPUs in ``only`` (a node's cpuset: on a machine split into
+    several nodes, the other nodes' work is not this node's contamination)."""
+    lines = stat.splitlines()
+    per_cpu = {int(line[3:].split()[0]): line for line in lines
+               if line.startswith("cpu") and line[3:4].isdigit()}
+    wanted = set(only) & set(per_cpu)
+    if only and wanted != set(per_cpu):
+        chosen = [per_cpu[c] for c in sorted(wanted)]
+    else:
+        chosen = [lines[0]] if lines and lines[0].startswith("cpu ") else []
+        wanted = set(per_cpu)
+    count = len(wanted) or 1
+    try:
+        jiffies = sum(int(fields[i]) for fields in (ln.split()[1:] for ln in chosen)
+                      for i in BUSY_FIELDS if i < len(fields))
+    except ValueError:
+        return None, count
+    return (jiffies * tick if chosen else None), count
+
+
+def _proc_stat(only: Collection[int] = ()) -> tuple[float | None, int]:
     try:
         with open("/proc/stat") as f:
-            lines = f.read().splitlines()
+            text = f.read()
     except OSError:
-        return None, os.cpu_count() or 1
-    cpus = sum(1 for line in lines if line.startswith("cpu") and line[3:4].isdigit())
-    fields = lines[0].split()[1:] if lines and lines[0].startswith("cpu ") else []
-    try:
-        jiffies = sum(int(fields[i]) for i in BUSY_FIELDS if i < len(fields))
-    except ValueError:
-        return None, cpus or 1
-    return jiffies / os.sysconf("SC_CLK_TCK"), cpus or 1
+        return None, len(only) or os.cpu_count() or 1
+    return busy_seconds(text, only, 1 / os.sysconf("SC_CLK_TCK"))
 
 
-def sample() -> Sample:
-    """Readings of this rank now."""
+def sample(cpus: Collection[int] = ()) -> Sample:
+    """Readings of this rank now; ``cpus`` are its node's CPUs (default: the whole machine)."""
     usage = resource.getrusage(resource.RUSAGE_SELF)
-    busy, cpus = _proc_stat()
-    return Sample(time.monotonic(), usage.ru_utime + usage.ru_stime, busy, cpus)
+    busy, count = _proc_stat(cpus)
+    return Sample(time.monotonic(), usage.ru_utime + usage.ru_stime, busy, count)
 
 
 def foreign_load(

@@ -49,6 +49,17 @@ class NodeLayout:
     """Every rank's node id (the same on all ranks)."""
     oversubscribed: bool
     """True when some node runs more ranks than it has CPUs."""
+    node_cpus: tuple[int, ...] = ()
+    """The CPUs this rank's node gives the job: the union of its ranks' affinity masks (all
+    of the machine's CPUs unless a cpuset or a binding narrows them)."""
+
+
+def allowed_cpus() -> set[int]:
+    """CPUs this process may run on (all CPUs where affinity cannot be read)."""
+    try:
+        return set(os.sched_getaffinity(0))
+    except (AttributeError, OSError):
+        return set(range(os.cpu_count() or 1))
 
 
 def node_layout(mpicomm: Any) -> NodeLayout:
@@ -59,16 +70,18 @@ def node_layout(mpicomm: Any) -> NodeLayout:
     try:
         leader = shm.bcast(mpicomm.Get_rank(), root=0)
         ranks_on_node = shm.Get_size()
+        node_cpus = tuple(sorted(set().union(*shm.allgather(sorted(allowed_cpus())))))
     finally:
         shm.Free()
     leaders = mpicomm.allgather(leader)
     order = {lead: i for i, lead in enumerate(sorted(set(leaders)))}
     node_ids = tuple(order[lead] for lead in leaders)
-    over_here = ranks_on_node > (os.cpu_count() or 1)
+    over_here = ranks_on_node > max(1, len(node_cpus))
     oversubscribed = bool(mpicomm.allreduce(over_here, op=MPI.LOR))
     hostname = MPI.Get_processor_name() or socket.gethostname()
     rank = mpicomm.Get_rank()
-    return NodeLayout(node_ids[rank], hostname, ranks_on_node, node_ids, oversubscribed)
+    return NodeLayout(node_ids[rank], hostname, ranks_on_node, node_ids, oversubscribed,
+                      node_cpus)
 
 
 def agree_on_error(mpicomm: Any, error: KsptraceError | None) -> None:

@@ -331,11 +331,11 @@ def _solve_and_write(
     event = petsc.Log.Event("KSPSolve")
     loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     mpicomm.Barrier()
-    load_start = cpuload.sample()
+    load_start = cpuload.sample(layout.node_cpus)
     before = event.getPerfInfo()["time"]
     instance.solve()
     solve_seconds = event.getPerfInfo()["time"] - before
-    load_end = cpuload.sample()
+    load_end = cpuload.sample(layout.node_cpus)
     samples = mpicomm.allgather((load_start, load_end))
     foreign = cpuload.foreign_load([s for s, _ in samples], [e for _, e in samples],
                                    list(layout.node_ids))

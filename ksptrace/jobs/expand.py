@@ -133,7 +133,8 @@ def build_spec(cf: CampaignFile, output: str | Path | None = None,
                             "give e.g. 'ksptrace' or 'python3 -m ksptrace'")
     scheduler = SchedulerSpec(
         partition=s["partition"], account=s["account"], walltime_seconds=s["walltime_seconds"],
-        ranks_per_node=s["ranks_per_node"], cores_per_node=s["cores_per_node"],
+        node_count=s["nodes"], ranks_per_node=s["ranks_per_node"],
+        cores_per_node=s["cores_per_node"],
         exclusive=s["exclusive"], launcher=s["launcher"], mpi=s["mpi"],
         max_parallel=s["max_parallel"], max_array_size=s["max_array_size"],
         sbatch_directives=s["sbatch_directives"],
@@ -145,12 +146,36 @@ def build_spec(cf: CampaignFile, output: str | Path | None = None,
             f"{cf.where('scheduler', 'ranks_per_node')}: ranks_per_node "
             f"{scheduler.ranks_per_node} > cores_per_node {scheduler.cores_per_node}; lower it "
             "or set oversubscribe = true in [campaign]")
+    runs = expand_runs(cf)
+    check_nodes(cf, scheduler, runs)
     return CampaignSpec(
         name=cf.campaign["name"], source=str(cf.path),
         campaign_hash=hashlib.sha256(cf.text.encode()).hexdigest(),
         output=out.absolute(), command=command, setup=cf.campaign["setup"],
-        oversubscribe=cf.campaign["oversubscribe"], scheduler=scheduler, runs=expand_runs(cf),
+        oversubscribe=cf.campaign["oversubscribe"], scheduler=scheduler, runs=runs,
     )
+
+
+def check_nodes(cf: CampaignFile, sched: SchedulerSpec, runs: tuple[RunSpec, ...]) -> None:
+    """With the ``nodes`` key every run must give each node a rank, fit ``ranks_per_node``
+    when that is set, and (unless ``oversubscribe``) fit ``cores_per_node``."""
+    nodes = sched.node_count
+    if nodes is None:
+        return
+    where = cf.where("scheduler", "nodes")
+    for run in runs:
+        if run.nprocs < nodes:
+            raise CampaignError(f"{where}: a run with nprocs {run.nprocs} cannot span nodes = "
+                                f"{nodes} (every node needs a rank); raise nprocs or lower nodes")
+        if sched.ranks_per_node is not None and run.nprocs > nodes * sched.ranks_per_node:
+            raise CampaignError(
+                f"{where}: nprocs {run.nprocs} does not fit nodes = {nodes} x ranks_per_node = "
+                f"{sched.ranks_per_node}; raise one of them or leave ranks_per_node unset")
+        if sched.oversubscribed(run.nprocs) and not cf.campaign["oversubscribe"]:
+            raise CampaignError(
+                f"{where}: nprocs {run.nprocs} on {nodes} nodes puts "
+                f"{sched.ranks_per_node_for(run.nprocs)} ranks on a node of cores_per_node = "
+                f"{sched.cores_per_node}; lower nprocs or set oversubscribe = true in [campaign]")
 
 
 def load_spec(path: str | Path, output: str | Path | None = None, allow_large: bool = False,

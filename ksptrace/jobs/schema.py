@@ -48,6 +48,8 @@ SCHEDULER_KEYS: tuple[Param, ...] = (
     Param("partition", str, None, "Slurm partition or PBS queue (scheduler default when unset)"),
     Param("account", str, None, "account or project charged for the jobs"),
     Param("walltime", str, "01:00:00", "time limit of each run, [D-]HH:MM:SS"),
+    Param("nodes", int, None, "nodes of every run, its ranks spread evenly over them (from "
+          "ranks_per_node when unset)", minimum=1),
     Param("ranks_per_node", int, None, "MPI ranks per node (all ranks on one node when unset)",
           minimum=1),
     Param("cores_per_node", int, None, "cores requested per node (PBS ncpus); ranks_per_node "
@@ -90,7 +92,8 @@ KEY_ALIASES: dict[str, str] = {
     "ksp_gmres_restart": "restart", "reps": "repetitions", "repeat": "repetitions",
     "repeats": "repetitions", "queue": "partition", "time": "walltime", "time_limit": "walltime",
     "project": "account", "ppn": "ranks_per_node", "tasks_per_node": "ranks_per_node",
-    "ntasks_per_node": "ranks_per_node", "ncpus": "cores_per_node", "array_size":
+    "ntasks_per_node": "ranks_per_node", "nnodes": "nodes", "num_nodes": "nodes",
+    "node_count": "nodes", "ncpus": "cores_per_node", "array_size":
     "max_array_size", "max_array": "max_array_size", "outdir": "output", "out": "output",
     "directory": "output",
 }

@@ -80,7 +80,11 @@ def render_script(spec: CampaignSpec, runs: Sequence[RunSpec], launcher: Launche
     ]
     for i, run in enumerate(runs):
         cmd = quote_args(task_command(spec, run, launcher))
-        lines += [f"  {i}) run_id={run.run_id}  # {_comment(run.label)}",
+        label = run.label
+        if spec.scheduler.oversubscribed(run.nprocs):
+            label += (f" OVERSUBSCRIBED: {spec.scheduler.ranks_per_node_for(run.nprocs)} ranks "
+                      f"on {spec.scheduler.cores_per_node} cores per node")
+        lines += [f"  {i}) run_id={run.run_id}  # {_comment(label)}",
                   f"     cmd=({cmd}) ;;"]
     lines += [
         '  *) echo "ksptrace: no run for task $task" >&2; exit 2 ;;',

@@ -7,6 +7,7 @@ the same text. Paths inside the specs are relative to the campaign's output fold
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -82,6 +83,8 @@ class SchedulerSpec:
     partition: str | None = None
     account: str | None = None
     walltime_seconds: int = 3600
+    node_count: int | None = None
+    """The ``nodes`` key: every run on this many nodes (None: from ``ranks_per_node``)."""
     ranks_per_node: int | None = None
     cores_per_node: int | None = None
     exclusive: bool = True
@@ -94,6 +97,8 @@ class SchedulerSpec:
     pbs_directives: tuple[str, ...] = ()
 
     def nodes(self, nprocs: int) -> int:
+        if self.node_count is not None:
+            return self.node_count
         return 1 if self.ranks_per_node is None else math.ceil(nprocs / self.ranks_per_node)
 
     def chunks(self, runs: list[RunSpec]) -> list[list[RunSpec]]:
@@ -102,8 +107,23 @@ class SchedulerSpec:
         return [runs[i:i + size] for i in range(0, len(runs), size)]
 
     def ranks_per_node_for(self, nprocs: int) -> int:
-        """Ranks on one node for a run of ``nprocs`` ranks."""
+        """Ranks on the fullest node for a run of ``nprocs`` ranks."""
+        if self.node_count is not None:
+            return math.ceil(nprocs / self.node_count)
         return min(self.ranks_per_node or nprocs, nprocs)
+
+    def allocation_ranks_per_node(self, runs: Sequence[RunSpec]) -> int:
+        """Ranks per node an array of ``runs`` asks the scheduler for (one shape for all)."""
+        if self.ranks_per_node is not None:
+            return self.ranks_per_node
+        if self.node_count is not None:
+            return max(self.ranks_per_node_for(r.nprocs) for r in runs)
+        return max(r.nprocs for r in runs)
+
+    def oversubscribed(self, nprocs: int) -> bool:
+        """More ranks on a node than the cores asked for there (``cores_per_node``)."""
+        return self.cores_per_node is not None and \
+            self.ranks_per_node_for(nprocs) > self.cores_per_node
 
 
 @dataclass(frozen=True)

@@ -206,6 +206,8 @@ def run_status(folder: Path, run: Mapping[str, Any], alive: JobAlive,
         state = alive(running.get("job", ""))
         if state is not False:
             return RunStatus(rid, "running", running.get("job", ""), running.get("log"))
+        if rid in queued:  # resubmitted after its job died (a node failure): not failed again
+            return RunStatus(rid, "running", "queued")
         if read_marker(folder / STATE_DIR / f"{rid}.interrupted") is not None:
             return RunStatus(rid, "interrupted", "stopped by the user; a resume reruns it",
                              running.get("log"))

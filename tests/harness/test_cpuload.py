@@ -3,6 +3,7 @@ competing busy process (the trace records it, the run warns, the analysis flags 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -11,7 +12,7 @@ import pytest
 
 from ksptrace.analysis.pipeline import AnalysisOptions, analyze_trace
 from ksptrace.harness import cpuload
-from ksptrace.harness.cpuload import Sample, foreign_load
+from ksptrace.harness.cpuload import Sample, busy_seconds, foreign_load
 from ksptrace.trace.io import read_trace
 
 
@@ -87,3 +88,30 @@ def test_a_solve_beside_a_busy_process_is_recorded_warned_and_flagged(
     (flag,) = a.flagged("machine-loaded")
     assert "of node 0's CPU capacity during the solve" in flag.message
     assert isinstance(trace.attr("loadavg_before"), float)
+
+
+STAT = """cpu  300 10 60 9000 5 1 2 3 0 0
+cpu0 100 0 20 4500 2 1 1 1 0 0
+cpu1 200 10 40 4500 3 0 1 2 0 0
+intr 12345
+"""
+
+
+def test_a_node_of_some_cpus_reads_only_those() -> None:
+    """A machine split into nodes (scripts/cluster-local.sh pins node i to one core): a node's
+    busy time is its CPUs' lines of /proc/stat (user, nice, system, irq, softirq, steal)."""
+    assert busy_seconds(STAT) == (pytest.approx(3.76), 2)          # the 'cpu' line
+    assert busy_seconds(STAT, [0]) == (pytest.approx(1.23), 1)     # 100+0+20+1+1+1
+    assert busy_seconds(STAT, [1]) == (pytest.approx(2.53), 1)
+    assert busy_seconds(STAT, [0, 1]) == (pytest.approx(3.76), 2)  # all CPUs: the total line
+    assert busy_seconds(STAT, [0, 7]) == (pytest.approx(1.23), 1)  # CPUs not listed are ignored
+    assert busy_seconds("intr 1\n") == (None, 1)
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="/proc/stat is Linux's")
+def test_a_sample_of_this_process_cpus() -> None:
+    cpus = sorted(os.sched_getaffinity(0))
+    one = cpuload.sample(cpus[:1])
+    assert one.cpus == 1
+    assert one.node_busy is not None
+    assert cpuload.sample(cpus).cpus == len(cpus)

@@ -34,7 +34,7 @@ class PbsBackend(Backend):
 
     def directives(self, spec: CampaignSpec, nodes: int, runs: Sequence[RunSpec]) -> list[str]:
         s = spec.scheduler
-        per_node = s.ranks_per_node or max(r.nprocs for r in runs)
+        per_node = s.allocation_ranks_per_node(runs)
         ncpus = s.cores_per_node or per_node
         lines = [
             f"-N {spec.name}",

@@ -27,28 +27,39 @@ FLAVOUR = TaskFlavour(
 )
 
 
-def by_nodes(spec: CampaignSpec, runs: Sequence[RunSpec]) -> list[tuple[int, list[RunSpec]]]:
-    """Runs grouped by node count (an array's tasks share one allocation shape)."""
-    key = spec.scheduler.nodes
-    ordered = sorted(runs, key=lambda r: (key(r.nprocs), r.index))
-    return [(n, list(g)) for n, g in groupby(ordered, key=lambda r: key(r.nprocs))]
+def shape(spec: CampaignSpec, nprocs: int) -> tuple[int, int]:
+    """(nodes, ranks per node) of a run's allocation. Ranks per node is 0 without the ``nodes``
+    key (the array asks for its widest run's), and ``ranks_per_node`` when that is set."""
+    s = spec.scheduler
+    if s.node_count is None:
+        return s.nodes(nprocs), 0
+    return s.node_count, s.ranks_per_node or s.ranks_per_node_for(nprocs)
+
+
+def by_nodes(spec: CampaignSpec, runs: Sequence[RunSpec]
+             ) -> list[tuple[tuple[int, int], list[RunSpec]]]:
+    """Runs grouped by allocation shape (an array's tasks share one): by node count, and with
+    the ``nodes`` key also by ranks per node, so that every node of a run holds its share."""
+    ordered = sorted(runs, key=lambda r: (shape(spec, r.nprocs), r.index))
+    return [(k, list(g)) for k, g in groupby(ordered, key=lambda r: shape(spec, r.nprocs))]
 
 
 def split(spec: CampaignSpec, runs: Sequence[RunSpec]
           ) -> list[tuple[int, list[RunSpec], tuple[int, int, int] | None, str]]:
-    """(nodes, runs, part, file name suffix) of each array: by node count, then in chunks of
-    at most ``max_array_size``; ``part`` (offset, number, parts) is None for a whole group."""
+    """(nodes, runs, part, file name suffix) of each array: by shape, then in chunks of at most
+    ``max_array_size``; ``part`` (offset, number, parts) is None for a whole group."""
     out: list[tuple[int, list[RunSpec], tuple[int, int, int] | None, str]] = []
     size = spec.scheduler.max_array_size
-    for nodes, group in by_nodes(spec, runs):
+    for (nodes, per_node), group in by_nodes(spec, runs):
+        base = f"-N{nodes}" + (f"-R{per_node}" if per_node else "")
         chunks = spec.scheduler.chunks(group)
         if len(chunks) == 1:
-            out.append((nodes, group, None, f"-N{nodes}"))
+            out.append((nodes, group, None, base))
             continue
         width = len(str(len(chunks)))
         for number, chunk in enumerate(chunks, start=1):
             out.append((nodes, chunk, ((number - 1) * size, number, len(chunks)),
-                        f"-N{nodes}-{number:0{width}d}"))
+                        f"{base}-{number:0{width}d}"))
     return out
 
 
@@ -68,7 +79,7 @@ class SlurmBackend(Backend):
 
     def directives(self, spec: CampaignSpec, nodes: int, runs: Sequence[RunSpec]) -> list[str]:
         s = spec.scheduler
-        per_node = s.ranks_per_node or max(r.nprocs for r in runs)
+        per_node = s.allocation_ranks_per_node(runs)
         array = f"0-{len(runs) - 1}" + (f"%{s.max_parallel}" if s.max_parallel else "")
         lines = [
             f"--job-name={spec.name}",
