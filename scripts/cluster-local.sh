@@ -300,8 +300,9 @@ cmd_start() {
   trap cleanup_started EXIT
   [[ "$k" =~ ^[1-9][0-9]*$ ]] && [ "$k" -le "$MAX_NODES" ] ||
     die "--nodes must be 1..$MAX_NODES, got '$k'"
+  [ "$(id -u)" -eq 0 ] || cannot "network namespaces and bridges need root"
+  install_packages  # first: on a fresh machine 'ip' itself (iproute2) may be what is missing
   check_machine
-  install_packages
   local before=""
   [ -f "$CONF" ] && [ -f "$DIR/nodes" ] && before=$(cat "$CONF")
   write_config "$k"
