@@ -19,10 +19,11 @@ from typing import Any
 
 from ksptrace.cli.common import add_params
 from ksptrace.collectives import algorithms as alg
-from ksptrace.collectives.operations import OPERATIONS, buffer_bytes
+from ksptrace.collectives.operations import buffer_bytes
+from ksptrace.collectives.params import COLLECTIVE_PARAMS, message_sizes, parse_bytes
 from ksptrace.errors import EnvironmentProblem, UsageError
 from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
-from ksptrace.params import Param, resolve
+from ksptrace.params import resolve
 from ksptrace.trace import io
 
 FORCING_ENV = "KSPTRACE_COLLECTIVE_FORCING"
@@ -30,22 +31,7 @@ FORCING_ENV = "KSPTRACE_COLLECTIVE_FORCING"
 REJECTED = "An invalid value was supplied"
 """Open MPI's help text when an MCA variable's value is refused (it then runs its default)."""
 
-PARAMS: tuple[Param, ...] = (
-    Param("op", str, "allreduce", "the collective", choices=OPERATIONS),
-    Param("algorithm", str, alg.DEFAULT, "algorithm to force: number or name "
-          "(--list-algorithms); default lets the library choose"),
-    Param("segment_bytes", int, 0, "segment size of a segmented Open MPI algorithm (0: none)",
-          minimum=0),
-    Param("min_bytes", str, "1", "smallest message size per rank (bytes; K, M suffixes)"),
-    Param("max_bytes", str, "1M", "largest message size per rank; sizes are the powers of two "
-          "from min to max"),
-    Param("repetitions", int, 20, "timed calls per message size", minimum=1),
-    Param("warmup", int, 3, "untimed (but checked) calls before them", minimum=0),
-    Param("compute_us", float, 100.0, "iallreduce_overlap: local compute per call (us)",
-          minimum=0),
-    Param("test_calls", int, 0, "iallreduce_overlap: MPI_Test calls spread through the "
-          "compute (progress for libnbc)", minimum=0),
-)
+PARAMS = COLLECTIVE_PARAMS
 MEMORY_SHARE = 0.5
 """A run may use at most this share of the node's available memory for its buffers."""
 
@@ -65,27 +51,6 @@ def register(sub: Any) -> None:
     p.add_argument("--list-algorithms", action="store_true",
                    help="list the algorithms this MPI can force for --op, and exit")
     p.set_defaults(func=main)
-
-
-def parse_bytes(text: str, flag: str) -> int:
-    """``64``, ``4K``, ``1M``, ``1MiB`` -> bytes."""
-    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)(i?[bB])?\s*", str(text))
-    if m is None:
-        raise UsageError(f"{flag} must be a byte count such as 8, 4K or 1M, got {text!r}")
-    return int(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
-
-
-def message_sizes(operation: str, low: int, high: int) -> tuple[int, ...]:
-    """Powers of two from ``low`` (rounded up) to ``high``; a barrier has the one size 0."""
-    if operation == "barrier":
-        return (0,)
-    if low < 1 or high < low:
-        raise UsageError(f"need 1 <= --min-bytes <= --max-bytes, got {low} and {high}")
-    sizes = tuple(1 << k for k in range((low - 1).bit_length(), high.bit_length())
-                  if 1 << k <= high)
-    if not sizes:
-        raise UsageError(f"no power of two between {low} and {high} bytes")
-    return sizes
 
 
 def detect_library(mpiexec: str | None) -> str:

@@ -1,0 +1,87 @@
+"""Campaigns of collectives runs: sweep keys, run ids, scripts, a real local run and resume."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+
+from ksptrace.cli.main import main
+from ksptrace.errors import CampaignError
+from ksptrace.jobs.backends import get_backend
+from ksptrace.jobs.expand import build_spec, check_algorithms, load_spec
+from ksptrace.jobs.schema import load_campaign_file
+from ksptrace.trace import collectives as ctrace
+
+CAMPAIGN = """
+[campaign]
+name = "coll"
+kind = "collectives"
+output = "out"
+oversubscribe = true
+
+[sweep]
+op = "allreduce"
+algorithm = {algorithms}
+nprocs = [2, 4]
+max_bytes = "64"
+repetitions = 2
+warmup = 1
+"""
+
+
+def _file(write: Callable[[str], Path], algorithms: str = '["ring", "recursive_doubling"]'
+          ) -> Path:
+    return write(CAMPAIGN.format(algorithms=algorithms))
+
+
+def test_expansion_and_scripts(write_campaign: Callable[[str], Path]) -> None:
+    spec = load_spec(_file(write_campaign))
+    assert [(r.param("algorithm"), r.nprocs) for r in spec.runs] == [
+        ("ring", 2), ("ring", 4), ("recursive_doubling", 2), ("recursive_doubling", 4)]
+    assert {r.kind for r in spec.runs} == {"collectives"}
+    again = load_spec(_file(write_campaign))
+    assert [r.run_id for r in again.runs] == [r.run_id for r in spec.runs]  # stable ids
+    spec = dataclasses.replace(spec, scheduler=dataclasses.replace(spec.scheduler,
+                                                                   partition="debug"))
+    (script,) = get_backend("slurm").render(spec, spec.runs[:1])
+    assert (f"collectives --op allreduce --algorithm ring --segment-bytes 0 --min-bytes 1 "
+            f"--max-bytes 64 --repetitions 2 --warmup 1 --compute-us 100.0 --test-calls 0 "
+            f"--out traces/{spec.runs[0].run_id}.h5 --overwrite") in script.text
+
+
+def test_bad_keys_and_algorithms(write_campaign: Callable[[str], Path]) -> None:
+    path = write_campaign(CAMPAIGN.format(algorithms='"ring"') + 'ksp = "gmres"\n')
+    with pytest.raises(CampaignError, match=r"unknown key in \[sweep\] 'ksp'"):
+        load_campaign_file(path)
+    path = _file(write_campaign, '["ring", "nosuch"]')
+    cf = load_campaign_file(path)
+    with pytest.raises(CampaignError, match=r"campaign.toml:\d+: run \w+ \(allreduce nosuch "
+                                            r"P=2 .*unknown MPICH allreduce algorithm"):
+        check_algorithms(cf, build_spec(cf), library="mpich")  # rendered as MPICH's CVARs
+    with pytest.raises(CampaignError, match="unknown Open MPI allreduce algorithm 'nosuch'"):
+        load_spec(path)  # this machine's Open MPI, through ompi_info
+
+
+@pytest.mark.mpi
+def test_local_run_and_resume(write_campaign: Callable[[str], Path],
+                              capsys: pytest.CaptureFixture[str]) -> None:
+    path = _file(write_campaign)
+    assert main(["campaign", "run", "--backend", "local", str(path)]) == 0
+    traces = sorted((path.parent / "out" / "traces").glob("*.h5"))
+    assert len(traces) == 4
+    spec = load_spec(path)
+    for run in spec.runs:
+        t = ctrace.read(path.parent / "out" / run.trace)
+        assert t.attrs["run_id"] == run.run_id
+        assert t.nprocs == run.nprocs
+        assert t.attrs["algorithm_name"] == run.param("algorithm")
+        assert t.attrs["campaign"] == "coll"
+    traces[0].unlink()
+    capsys.readouterr()
+    assert main(["campaign", "run", "--backend", "local", str(path)]) == 0
+    assert "(1 runs)" in capsys.readouterr().out  # only the missing run again
+    assert main(["campaign", "status", str(path.parent / "out")]) == 0
+    assert "4 done" in capsys.readouterr().out
