@@ -147,37 +147,36 @@ def fit_loggp(sizes: np.ndarray, times: np.ndarray, o: float | None = None,
                     tolerance, note)
 
 
-def _hinges(m: np.ndarray, breaks: tuple[float, ...]) -> np.ndarray:
-    return np.column_stack([np.ones_like(m), m, *(np.maximum(m - b, 0.0) for b in breaks)])
-
-
-def _weighted_lstsq(x: np.ndarray, t: np.ndarray) -> np.ndarray:
-    coef, *_ = np.linalg.lstsq(x / t[:, None], np.ones_like(t), rcond=None)
-    return np.asarray(coef)
+def _pieces(m: np.ndarray, breaks: tuple[float, ...]) -> np.ndarray:
+    """Columns [1, bytes of m in piece 0, in piece 1, ...]: the coefficients are L and the
+    slope of g on each piece, so g is continuous and, with non-negative slopes, increasing."""
+    edges = (0.0, *breaks, np.inf)
+    return np.column_stack([np.ones_like(m), *(np.clip(m - lo, 0.0, hi - lo)
+                                               for lo, hi in itertools.pairwise(edges))])
 
 
 def fit_plogp(sizes: np.ndarray, times: np.ndarray, max_breaks: int = 2,
               tolerance: float = BREAKDOWN) -> ModelFit:
     """``L + g(m)``, g continuous and piecewise linear with up to ``max_breaks`` breakpoints
-    at measured sizes, chosen by the smallest relative error plus a BIC penalty per break."""
+    at measured sizes, chosen by the smallest relative error plus a BIC penalty per break.
+    L and the slopes are non-negative (time does not fall as messages grow)."""
     m, t = _checked(sizes, times, 3)
     candidates = np.unique(m)[1:-1]
     best: tuple[float, tuple[float, ...], np.ndarray] | None = None
     n = m.size
     for k in range(max_breaks + 1):
         for breaks in itertools.combinations(candidates, k):
-            x = _hinges(m, breaks)
-            coef = _weighted_lstsq(x, t)
+            x = _pieces(m, breaks)
+            coef = _relative_nnls(x, t)
             rss = float(np.sum(((x @ coef - t) / t) ** 2))
             score = n * np.log(max(rss / n, 1e-300)) + (2 + 2 * k) * np.log(n)
             if best is None or score < best[0] - 1e-9:
                 best = (score, tuple(breaks), coef)
     assert best is not None
     _, breaks, coef = best
-    predicted = _hinges(m, breaks) @ coef
-    slopes = np.cumsum(coef[1:])
+    predicted = _pieces(m, breaks) @ coef
     params = {"L": float(coef[0])}
-    params.update({f"slope_{i}": float(s) for i, s in enumerate(slopes)})
+    params.update({f"slope_{i}": float(s) for i, s in enumerate(coef[1:])})
     return ModelFit("plogp", MappingProxyType(params), m.astype(np.int64), t, predicted,
                     tolerance, f"{len(breaks)} breakpoint(s); slope_i is g'(m) on piece i",
                     tuple(int(b) for b in breaks))

@@ -29,7 +29,14 @@ import numpy as np
 
 from ksptrace import __version__
 from ksptrace.collectives.algorithms import Forcing
-from ksptrace.collectives.operations import Compute, Prepared, calibrate, prepare
+from ksptrace.collectives.operations import (
+    REDUCING,
+    Compute,
+    Prepared,
+    calibrate,
+    local_reduce_seconds_per_byte,
+    prepare,
+)
 from ksptrace.errors import KsptraceError, OutputError, UsageError
 from ksptrace.harness import lifeline
 from ksptrace.harness.mpienv import agree_on_error, node_layout
@@ -186,6 +193,8 @@ def _attributes(s: BenchSettings, layout: Any, nprocs: int, start_utc: str,
         "min_bytes": int(min(s.sizes)), "max_bytes": int(max(s.sizes)),
         "compute_seconds_target": s.compute_seconds, "test_calls": s.test_calls,
         "compute_units": compute_units,
+        "local_reduce_seconds_per_byte": local_reduce_seconds_per_byte()
+        if s.operation in REDUCING else None,
         "nprocs": nprocs, "n_nodes": len(set(layout.node_ids)),
         "ranks_per_node": max(layout.node_ids.count(i) for i in set(layout.node_ids)),
         "cpu_count": os.cpu_count() or 0, "oversubscribed": layout.oversubscribed,

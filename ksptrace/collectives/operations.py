@@ -157,3 +157,19 @@ def calibrate(target_seconds: float, chunks: int) -> Compute:
     _kernel(500)
     per_call = max((time.perf_counter() - t0) / 500, 1e-9)
     return Compute(max(1, round(target_seconds / per_call)), max(1, chunks))
+
+
+REDUCING = ("allreduce", "iallreduce", "iallreduce_overlap", "reduce")
+
+
+def local_reduce_seconds_per_byte(nbytes: int = 1 << 20, tries: int = 5) -> float:
+    """gamma of the Hockney model on this rank: the fastest of ``tries`` float64 sums of two
+    ``nbytes`` arrays (what MPI_SUM does per byte it receives), per byte."""
+    a = np.ones(max(1, nbytes // 8))
+    b = np.ones_like(a)
+    best = np.inf
+    for _ in range(tries):
+        t0 = time.perf_counter()
+        np.add(a, b, out=a)
+        best = min(best, time.perf_counter() - t0)
+    return float(best / a.nbytes)

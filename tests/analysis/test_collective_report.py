@@ -1,0 +1,64 @@
+"""The collectives report on synthetic traces whose truth is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ksptrace.analysis import collective_render as render
+from ksptrace.analysis import collective_report as cr
+from ksptrace.analysis.collective_models import allreduce_time
+from ksptrace.analysis.collective_synthetic import allreduce_traces
+
+ALPHA, BETA, GAMMA = 2e-6, 4e-10, 1e-10
+
+
+@pytest.fixture(scope="module")
+def report() -> cr.CollectivesReport:
+    return cr.build(allreduce_traces(alpha=ALPHA, beta=BETA, gamma=GAMMA, noise=0.01,
+                                     cores=4))
+
+
+def test_best_algorithm_per_cell_is_the_models(report: cr.CollectivesReport) -> None:
+    best = report.best
+    assert len(best) == 3 * 18
+    sizes = np.array([2 ** k for k in range(3, 21)])
+    for p in (2, 4, 8):
+        t = {a: allreduce_time(a, p, sizes, ALPHA, BETA, GAMMA)
+             for a in ("ring", "recursive_doubling", "rabenseifner")}
+        for j, m in enumerate(sizes):
+            ranked = sorted(t, key=lambda a: t[a][j])
+            if t[ranked[1]][j] / t[ranked[0]][j] < 1.05:
+                continue  # closer than the noise can separate
+            row = best[(best["P"] == p) & (best["bytes"] == m)].iloc[0]
+            assert row["best"] == ranked[0], (p, m)
+    assert bool(best[best["P"] == 8]["oversubscribed"].all())
+    assert not bool(best[best["P"] == 4]["oversubscribed"].any())
+
+
+def test_predictions_match_their_own_models(report: cr.CollectivesReport) -> None:
+    preds = next(t for t in report.tables if t.name == "collectives_allreduce_models")
+    ratio = preds.frame["measured_over_predicted"]
+    assert len(ratio) == 3 * 3 * 18
+    assert ratio.between(0.93, 1.07).all()
+    assert "gamma=1e-10" in preds.notes[0]
+
+
+def test_tables_and_markdown(report: cr.CollectivesReport) -> None:
+    names = [t.name for t in report.tables]
+    assert names == ["collectives_curves", "collectives_best", "collectives_models",
+                     "collectives_allreduce_models", "collectives_ranks",
+                     "collectives_segmentation"]
+    fits = report.tables[2].frame
+    assert set(fits["model"]) == {"hockney", "loggp", "plogp"}
+    assert len(fits) == 27
+    ranks = report.tables[4].frame
+    assert set(ranks["best_fit"]) - {"(< 20 values)"}  # 8 ranks x 5 reps are fitted
+    seg = report.tables[5].frame
+    assert seg["result"].str.contains("need at least 6 distinct p").all()
+    md = render.markdown(report)
+    assert "| m (bytes) | P = 2 | P = 4 | P = 8 |" in md
+    assert "*)" in md
+    assert "P = 8 ran more ranks than cores" in md
+    assert md.count("\n| ") == 19  # 18 sizes + header
+    assert render.figures(report.tables[0].frame)[0][1][:4] == b"\x89PNG"

@@ -1,0 +1,39 @@
+"""``ksptrace analyze`` on collectives traces: its own section, alone or beside solver traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ksptrace.analysis.collective_synthetic import allreduce_traces
+from ksptrace.cli.main import main
+from ksptrace.trace import collectives as ctrace
+from ksptrace.trace.io import write_trace
+from ksptrace.trace.synthetic import synthetic_trace
+
+
+def _write(folder: Path) -> list[str]:
+    folder.mkdir()
+    traces = allreduce_traces(nprocs=(2, 4), sizes=(8, 64, 512, 4096), repetitions=3, cores=2)
+    return [str(ctrace.write(t, folder / f"c{i}.h5")) for i, t in enumerate(traces)]
+
+
+def test_collectives_only(tmp_path: Path) -> None:
+    paths = _write(tmp_path / "t")
+    out = tmp_path / "rep"
+    assert main(["analyze", *paths, "--out", str(out), "--no-figures", "--quiet"]) == 0
+    assert (out / "collectives.html").read_text().count("<h2>") == 6
+    md = (out / "collectives.md").read_text()
+    assert "| 4096 |" in md
+    assert "P = 4 ran more ranks than cores" in md
+    assert (out / "collectives_best.csv").read_text().count("\n") == 1 + 2 * 4
+
+
+def test_beside_solver_traces(tmp_path: Path) -> None:
+    paths = _write(tmp_path / "t")
+    solver = tmp_path / "t" / "s.h5"
+    write_trace(synthetic_trace(nprocs=2, iterations=50, seed=1), solver)
+    out = tmp_path / "rep"
+    assert main(["analyze", str(solver), *paths, "--out", str(out), "--no-figures",
+                 "--quiet", "--no-cache"]) == 0
+    assert (out / "report.html").is_file()
+    assert (out / "collectives" / "collectives.html").is_file()
