@@ -88,7 +88,7 @@ def main() -> None:
         doc = {"benchmark": "collectives_overhead", "nprocs": comm.Get_size(),
                "operation": "allreduce (float64, MPI_SUM)", "target_overhead_us": 2.0,
                "statistic": "median per-call time of the slowest rank; overhead = harness - bare",
-               "mpi_library": MPI.Get_library_version().splitlines()[0],
+               "mpi_library": MPI.Get_library_version().splitlines()[0].strip("\x00 "),
                "machine": {"cpus": os.cpu_count(), "python": platform.python_version()},
                "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
                "cases": cases}
