@@ -42,7 +42,8 @@ class CollectivesReport:
 
 def _label(t: CollectiveTrace) -> str:
     seg = int(t.attrs.get("segment_bytes", 0) or 0)
-    return t.algorithm + (f"/seg{seg}" if seg else "")
+    tests = int(t.attrs.get("test_calls", 0) or 0) if t.comm_seconds is not None else 0
+    return t.algorithm + (f"/seg{seg}" if seg else "") + (f"/test{tests}" if tests else "")
 
 
 def curves(traces: Sequence[CollectiveTrace]) -> pd.DataFrame:
@@ -59,18 +60,24 @@ def curves(traces: Sequence[CollectiveTrace]) -> pd.DataFrame:
                 "MB_per_s": m / med / 1e6 if m else np.nan,
                 "reps": t.repetitions,
                 "oversubscribed": bool(t.attrs.get("oversubscribed", False)),
-                "overlap": _overlap(t, j)})
+                **dict(zip(("overlap", "comm_alone_us", "compute_alone_us"), _overlap(t, j),
+                           strict=True))})
     return pd.DataFrame(rows)
 
 
-def _overlap(t: CollectiveTrace, j: int) -> float:
-    """Share of the shorter of communication and compute hidden by overlapping them."""
+def _overlap(t: CollectiveTrace, j: int) -> tuple[float, float, float]:
+    """Median over repetitions of the share of the shorter of communication and compute that
+    overlapping hid, (comm + compute - overlapped) / min(comm, compute), clipped to [0, 1];
+    and the medians of comm alone and compute alone (us). Only meaningful when the two are of
+    comparable length: beside a much longer compute, comm is within its noise."""
     if t.comm_seconds is None or t.compute_seconds is None:
-        return np.nan
-    comm = float(np.median(t.comm_seconds[:, j].max(axis=0)))
-    work = float(np.median(t.compute_seconds[:, j].max(axis=0)))
-    both = float(np.median(t.seconds[:, j].max(axis=0)))
-    return float(np.clip((comm + work - both) / min(comm, work), 0.0, 1.0))
+        return np.nan, np.nan, np.nan
+    comm = t.comm_seconds[:, j].max(axis=0)
+    work = t.compute_seconds[:, j].max(axis=0)
+    both = t.seconds[:, j].max(axis=0)
+    hidden = np.clip((comm + work - both) / np.minimum(comm, work), 0.0, 1.0)
+    return (float(np.median(hidden)), float(np.median(comm)) * 1e6,
+            float(np.median(work)) * 1e6)
 
 
 def best_algorithms(traces: Sequence[CollectiveTrace]) -> pd.DataFrame:
