@@ -62,3 +62,18 @@ def test_tables_and_markdown(report: cr.CollectivesReport) -> None:
     assert "P = 8 ran more ranks than cores" in md
     assert md.count("\n| ") == 19  # 18 sizes + header
     assert render.figures(report.tables[0].frame)[0][1][:4] == b"\x89PNG"
+
+
+def test_overlap_achieved() -> None:
+    from ksptrace.trace.collectives import CollectiveTrace
+
+    shape = (2, 1, 4)
+    t = CollectiveTrace(seconds=np.full(shape, 150e-6), message_bytes=np.array([1024]),
+                        node_ids=np.zeros(2), hostnames=("h", "h"),
+                        attrs={"operation": "iallreduce_overlap", "test_calls": 8},
+                        comm_seconds=np.full(shape, 100e-6),
+                        compute_seconds=np.full(shape, 100e-6))
+    row = cr.curves([t]).iloc[0]
+    assert row["overlap"] == pytest.approx(0.5)
+    assert row["comm_alone_us"] == pytest.approx(100)
+    assert row["algorithm"] == "default/test8"
