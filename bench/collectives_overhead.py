@@ -13,7 +13,7 @@ fall on both. Reported per message size: the median of each loop's per-call time
 overhead = harness median - bare median (target <= 2 us per call). The wall time per repetition
 (including the reset and the check, which are outside the timed interval) is reported beside.
 
-    mpiexec -n 2 python bench/collectives_overhead.py [--reps 2000] [--out FILE]
+    python bench/collectives_overhead.py [--reps 2000] [--out FILE]   (starts mpiexec -n 2)
 """
 
 from __future__ import annotations
@@ -22,8 +22,19 @@ import argparse
 import json
 import os
 import platform
+import subprocess
+import sys
 import time
 from pathlib import Path
+
+from ksptrace.harness.launch import find_mpiexec, is_root
+from ksptrace.harness.mpienv import under_mpi_launcher
+
+if __name__ == "__main__" and not under_mpi_launcher():  # start the two ranks ourselves
+    mpi = find_mpiexec()
+    cmd = mpi.command(2, mpi.flags(2, os.cpu_count() or 1, is_root()),
+                      [sys.executable, __file__, *sys.argv[1:]])
+    sys.exit(subprocess.run(cmd, check=False).returncode)
 
 import numpy as np
 from mpi4py import MPI
