@@ -38,6 +38,8 @@ class CollectivesReport:
     best: pd.DataFrame
     """op, P, bytes, best, runner_up, margin (runner-up / best - 1), oversubscribed."""
     notes: tuple[str, ...]
+    rules: tuple[tuple[str, str], ...] = ()
+    """(collective, Open MPI dynamic rules file text) deciding like the best-algorithm map."""
 
 
 def _label(t: CollectiveTrace) -> str:
@@ -245,6 +247,37 @@ def segmentation_over_p(frame: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def ompi_rules_files(traces: Sequence[CollectiveTrace]) -> tuple[tuple[str, str], ...]:
+    """An Open MPI rules file per blocking collective whose map has 2+ algorithms over 2+ P and
+    2+ sizes: the exact quadtree of the best-algorithm map (``ksptrace decide``'s code), with
+    the algorithm numbers the traces forced (segment sizes are left at their default)."""
+    from ksptrace.analysis.decision import square_map
+    from ksptrace.analysis.decision_rules import COLLECTIVE_IDS, ompi_rules
+    from ksptrace.analysis.quadtree import build_quadtree
+
+    out = []
+    for op in sorted({t.operation for t in traces}):
+        mine = [t for t in traces if t.operation == op and "algorithm" in t.attrs]
+        if op not in COLLECTIVE_IDS or not mine:
+            continue
+        numbers = {_label(t): str(int(t.attrs["algorithm"])) for t in mine}
+        p, m, label, sec = [], [], [], []
+        for t in mine:
+            med = np.median(t.call_seconds(), axis=1)
+            p += [t.nprocs] * med.size
+            m += [int(x) for x in t.message_bytes]
+            label += [numbers[_label(t)]] * med.size
+            sec += list(med)
+        try:
+            dm = decision_map(np.array(p), np.array(m), np.array(label), np.array(sec),
+                              ("P", "bytes"))
+        except AnalysisError:
+            continue
+        tree = build_quadtree(square_map(dm))
+        out.append((op, ompi_rules(tree, op, {})))
+    return tuple(out)
+
+
 def build(traces: Sequence[CollectiveTrace]) -> CollectivesReport:
     if not traces:
         raise AnalysisError("no collectives trace given")
@@ -267,4 +300,4 @@ def build(traces: Sequence[CollectiveTrace]) -> CollectivesReport:
         Table("collectives_segmentation", "Segmentation of time over P per algorithm",
               segmentation_over_p(frame)),
     )
-    return CollectivesReport(tables, best, tuple(notes))
+    return CollectivesReport(tables, best, tuple(notes), ompi_rules_files(traces))

@@ -161,6 +161,8 @@ def _collectives(out: Path, paths: list[str | os.PathLike[str]], with_figures: b
         for t in report.tables:
             (tmp / f"{t.name}.csv").write_text(t.to_csv())
         (tmp / "collectives.md").write_text(render.markdown(report))
+        for op, text in report.rules:
+            (tmp / f"ompi_rules_{op}.conf").write_text(text)
         (tmp / "collectives.html").write_text(render.html(report, len(traces), pictures),
                                               encoding="utf-8")
     print(f"wrote {out / 'collectives.html'} ({len(traces)} collectives traces)")

@@ -13,6 +13,7 @@ import os
 import re
 import shlex
 import sys
+import tempfile
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
@@ -200,22 +201,26 @@ def _launch(args: argparse.Namespace, values: dict[str, Any], forcing: alg.Forci
     env[LAUNCH_ENV] = json.dumps({"launcher": f"mpiexec ({mpi.flavor})", "flags": flags,
                                   "command_line": shlex.join(["ksptrace", *sys.argv[1:]])})
     supervised = Supervised()
-    try:
-        code, err = supervised.run(mpi.command(args.np, flags, program), env,
-                                   capture_stderr=True)
-    except OSError as exc:
-        raise EnvironmentProblem(f"cannot start {mpi.path}: {exc.strerror}") from None
+    with tempfile.TemporaryFile("w+") as out:
+        try:
+            code, err = supervised.run(mpi.command(args.np, flags, program), env,
+                                       capture_stderr=True, stdout=out.fileno())
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot start {mpi.path}: {exc.strerror}") from None
+        out.seek(0)
+        said = out.read()
     if supervised.interrupted:
         print("ksptrace: interrupted; no trace was written", file=sys.stderr)
         return 130
-    if REJECTED in err:
+    if code != 0:  # the ranks' own line (they read back what the library holds, MPI_T)
+        return _report_failure(code, err)
+    if REJECTED in err:  # the library's help message, when the ranks could not tell
         path.unlink(missing_ok=True)
         raise UsageError(f"{forcing.library} rejected algorithm {forcing.name} for "
                          f"{forcing.operation} ({_rejected_line(err)}); no trace kept")
-    if code == 0:
-        sys.stderr.write(err)
-        return 0
-    return _report_failure(code, err)
+    sys.stdout.write(said)  # the ranks' "wrote ..." only once the run is known good
+    sys.stderr.write(err)
+    return 0
 
 
 def _rejected_line(err: str) -> str:

@@ -28,7 +28,8 @@ from typing import Any
 import numpy as np
 
 from ksptrace import __version__
-from ksptrace.collectives.algorithms import Forcing
+from ksptrace.collectives.algorithms import OMPI_COLLECTIVE, Forcing
+from ksptrace.collectives.mpit import read_int_cvars
 from ksptrace.collectives.operations import (
     REDUCING,
     Compute,
@@ -216,15 +217,37 @@ def _attributes(s: BenchSettings, layout: Any, nprocs: int, start_utc: str,
     return attrs
 
 
+def held_forcing(forcing: Forcing) -> tuple[dict[str, int | None], KsptraceError | None]:
+    """The tuned variables as Open MPI holds them (MPI_T), and an error when they are not what
+    the run forced (Open MPI keeps its default for a value it refuses)."""
+    coll = OMPI_COLLECTIVE.get(forcing.operation)
+    if forcing.library != "openmpi" or coll is None:
+        return {}, None
+    names: dict[str, int | None] = {"coll_tuned_use_dynamic_rules": None,
+                                    f"coll_tuned_{coll}_algorithm": None}
+    names.update({k.removeprefix("OMPI_MCA_"): int(v) for k, v in forcing.env})
+    held = read_int_cvars(names)
+    for name, wanted in names.items():
+        if wanted is not None and held[name] is not None and held[name] != wanted:
+            return held, UsageError(
+                f"Open MPI holds {name} = {held[name]}, not {wanted}: it rejected the forced "
+                f"{forcing.operation} algorithm {forcing.name}; see ompi_info --param coll "
+                "tuned --level 9")
+    return held, None
+
+
 def execute(s: BenchSettings, comm: Any) -> Path:
     """Collective over ``comm``: measure and write the trace; returns its path on every rank."""
     from mpi4py import MPI
 
     lifeline.start_watchdog()
     start_utc = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    held, refused = held_forcing(s.forcing)
+    agree_on_error(comm, refused)
     layout = node_layout(comm)
     timings = _measure(comm, s, MPI.Wtime)
     attrs = _attributes(s, layout, comm.Get_size(), start_utc, timings.compute_units)
+    attrs["algorithm_held"] = json.dumps(held) if held else None
     rows = comm.gather((timings, layout.node_id, layout.hostname), root=0)
     error: KsptraceError | None = None
     if comm.Get_rank() == 0:

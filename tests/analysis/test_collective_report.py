@@ -77,3 +77,17 @@ def test_overlap_achieved() -> None:
     assert row["overlap"] == pytest.approx(0.5)
     assert row["comm_alone_us"] == pytest.approx(100)
     assert row["algorithm"] == "default/test8"
+
+
+def test_ompi_rules_decide_like_the_map() -> None:
+    from ksptrace.analysis.decision_rules import decide_with_rules
+
+    traces = allreduce_traces(alpha=ALPHA, beta=BETA, gamma=GAMMA, noise=0.01)
+    for t, number in zip(traces, [4, 3, 6] * 3, strict=True):
+        object.__setattr__(t, "attrs", {**t.attrs, "algorithm": number})
+    ((op, text),) = cr.ompi_rules_files(traces)
+    assert op == "allreduce"
+    names = {4: "ring", 3: "recursive_doubling", 6: "rabenseifner"}
+    best = cr.best_algorithms(traces)
+    for row in best.itertuples():
+        assert names[decide_with_rules(text, int(row.P), int(row.bytes))] == row.best

@@ -67,6 +67,9 @@ def test_forced_algorithm_is_in_the_trace(tmp_path: Path) -> None:
     assert (t.attrs["algorithm"], t.attrs["algorithm_name"]) == (5, "segmented_ring")
     assert t.attrs["algorithm_forced"] is True
     assert t.attrs["segment_bytes"] == 4096
+    held = json.loads(str(t.attrs["algorithm_held"]))  # read back from Open MPI (MPI_T)
+    assert held == {"coll_tuned_use_dynamic_rules": 1, "coll_tuned_allreduce_algorithm": 5,
+                    "coll_tuned_allreduce_algorithm_segmentsize": 4096}
     seen = json.loads(str(t.attrs["algorithm_env"]))  # as the rank's environment had it
     assert seen == {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
                     "OMPI_MCA_coll_tuned_allreduce_algorithm": "5",
@@ -105,4 +108,21 @@ def test_bad_input_is_one_line(tmp_path: Path, args: list[str], message: str) ->
     assert proc.returncode == 2
     assert len(proc.stderr.splitlines()) == 1, proc.stderr
     assert message in proc.stderr
+    assert not any(tmp_path.iterdir())
+
+
+def test_an_algorithm_the_library_rejects(tmp_path: Path) -> None:
+    # past ksptrace's own check (the forcing handed to the ranks), Open MPI refuses the value
+    # and would run its default: the run fails and keeps no trace
+    forcing = ('{"library": "openmpi", "operation": "allreduce", "algorithm": 99, "name": '
+               '"bogus", "segment_bytes": 0, "env": [["OMPI_MCA_coll_tuned_use_dynamic_rules", '
+               '"1"], ["OMPI_MCA_coll_tuned_allreduce_algorithm", "99"]], "note": ""}')
+    proc = _cli("--np", "2", "--max-bytes", "8", "--repetitions", "2", "--out", str(tmp_path),
+                KSPTRACE_COLLECTIVE_FORCING=forcing)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == (
+        "ksptrace: error: Open MPI holds coll_tuned_allreduce_algorithm = 0, not 99: it "
+        "rejected the forced allreduce algorithm bogus; see ompi_info --param coll tuned "
+        "--level 9")
+    assert proc.stdout == ""
     assert not any(tmp_path.iterdir())
