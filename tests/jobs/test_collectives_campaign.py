@@ -85,3 +85,18 @@ def test_local_run_and_resume(write_campaign: Callable[[str], Path],
     assert "(1 runs)" in capsys.readouterr().out  # only the missing run again
     assert main(["campaign", "status", str(path.parent / "out")]) == 0
     assert "4 done" in capsys.readouterr().out
+
+
+@pytest.mark.mpi
+def test_a_failing_run_is_recorded_failed(write_campaign: Callable[[str], Path],
+                                          capsys: pytest.CaptureFixture[str],
+                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    path = write_campaign(CAMPAIGN.format(algorithms='"ring"').replace("[2, 4]", "2"))
+    monkeypatch.setenv("KSPTRACE_FAULT", "wrong-result-on-rank-1")
+    assert main(["campaign", "run", "--backend", "local", str(path)]) == 1
+    out = capsys.readouterr().out
+    assert "0 done, 0 running, 1 failed" in out
+    (log,) = (path.parent / "out" / "logs").glob("*.log")
+    assert ("ksptrace: error: allreduce (ring) at 1 B on rank 1: injected wrong result"
+            in log.read_text())
+    assert not list((path.parent / "out" / "traces").glob("*.h5"))
