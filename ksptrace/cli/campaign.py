@@ -124,9 +124,9 @@ class RunProgress:
     """The campaign's runs on the one progress display (:class:`ksptrace.cli.progress.Progress`):
     a bar on a terminal, one timestamped line per run in a log."""
 
-    def __init__(self, stream: TextIO = sys.stderr) -> None:
-        self.stream = stream
-        self.display: Progress | None = None
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr  # the stderr of now, not
+        self.display: Progress | None = None  # of the import (tests replace it)
 
     def __call__(self, done: int, total: int, run: RunSpec, ok: bool, elapsed: float) -> None:
         if self.display is None:
