@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from ksptrace.analysis.collective_synthetic import allreduce_traces
 from ksptrace.cli.main import main
 from ksptrace.trace import collectives as ctrace
@@ -37,3 +39,14 @@ def test_beside_solver_traces(tmp_path: Path) -> None:
                  "--quiet", "--no-cache"]) == 0
     assert (out / "report.html").is_file()
     assert (out / "collectives" / "collectives.html").is_file()
+
+
+def test_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = _write(tmp_path / "t")
+    solver = write_trace(synthetic_trace(nprocs=2, iterations=5, seed=1), tmp_path / "s.h5")
+    assert main(["show", paths[0], str(solver)]) == 0
+    out = capsys.readouterr().out
+    assert "(collectives, schema 2)" in out
+    assert "algorithm_name  ring" in out
+    assert "      4096" in out  # one row per message size
+    assert "ksp" in out  # the solver trace after it
