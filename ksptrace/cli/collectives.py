@@ -22,8 +22,8 @@ from ksptrace.cli.common import add_params
 from ksptrace.collectives import algorithms as alg
 from ksptrace.collectives.operations import buffer_bytes
 from ksptrace.collectives.params import COLLECTIVE_PARAMS, message_sizes, parse_bytes
-from ksptrace.errors import EnvironmentProblem, UsageError
-from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
+from ksptrace.errors import EnvironmentProblem, KsptraceError, UsageError
+from ksptrace.harness.mpienv import AGREED, launched_size, under_mpi_launcher
 from ksptrace.params import resolve
 from ksptrace.trace import io
 
@@ -112,7 +112,22 @@ def output_path(out: str, op: str, forcing: alg.Forcing, nprocs: int,
     return target / ("_".join(re.sub(r"[^A-Za-z0-9.+-]", "_", p) for p in parts) + ".h5")
 
 
+RANK_ENV = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+"""Where a rank finds its rank before MPI starts (Open MPI, MPICH/Hydra, PMIx, srun)."""
+
+
 def main(args: argparse.Namespace) -> int:
+    """Checks before MPI starts fail on every rank alike: only rank 0 says why."""
+    try:
+        return _main(args)
+    except KsptraceError as exc:
+        rank = next((os.environ[k] for k in RANK_ENV if k in os.environ), "0")
+        if under_mpi_launcher() and rank != "0" and not getattr(exc, AGREED, False):
+            raise SystemExit(exc.exit_code) from None
+        raise
+
+
+def _main(args: argparse.Namespace) -> int:
     values = resolve(PARAMS, {p.name: getattr(args, p.name) for p in PARAMS})
     op = values["op"]
     sizes = message_sizes(op, parse_bytes(values["min_bytes"], "--min-bytes"),

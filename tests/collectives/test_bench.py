@@ -126,3 +126,19 @@ def test_an_algorithm_the_library_rejects(tmp_path: Path) -> None:
         "--level 9")
     assert proc.stdout == ""
     assert not any(tmp_path.iterdir())
+
+
+def test_under_an_external_mpiexec(tmp_path: Path) -> None:
+    bad = _mpiexec(2, "-m", "ksptrace", "collectives", "--algorithm", "42", "--out",
+                   str(tmp_path))
+    assert bad.returncode == 2
+    assert bad.stderr.count("ksptrace: error: unknown Open MPI allreduce algorithm") == 1
+    good = _mpiexec(2, "-m", "ksptrace", "collectives", "--op", "bcast", "--algorithm",
+                    "binomial", "--max-bytes", "16", "--repetitions", "2", "--out",
+                    str(tmp_path))
+    assert good.returncode == 0, good.stderr
+    assert good.stdout.count("wrote") == 1  # rank 0 only
+    (path,) = tmp_path.glob("*.h5")
+    t = ctrace.read(path)
+    assert t.attrs["launcher"] == "external"
+    assert json.loads(str(t.attrs["algorithm_held"]))["coll_tuned_bcast_algorithm"] == 6
