@@ -34,8 +34,9 @@ def main(args: argparse.Namespace) -> int:
 
     solver = read_trace(args.solver)
     coll = collectives.read(args.collectives)
-    if coll.operation not in ("allreduce", "iallreduce"):
-        raise UsageError(f"{args.collectives} times {coll.operation}; give an allreduce trace")
+    if coll.operation not in ("allreduce", "iallreduce", "iallreduce_overlap"):
+        raise UsageError(f"{args.collectives} times {coll.operation}; give an allreduce, "
+                         "iallreduce or iallreduce_overlap trace")
     if coll.nprocs != solver.nprocs:
         raise UsageError(f"the solver ran on P={solver.nprocs} and the allreduce on "
                          f"P={coll.nprocs}; measure the allreduce at the same P")
@@ -50,8 +51,14 @@ def main(args: argparse.Namespace) -> int:
     iterations = int(solver.attrs.get("petsc_iterations", solver.iterations) or
                      solver.iterations)
     per = reductions_per_iteration(text, iterations)
-    share = reduction_share(solver.iteration_seconds, coll.call_seconds()[sizes.index(args.bytes)],
-                            per, str(solver.attrs.get("ksp", "")))
+    j = sizes.index(args.bytes)
+    calls = coll.call_seconds()[j]
+    if coll.compute_seconds is not None:  # overlapped: only what the compute did not hide
+        calls = np.maximum(coll.seconds[:, j] - coll.compute_seconds[:, j], 0.0).max(axis=0)
+        print(f"{args.collectives}: overlapped with {coll.attrs.get('compute_seconds_target')} s "
+              "of compute; counting each reduction's exposed time (overlapped - compute)")
+    share = reduction_share(solver.iteration_seconds, calls, per,
+                            str(solver.attrs.get("ksp", "")))
     if set(solver.hostnames) != set(coll.hostnames):
         print("ksptrace: warning: the two traces come from different hosts; the shares "
               "compare different machines", file=sys.stderr)
