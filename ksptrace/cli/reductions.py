@@ -28,7 +28,7 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ksptrace.analysis.reductions import reduction_share, reductions_per_iteration
+    from ksptrace.analysis.reductions import count_reductions, reduction_share
     from ksptrace.trace import collectives
     from ksptrace.trace.io import read_trace
 
@@ -50,7 +50,9 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot read --log-view {args.log_view}: {exc.strerror}") from None
     iterations = int(solver.attrs.get("petsc_iterations", solver.iterations) or
                      solver.iterations)
-    per = reductions_per_iteration(text, iterations)
+    counted = count_reductions(text, iterations)
+    per = counted.per_iteration
+    print(counted.describe())
     j = sizes.index(args.bytes)
     calls = coll.call_seconds()[j]
     if coll.compute_seconds is not None:  # overlapped: only what the compute did not hide

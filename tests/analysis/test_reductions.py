@@ -36,3 +36,13 @@ def test_shares_recover_a_known_composition() -> None:
     assert not share.pipelined
     assert "explain 28." in share.describe()
     assert "upper bound" in rd.reduction_share(iterations, calls[0], 1, "pipecg").describe()
+
+
+def test_non_blocking_reductions_of_a_pipelined_method() -> None:
+    text = (Path(__file__).parents[1] / "data" / "collectives" /
+            "log_view_pgmres_P2_K300.txt").read_text()
+    count = rd.count_reductions(text, 300)
+    assert (count.blocking, count.split) == (12.0, 310.0)  # Reduct misses the Iallreduces
+    assert count.per_iteration == pytest.approx(322 / 300)
+    gmres = rd.count_reductions(LOG_VIEW, 100)
+    assert (gmres.blocking, gmres.split) == (210.0, 0.0)
