@@ -13,11 +13,15 @@ Everything here is pure except :func:`ompi_catalogue`, which runs ``ompi_info``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import hashlib
+import os
 import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
+from pathlib import Path
 
 from ksptrace.analysis.decision_rules import parse_ompi_algorithms
 from ksptrace.errors import AnalysisError, EnvironmentProblem, UsageError
@@ -181,17 +185,44 @@ def library_of(version_text: str) -> str:
     return "unknown"
 
 
+CACHE_ENV = "KSPTRACE_CACHE_DIR"
+"""Where ompi_info's answer is kept (default ``$XDG_CACHE_HOME/ksptrace`` or
+``~/.cache/ksptrace``): every rank of every run needs it before MPI starts, and one ompi_info
+costs about 0.3 s of CPU."""
+
+
+def _cache_file(path: str) -> Path | None:
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    base = os.environ.get(CACHE_ENV) or os.path.join(
+        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ksptrace")
+    key = hashlib.sha256(f"{os.path.realpath(path)}:{st.st_mtime_ns}:{st.st_size}".encode())
+    return Path(base) / f"ompi_info-tuned-{key.hexdigest()[:16]}.txt"
+
+
 @functools.lru_cache(maxsize=1)
 def _ompi_info_text() -> str:
     path = shutil.which("ompi_info")
     if path is None:
         raise EnvironmentProblem("ompi_info not found on PATH: cannot list Open MPI's tuned "
                                  "algorithms; install openmpi-bin or load your MPI module")
+    cache = _cache_file(path)
+    if cache is not None and cache.is_file():
+        with contextlib.suppress(OSError):
+            return cache.read_text()
     try:
         out = subprocess.run([path, "--param", "coll", "tuned", "--level", "9"],
                              capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvironmentProblem(f"cannot run {path}: {exc}") from None
+    if cache is not None and "coll_tuned_" in out.stdout:
+        with contextlib.suppress(OSError):  # a cache that cannot be written is no error
+            cache.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
+            tmp.write_text(out.stdout)
+            os.replace(tmp, cache)
     return out.stdout
 
 

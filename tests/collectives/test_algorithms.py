@@ -76,3 +76,19 @@ def test_library_detection() -> None:
     assert alg.library_of("MPICH Version: 4.0.2") == "mpich"
     assert alg.library_of("Intel(R) MPI Library 2021.6") == "mpich"
     assert alg.library_of("Spectrum something") == "unknown"
+
+
+def test_ompi_info_is_asked_once_per_installation(tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    import shutil
+
+    if shutil.which("ompi_info") is None:
+        pytest.skip("no ompi_info (Open MPI) on PATH")
+    monkeypatch.setenv(alg.CACHE_ENV, str(tmp_path))
+    alg._ompi_info_text.cache_clear()
+    assert alg.ompi_catalogue("allreduce")[4] == "ring"
+    (cached,) = tmp_path.glob("ompi_info-tuned-*.txt")
+    cached.write_text(cached.read_text().replace('4:"ring"', '4:"ring_from_cache"'))
+    alg._ompi_info_text.cache_clear()
+    assert alg.ompi_catalogue("allreduce")[4] == "ring_from_cache"  # no second ompi_info
+    alg._ompi_info_text.cache_clear()
