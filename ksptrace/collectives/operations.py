@@ -19,9 +19,8 @@ from typing import Any
 
 import numpy as np
 
-OPERATIONS: tuple[str, ...] = ("allreduce", "iallreduce", "iallreduce_overlap", "bcast",
-                               "reduce", "gather", "allgather", "barrier")
-"""Every operation, in the order the CLI lists them."""
+from ksptrace.collectives.params import OPERATIONS
+
 SENTINEL = 255
 """Byte written into outputs before each repetition; no pattern below produces it."""
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import re
 
-from ksptrace.collectives.operations import OPERATIONS
 from ksptrace.errors import UsageError
 from ksptrace.params import Param
 
+OPERATIONS: tuple[str, ...] = ("allreduce", "iallreduce", "iallreduce_overlap", "bcast",
+                               "reduce", "gather", "allgather", "barrier")
+"""Every operation, in the order the CLI lists them."""
 DEFAULT_ALGORITHM = "default"
 
 COLLECTIVE_PARAMS: tuple[Param, ...] = (
