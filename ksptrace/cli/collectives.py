@@ -186,7 +186,21 @@ def _run_here(values: dict[str, Any], forcing: alg.Forcing, sizes: tuple[int, ..
             note = f" ({forcing.note})" if forcing.note else ""
             print(f"wrote {path} ({values['op']}, algorithm {forcing.name}{note}, "
                   f"P={comm.Get_size()}, {len(sizes)} sizes x {values['repetitions']} reps)")
+            if values["op"] == "iallreduce_overlap":
+                print_overlap(path)
     return 0
+
+
+def print_overlap(path: Path) -> None:
+    """The overlap achieved per message size (median over repetitions)."""
+    from ksptrace.analysis.collective_report import curves
+    from ksptrace.trace import collectives
+
+    frame = curves([collectives.read(path)])
+    print(f"{'bytes':>10} {'comm us':>10} {'compute us':>11} {'overlapped us':>14} {'overlap':>8}")
+    for row in frame.itertuples():
+        print(f"{row.bytes:>10} {row.comm_alone_us:>10.1f} {row.compute_alone_us:>11.1f} "
+              f"{row.median_us:>14.1f} {row.overlap:>8.0%}")
 
 
 def child_arguments(values: dict[str, Any], path: Path, overwrite: bool) -> list[str]:

@@ -142,3 +142,15 @@ def test_under_an_external_mpiexec(tmp_path: Path) -> None:
     t = ctrace.read(path)
     assert t.attrs["launcher"] == "external"
     assert json.loads(str(t.attrs["algorithm_held"]))["coll_tuned_bcast_algorithm"] == 6
+
+
+def test_overlap_achieved_is_printed(tmp_path: Path) -> None:
+    proc = _cli("--np", "2", "--op", "iallreduce_overlap", "--min-bytes", "1K", "--max-bytes",
+                "2K", "--compute-us", "50", "--test-calls", "4", "--repetitions", "2",
+                "--out", str(tmp_path))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1].split() == ["bytes", "comm", "us", "compute", "us", "overlapped", "us",
+                                "overlap"]
+    assert [ln.split()[0] for ln in lines[2:]] == ["1024", "2048"]
+    assert all(ln.endswith("%") for ln in lines[2:])
