@@ -248,6 +248,9 @@ def execute(s: BenchSettings, comm: Any) -> Path:
     timings = _measure(comm, s, MPI.Wtime)
     attrs = _attributes(s, layout, comm.Get_size(), start_utc, timings.compute_units)
     attrs["algorithm_held"] = json.dumps(held) if held else None
+    if comm.Get_size() == 1 and s.forcing.forced:
+        attrs["algorithm_note"] = ("P = 1: no algorithm applies (a one-rank collective is a "
+                                   "local copy; Open MPI uses its self component)")
     rows = comm.gather((timings, layout.node_id, layout.hostname), root=0)
     error: KsptraceError | None = None
     if comm.Get_rank() == 0:
