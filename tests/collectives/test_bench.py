@@ -30,7 +30,7 @@ def _cli(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
                           cwd=ROOT, check=False)
 
 
-@pytest.mark.parametrize("nprocs", [2, 4])
+@pytest.mark.parametrize("nprocs", [1, 2, 4])
 def test_every_operation_checked_and_traced(tmp_path: Path, nprocs: int) -> None:
     proc = _mpiexec(nprocs, "tests/collectives/all_ops.py", str(tmp_path))
     assert proc.returncode == 0, proc.stderr  # a wrong value on any rank fails the job
