@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -100,3 +101,39 @@ def test_a_failing_run_is_recorded_failed(write_campaign: Callable[[str], Path],
     assert ("ksptrace: error: allreduce (ring) at 1 B on rank 1: injected wrong result"
             in log.read_text())
     assert not list((path.parent / "out" / "traces").glob("*.h5"))
+
+
+@pytest.mark.mpi
+def test_killed_then_resumed(tmp_path: Path) -> None:
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from ksptrace.jobs import state
+    from ksptrace.jobs.backends import alive_any
+    from tests.conftest import ROOT, solver_env
+
+    path = tmp_path / "c.toml"
+    path.write_text(CAMPAIGN.format(algorithms='["ring", "recursive_doubling"]')
+                    .replace('max_bytes = "64"', 'max_bytes = "1M"')
+                    .replace("repetitions = 2", "repetitions = 10"))
+    spec = load_spec(path)
+    cmd = [sys.executable, "-m", "ksptrace", "campaign", "run", str(path), "--backend", "local"]
+    for delay in (1.5, 2.5, 1.0):  # into the first runs: start-up, timing, write
+        proc = subprocess.Popen(cmd, env=solver_env(), cwd=ROOT, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(delay)
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
+        for trace in (spec.output / "traces").glob("*.h5"):
+            ctrace.read(trace)  # whatever exists is complete
+    statuses = state.statuses(spec.output, state.run_dicts(spec), alive_any)
+    assert sum(s.state == "done" for s in statuses) < len(spec.runs), "killed too late"
+    final = subprocess.run(cmd, env=solver_env(), cwd=ROOT, capture_output=True, text=True,
+                           timeout=300, check=False)
+    assert final.returncode == 0, final.stdout + final.stderr
+    names = sorted(p.name for p in (spec.output / "traces").iterdir())
+    assert names == sorted(f"{r.run_id}.h5" for r in spec.runs)
+    for r in spec.runs:
+        assert ctrace.read(spec.output / r.trace).attrs["run_id"] == r.run_id
