@@ -169,14 +169,15 @@ def _run_here(values: dict[str, Any], forcing: alg.Forcing, sizes: tuple[int, ..
     from mpi4py import MPI
 
     from ksptrace.collectives.bench import BenchSettings, execute
-    from ksptrace.harness.mpienv import fail_together
+    from ksptrace.harness.mpienv import agree_on_error, fail_together
 
     comm = MPI.COMM_WORLD
     with fail_together(comm):
         actual = alg.library_of(MPI.Get_library_version())
-        if forcing.forced and actual != forcing.library:
-            raise UsageError(f"the algorithm was forced for {forcing.library} but the ranks "
-                             f"run {actual}; pass the right --mpiexec")
+        agree_on_error(comm, UsageError(
+            f"the algorithm was forced for {forcing.library} but the ranks run {actual}; "
+            "pass the right --mpiexec") if forcing.forced and actual != forcing.library
+            else None)
         settings = BenchSettings(
             operation=values["op"], sizes=sizes, repetitions=values["repetitions"],
             warmup=values["warmup"], forcing=forcing, out=path, overwrite=overwrite,

@@ -154,3 +154,14 @@ def test_overlap_achieved_is_printed(tmp_path: Path) -> None:
                                 "overlap"]
     assert [ln.split()[0] for ln in lines[2:]] == ["1024", "2048"]
     assert all(ln.endswith("%") for ln in lines[2:])
+
+
+def test_forcing_for_another_library_is_refused(tmp_path: Path) -> None:
+    forcing = ('{"library": "mpich", "operation": "allreduce", "algorithm": 8, "name": "ring", '
+               '"segment_bytes": 0, "env": [["MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM", "ring"]], '
+               '"note": ""}')
+    proc = _cli("--np", "2", "--max-bytes", "8", "--out", str(tmp_path),
+                KSPTRACE_COLLECTIVE_FORCING=forcing)
+    assert proc.returncode == 2
+    assert proc.stderr.strip() == ("ksptrace: error: the algorithm was forced for mpich but "
+                                   "the ranks run openmpi; pass the right --mpiexec")
