@@ -174,7 +174,8 @@ def allreduce_predictions(traces: Sequence[CollectiveTrace]) -> tuple[pd.DataFra
     (at P = 2 it is one exchange: alpha + (beta + gamma) m); gamma is the ranks' own measured
     local sum per byte; ring, recursive doubling and Rabenseifner are then predicted at every P.
     """
-    ar = [t for t in traces if t.operation == "allreduce" and t.message_bytes.size >= 2]
+    ar = [t for t in traces if t.operation == "allreduce" and t.message_bytes.size >= 2
+          and t.nprocs >= 2]  # one rank: no communication, nothing to model
     rd = sorted((t for t in ar if t.algorithm == "recursive_doubling"
                  and not t.attrs.get("segment_bytes")), key=lambda t: t.nprocs)
     if not rd:

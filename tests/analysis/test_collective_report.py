@@ -91,3 +91,15 @@ def test_ompi_rules_decide_like_the_map() -> None:
     best = cr.best_algorithms(traces)
     for row in best.itertuples():
         assert names[decide_with_rules(text, int(row.P), int(row.bytes))] == row.best
+
+
+def test_one_rank_runs_are_not_modelled() -> None:
+    traces = allreduce_traces(nprocs=(2, 4), alpha=ALPHA, beta=BETA, gamma=GAMMA)
+    one = allreduce_traces(nprocs=(2,), algorithms=("recursive_doubling",))[0]
+    single = type(one)(seconds=one.seconds[:1], message_bytes=one.message_bytes,
+                       node_ids=one.node_ids[:1], hostnames=one.hostnames[:1],
+                       attrs={**one.attrs, "nprocs": 1})
+    frame, note = cr.allreduce_predictions([single, *traces])
+    assert "at P=2" in note
+    assert set(frame["P"]) == {2, 4}
+    assert cr.build([single, *traces]).tables[0].frame["P"].min() == 1
