@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from ksptrace.analysis.collective_report import CollectivesReport
+from ksptrace.analysis.collective_report import SIGNIFICANT, CollectivesReport
 
 
 def best_matrix(best: pd.DataFrame, op: str) -> pd.DataFrame:
@@ -13,9 +13,12 @@ def best_matrix(best: pd.DataFrame, op: str) -> pd.DataFrame:
     mine = best[best["op"] == op]
     if mine.empty:
         return pd.DataFrame()
+    pv = mine["p_value"] if "p_value" in mine else pd.Series(np.nan, index=mine.index)
     cell = mine.assign(text=[
-        f"{b} (+{mg:.0%}{'*' if o else ''})" if np.isfinite(mg) else str(b)
-        for b, mg, o in zip(mine["best"], mine["margin"], mine["oversubscribed"], strict=True)])
+        f"{b} (+{mg:.0%}{'' if p < SIGNIFICANT else '~'}{'*' if o else ''})"
+        if np.isfinite(mg) else str(b)
+        for b, mg, p, o in zip(mine["best"], mine["margin"], pv, mine["oversubscribed"],
+                               strict=True)])
     return cell.pivot(index="bytes", columns="P", values="text").sort_index()
 
 
@@ -62,7 +65,9 @@ def markdown(report: CollectivesReport) -> str:
         parts += [f"### {op}: fastest algorithm per (P, m)", "",
                   markdown_table(best_matrix(report.best, op)), ""]
     parts += [f"- {n}" for n in report.notes]
-    parts.append("- cells: fastest algorithm (+how much slower the runner-up is)")
+    parts.append("- cells: fastest algorithm (+how much slower the runner-up is); ~: not told "
+                 f"apart from the runner-up (one-sided Mann-Whitney on the repetitions, "
+                 f"p >= {SIGNIFICANT})")
     return "\n".join(parts) + "\n"
 
 

@@ -97,9 +97,30 @@ def best_algorithms(traces: Sequence[CollectiveTrace]) -> pd.DataFrame:
                 label += [_label(t)] * calls.shape[1]
                 sec += list(calls[j])
         over = {t.nprocs for t in mine if t.attrs.get("oversubscribed")}
-        rows += _cells(op, np.array(p), np.array(m), np.array(label), np.array(sec), over)
+        cells = _cells(op, np.array(p), np.array(m), np.array(label), np.array(sec), over)
+        samples = pd.DataFrame({"P": p, "bytes": m, "alg": label, "s": sec}).groupby(
+            ["P", "bytes", "alg"])["s"].apply(np.asarray).to_dict()
+        for c in cells:
+            c["p_value"] = _p_value(samples.get((c["P"], c["bytes"], c["best"])),
+                                    samples.get((c["P"], c["bytes"], c["runner_up"])))
+        rows += cells
     return pd.DataFrame(rows, columns=["op", "P", "bytes", "best", "best_us", "runner_up",
-                                       "margin", "oversubscribed"])
+                                       "margin", "p_value", "oversubscribed"])
+
+
+SIGNIFICANT = 0.05
+"""A cell's winner is told apart from its runner-up when the one-sided Mann-Whitney test of
+their repetitions gives p below this (with 5 repetitions each, p >= 1/252)."""
+
+
+def _p_value(best: np.ndarray | None, runner: np.ndarray | None) -> float:
+    """One-sided Mann-Whitney U: is the winner's time stochastically smaller than the
+    runner-up's? NaN without a runner-up or with fewer than 2 repetitions each."""
+    from scipy.stats import mannwhitneyu
+
+    if best is None or runner is None or min(best.size, runner.size) < 2:
+        return float("nan")
+    return float(mannwhitneyu(best, runner, alternative="less").pvalue)
 
 
 def _cells(op: str, p: np.ndarray, m: np.ndarray, label: np.ndarray, sec: np.ndarray,

@@ -103,3 +103,17 @@ def test_one_rank_runs_are_not_modelled() -> None:
     assert "at P=2" in note
     assert set(frame["P"]) == {2, 4}
     assert cr.build([single, *traces]).tables[0].frame["P"].min() == 1
+
+
+def test_winners_within_the_noise_are_marked() -> None:
+    # two algorithms with the same law (ring and Rabenseifner coincide at P = 2) cannot be
+    # told apart; recursive doubling vs ring at P = 8, 8 B can (6 alpha apart)
+    traces = allreduce_traces(nprocs=(2, 8), algorithms=("ring", "rabenseifner",
+                                                         "recursive_doubling"),
+                              sizes=(8, 1 << 20), repetitions=7, noise=0.05)
+    best = cr.best_algorithms(traces).set_index(["P", "bytes"])
+    assert best.loc[(8, 8), "p_value"] < 0.05
+    assert best.loc[(2, 1 << 20), "p_value"] > 0.05  # ring vs rabenseifner: the same law
+    table = render.markdown(cr.CollectivesReport((), best.reset_index(), ()))
+    assert "~" in table.splitlines()[5]  # the 1 MiB row
+    assert "~" not in table.splitlines()[4]  # the 8 B row
