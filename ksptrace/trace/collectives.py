@@ -152,6 +152,11 @@ def read(path: str | os.PathLike[str]) -> CollectiveTrace:
             if attrs.get("kind") != KIND:
                 raise TraceError(f"{p} is not a collectives trace (no run/kind = {KIND}); "
                                  "solver traces are read with ksptrace.trace.io.read_trace")
+            limit = io.MAX_SIZE_RATIO * p.stat().st_size + (1 << 20)
+            for name in ("seconds", *OVERLAP_DATASETS, "message_bytes", "node_ids"):
+                if name in f and f[name].size * f[name].dtype.itemsize > limit:
+                    raise TraceError(f"{p}: dataset {name} declares {f[name].shape}, far more "
+                                     "data than the file holds; the file is corrupt")
             extra = {n: f[n][...] for n in OVERLAP_DATASETS if n in f}
             trace = CollectiveTrace(
                 seconds=f["seconds"][...], message_bytes=f["message_bytes"][...],
@@ -159,7 +164,7 @@ def read(path: str | os.PathLike[str]) -> CollectiveTrace:
                 hostnames=tuple(h.decode() if isinstance(h, bytes) else str(h)
                                 for h in f["hostnames"][...]),
                 attrs=attrs, **extra)
-    except (OSError, KeyError) as exc:
+    except (OSError, KeyError, ValueError, TypeError) as exc:
         raise TraceError(f"cannot read {p} as a collectives trace: {exc}") from None
     if not np.isfinite(trace.seconds).all() or (trace.seconds < 0).any():
         raise TraceError(f"{p} holds negative or non-finite times; the file is corrupt")

@@ -64,3 +64,20 @@ def test_refuses_existing_and_solver_traces(tmp_path: Path) -> None:
 def test_shape_checked() -> None:
     with pytest.raises(TraceError, match=r"seconds must be \[P, M, R\]"):
         ctrace.CollectiveTrace(np.ones((2, 3)), np.arange(3), np.zeros(2), ("a", "b"))
+
+
+def test_corrupt_files_are_one_error(tmp_path: Path) -> None:
+    path = ctrace.write(_trace(), tmp_path / "c.h5")
+    with h5py.File(path, "r+") as f:
+        del f["seconds"]
+        f.create_dataset("seconds", shape=(3, 4, 10**9), dtype="f8", chunks=(1, 1, 1024))
+    with pytest.raises(TraceError, match="far more data than the file holds"):
+        ctrace.read(path)
+    trunc = tmp_path / "t.h5"
+    trunc.write_bytes(ctrace.write(_trace(), tmp_path / "d.h5").read_bytes()[:2000])
+    with pytest.raises(TraceError, match="cannot read"):
+        ctrace.read(trunc)
+    with h5py.File(path, "r+") as f:
+        del f["seconds"]
+    with pytest.raises(TraceError, match="cannot read"):
+        ctrace.read(path)
