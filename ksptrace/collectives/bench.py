@@ -38,7 +38,7 @@ from ksptrace.collectives.operations import (
     local_reduce_seconds_per_byte,
     prepare,
 )
-from ksptrace.errors import KsptraceError, OutputError, UsageError
+from ksptrace.errors import KsptraceError, OutputError, UsageError, WrongResult
 from ksptrace.harness import lifeline
 from ksptrace.harness.mpienv import agree_on_error, node_layout
 from ksptrace.trace import collectives as ctrace
@@ -53,12 +53,6 @@ FAULT_ENV = "KSPTRACE_FAULT"
 PROVENANCE_ENV = {"KSPTRACE_CAMPAIGN_HASH": "campaign_hash", "KSPTRACE_RUN_ID": "run_id",
                   "KSPTRACE_CAMPAIGN": "campaign", "SLURM_JOB_ID": "slurm_job_id",
                   "PBS_JOBID": "pbs_jobid"}
-
-
-class WrongResult(KsptraceError):
-    """A collective returned wrong values (a broken MPI or a rejected algorithm)."""
-
-    exit_code = 9
 
 
 @dataclass(frozen=True)
