@@ -19,6 +19,7 @@ import pandas as pd
 
 from ksptrace.analysis import collective_models as cm
 from ksptrace.analysis.decision import decision_map
+from ksptrace.analysis.decision_report import Run
 from ksptrace.analysis.fitting import fit_candidates
 from ksptrace.analysis.ks import one_vs_all
 from ksptrace.analysis.segmentation import segment
@@ -298,6 +299,17 @@ def ompi_rules_files(traces: Sequence[CollectiveTrace]) -> tuple[tuple[str, str]
         tree = build_quadtree(square_map(dm))
         out.append((op, ompi_rules(tree, op, {})))
     return tuple(out)
+
+
+def decision_runs(trace: CollectiveTrace, path: str = "") -> list[Run]:
+    """One ``ksptrace decide`` run per message size: axes ``nprocs`` and ``bytes``, methods
+    ``algorithm`` (Open MPI's number) or ``algorithm_name``, the time the median call time.
+    The operation is the run's ``problem``, so that each collective forms its own map."""
+    calls = np.median(trace.call_seconds(), axis=1)
+    base = {**trace.attrs, "problem": trace.operation, "nprocs": trace.nprocs,
+            "algorithm_name": _label(trace)}
+    return [Run({**base, "bytes": int(m)}, float(c), path)
+            for m, c in zip(trace.message_bytes, calls, strict=True)]
 
 
 def build(traces: Sequence[CollectiveTrace]) -> CollectivesReport:

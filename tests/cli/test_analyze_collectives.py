@@ -50,3 +50,17 @@ def test_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     assert "algorithm_name  ring" in out
     assert "      4096" in out  # one row per message size
     assert "ksp" in out  # the solver trace after it
+
+
+def test_decide_on_collectives_traces(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    folder.mkdir()
+    traces = allreduce_traces(nprocs=(2, 4), sizes=(8, 64, 512, 4096), repetitions=3)
+    for i, (t, number) in enumerate(zip(traces, [4, 3, 6] * 2, strict=True)):
+        object.__setattr__(t, "attrs", {**t.attrs, "algorithm": number})
+        ctrace.write(t, folder / f"c{i}.h5")
+    out = tmp_path / "dec"
+    assert main(["decide", str(folder), "--axes", "nprocs,bytes", "--method", "algorithm",
+                 "--ompi-rules", "allreduce", "--out", str(out), "--quiet"]) == 0
+    (rules,) = out.rglob("*allreduce*")
+    assert "# collective: allreduce" in rules.read_text()
