@@ -114,6 +114,7 @@ def image(trace: CollectiveTrace) -> memoryview:
                 ds.dims[axis].label = dim
         nodes = f.create_dataset("node_ids", data=np.asarray(trace.node_ids, np.int64))
         f.create_dataset("hostnames", data=io.encode_hostnames(trace.hostnames))
+        f["hostnames"].attrs["_Encoding"] = "utf-8"  # netCDF readers (xarray) show text
         for ds in (nodes, f["hostnames"]):
             ds.dims[0].attach_scale(scales["rank"])
             ds.dims[0].label = "rank"

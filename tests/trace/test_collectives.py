@@ -45,6 +45,13 @@ def test_round_trip(tmp_path: Path, overlap: bool) -> None:
         assert [d.label for d in f["seconds"].dims] == ["rank", "message_bytes", "repetition"]
     assert [p.name for p in tmp_path.iterdir()] == ["c.h5"]  # no temporary file left
     assert ctrace.is_collectives(path)
+    xr = pytest.importorskip("xarray")
+    pytest.importorskip("h5netcdf")
+    ds = xr.open_dataset(path, engine="h5netcdf")
+    assert ds["seconds"].dims == ("rank", "message_bytes", "repetition")
+    assert list(ds["message_bytes"].values) == [1, 2, 4, 8]
+    assert str(ds["hostnames"].values[0]) == "a"
+    ds.close()
     np.testing.assert_array_equal(back.call_seconds(), t.seconds.max(axis=0))
 
 
