@@ -12,12 +12,18 @@ export OMP_NUM_THREADS := 1
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: setup demo noise-demo test lint bench
+.PHONY: setup demo noise-demo test lint bench collectives-sweep
 setup:
 	@bash scripts/bootstrap.sh
 
 demo: setup
 	$(PY) -m ksptrace demo --out $(DEMO_OUT) --campaign examples/demo.toml --scaling examples/oversubscription.toml
+
+# Allreduce over every Open MPI tuned algorithm x 8 B..1 MiB x P = 2, 4, 8, then its report
+# (runs-collectives/report/collectives.md names the fastest algorithm per (P, m)); resumes.
+collectives-sweep: setup
+	$(PY) -m ksptrace campaign run --backend local examples/collectives_allreduce.toml
+	$(PY) -m ksptrace analyze runs-collectives/traces/*.h5 --out runs-collectives/report
 
 # pytest exits 5 when it collected no test: that is a failure of the suite, say so plainly.
 test:

@@ -61,6 +61,12 @@ class OutputError(KsptraceError):
     exit_code = 8
 
 
+class WrongResult(KsptraceError):
+    """A computation returned wrong values (an MPI collective whose result fails its check)."""
+
+    exit_code = 9
+
+
 class Interrupted(KsptraceError):
     """The user stopped the work (Ctrl-C, SIGTERM); what was running was stopped cleanly."""
 

@@ -24,6 +24,7 @@ from ksptrace.analysis.report import cache_files, write_report_files
 from ksptrace.cli.progress import Progress
 from ksptrace.errors import UsageError
 from ksptrace.jobs.analysis import BACKENDS, prepare
+from ksptrace.trace.collectives import is_collectives
 
 
 def register(subparsers: Any) -> None:
@@ -117,6 +118,10 @@ def main(args: argparse.Namespace) -> int:
     if args.cache_only and args.cache is None:
         raise UsageError("--cache-only needs --cache DIR (where the results go)")
     paths: list[str | os.PathLike[str]] = list(args.traces)
+    collective_paths = [p for p in paths if is_collectives(p)]
+    paths = [p for p in paths if p not in collective_paths]
+    if collective_paths and args.out is not None and not args.cache_only and not paths:
+        return _collectives(Path(args.out), collective_paths, with_figures=not args.no_figures)
     cache = None if args.no_cache else Path(args.cache or str(Path(args.out)) + CACHE_SUFFIX)
     if args.backend != "local":
         return _submit(args, [str(p) for p in paths], cache)
@@ -136,6 +141,31 @@ def main(args: argparse.Namespace) -> int:
                                     not args.no_figures, args.jobs, cache)
     print(f"wrote {report.html} ({report.analysed} traces analysed, {len(report.skipped)} skipped"
           + (f"; per-trace results in {cache}" if cache is not None else "") + ")")
+    if collective_paths:
+        return _collectives(Path(args.out) / "collectives", collective_paths,
+                            with_figures=not args.no_figures)
+    return 0
+
+
+def _collectives(out: Path, paths: list[str | os.PathLike[str]], with_figures: bool) -> int:
+    """The collectives section: its own page, CSVs and Markdown table in ``out``."""
+    from ksptrace.analysis import collective_render as render
+    from ksptrace.analysis import collective_report as cr
+    from ksptrace.outputs import staged_directory
+    from ksptrace.trace import collectives
+
+    traces = [collectives.read(p) for p in paths]
+    report = cr.build(traces)
+    pictures = render.figures(report.tables[0].frame) if with_figures else []
+    with staged_directory(out, ("collectives.html",)) as tmp:
+        for t in report.tables:
+            (tmp / f"{t.name}.csv").write_text(t.to_csv())
+        (tmp / "collectives.md").write_text(render.markdown(report))
+        for op, text in report.rules:
+            (tmp / f"ompi_rules_{op}.conf").write_text(text)
+        (tmp / "collectives.html").write_text(render.html(report, len(traces), pictures),
+                                              encoding="utf-8")
+    print(f"wrote {out / 'collectives.html'} ({len(traces)} collectives traces)")
     return 0
 
 

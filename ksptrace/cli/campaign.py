@@ -15,7 +15,7 @@ from ksptrace.jobs.backends import BACKENDS, Script, alive_any, get_backend
 from ksptrace.jobs.cost import estimate
 from ksptrace.jobs.expand import MAX_RUNS, WARN_RUNS, load_spec
 from ksptrace.jobs.runner import run_campaign
-from ksptrace.jobs.spec import CampaignSpec, RunSpec
+from ksptrace.jobs.spec import COLLECTIVES, CampaignSpec, RunSpec
 
 
 def register(subparsers: Any) -> None:
@@ -63,6 +63,23 @@ def _duration(seconds: float) -> str:
     return f"{hours}:{rest // 60:02d}:{rest % 60:02d}"
 
 
+def _plan_collectives(spec: CampaignSpec, out: TextIO) -> int:
+    print(f"campaign {spec.name}: {len(spec.runs)} collectives runs -> {spec.output}", file=out)
+    print(f"{'#':>4} {'run_id':12} {'op':18} {'algorithm':22} {'P':>5} {'bytes':>14} "
+          f"{'reps':>5} {'rep':>3} {'est.time':>9}", file=out)
+    total = 0.0
+    for r in spec.runs:
+        c = estimate(r, spec.scheduler)
+        total += c.seconds
+        sizes = f"{r.param('min_bytes')}..{r.param('max_bytes')}"
+        print(f"{r.index:>4} {r.run_id:12} {str(r.param('op'))[:18]:18} "
+              f"{str(r.param('algorithm'))[:22]:22} {r.nprocs:>5} {sizes:>14} "
+              f"{r.param('repetitions'):>5} {r.repetition:>3} {_duration(c.seconds):>9}",
+              file=out)
+    print(f"total: {_duration(total)} run one after the other (rough estimate)", file=out)
+    return 0
+
+
 def warn_if_large(spec: CampaignSpec, err: TextIO) -> None:
     """One warning line when a campaign has more than WARN_RUNS runs."""
     if len(spec.runs) > WARN_RUNS:
@@ -75,6 +92,8 @@ def warn_if_large(spec: CampaignSpec, err: TextIO) -> None:
 
 def plan(spec: CampaignSpec, out: TextIO, err: TextIO | None = None) -> int:
     warn_if_large(spec, sys.stderr if err is None else err)
+    if spec.runs and spec.runs[0].kind == COLLECTIVES:
+        return _plan_collectives(spec, out)
     header = f"{'#':>4} {'run_id':12} {'problem':10} {'n':>10} {'ksp':9} {'pc':7} {'P':>5} " \
              f"{'K':>6} {'rep':>3} {'nodes':>5} {'est.time':>9} {'core-h':>8}"
     # The noise column only when a run has noise: it is what tells such runs apart.
@@ -107,9 +126,9 @@ class RunProgress:
     """The campaign's runs on the one progress display (:class:`ksptrace.cli.progress.Progress`):
     a bar on a terminal, one timestamped line per run in a log."""
 
-    def __init__(self, stream: TextIO = sys.stderr) -> None:
-        self.stream = stream
-        self.display: Progress | None = None
+    def __init__(self, stream: TextIO | None = None) -> None:
+        self.stream = stream if stream is not None else sys.stderr  # the stderr of now, not
+        self.display: Progress | None = None  # of the import (tests replace it)
 
     def __call__(self, done: int, total: int, run: RunSpec, ok: bool, elapsed: float) -> None:
         if self.display is None:

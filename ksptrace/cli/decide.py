@@ -25,7 +25,8 @@ from ksptrace.analysis.decision_report import (
 )
 from ksptrace.analysis.decision_rules import parse_ompi_algorithms
 from ksptrace.cli.progress import Progress
-from ksptrace.errors import AnalysisError, UsageError
+from ksptrace.errors import AnalysisError, TraceError, UsageError
+from ksptrace.trace.collectives import is_collectives
 from ksptrace.trace.io import iter_traces
 
 
@@ -89,6 +90,23 @@ def ompi_algorithms(collective: str) -> dict[str, int]:
         return {}
 
 
+def collective_runs(paths: list[Path], skipped: list[str], progress: Progress) -> list[Any]:
+    """Runs of collectives traces: one per message size (axes nprocs, bytes; method
+    algorithm or algorithm_name; each operation its own map)."""
+    from ksptrace.analysis.collective_report import decision_runs
+    from ksptrace.trace import collectives
+
+    runs: list[Any] = []
+    for p in paths:
+        try:
+            runs += decision_runs(collectives.read(p), str(p))
+            progress.advance(str(p))
+        except TraceError as exc:
+            skipped.append(str(exc))
+            progress.advance(str(p), f"skipped: {exc}")
+    return runs
+
+
 def main(args: argparse.Namespace) -> int:
     axes = tuple(a.strip() for a in args.axes.split(",") if a.strip())
     if len(axes) != 2:
@@ -97,15 +115,17 @@ def main(args: argparse.Namespace) -> int:
     rules = None if args.ompi_rules is None else (args.ompi_rules,
                                                   ompi_algorithms(args.ompi_rules))
     paths = trace_paths(list(args.inputs))
+    collective_paths = [p for p in paths if is_collectives(p)]
     with Progress(len(paths), "trace", sys.stderr, enabled=not args.quiet) as progress:
         def items() -> Any:
-            for item in iter_traces(paths):
+            for item in iter_traces([p for p in paths if p not in collective_paths]):
                 name = getattr(item, "path", None) or str(item).split(": ", 1)[0]
                 progress.advance(str(name), "ok" if not isinstance(item, Exception)
                                  else "skipped: " + str(item))
                 yield item
 
         runs, skipped = runs_from(items())
+        runs += collective_runs(collective_paths, skipped, progress)
         for reason in skipped:
             if args.quiet:
                 print(f"ksptrace: skipped {reason}", file=sys.stderr)

@@ -30,6 +30,12 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "segment-eval": ("ksptrace.cli.segment_eval",
                      "synthetic accuracy of the segmentation detector (noise and point-count "
                      "tables)"),
+    "collectives": ("ksptrace.cli.collectives",
+                    "time MPI collectives (and forced algorithms) per rank, message size and "
+                    "repetition"),
+    "reductions": ("ksptrace.cli.reductions",
+                   "share of a solver's iteration mean and spread explained by its global "
+                   "reductions (from -log_view and a collectives trace)"),
     "decide": ("ksptrace.cli.decide",
                "decision maps: the fastest method over two numeric axes, as quadtrees and code"),
 }

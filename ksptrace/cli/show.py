@@ -33,11 +33,50 @@ def register(sub: Any) -> None:
     p.set_defaults(func=main)
 
 
+COLLECTIVE_HEADLINE = ("operation", "algorithm", "algorithm_name", "segment_bytes",
+                       "algorithm_held", "algorithm_note", "repetitions", "warmup", "nprocs",
+                       "oversubscribed", "start_utc", "mpi_library", "launcher",
+                       "launcher_flags", "command_line")
+
+
+def show_collectives(path: str, every: bool) -> None:
+    """A collectives trace: its headline attributes and the median call time per size."""
+    import numpy as np
+
+    from ksptrace.trace import collectives
+
+    t = collectives.read(path)
+    print(f"{path}  (collectives, schema {t.attrs.get('schema_version')})")
+    keys = sorted(t.attrs) if every else [k for k in COLLECTIVE_HEADLINE if k in t.attrs]
+    width = max(len(k) for k in keys)
+    for key in keys:
+        print(f"  {key:<{width}}  {t.attrs[key]}")
+    calls = t.call_seconds()
+    print(f"  {'bytes':>10}  {'median us':>10}  {'min us':>10}  (slowest rank per call)")
+    for m, row in zip(t.message_bytes, calls, strict=True):
+        print(f"  {int(m):>10}  {np.median(row) * 1e6:>10.2f}  {row.min() * 1e6:>10.2f}")
+
+
 def main(args: argparse.Namespace) -> int:
     """Print each trace's summary; a bad trace is named on stderr and the others still shown."""
+    from ksptrace.trace.collectives import is_collectives
+
     bad = 0
     shown = 0
-    for item in iter_traces(args.traces):
+    solver_paths = []
+    for path in args.traces:
+        if not is_collectives(path):
+            solver_paths.append(path)
+            continue
+        if shown:
+            print()
+        try:
+            show_collectives(path, args.all)
+            shown += 1
+        except TraceError as exc:
+            print(f"ksptrace: error: {exc}", file=sys.stderr)
+            bad += 1
+    for item in iter_traces(solver_paths):
         if isinstance(item, TraceError):
             print(f"ksptrace: error: {item}", file=sys.stderr)
             bad += 1

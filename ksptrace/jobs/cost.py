@@ -10,7 +10,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ksptrace.jobs.spec import RunSpec, SchedulerSpec
+from ksptrace.collectives.params import message_sizes, parse_bytes
+from ksptrace.jobs.spec import COLLECTIVES, RunSpec, SchedulerSpec
 
 SECONDS_PER_UNKNOWN = 4e-9
 """Time of one matrix-vector product row plus a few vector updates on one core."""
@@ -41,7 +42,25 @@ class Cost:
     core_hours: float
 
 
+def _collectives_seconds(run: RunSpec) -> float:
+    """Start-up plus, per message size, the calls at REDUCTION_SECONDS per log2 P step and a
+    copy of the message at 1 GB/s per step (a coarse bound for shared memory)."""
+    sizes = message_sizes(str(run.param("op")), parse_bytes(run.param("min_bytes"), "min"),
+                          parse_bytes(run.param("max_bytes"), "max"))
+    calls = int(run.param("repetitions")) + int(run.param("warmup"))
+    steps = max(1.0, math.log2(run.nprocs))
+    per_call = sum(steps * (REDUCTION_SECONDS + m * 1e-9) for m in sizes)
+    if run.param("op") == "iallreduce_overlap":
+        per_call = 3 * per_call + 2 * len(sizes) * float(run.param("compute_us")) * 1e-6
+    return STARTUP_SECONDS + calls * per_call
+
+
 def estimate(run: RunSpec, sched: SchedulerSpec) -> Cost:
+    if run.kind == COLLECTIVES:
+        seconds = _collectives_seconds(run)
+        nodes = sched.nodes(run.nprocs)
+        cores = nodes * (sched.cores_per_node or sched.ranks_per_node_for(run.nprocs))
+        return Cost(seconds=seconds, nodes=nodes, core_hours=seconds * cores / 3600)
     ksp = str(run.param("ksp"))
     work, reductions = WORK.get(ksp, (2.0, 2.0))
     if ksp in ("gmres", "pgmres", "fgmres"):  # orthogonalisation against ~restart/2 vectors

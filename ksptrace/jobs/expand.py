@@ -19,10 +19,11 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
+from ksptrace.collectives.params import COLLECTIVE_PARAMS
 from ksptrace.errors import CampaignError
 from ksptrace.harness.options import RUN_PARAMS
 from ksptrace.jobs.schema import NPROCS, CampaignFile, check_types, load_campaign_file
-from ksptrace.jobs.spec import CampaignSpec, RunSpec, SchedulerSpec
+from ksptrace.jobs.spec import COLLECTIVES, SOLVER, CampaignSpec, RunSpec, SchedulerSpec
 from ksptrace.petsc_types import PetscTypes, current
 from ksptrace.problems import registry
 
@@ -101,17 +102,23 @@ def expand_runs(cf: CampaignFile) -> tuple[RunSpec, ...]:
         point: dict[str, Any] = {}
         for (keys, _), values in zip(sweep_axes, combo, strict=True):
             point.update(zip(keys, values, strict=True))
-        params = {p.name: point.get(p.name, p.default) for p in RUN_PARAMS}
-        for p in registry.get(params["problem"]).params:
-            params[p.name] = point.get(p.name, p.default)
+        kind = cf.campaign.get("kind", SOLVER)
+        if kind == COLLECTIVES:
+            params = {p.name: point.get(p.name, p.default) for p in COLLECTIVE_PARAMS}
+            params["kind"] = kind  # in the run id: never the id of a solver run
+        else:
+            params = {p.name: point.get(p.name, p.default) for p in RUN_PARAMS}
+            for p in registry.get(params["problem"]).params:
+                params[p.name] = point.get(p.name, p.default)
         nprocs = int(point.get(NPROCS.name, NPROCS.default))
         for rep in range(repetitions):
             rid = run_id(params, nprocs, rep, cf.petsc_options)
             if rid in seen:  # a key the run's problem does not use collapses its axis
                 continue
             seen.add(rid)
+            kept = tuple((k, v) for k, v in params.items() if k != "kind")
             runs.append(RunSpec(run_id=rid, index=len(runs), nprocs=nprocs, repetition=rep,
-                                params=tuple(params.items()), petsc_options=cf.petsc_options))
+                                params=kept, petsc_options=cf.petsc_options, kind=kind))
     return tuple(runs)
 
 
@@ -189,4 +196,32 @@ def load_spec(path: str | Path, output: str | Path | None = None, allow_large: b
     check_size(cf, allow_large)
     if "ksp" in cf.sweep or "pc" in cf.sweep:
         check_types(cf, current() if petsc is None else petsc)
-    return build_spec(cf, output, allow_large)
+    spec = build_spec(cf, output, allow_large)
+    if cf.campaign["kind"] == COLLECTIVES:
+        check_algorithms(cf, spec)
+    return spec
+
+
+def check_algorithms(cf: CampaignFile, spec: CampaignSpec, library: str | None = None) -> None:
+    """Every run's algorithm (and segment size) must be one this machine's MPI can force
+    (checked when the MPI is Open MPI or MPICH; elsewhere the runs check for themselves)."""
+    from ksptrace.collectives import algorithms as alg
+    from ksptrace.errors import EnvironmentProblem, UsageError
+    from ksptrace.harness.launch import find_mpiexec
+
+    if library is None:
+        try:
+            library = find_mpiexec().flavor
+        except EnvironmentProblem:
+            return
+    if library not in ("openmpi", "mpich"):
+        return
+    for run in spec.runs:
+        op = str(run.param("op"))
+        try:
+            catalogue = alg.ompi_catalogue(op) if library == "openmpi" else None
+            alg.forcing_for(library, op, str(run.param("algorithm")), catalogue,
+                            int(run.param("segment_bytes")))
+        except (UsageError, EnvironmentProblem) as exc:
+            raise CampaignError(f"{cf.where('sweep', 'algorithm')}: run {run.run_id} "
+                                f"({run.label}): {exc}") from None

@@ -25,8 +25,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from ksptrace.collectives.params import COLLECTIVE_PARAMS
 from ksptrace.errors import CampaignError, KsptraceError
 from ksptrace.harness.options import RUN_PARAMS
+from ksptrace.jobs.spec import COLLECTIVES, KINDS, SOLVER
 from ksptrace.params import Param, nearest
 from ksptrace.petsc_types import BUILTIN, PetscTypes
 from ksptrace.problems import registry
@@ -42,6 +44,8 @@ CAMPAIGN_KEYS: tuple[Param, ...] = (
     Param("setup", list, [], "shell lines run before each run (module load, export, ...)"),
     Param("command", str, "ksptrace", "how a job starts ksptrace, split like a shell command line"),
     Param("zip", list, [], "groups of sweep keys whose lists vary together: [['n', 'nprocs']]"),
+    Param("kind", str, SOLVER, "what each run measures: solver (ksptrace run) or collectives "
+          "(ksptrace collectives: op, algorithm, message sizes in [sweep])", choices=KINDS),
 )
 
 SCHEDULER_KEYS: tuple[Param, ...] = (
@@ -100,8 +104,11 @@ KEY_ALIASES: dict[str, str] = {
 """Names people use for a key (other tools' flags, abbreviations) -> the key."""
 
 
-def sweep_keys() -> tuple[Param, ...]:
-    """The keys allowed in [sweep]: the run parameters, the problems' own, and nprocs."""
+def sweep_keys(kind: str = SOLVER) -> tuple[Param, ...]:
+    """The keys allowed in [sweep]: the run parameters, the problems' own, and nprocs (for a
+    collectives campaign: the collectives parameters and nprocs)."""
+    if kind == COLLECTIVES:
+        return (*COLLECTIVE_PARAMS, NPROCS)
     return (*RUN_PARAMS, NPROCS, *registry.all_params())
 
 
@@ -297,7 +304,7 @@ def load_campaign_file(path: str | Path, petsc: PetscTypes | None = BUILTIN) -> 
                               path, text)
     scheduler = _resolve_table(_table(data, "scheduler", path, text), SCHEDULER_KEYS, "scheduler",
                                path, text)
-    sweep = _check_sweep(_table(data, "sweep", path, text), path, text)
+    sweep = _check_sweep(_table(data, "sweep", path, text), path, text, campaign["kind"])
     options = _check_options(_table(data, "petsc_options", path, text), path, text)
 
     _check_campaign(campaign, sweep, path, text)
@@ -317,8 +324,9 @@ def check_types(cf: CampaignFile, petsc: PetscTypes) -> None:
                 raise unknown_type(cf.where("sweep", kind.lower()), kind, name, petsc)
 
 
-def _check_sweep(table: Mapping[str, Any], path: Path, text: str) -> dict[str, tuple[Any, ...]]:
-    known = {p.name: p for p in sweep_keys()}
+def _check_sweep(table: Mapping[str, Any], path: Path, text: str,
+                 kind: str = SOLVER) -> dict[str, tuple[Any, ...]]:
+    known = {p.name: p for p in sweep_keys(kind)}
     out: dict[str, tuple[Any, ...]] = {}
     for key, value in table.items():
         where = location(path, text, "sweep", key)

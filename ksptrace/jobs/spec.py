@@ -21,6 +21,10 @@ LOGS_DIR = "logs"
 STATE_DIR = "state"
 SCRIPTS_DIR = "scripts"
 MANIFEST = "manifest.json"
+SOLVER = "solver"
+COLLECTIVES = "collectives"
+KINDS = (SOLVER, COLLECTIVES)
+"""What a campaign's runs measure: ``[campaign] kind``."""
 
 
 @dataclass(frozen=True)
@@ -35,9 +39,16 @@ class RunSpec:
     params: tuple[tuple[str, Any], ...]
     """Run parameters (RUN_PARAMS, then the problem's own), in declaration order."""
     petsc_options: tuple[tuple[str, str], ...] = ()
+    kind: str = SOLVER
+    """What the run measures: 'solver' (``ksptrace run``) or 'collectives'."""
 
     def param(self, name: str) -> Any:
         return dict(self.params)[name]
+
+    @property
+    def expected_iterations(self) -> int | None:
+        """K of a solver run's trace; None for a collectives run."""
+        return int(self.param("iterations")) if self.kind == SOLVER else None
 
     @property
     def trace(self) -> str:
@@ -50,12 +61,17 @@ class RunSpec:
     @property
     def label(self) -> str:
         p = dict(self.params)
+        if self.kind == COLLECTIVES:
+            return (f"{p['op']} {p['algorithm']} P={self.nprocs} m={p['min_bytes']}.."
+                    f"{p['max_bytes']} R={p['repetitions']}")
         return f"{p['problem']} n={p['n']} {p['ksp']}/{p['pc']} P={self.nprocs} K={p['iterations']}"
 
     def run_args(self, extra: tuple[str, ...] | list[str] = ()) -> list[str]:
         """Arguments of ``ksptrace run`` (after the command), writing to ``self.trace``.
 
         ``extra`` flags go before the PETSc options (which must come last)."""
+        if self.kind == COLLECTIVES:
+            return self._collectives_args(extra)
         declared: dict[str, Param] = {p.name: p for p in RUN_PARAMS}
         declared.update({p.name: p for p in registry.get(self.param("problem")).params})
         args = ["run"]
@@ -76,6 +92,15 @@ class RunSpec:
             if value != "":
                 args.append(value)
         return args
+
+
+    def _collectives_args(self, extra: tuple[str, ...] | list[str]) -> list[str]:
+        from ksptrace.collectives.params import COLLECTIVE_PARAMS
+
+        args = ["collectives"]
+        for p in COLLECTIVE_PARAMS:
+            args += [p.flag, str(self.param(p.name))]
+        return [*args, "--out", self.trace, "--overwrite", *extra]
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,15 @@ from pathlib import Path
 from typing import Any
 
 from ksptrace.errors import CampaignError, TraceError
-from ksptrace.jobs.spec import MANIFEST, STATE_DIR, TRACES_DIR, CampaignSpec, RunSpec
+from ksptrace.jobs.spec import (
+    KINDS,
+    MANIFEST,
+    SOLVER,
+    STATE_DIR,
+    TRACES_DIR,
+    CampaignSpec,
+    RunSpec,
+)
 from ksptrace.trace.io import read_trace
 
 SUBMISSIONS = "submissions.jsonl"
@@ -39,7 +47,7 @@ def manifest(spec: CampaignSpec) -> dict[str, Any]:
         "campaign_hash": spec.campaign_hash,
         "runs": [
             {"run_id": r.run_id, "index": r.index, "nprocs": r.nprocs,
-             "repetition": r.repetition, "params": dict(r.params),
+             "repetition": r.repetition, "params": dict(r.params), "kind": r.kind,
              "petsc_options": dict(r.petsc_options), "trace": r.trace, "log": r.log}
             for r in spec.runs
         ],
@@ -86,7 +94,10 @@ def manifest_fault(data: Any) -> str | None:
         if not isinstance(r.get("nprocs"), int) or isinstance(r.get("nprocs"), bool):
             return f"run {i} has no integer nprocs"
         params = r.get("params")
-        if not isinstance(params, dict) or not isinstance(params.get("iterations"), int):
+        if r.get("kind", SOLVER) not in KINDS:
+            return f"run {i} has an unknown kind {r.get('kind')!r}"
+        if not isinstance(params, dict) or (r.get("kind", SOLVER) == SOLVER
+                                            and not isinstance(params.get("iterations"), int)):
             return f"run {i} has no params with an integer 'iterations'"
         if r.get("log") is not None and not isinstance(r.get("log"), str):
             return f"run {i} has a log that is not a string"
@@ -139,11 +150,15 @@ def submissions(folder: Path) -> list[dict[str, Any]]:
     return out
 
 
-def check_trace(folder: Path, run_id: str, nprocs: int, iterations: int) -> str | None:
-    """None when the run's trace is complete and belongs to the run, else what is wrong."""
+def check_trace(folder: Path, run_id: str, nprocs: int, iterations: int | None) -> str | None:
+    """None when the run's trace is complete and belongs to the run, else what is wrong.
+
+    ``iterations`` None: a collectives run's trace."""
     path = folder / TRACES_DIR / f"{run_id}.h5"
     if not path.exists():
         return "no trace"
+    if iterations is None:
+        return _check_collectives(path, run_id, nprocs)
     try:
         trace = read_trace(path)
     except TraceError as exc:
@@ -154,6 +169,21 @@ def check_trace(folder: Path, run_id: str, nprocs: int, iterations: int) -> str 
     if trace.nprocs != nprocs or trace.iterations != iterations:
         return (f"{path}: P={trace.nprocs} K={trace.iterations}, expected P={nprocs} "
                 f"K={iterations}")
+    return None
+
+
+def _check_collectives(path: Path, run_id: str, nprocs: int) -> str | None:
+    from ksptrace.trace import collectives
+
+    try:
+        trace = collectives.read(path)
+    except TraceError as exc:
+        return str(exc)
+    owner = trace.attrs.get("run_id")
+    if owner is not None and owner != run_id:
+        return f"{path}: trace of run {owner}, not {run_id}"
+    if trace.nprocs != nprocs:
+        return f"{path}: P={trace.nprocs}, expected P={nprocs}"
     return None
 
 
@@ -198,7 +228,9 @@ class RunStatus:
 def run_status(folder: Path, run: Mapping[str, Any], alive: JobAlive,
                queued: set[str] | frozenset[str] = frozenset()) -> RunStatus:
     rid = str(run["run_id"])
-    problem = check_trace(folder, rid, int(run["nprocs"]), int(run["params"]["iterations"]))
+    iterations = (int(run["params"]["iterations"]) if run.get("kind", SOLVER) == SOLVER
+                  else None)
+    problem = check_trace(folder, rid, int(run["nprocs"]), iterations)
     if problem is None:
         return RunStatus(rid, "done")
     running = read_marker(folder / STATE_DIR / f"{rid}.running")

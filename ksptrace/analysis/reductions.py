@@ -1,0 +1,122 @@
+"""How much of a Krylov iteration's time, and of its spread, the global reductions explain.
+
+The number of global reductions per iteration is read from PETSc's own ``-log_view`` rather
+than assumed: it depends on the method and, for GMRES, on the orthogonalisation. Blocking ones
+are the ``Reduct`` column of the ``KSPSolve`` event; the non-blocking (split-phase) reductions
+of pipelined methods are not in that column (pgmres, P = 2, 300 iterations: 12), so they are
+counted as the ``VecReduceBegin`` events (one MPI_Iallreduce each: 310). With r reductions
+per iteration and an allreduce whose call time c was measured at the same P on the same
+machine (a collectives trace, small message), the reductions account for
+
+- of the mean: ``r * mean(c) / mean(T)``;
+- of the spread: ``r * var(c) / var(T)`` (independent calls add their variances),
+
+where T is the iteration time of the slowest rank. Pipelined methods overlap their reductions
+with work, so for them these shares are upper bounds. Pure: text and arrays in.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from ksptrace.errors import AnalysisError
+
+PIPELINED = ("pipecg", "pipecr", "pgmres", "pipefgmres", "pipebcgs", "pipecgrr", "pipelcg",
+             "pipeprcg", "pipegcr", "pipefcg", "groppcg")
+"""KSP types that overlap (some of) their reductions with other work."""
+_NUMBER = r"[-+]?\d+(?:\.\d*)?(?:[eE][-+]?\d+)?"
+
+
+def log_view_reductions(text: str, event: str = "KSPSolve") -> float:
+    """MPI reductions inside ``event`` (its ``Reduct`` column in ``-log_view``'s event table:
+    the ninth number after the name, after count, ratio, time, ratio, flop, ratio, messages
+    and average length)."""
+    row = re.compile(rf"^{re.escape(event)}\s+((?:{_NUMBER}\s+){{8}}{_NUMBER})", re.MULTILINE)
+    found = row.search(text)
+    if found is None:
+        raise AnalysisError(f"no {event} event in the -log_view output; run the solve with "
+                            "-log_view :FILE (ksptrace run passes it to PETSc)")
+    return float(found.group(1).split()[8])
+
+
+def log_view_count(text: str, event: str) -> float:
+    """The ``Count`` (max over ranks) of ``event`` in ``-log_view``'s table; 0 if absent."""
+    found = re.search(rf"^{re.escape(event)}\s+({_NUMBER})\s", text, re.MULTILINE)
+    return float(found.group(1)) if found else 0.0
+
+
+@dataclass(frozen=True)
+class ReductionCount:
+    blocking: float
+    """MPI reductions inside KSPSolve (``Reduct``)."""
+    split: float
+    """Split-phase (non-blocking) reductions: ``VecReduceBegin`` events."""
+    iterations: int
+
+    @property
+    def per_iteration(self) -> float:
+        return (self.blocking + self.split) / self.iterations
+
+    def describe(self) -> str:
+        return (f"{self.blocking:g} blocking + {self.split:g} non-blocking reductions in "
+                f"{self.iterations} iterations (PETSc -log_view)")
+
+
+def count_reductions(text: str, iterations: int) -> ReductionCount:
+    if iterations < 1:
+        raise AnalysisError(f"iterations must be >= 1, got {iterations}")
+    return ReductionCount(log_view_reductions(text), log_view_count(text, "VecReduceBegin"),
+                          iterations)
+
+
+def reductions_per_iteration(text: str, iterations: int) -> float:
+    return count_reductions(text, iterations).per_iteration
+
+
+@dataclass(frozen=True)
+class ReductionShare:
+    reductions_per_iteration: float
+    allreduce_mean: float
+    allreduce_std: float
+    iteration_mean: float
+    iteration_std: float
+    pipelined: bool
+
+    @property
+    def mean_share(self) -> float:
+        return self.reductions_per_iteration * self.allreduce_mean / self.iteration_mean
+
+    @property
+    def spread_share(self) -> float:
+        if self.iteration_std == 0:
+            return float("nan")
+        return self.reductions_per_iteration * self.allreduce_std ** 2 / self.iteration_std ** 2
+
+    def describe(self) -> str:
+        bound = " (pipelined: overlapped, an upper bound)" if self.pipelined else ""
+        over = (" > 1: the benchmark's allreduce varies more than the solve's iterations "
+                "(a noisier moment, or reductions hidden)" if self.spread_share > 1 else "")
+        return (f"{self.reductions_per_iteration:.2f} reductions per iteration x "
+                f"{self.allreduce_mean * 1e6:.2f} us (sd {self.allreduce_std * 1e6:.2f} us) "
+                f"explain {self.mean_share:.1%} of the mean iteration "
+                f"({self.iteration_mean * 1e6:.2f} us) and {self.spread_share:.1%} of its "
+                f"variance (sd {self.iteration_std * 1e6:.2f} us){bound}{over}")
+
+
+def reduction_share(iteration_seconds: np.ndarray, allreduce_seconds: np.ndarray,
+                    per_iteration: float, ksp: str = "") -> ReductionShare:
+    """``iteration_seconds`` [P, K] of a solver trace; ``allreduce_seconds`` the call times
+    (slowest rank, one per repetition) at the message size the solver reduces."""
+    t = np.asarray(iteration_seconds, dtype=np.float64)
+    c = np.asarray(allreduce_seconds, dtype=np.float64).ravel()
+    if t.ndim != 2 or t.size == 0 or c.size < 2:
+        raise AnalysisError("need a [P, K] iteration matrix and at least 2 allreduce times")
+    if per_iteration < 0:
+        raise AnalysisError(f"reductions per iteration must be >= 0, got {per_iteration}")
+    slowest = t.max(axis=0)
+    return ReductionShare(per_iteration, float(c.mean()), float(c.std(ddof=1)),
+                          float(slowest.mean()), float(slowest.std(ddof=1)) if
+                          slowest.size > 1 else 0.0, ksp in PIPELINED)

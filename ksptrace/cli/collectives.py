@@ -1,0 +1,263 @@
+"""``ksptrace collectives``: time one MPI collective over message sizes, on every rank.
+
+Like ``ksptrace run``: with ``--np P`` it starts mpiexec itself (root and oversubscription
+flags added and recorded); under your own mpiexec/srun, leave ``--np`` out. The algorithm is
+forced through the MPI library's own variables, set in each rank before MPI starts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import shlex
+import sys
+import tempfile
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from ksptrace.cli.common import add_params
+from ksptrace.collectives import algorithms as alg
+from ksptrace.collectives.operations import buffer_bytes
+from ksptrace.collectives.params import COLLECTIVE_PARAMS, message_sizes, parse_bytes
+from ksptrace.errors import EnvironmentProblem, KsptraceError, UsageError
+from ksptrace.harness.mpienv import AGREED, launched_size, under_mpi_launcher
+from ksptrace.params import resolve
+from ksptrace.trace import io
+
+FORCING_ENV = "KSPTRACE_COLLECTIVE_FORCING"
+"""JSON of the Forcing the launching process chose, so that ranks need not run ompi_info."""
+REJECTED = "An invalid value was supplied"
+"""Open MPI's help text when an MCA variable's value is refused (it then runs its default)."""
+
+PARAMS = COLLECTIVE_PARAMS
+MEMORY_SHARE = 0.5
+"""A run may use at most this share of the node's available memory for its buffers."""
+
+
+def register(sub: Any) -> None:
+    p = sub.add_parser(
+        "collectives",
+        description="Time an MPI collective over message sizes (powers of two), per rank and "
+        "repetition, checking every result, and write a collectives trace (HDF5).",
+        allow_abbrev=False)
+    add_params(p, PARAMS)
+    p.add_argument("--np", type=int, default=None, help="launch mpiexec with this many ranks")
+    p.add_argument("--out", default="traces", help="output folder, or a file name ending in .h5")
+    p.add_argument("--overwrite", action="store_true", help="replace an existing trace file")
+    p.add_argument("--tag", default="", help="suffix for the trace file name")
+    p.add_argument("--mpiexec", default=None, help="mpiexec to use (default: from PATH)")
+    p.add_argument("--list-algorithms", action="store_true",
+                   help="list the algorithms this MPI can force for --op, and exit")
+    p.set_defaults(func=main)
+
+
+def detect_library(mpiexec: str | None) -> str:
+    """The MPI library the ranks will load, before MPI starts (it cannot be asked yet)."""
+    if "OMPI_COMM_WORLD_SIZE" in os.environ:
+        return "openmpi"
+    if "PMI_RANK" in os.environ or "PMI_SIZE" in os.environ:
+        return "mpich"
+    from ksptrace.harness.launch import find_mpiexec
+
+    try:
+        return find_mpiexec(mpiexec).flavor
+    except EnvironmentProblem:
+        return "unknown"
+
+
+def choose_forcing(library: str, op: str, algorithm: str, segment_bytes: int) -> alg.Forcing:
+    catalogue = alg.ompi_catalogue(op) if library == "openmpi" else None
+    return alg.forcing_for(library, op, algorithm, catalogue, segment_bytes)
+
+
+def available_bytes() -> int | None:
+    try:
+        with open("/proc/meminfo") as f:
+            for line in f:
+                if line.startswith("MemAvailable:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:
+        return None
+    return None
+
+
+def check_memory(op: str, max_bytes: int, nprocs: int, ranks_here: int) -> None:
+    need = buffer_bytes(op, max_bytes, nprocs) * ranks_here
+    free = available_bytes()
+    if free is not None and need > MEMORY_SHARE * free:
+        raise UsageError(
+            f"--max-bytes {max_bytes} needs {need / 2**20:.0f} MiB of buffers for {op} on "
+            f"{ranks_here} ranks here, more than half of the {free / 2**20:.0f} MiB available; "
+            "lower --max-bytes")
+
+
+def output_path(out: str, op: str, forcing: alg.Forcing, nprocs: int,
+                sizes: tuple[int, ...], reps: int, tag: str) -> Path:
+    target = Path(out)
+    if target.suffix == ".h5":
+        return target
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create output folder {target}: {exc.strerror}") from None
+    parts = ["collectives", op, f"a{forcing.algorithm}-{forcing.name}"]
+    if forcing.segment_bytes:
+        parts.append(f"seg{forcing.segment_bytes}")
+    parts += [f"P{nprocs}", f"m{sizes[0]}-{sizes[-1]}", f"R{reps}"]
+    if tag:
+        parts.append(tag)
+    return target / ("_".join(re.sub(r"[^A-Za-z0-9.+-]", "_", p) for p in parts) + ".h5")
+
+
+RANK_ENV = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
+"""Where a rank finds its rank before MPI starts (Open MPI, MPICH/Hydra, PMIx, srun)."""
+
+
+def main(args: argparse.Namespace) -> int:
+    """Checks before MPI starts fail on every rank alike: only rank 0 says why."""
+    try:
+        return _main(args)
+    except KsptraceError as exc:
+        rank = next((os.environ[k] for k in RANK_ENV if k in os.environ), "0")
+        if under_mpi_launcher() and rank != "0" and not getattr(exc, AGREED, False):
+            raise SystemExit(exc.exit_code) from None
+        raise
+
+
+def _main(args: argparse.Namespace) -> int:
+    values = resolve(PARAMS, {p.name: getattr(args, p.name) for p in PARAMS})
+    op = values["op"]
+    sizes = message_sizes(op, parse_bytes(values["min_bytes"], "--min-bytes"),
+                          parse_bytes(values["max_bytes"], "--max-bytes"))
+    launched = under_mpi_launcher()
+    if args.np is not None and args.np < 1:
+        raise UsageError(f"--np must be >= 1, got {args.np}")
+    forcing = _forcing(values, args.mpiexec)
+    if args.list_algorithms:
+        for number, name in alg.algorithms_of(forcing.library, op, alg.ompi_catalogue(op)
+                                              if forcing.library == "openmpi" else None).items():
+            print(f"{number:>3} {name}")
+        return 0
+    nprocs = (launched_size() or 1) if launched else (args.np or 1)
+    if launched and args.np is not None and launched_size() not in (None, args.np):
+        raise UsageError(f"started under a launcher with {launched_size()} ranks but --np "
+                         f"{args.np}; drop --np")
+    check_memory(op, sizes[-1], nprocs, nprocs)
+    path = output_path(args.out, op, forcing, nprocs, sizes, values["repetitions"], args.tag)
+    io.check_destination(path, args.overwrite)
+    if args.np is not None and not launched:
+        return _launch(args, values, forcing, path)
+    return _run_here(values, forcing, sizes, path, args.overwrite)
+
+
+def _forcing(values: dict[str, Any], mpiexec: str | None) -> alg.Forcing:
+    given = os.environ.get(FORCING_ENV)
+    if given:
+        data = json.loads(given)
+        data["env"] = tuple(tuple(kv) for kv in data["env"])
+        return alg.Forcing(**data)
+    library = detect_library(mpiexec)
+    return choose_forcing(library, values["op"], values["algorithm"], values["segment_bytes"])
+
+
+def _run_here(values: dict[str, Any], forcing: alg.Forcing, sizes: tuple[int, ...],
+              path: Path, overwrite: bool) -> int:
+    os.environ.update(dict(forcing.env))  # read by MPI_Init, which the import below runs
+    from mpi4py import MPI
+
+    from ksptrace.collectives.bench import BenchSettings, execute
+    from ksptrace.harness.mpienv import agree_on_error, fail_together
+
+    comm = MPI.COMM_WORLD
+    with fail_together(comm):
+        actual = alg.library_of(MPI.Get_library_version())
+        agree_on_error(comm, UsageError(
+            f"the algorithm was forced for {forcing.library} but the ranks run {actual}; "
+            "pass the right --mpiexec") if forcing.forced and actual != forcing.library
+            else None)
+        settings = BenchSettings(
+            operation=values["op"], sizes=sizes, repetitions=values["repetitions"],
+            warmup=values["warmup"], forcing=forcing, out=path, overwrite=overwrite,
+            compute_seconds=values["compute_us"] * 1e-6, test_calls=values["test_calls"])
+        execute(settings, comm)
+        if comm.Get_rank() == 0:
+            note = f" ({forcing.note})" if forcing.note else ""
+            print(f"wrote {path} ({values['op']}, algorithm {forcing.name}{note}, "
+                  f"P={comm.Get_size()}, {len(sizes)} sizes x {values['repetitions']} reps)")
+            if values["op"] == "iallreduce_overlap":
+                print_overlap(path)
+    return 0
+
+
+def print_overlap(path: Path) -> None:
+    """The overlap achieved per message size (median over repetitions)."""
+    from ksptrace.analysis.collective_report import curves
+    from ksptrace.trace import collectives
+
+    frame = curves([collectives.read(path)])
+    print(f"{'bytes':>10} {'comm us':>10} {'compute us':>11} {'overlapped us':>14} {'overlap':>8}")
+    for row in frame.itertuples():
+        print(f"{row.bytes:>10} {row.comm_alone_us:>10.1f} {row.compute_alone_us:>11.1f} "
+              f"{row.median_us:>14.1f} {row.overlap:>8.0%}")
+
+
+def child_arguments(values: dict[str, Any], path: Path, overwrite: bool) -> list[str]:
+    out: list[str] = []
+    for p in PARAMS:
+        out += [p.flag, str(values[p.name])]
+    out += ["--out", str(path)]
+    return [*out, "--overwrite"] if overwrite else out
+
+
+def _launch(args: argparse.Namespace, values: dict[str, Any], forcing: alg.Forcing,
+            path: Path) -> int:
+    from ksptrace.cli.run import _report_failure
+    from ksptrace.collectives.bench import LAUNCH_ENV
+    from ksptrace.harness.launch import find_mpiexec, is_root
+    from ksptrace.harness.lifeline import Supervised
+    from ksptrace.harness.petscenv import force_solver_env
+
+    env = dict(os.environ)
+    force_solver_env(env)
+    env.update(dict(forcing.env))
+    mpi = find_mpiexec(args.mpiexec)
+    flags = mpi.flags(args.np, os.cpu_count() or 1, is_root())
+    program = [sys.executable, "-m", "ksptrace", "collectives",
+               *child_arguments(values, path, args.overwrite)]
+    env[FORCING_ENV] = json.dumps(asdict(forcing))
+    env[LAUNCH_ENV] = json.dumps({"launcher": f"mpiexec ({mpi.flavor})", "flags": flags,
+                                  "command_line": shlex.join(["ksptrace", *sys.argv[1:]])})
+    supervised = Supervised()
+    with tempfile.TemporaryFile("w+") as out:
+        try:
+            code, err = supervised.run(mpi.command(args.np, flags, program), env,
+                                       capture_stderr=True, stdout=out.fileno())
+        except OSError as exc:
+            raise EnvironmentProblem(f"cannot start {mpi.path}: {exc.strerror}") from None
+        out.seek(0)
+        said = out.read()
+    if supervised.interrupted:
+        print("ksptrace: interrupted; no trace was written", file=sys.stderr)
+        return 130
+    if code != 0:  # the ranks' own line (they read back what the library holds, MPI_T)
+        return _report_failure(code, err)
+    if REJECTED in err:  # the library's help message, when the ranks could not tell
+        path.unlink(missing_ok=True)
+        raise UsageError(f"{forcing.library} rejected algorithm {forcing.name} for "
+                         f"{forcing.operation} ({_rejected_line(err)}); no trace kept")
+    sys.stdout.write(said)  # the ranks' "wrote ..." only once the run is known good
+    sys.stderr.write(err)
+    return 0
+
+
+def _rejected_line(err: str) -> str:
+    lines = err.splitlines()
+    for i, line in enumerate(lines):
+        if REJECTED in line:
+            detail = [ln.strip() for ln in lines[i + 1:i + 5] if ":" in ln]
+            return "; ".join(" ".join(d.split()) for d in detail[:2]) or line.strip()
+    return "see its message"
+

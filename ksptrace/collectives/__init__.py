@@ -1,0 +1,1 @@
+"""MPI collectives microbenchmarks: operations, algorithm forcing, the timing driver."""

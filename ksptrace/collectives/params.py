@@ -1,0 +1,51 @@
+"""The parameters of a collectives run, declared once: CLI flags, campaign keys, attributes."""
+
+from __future__ import annotations
+
+import re
+
+from ksptrace.errors import UsageError
+from ksptrace.params import Param
+
+OPERATIONS: tuple[str, ...] = ("allreduce", "iallreduce", "iallreduce_overlap", "bcast",
+                               "reduce", "gather", "allgather", "barrier")
+"""Every operation, in the order the CLI lists them."""
+DEFAULT_ALGORITHM = "default"
+
+COLLECTIVE_PARAMS: tuple[Param, ...] = (
+    Param("op", str, "allreduce", "the collective", choices=OPERATIONS),
+    Param("algorithm", str, DEFAULT_ALGORITHM, "algorithm to force: number or name "
+          "(--list-algorithms); default lets the library choose"),
+    Param("segment_bytes", int, 0, "segment size of a segmented Open MPI algorithm (0: none)",
+          minimum=0),
+    Param("min_bytes", str, "1", "smallest message size per rank (bytes; K, M suffixes)"),
+    Param("max_bytes", str, "1M", "largest message size per rank; sizes are the powers of two "
+          "from min to max"),
+    Param("repetitions", int, 20, "timed calls per message size", minimum=1),
+    Param("warmup", int, 3, "untimed (but checked) calls before them", minimum=0),
+    Param("compute_us", float, 100.0, "iallreduce_overlap: local compute per call (us)",
+          minimum=0),
+    Param("test_calls", int, 0, "iallreduce_overlap: MPI_Test calls spread through the "
+          "compute (progress for libnbc)", minimum=0),
+)
+
+
+def parse_bytes(text: str, flag: str) -> int:
+    """``64``, ``4K``, ``1M``, ``1MiB`` -> bytes."""
+    m = re.fullmatch(r"\s*(\d+)\s*([kKmMgG]?)(i?[bB])?\s*", str(text))
+    if m is None:
+        raise UsageError(f"{flag} must be a byte count such as 8, 4K or 1M, got {text!r}")
+    return int(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
+
+
+def message_sizes(operation: str, low: int, high: int) -> tuple[int, ...]:
+    """Powers of two from ``low`` (rounded up) to ``high``; a barrier has the one size 0."""
+    if operation == "barrier":
+        return (0,)
+    if low < 1 or high < low:
+        raise UsageError(f"need 1 <= --min-bytes <= --max-bytes, got {low} and {high}")
+    sizes = tuple(1 << k for k in range((low - 1).bit_length(), high.bit_length())
+                  if 1 << k <= high)
+    if not sizes:
+        raise UsageError(f"no power of two between {low} and {high} bytes")
+    return sizes

@@ -1,0 +1,172 @@
+"""Collectives traces: per-rank, per-message-size, per-repetition times of one MPI collective.
+
+Same conventions as solver traces (schema 2): one HDF5 file per run, written under a hidden
+temporary name and renamed when complete; ``schema_version`` on the root, the attributes in
+the groups of :data:`ksptrace.trace.model.ATTRIBUTE_GROUPS` (``run``, ``layout``,
+``provenance``, ...); every axis a dimension scale. ``run.attrs["kind"] == "collectives"``
+tells it from a solver trace.
+
+| dataset | shape | dimensions |
+|---|---|---|
+| ``seconds`` | [P, M, R] float64 | rank, message_bytes, repetition |
+| ``comm_seconds``, ``compute_seconds`` | [P, M, R], overlap runs only | same |
+| ``node_ids`` | [P] int64 | rank |
+| ``hostnames`` | [P] UTF-8 | rank |
+
+This module imports h5py, never mpi4py.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from io import BytesIO
+from pathlib import Path
+from types import MappingProxyType
+
+import h5py
+import numpy as np
+
+from ksptrace.errors import TraceError
+from ksptrace.trace import io
+from ksptrace.trace.model import SCHEMA_VERSION, AttrValue
+
+KIND = "collectives"
+OVERLAP_DATASETS = ("comm_seconds", "compute_seconds")
+"""Overlap runs time, in each repetition, the collective alone and the compute alone too."""
+
+
+@dataclass(frozen=True)
+class CollectiveTrace:
+    """One run of one collective: raw times, per rank, message size and repetition."""
+
+    seconds: np.ndarray
+    """float64 [P, M, R]: time of each call, each rank's own MPI_Wtime difference."""
+    message_bytes: np.ndarray
+    """int64 [M]: message size of each column (bytes per rank)."""
+    node_ids: np.ndarray
+    hostnames: tuple[str, ...]
+    attrs: Mapping[str, AttrValue] = field(default_factory=dict)
+    comm_seconds: np.ndarray | None = None
+    compute_seconds: np.ndarray | None = None
+
+    def __post_init__(self) -> None:
+        s = np.asarray(self.seconds, dtype=np.float64)
+        if s.ndim != 3 or s.shape[1] != np.asarray(self.message_bytes).size:
+            raise TraceError(f"seconds must be [P, M, R] with M = {self.message_bytes.size} "
+                             f"message sizes, got shape {s.shape}")
+        if np.asarray(self.node_ids).shape != (s.shape[0],) or len(self.hostnames) != s.shape[0]:
+            raise TraceError("node_ids and hostnames need one entry per rank")
+        for name in OVERLAP_DATASETS:
+            extra = getattr(self, name)
+            if extra is not None and np.asarray(extra).shape != s.shape:
+                raise TraceError(f"{name} must have the shape of seconds {s.shape}")
+        object.__setattr__(self, "seconds", s)
+        object.__setattr__(self, "message_bytes", np.asarray(self.message_bytes, np.int64))
+        object.__setattr__(self, "attrs", MappingProxyType(dict(self.attrs)))
+
+    @property
+    def nprocs(self) -> int:
+        return int(self.seconds.shape[0])
+
+    @property
+    def repetitions(self) -> int:
+        return int(self.seconds.shape[2])
+
+    @property
+    def operation(self) -> str:
+        return str(self.attrs.get("operation", "?"))
+
+    @property
+    def algorithm(self) -> str:
+        return str(self.attrs.get("algorithm_name", "default"))
+
+    def call_seconds(self) -> np.ndarray:
+        """float64 [M, R]: the time of each call, the slowest rank's (a collective ends for
+        the application when its last rank leaves it)."""
+        return self.seconds.max(axis=0)
+
+
+def _scale(f: h5py.File, name: str, values: np.ndarray) -> h5py.Dataset:
+    ds = f.create_dataset(name, data=values)
+    ds.make_scale(name)
+    return ds
+
+
+def image(trace: CollectiveTrace) -> memoryview:
+    """The bytes of the trace's HDF5 file, built in memory."""
+    buf = BytesIO()
+    p, _m, r = trace.seconds.shape
+    with h5py.File(buf, "w") as f:
+        io.write_attrs(f, {**trace.attrs, "kind": KIND})
+        scales = {"rank": _scale(f, "rank", np.arange(p, dtype=np.int64)),
+                  "message_bytes": _scale(f, "message_bytes", trace.message_bytes),
+                  "repetition": _scale(f, "repetition", np.arange(1, r + 1, dtype=np.int64))}
+        cube = {"seconds": trace.seconds}
+        for name in OVERLAP_DATASETS:
+            if getattr(trace, name) is not None:
+                cube[name] = np.asarray(getattr(trace, name), np.float64)
+        for name, data in cube.items():
+            ds = f.create_dataset(name, data=data)
+            for axis, dim in enumerate(("rank", "message_bytes", "repetition")):
+                ds.dims[axis].attach_scale(scales[dim])
+                ds.dims[axis].label = dim
+        nodes = f.create_dataset("node_ids", data=np.asarray(trace.node_ids, np.int64))
+        f.create_dataset("hostnames", data=io.encode_hostnames(trace.hostnames))
+        f["hostnames"].attrs["_Encoding"] = "utf-8"  # netCDF readers (xarray) show text
+        for ds in (nodes, f["hostnames"]):
+            ds.dims[0].attach_scale(scales["rank"])
+            ds.dims[0].label = "rank"
+    return buf.getbuffer()
+
+
+def write(trace: CollectiveTrace, path: str | os.PathLike[str], overwrite: bool = False) -> Path:
+    """Write atomically: a complete file under a temporary name, then renamed."""
+    final = Path(path)
+    io.check_destination(final, overwrite)
+    tmp = io.temp_path_for(final)
+    io.write_image(tmp, image(trace))
+    io.publish(tmp, final, overwrite)
+    return final
+
+
+def is_collectives(path: str | os.PathLike[str]) -> bool:
+    """True when ``path`` is a collectives trace (False for solver traces and other files)."""
+    try:
+        with h5py.File(path, "r") as f:
+            return "run" in f and f["run"].attrs.get("kind") == KIND
+    except (OSError, ValueError):
+        return False
+
+
+def read(path: str | os.PathLike[str]) -> CollectiveTrace:
+    """Read and check a collectives trace; TraceError with the reason when it is not one."""
+    p = Path(path)
+    try:
+        with h5py.File(p, "r") as f:
+            version = io.schema_version_of(f.attrs.get("schema_version"))
+            if version > SCHEMA_VERSION:
+                raise TraceError(f"{p} has schema {version}, newer than this ksptrace's "
+                                 f"{SCHEMA_VERSION}; upgrade ksptrace")
+            attrs = io.file_attrs(f)
+            if attrs.get("kind") != KIND:
+                raise TraceError(f"{p} is not a collectives trace (no run/kind = {KIND}); "
+                                 "solver traces are read with ksptrace.trace.io.read_trace")
+            limit = io.MAX_SIZE_RATIO * p.stat().st_size + (1 << 20)
+            for name in ("seconds", *OVERLAP_DATASETS, "message_bytes", "node_ids"):
+                if name in f and f[name].size * f[name].dtype.itemsize > limit:
+                    raise TraceError(f"{p}: dataset {name} declares {f[name].shape}, far more "
+                                     "data than the file holds; the file is corrupt")
+            extra = {n: f[n][...] for n in OVERLAP_DATASETS if n in f}
+            trace = CollectiveTrace(
+                seconds=f["seconds"][...], message_bytes=f["message_bytes"][...],
+                node_ids=f["node_ids"][...],
+                hostnames=tuple(h.decode() if isinstance(h, bytes) else str(h)
+                                for h in f["hostnames"][...]),
+                attrs=attrs, **extra)
+    except (OSError, KeyError, ValueError, TypeError) as exc:
+        raise TraceError(f"cannot read {p} as a collectives trace: {exc}") from None
+    if not np.isfinite(trace.seconds).all() or (trace.seconds < 0).any():
+        raise TraceError(f"{p} holds negative or non-finite times; the file is corrupt")
+    return trace

@@ -1,0 +1,66 @@
+"""``ksptrace analyze`` on collectives traces: its own section, alone or beside solver traces."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ksptrace.analysis.collective_synthetic import allreduce_traces
+from ksptrace.cli.main import main
+from ksptrace.trace import collectives as ctrace
+from ksptrace.trace.io import write_trace
+from ksptrace.trace.synthetic import synthetic_trace
+
+
+def _write(folder: Path) -> list[str]:
+    folder.mkdir()
+    traces = allreduce_traces(nprocs=(2, 4), sizes=(8, 64, 512, 4096), repetitions=3, cores=2)
+    return [str(ctrace.write(t, folder / f"c{i}.h5")) for i, t in enumerate(traces)]
+
+
+def test_collectives_only(tmp_path: Path) -> None:
+    paths = _write(tmp_path / "t")
+    out = tmp_path / "rep"
+    assert main(["analyze", *paths, "--out", str(out), "--no-figures", "--quiet"]) == 0
+    assert (out / "collectives.html").read_text().count("<h2>") == 6
+    md = (out / "collectives.md").read_text()
+    assert "| 4096 |" in md
+    assert "P = 4 ran more ranks than cores" in md
+    assert (out / "collectives_best.csv").read_text().count("\n") == 1 + 2 * 4
+
+
+def test_beside_solver_traces(tmp_path: Path) -> None:
+    paths = _write(tmp_path / "t")
+    solver = tmp_path / "t" / "s.h5"
+    write_trace(synthetic_trace(nprocs=2, iterations=50, seed=1), solver)
+    out = tmp_path / "rep"
+    assert main(["analyze", str(solver), *paths, "--out", str(out), "--no-figures",
+                 "--quiet", "--no-cache"]) == 0
+    assert (out / "report.html").is_file()
+    assert (out / "collectives" / "collectives.html").is_file()
+
+
+def test_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = _write(tmp_path / "t")
+    solver = write_trace(synthetic_trace(nprocs=2, iterations=5, seed=1), tmp_path / "s.h5")
+    assert main(["show", paths[0], str(solver)]) == 0
+    out = capsys.readouterr().out
+    assert "(collectives, schema 2)" in out
+    assert "algorithm_name  ring" in out
+    assert "      4096" in out  # one row per message size
+    assert "ksp" in out  # the solver trace after it
+
+
+def test_decide_on_collectives_traces(tmp_path: Path) -> None:
+    folder = tmp_path / "t"
+    folder.mkdir()
+    traces = allreduce_traces(nprocs=(2, 4), sizes=(8, 64, 512, 4096), repetitions=3)
+    for i, (t, number) in enumerate(zip(traces, [4, 3, 6] * 2, strict=True)):
+        object.__setattr__(t, "attrs", {**t.attrs, "algorithm": number})
+        ctrace.write(t, folder / f"c{i}.h5")
+    out = tmp_path / "dec"
+    assert main(["decide", str(folder), "--axes", "nprocs,bytes", "--method", "algorithm",
+                 "--ompi-rules", "allreduce", "--out", str(out), "--quiet"]) == 0
+    (rules,) = out.rglob("*allreduce*")
+    assert "# collective: allreduce" in rules.read_text()

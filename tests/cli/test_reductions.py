@@ -1,0 +1,54 @@
+"""``ksptrace reductions`` on a solver trace, a collectives trace and a -log_view file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from ksptrace.analysis.collective_synthetic import allreduce_traces
+from ksptrace.cli.main import main
+from ksptrace.trace import collectives as ctrace
+from ksptrace.trace.io import write_trace
+from ksptrace.trace.synthetic import synthetic_trace
+
+DATA = Path(__file__).parents[1] / "data" / "collectives"
+
+
+def test_reductions_report(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    solver = write_trace(synthetic_trace(nprocs=2, iterations=100, ranks_per_node=2, seed=3),
+                         tmp_path / "s.h5")
+    (c,) = allreduce_traces(nprocs=(2,), algorithms=("recursive_doubling",), sizes=(8, 64))
+    coll = ctrace.write(c, tmp_path / "c.h5")
+    log = str(DATA / "log_view_gmres_P2_K100.txt")
+    assert main(["reductions", str(solver), str(coll), "--log-view", log]) == 0
+    out = capsys.readouterr()
+    assert "2.10 reductions per iteration" in out.out
+    assert "different hosts" in out.err  # synthetic host names differ
+    (c4,) = allreduce_traces(nprocs=(4,), algorithms=("ring",), sizes=(8, 64))
+    coll4 = ctrace.write(c4, tmp_path / "c4.h5")
+    assert main(["reductions", str(solver), str(coll4), "--log-view", log]) == 2
+    assert "measure the allreduce at the same P" in capsys.readouterr().err
+    assert main(["reductions", str(solver), str(coll), "--log-view", log, "--bytes", "4"]) == 2
+
+
+def test_exposed_time_of_an_overlapped_reduction(tmp_path: Path,
+                                                 capsys: pytest.CaptureFixture[str]) -> None:
+    import numpy as np
+
+    solver = write_trace(synthetic_trace(nprocs=2, iterations=100, ranks_per_node=2, seed=3),
+                         tmp_path / "s.h5")
+    shape = (2, 1, 50)
+    rng = np.random.default_rng(0)
+    work = rng.uniform(90e-6, 110e-6, shape)
+    overlapped = ctrace.CollectiveTrace(
+        seconds=work + 3e-6, message_bytes=np.array([8]), node_ids=np.zeros(2),
+        hostnames=("h", "h"), attrs={"operation": "iallreduce_overlap",
+                                     "compute_seconds_target": 1e-4},
+        comm_seconds=np.full(shape, 10e-6), compute_seconds=work)
+    coll = ctrace.write(overlapped, tmp_path / "o.h5")
+    log = str(DATA / "log_view_gmres_P2_K100.txt")
+    assert main(["reductions", str(solver), str(coll), "--log-view", log]) == 0
+    out = capsys.readouterr().out
+    assert "exposed time" in out
+    assert "x 3.00 us" in out  # 3 us exposed of the 10 us reduction
