@@ -41,7 +41,7 @@ from ksptrace.analysis.pmnf import (
     fit_many,
     loo_residuals,
 )
-from ksptrace.analysis.smooth_law import relative_rss, smooth_fit, smooth_rms
+from ksptrace.analysis.smooth_law import relative_rss, smooth_fit
 from ksptrace.errors import AnalysisError
 
 
@@ -83,11 +83,21 @@ class SegmentationParams:
     tests above did not fire, compare one model over all points with the best two-segment model
     (sides of ``split_min_side`` points or more; a side of two is a constant) by the sum of
     squared relative leave-one-out residuals, and split where that cuts it by ``split_gain``."""
-    smooth_tolerance: float = 0.035
-    """Beyond the paper: a fall of nRSS alone flags a series only when the best single law
-    c0 + c1 p^i log2(p)^j with real exponents (``smooth_law.smooth_rms``) leaves a root mean
-    square relative residual above this over all points (0 turns the check off). Uniform noise
-    of +-5 % has an RMS of 2.9 %."""
+    confirm: bool = True
+    """Beyond the paper (``paper()`` turns it off): a series flagged by the ratio tests
+    (rise or fall) or by the global split, but not by theta, stays flagged only when the best
+    single law c0 + c1 p^i log2(p)^j with real exponents over all points
+    (``smooth_law.smooth_fit``) misses by more than ``confirm_rms_high`` (RMS relative
+    residual), or by more than ``confirm_rms`` with residuals that run in stretches of one sign
+    (Durbin-Watson statistic below ``confirm_dw``; random residuals give about 2)."""
+    confirm_rms: float = 0.035
+    """Uniform noise of +-5 % has an RMS of 2.9 %."""
+    confirm_rms_high: float = 0.12
+    """Uniform noise of +-15 % has an RMS of 8.7 %."""
+    confirm_dw: float = 1.8
+    confirm_noise_factor: float = 3.0
+    """Where the noise level is known (from repetitions), a misfit above ``confirm_rms`` and this
+    many times the noise also confirms."""
     bend_test: bool = True
     """Beyond the paper (``paper()`` turns it off): a series no other test flagged is segmented
     when the best single smooth law over all points (``smooth_law.smooth_fit``) misses by more
@@ -109,7 +119,8 @@ class SegmentationParams:
     def paper(cls) -> SegmentationParams:
         """The detector exactly as published: one-sided relative nRSS, runs read from the middle,
         no global split."""
-        return cls(two_sided=False, refine=False, global_split=False, bend_test=False)
+        return cls(two_sided=False, refine=False, global_split=False, bend_test=False,
+                   confirm=False)
 
     def __post_init__(self) -> None:
         if self.window < 3:
@@ -126,8 +137,8 @@ class SegmentationParams:
             raise AnalysisError(f"split_gain must exceed 1, got {self.split_gain}")
         if self.bend_rms <= 0 or self.bend_dw <= 0:
             raise AnalysisError("bend_rms and bend_dw must be positive; use bend_test=False")
-        if self.smooth_tolerance < 0:
-            raise AnalysisError(f"smooth_tolerance must be >= 0, got {self.smooth_tolerance}")
+        if min(self.confirm_rms, self.confirm_rms_high, self.confirm_dw) <= 0:
+            raise AnalysisError("confirm_rms, confirm_rms_high and confirm_dw must be positive")
         if self.split_min_side < 2:
             raise AnalysisError(f"split_min_side must be at least 2, got {self.split_min_side}")
 
@@ -160,9 +171,16 @@ class Detection:
 
 
 def detect_many(
-    p: Sequence[float] | np.ndarray, y: np.ndarray, params: SegmentationParams | None = None
+    p: Sequence[float] | np.ndarray,
+    y: np.ndarray,
+    params: SegmentationParams | None = None,
+    noise: np.ndarray | None = None,
 ) -> Detection:
-    """Detect segmentation and locate one change point in every row of ``y`` [S, n]."""
+    """Detect segmentation and locate one change point in every row of ``y`` [S, n].
+
+    ``noise`` [S] (optional): each series' relative noise level, e.g. from repetitions
+    (``repetition_noise``); NaN where unknown. It lets the confirmation accept a smooth law's
+    misfit that is far above the measured noise."""
     prm = params or SegmentationParams()
     pts = np.asarray(p, dtype=np.float64)
     ys = np.atleast_2d(np.asarray(y, dtype=np.float64))
@@ -177,16 +195,18 @@ def detect_many(
         nrss[:, s] = fit_many(pts[s : s + w], ys[:, s : s + w], prm.criterion).nrss
     eps = nrss[:, 1:] / (nrss[:, :-1] + prm.eta)
     band = (nrss[:, 1:] >= prm.homogeneous_below) & (nrss[:, 1:] <= prm.theta)
-    segmented = (nrss.max(axis=1) > prm.theta) | np.any(band & (eps > prm.epsilon), axis=1)
+    strong = nrss.max(axis=1) > prm.theta
+    segmented = strong | np.any(band & (eps > prm.epsilon), axis=1)
     if prm.two_sided:
         fall = nrss[:, :-1] / (nrss[:, 1:] + prm.eta)
         band_before = (nrss[:, :-1] >= prm.homogeneous_below) & (nrss[:, :-1] <= prm.theta)
-        by_fall = np.flatnonzero(np.any(band_before & (fall > prm.epsilon), axis=1) & ~segmented)
-        if by_fall.size and prm.smooth_tolerance > 0:
-            # A fall of window errors is also what one law between Extra-P's terms does: believe
-            # it only when no single smooth law explains all points to within the tolerance.
-            by_fall = by_fall[smooth_rms(pts, ys[by_fall]) > prm.smooth_tolerance]
-        segmented[by_fall] = True
+        segmented |= np.any(band_before & (fall > prm.epsilon), axis=1)
+    # One smooth law over all points, for every series that theta did not settle.
+    smooth = _SmoothCheck(pts, ys, ~strong & (prm.confirm or prm.bend_test), noise)
+    if prm.confirm:
+        # A rise or fall of window errors alone is also what noise, or one law between Extra-P's
+        # terms, does: believe it only when no single smooth law explains all points.
+        segmented &= strong | smooth.confirms(prm)
     pattern = nrss >= prm.homogeneous_below
     lo, hi, clean, first, last = _locate(nrss, pattern, w)
     if prm.refine:
@@ -201,6 +221,8 @@ def detect_many(
         if todo.size:
             gain, c = _global_split(pts, ys[todo], prm)
             hit = gain > prm.split_gain
+            if prm.confirm:
+                hit &= smooth.confirms(prm)[todo]
             rows = todo[hit]
             by_split[rows] = True
             segmented[rows] = True
@@ -208,25 +230,43 @@ def detect_many(
             hi[rows] = c[hit] + 1
     by_bend = np.zeros_like(segmented)
     if prm.bend_test:
-        todo = np.flatnonzero(~segmented)
-        if todo.size:
-            fit = smooth_fit(pts, ys[todo])
-            hit = (fit.rms > prm.bend_rms) & (fit.durbin_watson < prm.bend_dw)
-            rows = todo[hit]
-            if rows.size:
-                segmented[rows] = True
-                by_bend[rows] = True
-                first = np.full(rows.size, 2)
-                last = np.full(rows.size, n - 4)
-                c = _best_split(pts, ys[rows], first, last, prm)
-                lo[rows] = c
-                hi[rows] = c + 1
+        by_bend = ~segmented & (smooth.rms > prm.bend_rms) & (smooth.dw < prm.bend_dw)
+        rows = np.flatnonzero(by_bend)
+        if rows.size:
+            segmented[rows] = True
+            c = _best_split(pts, ys[rows], np.full(rows.size, 2), np.full(rows.size, n - 4), prm)
+            lo[rows] = c
+            hi[rows] = c + 1
     lo = np.where(segmented, lo, -1)
     hi = np.where(segmented, hi, -1)
     return Detection(
         p=pts, nrss=nrss, eps=eps, pattern=pattern, segmented=segmented, lo=lo, hi=hi,
         by_split=by_split, by_bend=by_bend,
     )  # fmt: skip
+
+
+class _SmoothCheck:
+    """The best single smooth law of the rows in ``rows`` (NaN statistics elsewhere)."""
+
+    def __init__(
+        self, pts: np.ndarray, ys: np.ndarray, rows: np.ndarray, noise: np.ndarray | None
+    ) -> None:
+        self.noise = np.full(ys.shape[0], np.nan) if noise is None else np.asarray(noise, float)
+        self.rms = np.full(ys.shape[0], np.nan)
+        self.dw = np.full(ys.shape[0], np.nan)
+        if rows.any():
+            fit = smooth_fit(pts, ys[rows])
+            self.rms[rows] = fit.rms
+            self.dw[rows] = fit.durbin_watson
+
+    def confirms(self, prm: SegmentationParams) -> np.ndarray:
+        """bool [S]: the single law misses by far, far beyond the measured noise, or clearly and
+        systematically."""
+        with np.errstate(invalid="ignore"):
+            far = self.rms > prm.confirm_rms_high
+            far |= (self.rms > prm.confirm_rms) & (self.rms > prm.confirm_noise_factor * self.noise)
+            systematic = (self.rms > prm.confirm_rms) & (self.dw < prm.confirm_dw)
+        return far | systematic
 
 
 def _locate(nrss: np.ndarray, pattern: np.ndarray, w: int) -> tuple[np.ndarray, ...]:
@@ -513,7 +553,8 @@ def segment(
             segments=(Segment(pts, vals, single),),
             notes=tuple(notes),
         )
-    det = detect_many(pts, vals[None, :], prm)
+    noise = repetition_noise(raw_p[keep], raw_y[keep])
+    det = detect_many(pts, vals[None, :], prm, noise=np.array([noise]))
     cps, segs = _split(pts, vals, prm, det, depth=0)
     return Segmentation(
         p=pts,
@@ -528,6 +569,30 @@ def segment(
         by_bend=bool(det.by_bend[0]),
         notes=tuple(notes),
     )
+
+
+def repetition_noise(p: np.ndarray, y: np.ndarray) -> float:
+    """The relative noise of one measurement, from repetitions; NaN without any.
+
+    Interference on a shared machine only ever adds time, so the spread of repetitions is
+    read from below: at each repeated p, the gap between the two smallest values relative to
+    the smallest, divided by that gap's expected multiple of the standard deviation for that
+    many normal draws (``GAP_SIGMAS``); the median over p.
+    """
+    pts = np.asarray(p, dtype=np.float64)
+    vals = np.asarray(y, dtype=np.float64)
+    est = []
+    for v in np.unique(pts):
+        reps = np.sort(vals[pts == v])
+        if reps.size >= 2 and reps[0] != 0:
+            sigmas = GAP_SIGMAS[min(reps.size, len(GAP_SIGMAS) - 1)]
+            est.append(float(reps[1] - reps[0]) / abs(float(reps[0])) / sigmas)
+    return float(np.median(est)) if est else float("nan")
+
+
+GAP_SIGMAS = (np.nan, np.nan, 1.128, 0.846, 0.732, 0.668, 0.625, 0.595, 0.571, 0.553, 0.537)
+"""Expected gap between the two smallest of k standard normal draws, for k = 2..10 (the last
+entry serves for more)."""
 
 
 def _split(
@@ -629,6 +694,7 @@ __all__ = [
     "SegmentationParams",
     "detect_many",
     "model_segments_many",
+    "repetition_noise",
     "segment",
     "suggest_points",
 ]
