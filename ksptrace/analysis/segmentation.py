@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
@@ -163,10 +164,16 @@ def segment(
     p: Sequence[float] | np.ndarray,
     y: Sequence[float] | np.ndarray,
     params: SegmentationParams | None = None,
+    reduce: Literal["median", "min"] = "median",
+    cores: int | None = None,
 ) -> Segmentation:
     """Detect, locate and model the segments of one series m(p).
 
-    Repeated p are reduced to their median; NaN values and non-positive p are dropped with a note.
+    Repeated p are reduced to their median, or to their minimum (``reduce="min"``: for times on
+    a shared machine, where interference only adds time); their spread from below gives the
+    noise level the detector's confirmation uses (``repetition_noise``). NaN values and
+    non-positive p are dropped with a note. ``cores``: the machine's core count, so that advice
+    to measure at more processes than cores says so.
     With fewer than ``min_points`` distinct p the result says how many more to measure instead of
     raising. A constant series is simply not segmented.
     """
@@ -188,10 +195,10 @@ def segment(
             f"{fmt_list(raw_p[bad_p])}; process counts start at 1"
         )
     keep = ~bad_y & ~bad_p
-    pts, vals = aggregate(raw_p[keep], raw_y[keep])
+    pts, vals = aggregate(raw_p[keep], raw_y[keep], reduce)
     if pts.size < keep.sum():
         notes.append(
-            f"reduced {int(keep.sum())} measurements to the median at {pts.size} distinct p"
+            f"reduced {int(keep.sum())} measurements to the {reduce} at {pts.size} distinct p"
         )
     single = fit_many(pts, vals, prm.criterion).model(0) if pts.size >= 3 else None
     if pts.size < prm.min_points:
@@ -210,7 +217,7 @@ def segment(
         )
     noise = repetition_noise(raw_p[keep], raw_y[keep])
     det = detect_many(pts, vals[None, :], prm, noise=np.array([noise]))
-    cps, segs = _split(pts, vals, prm, det, depth=0)
+    cps, segs = _split(pts, vals, prm, det, depth=0, cores=cores)
     return Segmentation(
         p=pts,
         y=vals,
@@ -227,7 +234,12 @@ def segment(
 
 
 def _split(
-    pts: np.ndarray, vals: np.ndarray, prm: SegmentationParams, det: Detection | None, depth: int
+    pts: np.ndarray,
+    vals: np.ndarray,
+    prm: SegmentationParams,
+    det: Detection | None,
+    depth: int,
+    cores: int | None = None,
 ) -> tuple[list[ChangePoint], list[Segment]]:
     """Change points and segments of one series, searching long segments again."""
     if det is None:
@@ -237,10 +249,10 @@ def _split(
     if not det.segmented[0]:
         return [], [_model_segment(pts, vals, prm, side="")]
     lo, hi = int(det.lo[0]), int(det.hi[0])
-    left_cps, left_segs = _split(pts[: lo + 1], vals[: lo + 1], prm, None, depth + 1)
-    right_cps, right_segs = _split(pts[hi:], vals[hi:], prm, None, depth + 1)
-    left_segs[-1] = _with_advice(left_segs[-1], pts, prm, side="left")
-    right_segs[0] = _with_advice(right_segs[0], pts, prm, side="right")
+    left_cps, left_segs = _split(pts[: lo + 1], vals[: lo + 1], prm, None, depth + 1, cores)
+    right_cps, right_segs = _split(pts[hi:], vals[hi:], prm, None, depth + 1, cores)
+    left_segs[-1] = _with_advice(left_segs[-1], pts, prm, "left", cores)
+    right_segs[0] = _with_advice(right_segs[0], pts, prm, "right", cores)
     cp = ChangePoint(float(pts[lo]), float(pts[hi]))
     return [*left_cps, cp, *right_cps], [*left_segs, *right_segs]
 
@@ -254,7 +266,9 @@ def _model_segment(
     return Segment(pts, vals, model)
 
 
-def _with_advice(seg: Segment, all_p: np.ndarray, prm: SegmentationParams, side: str) -> Segment:
+def _with_advice(
+    seg: Segment, all_p: np.ndarray, prm: SegmentationParams, side: str, cores: int | None
+) -> Segment:
     if seg.model is not None:
         return seg
     missing = prm.min_segment_points - seg.p.size
@@ -266,10 +280,15 @@ def _with_advice(seg: Segment, all_p: np.ndarray, prm: SegmentationParams, side:
     )
     if extra.size:
         advice = f"{head}; add measurements at p = {fmt_list(extra)}"
+        over = extra[extra > cores] if cores else extra[:0]
+        if over.size:
+            advice += (
+                f" (p = {fmt_list(over)} exceeds the {cores} cores the runs had: those runs "
+                "would be oversubscribed, which is itself a change of behaviour)"
+            )
     else:
         advice = f"{head}, and no other integer p lies there; it cannot be modelled separately"
     return Segment(seg.p, seg.y, None, advice)
-
 
 
 __all__ = [

@@ -90,17 +90,13 @@ def smooth_fit(p: np.ndarray, y: np.ndarray) -> SmoothFit:
     lp = np.log2(pts)
     logs = bool(np.all(pts >= 1))
     j_grid = J_GRID if logs else J_GRID[:1]
-    best = np.full(S, np.inf)
-    bi = np.zeros(S)
-    bj = np.zeros(S)
-    for i in I_GRID:
-        for j in j_grid:
-            t = pts**i * (lp**j if j else 1.0)
-            rms, _ = _fit(ys, w, t)
-            better = rms < best
-            best = np.where(better, rms, best)
-            bi = np.where(better, i, bi)
-            bj = np.where(better, j, bj)
+    # The coarse grid, all hypotheses at once.
+    grid = [(i, j) for i in I_GRID for j in j_grid]
+    rss = _grid_rss(ys, np.array([pts**i * (lp**j if j else 1.0) for i, j in grid]))
+    k = np.argmin(rss, axis=0)
+    bi = np.array([g[0] for g in grid])[k]
+    bj = np.array([g[1] for g in grid])[k]
+    best, _ = _fit(ys, w, _term(pts, lp, bi, bj))  # recomputed: the identity cancels digits
     for h in REFINE_STEPS:
         for di, dj in ((h, 0.0), (-h, 0.0), (0.0, h), (0.0, -h)):
             if dj and not logs:
@@ -128,16 +124,28 @@ def relative_rss(p: np.ndarray, y: np.ndarray) -> np.ndarray:
     one at large p, which matters on p = 2^k where the values span orders of magnitude."""
     pts = np.asarray(p, dtype=np.float64)
     ys = np.atleast_2d(np.asarray(y, dtype=np.float64))
+    logs = bool(np.all(pts >= 1))
+    lp = np.log2(pts)
+    terms = np.array([np.zeros_like(pts)] + [pts ** float(i) * (lp**j if j else 1.0)
+                                             for i, j in TERMS if logs or not j])  # fmt: skip
+    return _grid_rss(ys, terms).min(axis=0)
+
+
+def _grid_rss(ys: np.ndarray, terms: np.ndarray) -> np.ndarray:
+    """[H, S]: weighted (1 / y^2) residual sum of squares of c0 + c1 t for each term row t of
+    ``terms`` [H, n], from the normal equations (RSS = sum w y^2 - b . c; clipped at 0)."""
     with np.errstate(divide="ignore"):
         w = 1.0 / ys**2
     w = np.where(np.isfinite(w), w, 0.0)
-    n = pts.size
-    best = n * _fit(ys, w, np.zeros(n))[0] ** 2
-    lp = np.log2(pts)
-    logs = bool(np.all(pts >= 1))
-    for i, j in TERMS:
-        if j and not logs:
-            continue
-        t = pts ** float(i) * (lp**j if j else 1.0)
-        best = np.minimum(best, n * _fit(ys, w, t)[0] ** 2)
-    return best
+    a00 = w.sum(axis=1)
+    b0 = (w * ys).sum(axis=1)
+    yy = (w * ys * ys).sum(axis=1)
+    a01 = terms @ w.T
+    a11 = (terms * terms) @ w.T
+    b1 = terms @ (w * ys).T
+    det = a00 * a11 - a01 * a01
+    ok = det > 1e-9 * a00 * a11
+    safe = np.where(ok, det, 1.0)
+    c0 = np.where(ok, (a11 * b0 - a01 * b1) / safe, b0 / a00)
+    c1 = np.where(ok, (a00 * b1 - a01 * b0) / safe, 0.0)
+    return np.maximum(yy - c0 * b0 - c1 * b1, 0.0)
