@@ -74,8 +74,9 @@ def detect_many(
         band_before = (nrss[:, :-1] >= prm.homogeneous_below) & (nrss[:, :-1] <= prm.theta)
         segmented |= np.any(band_before & (fall > prm.epsilon), axis=1)
     # One smooth law over all points, for every series that theta did not settle.
-    smooth = _SmoothCheck(pts, ys, ~strong & (prm.confirm or prm.bend_test), noise)
-    if prm.confirm:
+    confirm = prm.confirm and n >= prm.confirm_min_points
+    smooth = _SmoothCheck(pts, ys, ~strong & (confirm or prm.bend_test), noise)
+    if confirm:
         # A rise or fall of window errors alone is also what noise, or one law between Extra-P's
         # terms, does: believe it only when no single smooth law explains all points.
         segmented &= strong | smooth.confirms(prm)
@@ -93,7 +94,7 @@ def detect_many(
         if todo.size:
             gain, c = global_split(pts, ys[todo], prm)
             hit = gain > prm.split_gain
-            if prm.confirm:
+            if confirm:
                 hit &= smooth.confirms(prm)[todo]
             rows = todo[hit]
             by_split[rows] = True
