@@ -19,10 +19,15 @@ Segmented Data" (Euro-Par 2017 workshops):
 Beyond the paper, step 3 also counts a fall of nRSS (``two_sided``), step 4 picks the split with
 the smallest residuals when the run is not one of the paper's two cases (``refine``), and when no
 window is homogeneous, so that the pattern cannot place a change, one model over all points is
-compared with the best two-segment model by leave-one-out error (``global_split``).
+compared with the best two-segment model by leave-one-out error (``global_split``). A series
+flagged only by a ratio or by the global split must also be missed by one smooth law with real
+exponents, clearly or systematically (``confirm``), and a series no test flagged is segmented
+when that law misses it systematically (``bend_test``); see ``smooth_law``.
 
-``detect_many`` runs steps 1-4 for many series over the same points at once; ``segment`` runs the
-whole pipeline on one series, with repetitions, NaN and too few points handled.
+The pieces live by concern: ``segment_params`` (thresholds), ``segment_detect`` (steps 1-4 for
+many series at once), ``segment_locate`` (change points), ``segment_advice`` (what to measure);
+this module runs the whole pipeline on one series, with repetitions, NaN and too few points
+handled, and re-exports the rest.
 """
 
 from __future__ import annotations
