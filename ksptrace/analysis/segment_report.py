@@ -2,12 +2,14 @@
 the files that show it (plots, ``segment.json``, ``segment.md``, ``segment.html``, Extra-P text).
 
 Traces are grouped by (problem, ksp); within a group every trace is one measurement at its P
-(traces at the same P are repetitions, reduced to their median). Three metrics are modelled over
-P: the KSPSolve time (slowest rank), the mean iteration time (over ranks and iterations) and the
-Johnson SU location of a_k (each iteration's fastest rank). For each group and metric the report
-gives the data, the single PMNF model, the change point and the segment models, as a plot, as
-text in Extra-P's notation, in ``segment.json``, ``segment.md`` and ``segment.html``, and as an
-Extra-P text input file. Writing goes into a folder the caller provides (the CLI stages it).
+(traces at the same P are repetitions, reduced to their minimum by default: see
+:mod:`ksptrace.analysis.segment_load` for why, and for the load and spread notes). Three metrics
+are modelled over P: the KSPSolve time (slowest rank), the mean iteration time (over ranks and
+iterations) and the Johnson SU location of a_k (each iteration's fastest rank). For each group
+and metric the report gives the data, the single PMNF model, the change point and the segment
+models, as a plot, as text in Extra-P's notation, in ``segment.json``, ``segment.md`` and
+``segment.html``, and as an Extra-P text input file. Writing goes into a folder the caller
+provides (the CLI stages it).
 """
 
 from __future__ import annotations
@@ -18,11 +20,12 @@ import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
 from ksptrace.analysis.extrap_export import ExtrapSeries, group_repetitions, to_extrap_text
+from ksptrace.analysis.segment_load import SweepLoad, sweep_load
 from ksptrace.analysis.segmentation import Segmentation, SegmentationParams, segment
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.trace.model import Trace
@@ -53,6 +56,7 @@ class SeriesReport:
     y: np.ndarray
     result: Segmentation
     skipped: tuple[str, ...]
+    load: SweepLoad | None = None
 
 
 def collect(traces: list[Trace]) -> dict[tuple[str, str], list[Trace]]:
@@ -89,6 +93,7 @@ def analyse(
     traces: list[Trace],
     params: SegmentationParams,
     metrics: tuple[str, ...],
+    reduce: Literal["median", "min"] = "min",
 ) -> list[SeriesReport]:
     reports = []
     for key, label, value in METRICS:
@@ -104,9 +109,9 @@ def analyse(
             p.append(float(t.nprocs))
             y.append(v)
         pa, ya = np.array(p), np.array(y)
-        reports.append(
-            SeriesReport(group, key, label, pa, ya, segment(pa, ya, params), tuple(skipped))
-        )
+        load = sweep_load(traces, pa, ya)
+        result = segment(pa, ya, params, reduce=reduce, cores=load.cores)
+        reports.append(SeriesReport(group, key, label, pa, ya, result, tuple(skipped), load))
     return reports
 
 
@@ -123,7 +128,7 @@ def plot(rep: SeriesReport, path: Path) -> None:
     res = rep.result
     fig, ax = plt.subplots(figsize=(6.4, 4.0))
     ax.plot(rep.p, rep.y, "o", color="0.7", ms=4, label="measurements")
-    ax.plot(res.p, res.y, "o", color="k", ms=5, label="median per p")
+    ax.plot(res.p, res.y, "o", color="k", ms=5, label="value per p (repetitions reduced)")
     if res.p.size:
         grid = np.linspace(res.p[0], res.p[-1], 200)
         if res.single is not None:
@@ -152,7 +157,8 @@ def to_json(rep: SeriesReport) -> dict[str, Any]:
     return {
         "problem": rep.group[0], "ksp": rep.group[1], "metric": rep.metric,
         "p": rep.p.tolist(), "values": rep.y.tolist(),
-        "p_distinct": res.p.tolist(), "median": res.y.tolist(),
+        "p_distinct": res.p.tolist(), "reduced": res.y.tolist(),
+        "load": None if rep.load is None else rep.load.as_dict(),
         "detection_ran": res.ok, "segmented": res.segmented, "pattern": res.pattern,
         "window_nrss": [round(float(v), 6) for v in res.window_nrss],
         "single_model": None if res.single is None else str(res.single),
@@ -161,7 +167,8 @@ def to_json(rep: SeriesReport) -> dict[str, Any]:
         "segments": [{"p_first": s.p_range[0], "p_last": s.p_range[1],
                       "model": None if s.model is None else str(s.model), "advice": s.advice}
                      for s in res.segments],
-        "notes": list(res.notes) + list(rep.skipped),
+        "notes": list(res.notes) + list(rep.skipped)
+                 + (list(rep.load.notes()) if rep.load is not None else []),
     }  # fmt: skip
 
 
@@ -179,6 +186,7 @@ def write_segment_report(
     params: SegmentationParams,
     metrics: tuple[str, ...],
     plots: bool = True,
+    reduce: Literal["median", "min"] = "min",
 ) -> SegmentReport:
     """Segment every series of ``traces`` and write the report's files into ``folder``."""
     md = ["## Segmentation over process counts", ""]
@@ -192,10 +200,12 @@ def write_segment_report(
             "",
         ]
         body.append(f"<h3>{html.escape(group[0])} / {html.escape(group[1])}</h3>")
-        for rep in analyse(group, members, params, metrics):
+        for rep in analyse(group, members, params, metrics, reduce):
             stem = _slug(f"{group[0]}_{group[1]}_{rep.metric}")
             record = to_json(rep)
             text = rep.result.describe() + "".join(f"\nskipped {s}" for s in rep.skipped)
+            if rep.load is not None:
+                text += "".join(f"\n{note}" for note in rep.load.notes())
             texts.append(f"{group[0]} / {group[1]} / {rep.label}:\n  " + text.replace("\n", "\n  "))
             md += [f"#### {rep.label}", "", "```", text, "```", ""]
             body.append(f"<h4>{html.escape(rep.label)}</h4><pre>{html.escape(text)}</pre>")

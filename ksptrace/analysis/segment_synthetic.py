@@ -1,40 +1,55 @@
-"""The synthetic evaluation of the segmentation detector (the paper's section 4.1), in the package.
+"""Synthetic series for the segmentation detector (the paper's section 4.1, broadened).
 
 Series are drawn from random PMNF functions c0 + c1 * p^i * log2(p)^j:
 
 * **in space**: (i, j) drawn from Extra-P's search space ``TERMS`` (or the constant model), so
   a window can match the law exactly and only noise or the change make errors;
-* **out of space**: i uniform in [0, 3] and j uniform in [0, 2], real-valued, so the law is
-  almost never in the search space and every window carries some model error.
+* **out of space**: i uniform in [0, 3] and j uniform in [0, 2], real-valued (fractional powers
+  of the logarithm included), so the law is almost never in the search space and every window
+  carries some model error. This is the whole PMNF space, including the slowly bending laws
+  such as 83 + 69 p^0.15 log2(p)^0.42 that only a smooth law explains.
 
-c0 is uniform in [1, 100] and c1 log-uniform in [0.1, 10]. A segmented series takes its first
-``n1`` points from one function and the rest from a second, independently drawn function with
-a different (i, j). A noise level x applies a uniform relative perturbation: y * (1 + u),
-u ~ U(-x, x). Points are p = 1..n (linear) or p = 2^1..2^n (geometric).
+c0 and c1 are log-uniform over wide ranges (``C0_RANGE``, ``C1_RANGE``: four orders of
+magnitude each), so the term can be negligible, comparable to or far larger than the constant.
 
-A result cell counts, over its series: correct (segmented <=> truly segmented), false positives
-(flagged among the unsegmented ones), false negatives (missed among the segmented ones) and
-located (among the true positives, the change point found where it is: between the last
-point of the first law and the first of the second, or on either of those two points as a
-shared point).
+A segmented series takes its first ``n1`` points from one function f and the rest from a
+second function g with a different (i, j), joined in one of two ways:
+
+* **jump**: g as drawn, so the values jump at the change (almost always);
+* **continuous**: g offset so that it agrees with f on the first point of the second segment,
+  as in the paper's example (p^2 up to p = 5, then 30 + p, which meets p^2 at p = 6); that
+  point is shared by both laws.
+
+A change must be visible: g (after the offset) departs from f's continuation by at least
+``MIN_DEPARTURE`` (relative) somewhere on the second segment; pairs that do not are redrawn.
+Otherwise two nearly constant laws would make a "segmented" series that is one law to within
+a per cent, which no detector should flag.
+
+A noise level x applies a uniform relative perturbation y * (1 + u), u ~ U(-x, x). Points are
+p = 1..n (linear) or p = 2^1..2^n (geometric).
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Literal
 
 import numpy as np
 
 from ksptrace.analysis.pmnf import TERMS
-from ksptrace.analysis.segmentation import SegmentationParams, detect_many, model_segments_many
 
 Space = Literal["in", "out"]
 Spacing = Literal["linear", "geometric"]
+Join = Literal["jump", "continuous"]
 
 NOISE_LEVELS: tuple[float, ...] = (0.0, 0.01, 0.02, 0.05, 0.10, 0.15)
 """Relative noise levels of the noise table (0-15 %)."""
+C0_RANGE: tuple[float, float] = (0.1, 1000.0)
+"""c0 is log-uniform over this range."""
+C1_RANGE: tuple[float, float] = (0.01, 100.0)
+"""c1 is log-uniform over this range."""
+MIN_DEPARTURE = 0.2
+"""Smallest largest relative departure of the second law from the first law's continuation."""
 
 
 def points(n: int, spacing: Spacing) -> np.ndarray:
@@ -69,11 +84,18 @@ class Functions:
             & ((self.c1 == 0) == (other.c1 == 0))
         )
 
+    def take(self, rows: np.ndarray) -> Functions:
+        return Functions(self.c0[rows], self.c1[rows], self.i[rows], self.j[rows])
+
+
+def _log_uniform(rng: np.random.Generator, bounds: tuple[float, float], size: int) -> np.ndarray:
+    return np.exp(rng.uniform(np.log(bounds[0]), np.log(bounds[1]), size))
+
 
 def draw_functions(rng: np.random.Generator, size: int, space: Space) -> Functions:
     """``size`` random functions inside or outside Extra-P's search space."""
-    c0 = rng.uniform(1.0, 100.0, size)
-    c1 = np.exp(rng.uniform(np.log(0.1), np.log(10.0), size))
+    c0 = _log_uniform(rng, C0_RANGE, size)
+    c1 = _log_uniform(rng, C1_RANGE, size)
     if space == "in":
         k = rng.integers(-1, len(TERMS), size)  # -1: the constant model
         table = np.array([[float(i), float(j)] for i, j in TERMS])
@@ -86,19 +108,37 @@ def draw_functions(rng: np.random.Generator, size: int, space: Space) -> Functio
     return Functions(c0=c0, c1=c1, i=i, j=j)
 
 
-def draw_pair(rng: np.random.Generator, size: int, space: Space) -> tuple[Functions, Functions]:
-    """Two functions per series with different laws (redrawn until (i, j) differ)."""
-    first = draw_functions(rng, size, space)
-    second = draw_functions(rng, size, space)
-    arrays = [second.c0.copy(), second.c1.copy(), second.i.copy(), second.j.copy()]
+def _second_law(f: Functions, g: Functions, p: np.ndarray, n1: int, join: Join) -> np.ndarray:
+    """The second segment's values [S, n - n1] (offset for a continuous join)."""
+    tail = g(p[n1:])
+    if join == "continuous":
+        tail = tail - tail[:, :1] + f(p[n1 : n1 + 1])
+    return tail
+
+
+def draw_segmented(
+    rng: np.random.Generator, size: int, space: Space, p: np.ndarray, n1: int, join: Join
+) -> np.ndarray:
+    """[size, n] noise-free segmented series: f on the first n1 points, g on the rest, where g
+    has another law than f and departs visibly from it (redrawn up to 100 times otherwise)."""
+    f = draw_functions(rng, size, space)
+    head = f(p[:n1])
+    tail = np.empty((size, p.size - n1))
+    todo = np.arange(size)
     for _ in range(100):
-        clash = first.same_law(Functions(*arrays))
-        if not clash.any():
+        g = draw_functions(rng, todo.size, space)
+        ft = f.take(todo)
+        cand = _second_law(ft, g, p, n1, join)
+        cont = ft(p[n1:])
+        departure = np.max(np.abs(cand - cont) / np.abs(cont), axis=1)
+        ok = ~ft.same_law(g) & (departure >= MIN_DEPARTURE)
+        tail[todo[ok]] = cand[ok]
+        todo = todo[~ok]
+        if todo.size == 0:
             break
-        again = draw_functions(rng, int(clash.sum()), space)
-        for arr, new in zip(arrays, (again.c0, again.c1, again.i, again.j), strict=True):
-            arr[clash] = new
-    return first, Functions(*arrays)
+    if todo.size:  # practically never: keep what the last draw gave
+        tail[todo] = _second_law(f.take(todo), draw_functions(rng, todo.size, space), p, n1, join)
+    return np.concatenate([head, tail], axis=1)
 
 
 def add_noise(rng: np.random.Generator, y: np.ndarray, level: float) -> np.ndarray:
@@ -118,7 +158,9 @@ class Batch:
     segmented: np.ndarray
     """bool [S]"""
     n1: int
-    """Points of the first law in segmented series (the change lies between n1-1 and n1)."""
+    """Points of the first law in segmented series (the change lies between n1-1 and n1, or
+    on n1 for a continuous join)."""
+    join: Join = "jump"
 
 
 def make_batch(
@@ -130,174 +172,23 @@ def make_batch(
     n1: int,
     n2: int,
     segmented: bool,
+    join: Join = "jump",
 ) -> Batch:
     """``size`` series of n1 + n2 points, all segmented (first n1 from one law) or none."""
     p = points(n1 + n2, spacing)
     if segmented:
-        f, g = draw_pair(rng, size, space)
-        y = np.concatenate([f(p[:n1]), g(p[n1:])], axis=1)
+        y = draw_segmented(rng, size, space, p, n1, join)
     else:
         y = draw_functions(rng, size, space)(p)
-    return Batch(p=p, y=add_noise(rng, y, noise), segmented=np.full(size, segmented), n1=n1)
+    return Batch(p, add_noise(rng, y, noise), np.full(size, segmented), n1, join)
 
 
-@dataclass(frozen=True)
-class Cell:
-    """The outcome of one evaluation cell."""
-
-    space: Space
-    spacing: Spacing
-    noise: float
-    n1: int
-    n2: int
-    series: int
-    """Series evaluated: ``series`` unsegmented plus ``series`` segmented (0 of the latter when
-    n2 == 0, the unsegmented-only cells of the point-count table)."""
-    correct: float
-    false_positive: float
-    false_negative: float
-    located: float
-
-    def as_dict(self) -> dict[str, float | int | str]:
-        return {
-            "space": self.space, "spacing": self.spacing, "noise": self.noise,
-            "n1": self.n1, "n2": self.n2, "series": self.series,
-            "correct_pct": round(self.correct, 2),
-            "false_positive_pct": round(self.false_positive, 2),
-            "false_negative_pct": round(self.false_negative, 2),
-            "located_pct": round(self.located, 2),
-        }  # fmt: skip
-
-
-def located(lo: np.ndarray, hi: np.ndarray, n1: int) -> np.ndarray:
-    """bool: the change point estimate matches a change between points n1-1 and n1."""
+def located(lo: np.ndarray, hi: np.ndarray, n1: int, join: Join = "jump") -> np.ndarray:
+    """bool: the estimate (lo, hi) holds the change. A jump lies between points n1-1 and n1, so
+    (n1-1, n1) or either of them as a shared point; a continuous join lies on point n1, so any
+    estimate with lo <= n1 <= hi one step wide or less."""
+    if join == "continuous":
+        return (lo <= n1) & (n1 <= hi) & (hi - lo <= 1)
     exact = (lo == n1 - 1) & (hi == n1)
     shared = (lo == hi) & ((lo == n1 - 1) | (lo == n1))
     return exact | shared
-
-
-def evaluate_cell(
-    rng: np.random.Generator,
-    series: int,
-    space: Space,
-    spacing: Spacing,
-    noise: float,
-    n1: int,
-    n2: int,
-    params: SegmentationParams | None = None,
-    with_models: bool = False,
-) -> Cell:
-    """Run the detector on ``series`` unsegmented and ``series`` segmented series."""
-    n = n1 + n2
-    clean = make_batch(rng, series, space, spacing, noise, n, 0, segmented=False)
-    det0 = detect_many(clean.p, clean.y, params)
-    fp = float(det0.segmented.mean() * 100)
-    if n2 == 0 or n1 == 0:
-        return Cell(space, spacing, noise, n1, n2, series, 100 - fp, fp, float("nan"), float("nan"))
-    seg = make_batch(rng, series, space, spacing, noise, n1, n2, segmented=True)
-    det1 = detect_many(seg.p, seg.y, params)
-    if with_models:
-        model_segments_many(seg.y, det1, params)
-    tp = det1.segmented
-    fn = float((~tp).mean() * 100)
-    loc = located(det1.lo[tp], det1.hi[tp], n1)
-    loc_pct = float(loc.mean() * 100) if tp.any() else float("nan")
-    correct = 100.0 - (fp + fn) / 2
-    return Cell(space, spacing, noise, n1, n2, series, correct, fp, fn, loc_pct)
-
-
-def noise_table(
-    rng: np.random.Generator,
-    series: int,
-    params: SegmentationParams | None = None,
-    levels: Sequence[float] = NOISE_LEVELS,
-) -> Iterator[Cell]:
-    """Ten points split 5/5, every space x spacing x noise level."""
-    for spacing in ("linear", "geometric"):
-        for space in ("in", "out"):
-            for level in levels:
-                yield evaluate_cell(rng, series, space, spacing, level, 5, 5, params)
-
-
-def split_table(
-    rng: np.random.Generator,
-    series: int,
-    params: SegmentationParams | None = None,
-    noise: float = 0.05,
-    sizes: Sequence[int] = (6, 7, 8, 9, 10),
-) -> Iterator[Cell]:
-    """6-10 points with every split n1/n2 (n1, n2 >= 1), at one noise level."""
-    for spacing in ("linear", "geometric"):
-        for space in ("in", "out"):
-            for n in sizes:
-                for n1 in range(1, n):
-                    yield evaluate_cell(rng, series, space, spacing, noise, n1, n - n1, params)
-
-
-def summarize(cells: Sequence[Cell]) -> dict[str, dict[str, float]]:
-    """Per spacing, the acceptance figures of the noise table (ten points, 5/5).
-
-    overall: mean % correct over its cells; fp_low_noise: the largest false-positive % at noise
-    <= 5 %; located_in / located_out: % of true positives located, pooled over noise levels.
-    """
-    out: dict[str, dict[str, float]] = {}
-    for spacing in ("linear", "geometric"):
-        cs = [c for c in cells if c.spacing == spacing and c.n1 == 5 and c.n2 == 5]
-        if not cs:
-            continue
-        tp = {sp: [(1 - c.false_negative / 100) * c.series for c in cs if c.space == sp]
-              for sp in ("in", "out")}  # fmt: skip
-        loc = {sp: [c.located * (1 - c.false_negative / 100) * c.series / 100
-                    for c in cs if c.space == sp] for sp in ("in", "out")}  # fmt: skip
-        out[spacing] = {
-            "overall_correct_pct": round(float(np.mean([c.correct for c in cs])), 2),
-            "fp_max_pct_noise_le_5": round(max(c.false_positive for c in cs if c.noise <= 0.05), 2),
-            "located_in_pct": round(100 * sum(loc["in"]) / max(sum(tp["in"]), 1), 2),
-            "located_out_pct": round(100 * sum(loc["out"]) / max(sum(tp["out"]), 1), 2),
-        }
-    return out
-
-
-def _pct(x: float) -> str:
-    return "–" if np.isnan(x) else f"{x:.1f}"
-
-
-def noise_markdown(cells: Sequence[Cell]) -> str:
-    """The noise table: one row per spacing x space x noise level."""
-    lines = [
-        "| spacing | functions | noise | series | correct % | false pos. % | false neg. % "
-        "| located % |",
-        "|---|---|---:|---:|---:|---:|---:|---:|",
-    ]
-    for c in cells:
-        lines.append(
-            f"| {c.spacing} | {c.space} space | {100 * c.noise:.0f}% | {2 * c.series} "
-            f"| {_pct(c.correct)} | {_pct(c.false_positive)} | {_pct(c.false_negative)} "
-            f"| {_pct(c.located)} |"
-        )
-    return "\n".join(lines)
-
-
-def split_markdown(cells: Sequence[Cell]) -> str:
-    """The point-count table: one row per spacing x n (n1/n2), in- and out-of-space columns."""
-    lines = [
-        "| spacing | points (n1/n2) | in: correct % | in: FN % | in: located % "
-        "| out: correct % | out: FN % | out: located % | FP % (in/out) |",
-        "|---|---|---:|---:|---:|---:|---:|---:|---:|",
-    ]
-    index = {(c.spacing, c.space, c.n1, c.n2): c for c in cells}
-    keys = sorted(
-        {(c.spacing, c.n1 + c.n2, c.n1) for c in cells},
-        key=lambda k: (k[0] != "linear", k[1], k[2]),
-    )
-    for spacing, n, n1 in keys:
-        a = index.get((spacing, "in", n1, n - n1))
-        b = index.get((spacing, "out", n1, n - n1))
-        if a is None or b is None:
-            continue
-        lines.append(
-            f"| {spacing} | {n} ({n1}/{n - n1}) | {_pct(a.correct)} | {_pct(a.false_negative)} "
-            f"| {_pct(a.located)} | {_pct(b.correct)} | {_pct(b.false_negative)} "
-            f"| {_pct(b.located)} | {_pct(a.false_positive)}/{_pct(b.false_positive)} |"
-        )
-    return "\n".join(lines)

@@ -19,290 +19,30 @@ Segmented Data" (Euro-Par 2017 workshops):
 Beyond the paper, step 3 also counts a fall of nRSS (``two_sided``), step 4 picks the split with
 the smallest residuals when the run is not one of the paper's two cases (``refine``), and when no
 window is homogeneous, so that the pattern cannot place a change, one model over all points is
-compared with the best two-segment model by leave-one-out error (``global_split``).
+compared with the best two-segment model by leave-one-out error (``global_split``). A series
+flagged only by a ratio or by the global split must also be missed by one smooth law with real
+exponents, clearly or systematically (``confirm``), and a series no test flagged is segmented
+when that law misses it systematically (``bend_test``); see ``smooth_law``.
 
-``detect_many`` runs steps 1-4 for many series over the same points at once; ``segment`` runs the
-whole pipeline on one series, with repetitions, NaN and too few points handled.
+The pieces live by concern: ``segment_params`` (thresholds), ``segment_detect`` (steps 1-4 for
+many series at once), ``segment_locate`` (change points), ``segment_advice`` (what to measure);
+this module runs the whole pipeline on one series, with repetitions, NaN and too few points
+handled, and re-exports the rest.
 """
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import Literal
 
 import numpy as np
 
-from ksptrace.analysis.pmnf import (
-    Criterion,
-    PMNFFits,
-    PMNFModel,
-    aggregate,
-    fit_many,
-    loo_residuals,
-)
+from ksptrace.analysis.pmnf import PMNFFits, PMNFModel, aggregate, fit_many
+from ksptrace.analysis.segment_advice import fmt_list, suggest_points
+from ksptrace.analysis.segment_detect import Detection, detect_many, repetition_noise
+from ksptrace.analysis.segment_params import SegmentationParams
 from ksptrace.errors import AnalysisError
-
-
-@dataclass(frozen=True)
-class SegmentationParams:
-    """Every threshold of the detector, with the paper's defaults."""
-
-    window: int = 5
-    """Points per sliding window (the paper's subset size)."""
-    homogeneous_below: float = 0.1
-    """A window with nRSS below this is homogeneous (pattern 0)."""
-    theta: float = 0.5
-    """Segmented when the largest window nRSS exceeds this."""
-    epsilon: float = 4.0
-    """Segmented when e_{i+1} / (e_i + eta) exceeds this and e_{i+1} lies in the middle band."""
-    eta: float = 1e-16
-    """Keeps the relative nRSS finite when a window fits exactly."""
-    min_points: int = 6
-    """Fewer distinct p than this and no detection is attempted."""
-    min_segment_points: int = 5
-    """A segment needs this many points for its own model (Extra-P's minimum)."""
-    recurse_min_points: int = 10
-    """A segment with at least this many points is searched for a further change point."""
-    max_change_points: int = 3
-    """Recursion stops after this many change points."""
-    criterion: Criterion = "smape"
-    """Leave-one-out cost that picks each model: "smape" (Extra-P's default) or "rss"."""
-    two_sided: bool = True
-    """Beyond the paper (``paper()`` turns it off): also flag a fall of nRSS by more than
-    ``epsilon`` (e_i / (e_{i+1} + eta) with e_i in the band), which catches changes close to
-    the first point."""
-    refine: bool = True
-    """Beyond the paper (``paper()`` turns it off): where the pattern is not one of its two
-    clean cases (three or four ones, clear of both ends), pick the split consistent with the
-    pattern whose two segment models leave the smallest relative residuals. False reads such
-    runs from their middle."""
-    global_split: bool = True
-    """Beyond the paper (``paper()`` turns it off): when every window is heterogeneous and the
-    tests above did not fire, compare one model over all points with the best two-segment model
-    (sides of ``split_min_side`` points or more; a side of two is a constant) by the sum of
-    squared relative leave-one-out residuals, and split where that cuts it by ``split_gain``."""
-    split_gain: float = 1.5
-    """The global split must divide the single model's leave-one-out error by more than this.
-    Two real 2-core oversubscription campaigns gave gains of 2.47 and 1.51; on the synthetic
-    evaluation 1.5 costs 0.1-0.3 points of accuracy against 2.0 and keeps every target."""
-    split_min_side: int = 2
-    """Fewest points on either side of a global split (one point is an outlier, not a law)."""
-
-    @classmethod
-    def paper(cls) -> SegmentationParams:
-        """The detector exactly as published: one-sided relative nRSS, runs read from the middle,
-        no global split."""
-        return cls(two_sided=False, refine=False, global_split=False)
-
-    def __post_init__(self) -> None:
-        if self.window < 3:
-            raise AnalysisError(f"window must be at least 3 points, got {self.window}")
-        if self.min_points < self.window + 1:
-            raise AnalysisError(
-                f"min_points ({self.min_points}) must exceed window ({self.window}) for two windows"
-            )
-        if not 0 < self.homogeneous_below <= self.theta:
-            raise AnalysisError("need 0 < homogeneous_below <= theta; check the thresholds")
-        if self.min_segment_points < 3:
-            raise AnalysisError("min_segment_points must be at least 3 (two coefficients + LOO)")
-        if self.split_gain <= 1:
-            raise AnalysisError(f"split_gain must exceed 1, got {self.split_gain}")
-        if self.split_min_side < 2:
-            raise AnalysisError(f"split_min_side must be at least 2, got {self.split_min_side}")
-
-
-@dataclass(frozen=True)
-class Detection:
-    """Steps 1-4 for S series sharing the points ``p``. Change indices are into ``p``."""
-
-    p: np.ndarray
-    """float64 [n]"""
-    nrss: np.ndarray
-    """float64 [S, r], r = n - window + 1: each window's nRSS."""
-    eps: np.ndarray
-    """float64 [S, r - 1]: relative nRSS e_{i+1} / (e_i + eta)."""
-    pattern: np.ndarray
-    """bool [S, r]: heterogeneous windows."""
-    segmented: np.ndarray
-    """bool [S]"""
-    lo: np.ndarray
-    """int64 [S]: last point of the left segment (-1 when not segmented)."""
-    hi: np.ndarray
-    """int64 [S]: first point of the right segment; equal to ``lo`` for a shared point."""
-    by_split: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
-    """bool [S]: segmented by the global two-segment test, not by the window thresholds."""
-
-    def pattern_string(self, s: int = 0) -> str:
-        return "".join("1" if v else "0" for v in self.pattern[s])
-
-
-def detect_many(
-    p: Sequence[float] | np.ndarray, y: np.ndarray, params: SegmentationParams | None = None
-) -> Detection:
-    """Detect segmentation and locate one change point in every row of ``y`` [S, n]."""
-    prm = params or SegmentationParams()
-    pts = np.asarray(p, dtype=np.float64)
-    ys = np.atleast_2d(np.asarray(y, dtype=np.float64))
-    n, w = pts.shape[0], prm.window
-    if n < prm.min_points:
-        raise AnalysisError(f"need at least {prm.min_points} distinct p for segmentation, got {n}")
-    if np.any(np.diff(pts) <= 0):
-        raise AnalysisError("p must be strictly increasing; sort it and aggregate repetitions")
-    r = n - w + 1
-    nrss = np.empty((ys.shape[0], r))
-    for s in range(r):
-        nrss[:, s] = fit_many(pts[s : s + w], ys[:, s : s + w], prm.criterion).nrss
-    eps = nrss[:, 1:] / (nrss[:, :-1] + prm.eta)
-    band = (nrss[:, 1:] >= prm.homogeneous_below) & (nrss[:, 1:] <= prm.theta)
-    segmented = (nrss.max(axis=1) > prm.theta) | np.any(band & (eps > prm.epsilon), axis=1)
-    if prm.two_sided:
-        fall = nrss[:, :-1] / (nrss[:, 1:] + prm.eta)
-        band_before = (nrss[:, :-1] >= prm.homogeneous_below) & (nrss[:, :-1] <= prm.theta)
-        segmented |= np.any(band_before & (fall > prm.epsilon), axis=1)
-    pattern = nrss >= prm.homogeneous_below
-    lo, hi, clean, first, last = _locate(nrss, pattern, w)
-    if prm.refine:
-        todo = segmented & ~clean
-        if todo.any():
-            rlo = _best_split(pts, ys[todo], first[todo], last[todo], prm)
-            lo[todo] = rlo
-            hi[todo] = rlo + 1
-    by_split = np.zeros_like(segmented)
-    if prm.global_split:
-        todo = np.flatnonzero(pattern.all(axis=1) & ~segmented)
-        if todo.size:
-            gain, c = _global_split(pts, ys[todo], prm)
-            hit = gain > prm.split_gain
-            rows = todo[hit]
-            by_split[rows] = True
-            segmented[rows] = True
-            lo[rows] = c[hit]
-            hi[rows] = c[hit] + 1
-    lo = np.where(segmented, lo, -1)
-    hi = np.where(segmented, hi, -1)
-    return Detection(
-        p=pts, nrss=nrss, eps=eps, pattern=pattern, segmented=segmented, lo=lo, hi=hi,
-        by_split=by_split,
-    )  # fmt: skip
-
-
-def _locate(nrss: np.ndarray, pattern: np.ndarray, w: int) -> tuple[np.ndarray, ...]:
-    """Change point from the run of heterogeneous windows around the worst window.
-
-    Returns (lo, hi, clean, first, last): ``clean`` marks the paper's two cases, and every
-    change between points c and c+1 with ``first <= c <= last`` agrees with the run.
-
-    With windows of w points, a change between points c and c+1 makes windows c-w+2 .. c
-    heterogeneous (w-1 of them, the paper's four ones); a point c shared by both laws makes
-    windows c-w+2 .. c-1 heterogeneous (w-2, the paper's three ones).
-    """
-    S, r = pattern.shape
-    rows = np.arange(S)
-    anchor = np.argmax(np.where(pattern, nrss, -np.inf), axis=1)
-    a = anchor.copy()
-    b = anchor.copy()
-    go_left = np.ones(S, dtype=bool)
-    go_right = np.ones(S, dtype=bool)
-    for _ in range(r):
-        left_ok = go_left & (a - 1 >= 0)
-        left_ok &= pattern[rows, np.maximum(a - 1, 0)]
-        a = np.where(left_ok, a - 1, a)
-        go_left = left_ok
-        right_ok = go_right & (b + 1 <= r - 1)
-        right_ok &= pattern[rows, np.minimum(b + 1, r - 1)]
-        b = np.where(right_ok, b + 1, b)
-        go_right = right_ok
-    length = b - a + 1
-    at_start = a == 0
-    at_end = b == r - 1
-    # Middle of the run: the change sits (w - 1)/2 points after the run's centre window start
-    # (a half-integer means between two points).
-    twice_mid = a + b + w - 1
-    lo = twice_mid // 2
-    hi = (twice_mid + 1) // 2
-    # The paper's two clean cases, when the run is not cut by either end of the data: w - 2 ones
-    # for a shared point, w - 1 ones for a change between two points.
-    inner = ~at_start & ~at_end
-    shared = inner & (length == w - 2)
-    between = inner & (length == w - 1)
-    lo = np.where(shared | between, a + w - 2, lo)
-    hi = np.where(shared, a + w - 2, np.where(between, a + w - 1, hi))
-    # A run cut by one end of the data is read from its other end: the last heterogeneous
-    # window starts on the last point before the change, the first one w - 2 points before it.
-    start_cut = at_start & ~at_end & (length < w - 1)
-    end_cut = at_end & ~at_start & (length < w - 1)
-    lo = np.where(start_cut, b, np.where(end_cut, a + w - 2, lo))
-    hi = np.where(start_cut, b + 1, np.where(end_cut, a + w - 1, hi))
-    n = r + w - 1
-    lo = np.clip(lo, 0, n - 1)
-    hi = np.clip(hi, 0, n - 1)
-    # Every window of the run must straddle the change: a change between c and c+1 lies in
-    # window s when s <= c <= s + w - 2, so c runs from b to a + w - 2 (widened if the run is
-    # longer than the pattern allows, which happens when noise lifts neighbouring windows).
-    first = np.clip(np.minimum(b, a + w - 2), 0, n - 2)
-    last = np.clip(np.maximum(b, a + w - 2), 0, n - 2)
-    clean = shared | between
-    return lo.astype(np.int64), hi.astype(np.int64), clean, first, last
-
-
-def _best_split(
-    pts: np.ndarray, ys: np.ndarray, first: np.ndarray, last: np.ndarray, prm: SegmentationParams
-) -> np.ndarray:
-    """For each row, the c in [first, last] whose two-sided PMNF fit leaves the smallest sum of
-    squared relative residuals (sides of fewer than 3 points fit exactly)."""
-    S, n = ys.shape
-    cost = np.full((S, n - 1), np.inf)
-    for c in range(int(first.min()), int(last.max()) + 1):
-        rows = np.flatnonzero((first <= c) & (c <= last))
-        if rows.size == 0:
-            continue
-        total = np.zeros(rows.size)
-        for sl in (slice(0, c + 1), slice(c + 1, n)):
-            p_side = pts[sl]
-            if p_side.size < 3:
-                continue
-            y_side = ys[rows, sl]
-            fits = fit_many(p_side, y_side, prm.criterion)
-            with np.errstate(divide="ignore", invalid="ignore"):
-                rel = (fits.predict(p_side) - y_side) / np.abs(y_side)
-            total += np.sum(np.where(np.isfinite(rel), rel, 0.0) ** 2, axis=1)
-        cost[rows, c] = total
-    return np.argmin(cost, axis=1).astype(np.int64)
-
-
-def _global_split(
-    pts: np.ndarray, ys: np.ndarray, prm: SegmentationParams
-) -> tuple[np.ndarray, np.ndarray]:
-    """Per row, (gain, c): the single model's leave-one-out error divided by that of the best
-    two-segment model, which splits between points c and c+1."""
-    S, n = ys.shape
-    single = _loo_error(pts, ys, prm)
-    best = np.full(S, np.inf)
-    where = np.zeros(S, dtype=np.int64)
-    m = prm.split_min_side
-    for c in range(m - 1, n - m):
-        cost = _loo_error(pts[: c + 1], ys[:, : c + 1], prm)
-        cost += _loo_error(pts[c + 1 :], ys[:, c + 1 :], prm)
-        better = cost < best
-        best = np.where(better, cost, best)
-        where = np.where(better, c, where)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        gain = np.where(best > 0, single / best, np.where(single > 0, np.inf, 1.0))
-    return gain, where
-
-
-def _loo_error(pts: np.ndarray, ys: np.ndarray, prm: SegmentationParams) -> np.ndarray:
-    """Sum of squared relative leave-one-out residuals of each row's model (a constant below three
-    points, where each point is predicted by the mean of the others)."""
-    n = pts.shape[0]
-    if n >= 3:
-        resid = loo_residuals(fit_many(pts, ys, prm.criterion), ys)
-    else:
-        resid = ys - (ys.sum(axis=1, keepdims=True) - ys) / (n - 1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = resid / np.abs(ys)
-    return np.sum(np.where(np.isfinite(rel), rel, 0.0) ** 2, axis=1)
 
 
 @dataclass(frozen=True)
@@ -393,6 +133,9 @@ class Segmentation:
     window_nrss: np.ndarray = field(default_factory=lambda: np.empty(0))
     by_split: bool = False
     """Segmented by the global two-segment test because no window was homogeneous."""
+    by_bend: bool = False
+    """Segmented by the bend test: every window fits, but no single smooth law over all points
+    does, and its misfit is systematic."""
     notes: tuple[str, ...] = ()
     """What was done to the input and why detection did not run, in words."""
 
@@ -409,6 +152,8 @@ class Segmentation:
             verdict = "segmented" if self.segmented else "not segmented"
             if self.by_split:
                 verdict += " (no homogeneous window; found by the global two-segment test)"
+            if self.by_bend:
+                verdict += " (no single smooth law follows all points; found by the bend test)"
             lines.append(f"window pattern {self.pattern}: {verdict}")
         for cp in self.change_points:
             lines.append(f"change point {cp}")
@@ -424,10 +169,16 @@ def segment(
     p: Sequence[float] | np.ndarray,
     y: Sequence[float] | np.ndarray,
     params: SegmentationParams | None = None,
+    reduce: Literal["median", "min"] = "median",
+    cores: int | None = None,
 ) -> Segmentation:
     """Detect, locate and model the segments of one series m(p).
 
-    Repeated p are reduced to their median; NaN values and non-positive p are dropped with a note.
+    Repeated p are reduced to their median, or to their minimum (``reduce="min"``: for times on
+    a shared machine, where interference only adds time); their spread from below gives the
+    noise level the detector's confirmation uses (``repetition_noise``). NaN values and
+    non-positive p are dropped with a note. ``cores``: the machine's core count, so that advice
+    to measure at more processes than cores says so.
     With fewer than ``min_points`` distinct p the result says how many more to measure instead of
     raising. A constant series is simply not segmented.
     """
@@ -440,25 +191,25 @@ def segment(
     bad_y = ~np.isfinite(raw_y)
     if bad_y.any():
         notes.append(
-            f"dropped {int(bad_y.sum())} NaN/infinite value(s) at p = {_fmt_list(raw_p[bad_y])}"
+            f"dropped {int(bad_y.sum())} NaN/infinite value(s) at p = {fmt_list(raw_p[bad_y])}"
         )
     bad_p = ~np.isfinite(raw_p) | (raw_p <= 0)
     if bad_p.any():
         notes.append(
             f"dropped {int(bad_p.sum())} measurement(s) with non-positive p = "
-            f"{_fmt_list(raw_p[bad_p])}; process counts start at 1"
+            f"{fmt_list(raw_p[bad_p])}; process counts start at 1"
         )
     keep = ~bad_y & ~bad_p
-    pts, vals = aggregate(raw_p[keep], raw_y[keep])
+    pts, vals = aggregate(raw_p[keep], raw_y[keep], reduce)
     if pts.size < keep.sum():
         notes.append(
-            f"reduced {int(keep.sum())} measurements to the median at {pts.size} distinct p"
+            f"reduced {int(keep.sum())} measurements to the {reduce} at {pts.size} distinct p"
         )
     single = fit_many(pts, vals, prm.criterion).model(0) if pts.size >= 3 else None
     if pts.size < prm.min_points:
         notes.append(
             f"need at least {prm.min_points} distinct p for segmentation, got {pts.size}"
-            f" (p = {_fmt_list(pts)}); measure {prm.min_points - pts.size} more"
+            f" (p = {fmt_list(pts)}); measure {prm.min_points - pts.size} more"
         )
         return Segmentation(
             p=pts,
@@ -469,8 +220,9 @@ def segment(
             segments=(Segment(pts, vals, single),),
             notes=tuple(notes),
         )
-    det = detect_many(pts, vals[None, :], prm)
-    cps, segs = _split(pts, vals, prm, det, depth=0)
+    noise = repetition_noise(raw_p[keep], raw_y[keep])
+    det = detect_many(pts, vals[None, :], prm, noise=np.array([noise]))
+    cps, segs = _split(pts, vals, prm, det, depth=0, cores=cores)
     return Segmentation(
         p=pts,
         y=vals,
@@ -481,12 +233,18 @@ def segment(
         pattern=det.pattern_string(0),
         window_nrss=det.nrss[0],
         by_split=bool(det.by_split[0]),
+        by_bend=bool(det.by_bend[0]),
         notes=tuple(notes),
     )
 
 
 def _split(
-    pts: np.ndarray, vals: np.ndarray, prm: SegmentationParams, det: Detection | None, depth: int
+    pts: np.ndarray,
+    vals: np.ndarray,
+    prm: SegmentationParams,
+    det: Detection | None,
+    depth: int,
+    cores: int | None = None,
 ) -> tuple[list[ChangePoint], list[Segment]]:
     """Change points and segments of one series, searching long segments again."""
     if det is None:
@@ -496,10 +254,10 @@ def _split(
     if not det.segmented[0]:
         return [], [_model_segment(pts, vals, prm, side="")]
     lo, hi = int(det.lo[0]), int(det.hi[0])
-    left_cps, left_segs = _split(pts[: lo + 1], vals[: lo + 1], prm, None, depth + 1)
-    right_cps, right_segs = _split(pts[hi:], vals[hi:], prm, None, depth + 1)
-    left_segs[-1] = _with_advice(left_segs[-1], pts, prm, side="left")
-    right_segs[0] = _with_advice(right_segs[0], pts, prm, side="right")
+    left_cps, left_segs = _split(pts[: lo + 1], vals[: lo + 1], prm, None, depth + 1, cores)
+    right_cps, right_segs = _split(pts[hi:], vals[hi:], prm, None, depth + 1, cores)
+    left_segs[-1] = _with_advice(left_segs[-1], pts, prm, "left", cores)
+    right_segs[0] = _with_advice(right_segs[0], pts, prm, "right", cores)
     cp = ChangePoint(float(pts[lo]), float(pts[hi]))
     return [*left_cps, cp, *right_cps], [*left_segs, *right_segs]
 
@@ -513,7 +271,9 @@ def _model_segment(
     return Segment(pts, vals, model)
 
 
-def _with_advice(seg: Segment, all_p: np.ndarray, prm: SegmentationParams, side: str) -> Segment:
+def _with_advice(
+    seg: Segment, all_p: np.ndarray, prm: SegmentationParams, side: str, cores: int | None
+) -> Segment:
     if seg.model is not None:
         return seg
     missing = prm.min_segment_points - seg.p.size
@@ -524,54 +284,16 @@ def _with_advice(seg: Segment, all_p: np.ndarray, prm: SegmentationParams, side:
         f"p = {lo:g}..{hi:g}"
     )
     if extra.size:
-        advice = f"{head}; add measurements at p = {_fmt_list(extra)}"
+        advice = f"{head}; add measurements at p = {fmt_list(extra)}"
+        over = extra[extra > cores] if cores else extra[:0]
+        if over.size:
+            advice += (
+                f" (p = {fmt_list(over)} exceeds the {cores} cores the runs had: those runs "
+                "would be oversubscribed, which is itself a change of behaviour)"
+            )
     else:
         advice = f"{head}, and no other integer p lies there; it cannot be modelled separately"
     return Segment(seg.p, seg.y, None, advice)
-
-
-def suggest_points(all_p: np.ndarray, seg_p: np.ndarray, count: int, side: str) -> np.ndarray:
-    """``count`` new integer p inside or beyond a short segment, following the data's spacing.
-
-    The right-most segment is extended upwards (doubling for powers of two, else the last step);
-    any other segment is filled between its points, then extended away from its neighbour.
-    """
-    have = set(np.round(all_p).astype(int).tolist())
-    new: list[int] = []
-    geometric = all_p.size >= 3 and bool(np.allclose(all_p[1:] / all_p[:-1], all_p[1] / all_p[0]))
-    ratio = float(all_p[1] / all_p[0]) if geometric else 1.0
-    step = float(np.median(np.diff(all_p))) if all_p.size > 1 else 1.0
-
-    def take(v: float) -> None:
-        k = round(v)
-        if k >= 1 and k not in have and len(new) < count:
-            have.add(k)
-            new.append(k)
-
-    lo, hi = float(seg_p[0]), float(seg_p[-1])
-    if side != "right":
-        for a, b in itertools.pairwise(seg_p):
-            take(np.sqrt(a * b) if geometric else (a + b) / 2)
-    cur = hi if side == "right" else lo
-    for _ in range(64):
-        if len(new) >= count:
-            break
-        if side == "right":
-            cur = cur * ratio if geometric else cur + step
-        else:
-            cur = cur / ratio if geometric else cur - step
-            if cur < 1:
-                # Nothing below p = 1: fill between points at ever finer spacing instead.
-                grid = np.linspace(lo, hi, 2 * (count + seg_p.size) + 1)
-                for v in grid:
-                    take(float(v))
-                break
-        take(cur)
-    return np.array(sorted(new), dtype=np.float64)
-
-
-def _fmt_list(a: np.ndarray) -> str:
-    return ", ".join(f"{v:g}" for v in np.asarray(a).ravel())
 
 
 __all__ = [
@@ -584,6 +306,7 @@ __all__ = [
     "SegmentationParams",
     "detect_many",
     "model_segments_many",
+    "repetition_noise",
     "segment",
     "suggest_points",
 ]

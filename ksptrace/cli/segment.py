@@ -38,6 +38,13 @@ def register(sub: Any) -> None:
     )
     p.add_argument("--no-plots", action="store_true", help="skip the PNG plots")
     p.add_argument(
+        "--reduce",
+        choices=("min", "median"),
+        default="min",
+        help="how repetitions at one P become one value (default min: interference only adds "
+        "time; see docs/segmentation.md)",
+    )
+    p.add_argument(
         "--metrics",
         default=",".join(m[0] for m in METRICS),
         help="comma-separated metrics to model (default: all of "
@@ -86,7 +93,9 @@ def main(args: argparse.Namespace) -> int:
     check_destination(out, EARLIER)
     traces = read_good(list(args.traces))
     with staged_directory(out, EARLIER) as folder:
-        report = write_segment_report(folder, traces, params, metrics, plots=not args.no_plots)
+        report = write_segment_report(
+            folder, traces, params, metrics, plots=not args.no_plots, reduce=args.reduce
+        )
     for text in report.texts:
         print(text)
     print(f"report: {out / 'segment.md'}, {out / 'segment.html'}, {out / 'segment.json'}")

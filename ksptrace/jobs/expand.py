@@ -10,6 +10,7 @@ minute and gigabytes to expand) unless the caller allows it.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import itertools
 import json
@@ -93,7 +94,8 @@ def check_size(cf: CampaignFile, allow_large: bool) -> int:
 
 
 def expand_runs(cf: CampaignFile) -> tuple[RunSpec, ...]:
-    """Every run of the campaign, in sweep order (first key outermost), repetitions innermost."""
+    """Every run of the campaign, in sweep order (first key outermost), repetitions innermost;
+    with ``interleave``, repetitions outermost (rounds over the whole sweep)."""
     sweep_axes = axes(cf.sweep, cf.campaign["zip"])
     repetitions = int(cf.campaign["repetitions"])
     runs: list[RunSpec] = []
@@ -119,6 +121,9 @@ def expand_runs(cf: CampaignFile) -> tuple[RunSpec, ...]:
             kept = tuple((k, v) for k, v in params.items() if k != "kind")
             runs.append(RunSpec(run_id=rid, index=len(runs), nprocs=nprocs, repetition=rep,
                                 params=kept, petsc_options=cf.petsc_options, kind=kind))
+    if cf.campaign.get("interleave"):
+        rounds = sorted(runs, key=lambda r: (r.repetition, r.index))
+        runs = [dataclasses.replace(r, index=k) for k, r in enumerate(rounds)]
     return tuple(runs)
 
 

@@ -41,6 +41,8 @@ CAMPAIGN_KEYS: tuple[Param, ...] = (
     Param("output", str, "runs", "folder for traces, logs, state and scripts (relative to file)"),
     Param("repetitions", int, 1, "how many times each configuration is run", minimum=1),
     Param("oversubscribe", bool, False, "allow more ranks than cores (local backend)"),
+    Param("interleave", bool, False, "run repetitions in rounds (every configuration once, then "
+          "again), so a burst of load on a shared machine spreads over configurations"),
     Param("setup", list, [], "shell lines run before each run (module load, export, ...)"),
     Param("command", str, "ksptrace", "how a job starts ksptrace, split like a shell command line"),
     Param("zip", list, [], "groups of sweep keys whose lists vary together: [['n', 'nprocs']]"),

@@ -71,8 +71,12 @@ def test_unsegmented_series_are_not_flagged() -> None:
 
 
 def test_thresholds_are_parameters() -> None:
-    strict = SegmentationParams(epsilon=1e30, theta=10.0)
+    strict = SegmentationParams(epsilon=1e30, theta=10.0, bend_test=False)
     assert not segment(P10, WORKED, strict).segmented
+    # the bend test alone still sees the kink: no single smooth law follows p^2 then 30 + p
+    bend = segment(P10, WORKED, SegmentationParams(epsilon=1e30, theta=10.0))
+    assert bend.segmented
+    assert bend.by_bend
     assert segment(P10, WORKED, SegmentationParams(theta=0.15)).segmented
 
 

@@ -30,6 +30,17 @@ def test_cartesian_product_and_repetitions(write_campaign: Write) -> None:
     assert [r.index for r in spec.runs] == list(range(len(spec.runs)))
 
 
+def test_interleave_runs_repetitions_in_rounds(write_campaign: Write) -> None:
+    text = "[campaign]\nrepetitions = 3\n{}[sweep]\nnprocs = [1, 2, 4]\n"
+    plain = load_spec(write_campaign(text.format("")))
+    rounds = load_spec(write_campaign(text.format("interleave = true\n")))
+    assert [(r.repetition, r.nprocs) for r in rounds.runs] == [
+        (rep, p) for rep in range(3) for p in (1, 2, 4)]
+    assert [r.index for r in rounds.runs] == list(range(9))
+    # the same runs (same ids: a campaign resumes across the change), only in another order
+    assert {r.run_id for r in rounds.runs} == {r.run_id for r in plain.runs}
+
+
 def test_zip_varies_keys_together(write_campaign: Write) -> None:
     spec = load_spec(write_campaign(
         "[campaign]\nzip = [['n', 'nprocs']]\n"
