@@ -20,7 +20,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ksptrace.errors import AnalysisError
 from ksptrace.trace.model import FOREIGN_LOAD_LIMIT, Trace
+
+UNDISTURBED_QUANTILE = 0.05
+"""The quantile over iterations that :func:`undisturbed_time` takes (see there)."""
 
 SPREAD_LIMIT = 0.05
 """Two fastest repetitions further apart than this (relative) call for more repetitions."""
@@ -30,6 +34,29 @@ def _num(value: object) -> float | None:
     if isinstance(value, int | float) and not isinstance(value, bool):
         return float(value)
     return None
+
+
+def undisturbed_time(times: np.ndarray, q: float = UNDISTURBED_QUANTILE) -> float:
+    """K times the ``q`` quantile over iterations of the slowest rank's iteration time.
+
+    ``times`` is [P, K] (T_p^k). An iteration lasts as long as its slowest rank, b_k =
+    max_p T_p^k. A process outside the job takes a core in time slices of milliseconds, longer
+    than an iteration of these solves, so it disturbs some iterations and leaves the others
+    alone: a low quantile of b_k is the cost of an undisturbed iteration. Oversubscription is
+    different: with more ranks than cores there is never a moment when all ranks run, so
+    every iteration pays for it and the low quantile rises with it. Measured on this machine
+    (docs/segmentation.md): beside one busy process pinned to a core, the KSPSolve time jumps
+    between p = 1 and 2, this value stays flat to p = 2 and jumps between 2 and 3, where the
+    ranks outnumber the cores. The 5 % quantile rather than the minimum, so that one
+    iteration's lucky timer reading does not set it.
+    """
+    t = np.asarray(times, dtype=np.float64)
+    if t.ndim != 2 or t.size == 0:
+        raise AnalysisError(f"iteration times must be a non-empty [P, K] matrix, got {t.shape}")
+    if not 0.0 <= q <= 1.0:
+        raise AnalysisError(f"the quantile must be in [0, 1], got {q}")
+    slowest = t.max(axis=0)
+    return float(slowest.size * np.quantile(slowest, q))
 
 
 @dataclass(frozen=True)

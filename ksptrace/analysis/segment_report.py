@@ -3,9 +3,11 @@ the files that show it (plots, ``segment.json``, ``segment.md``, ``segment.html`
 
 Traces are grouped by (problem, ksp); within a group every trace is one measurement at its P
 (traces at the same P are repetitions, reduced to their minimum by default: see
-:mod:`ksptrace.analysis.segment_load` for why, and for the load and spread notes). Three metrics
-are modelled over P: the KSPSolve time (slowest rank), the mean iteration time (over ranks and
-iterations) and the Johnson SU location of a_k (each iteration's fastest rank). For each group
+:mod:`ksptrace.analysis.segment_load` for why, and for the load and spread notes). Four metrics
+are modelled over P: the undisturbed time (K times a low quantile of each iteration's slowest
+rank, which a busy process beside the job leaves alone), the KSPSolve time (slowest rank), the
+mean iteration time (over ranks and iterations) and the Johnson SU location of a_k (each
+iteration's fastest rank). For each group
 and metric the report gives the data, the single PMNF model, the change point and the segment
 models, as a plot, as text in Extra-P's notation, in ``segment.json``, ``segment.md`` and
 ``segment.html``, and as an Extra-P text input file. Writing goes into a folder the caller
@@ -25,7 +27,7 @@ from typing import Any, Literal
 import numpy as np
 
 from ksptrace.analysis.extrap_export import ExtrapSeries, group_repetitions, to_extrap_text
-from ksptrace.analysis.segment_load import SweepLoad, sweep_load
+from ksptrace.analysis.segment_load import SweepLoad, sweep_load, undisturbed_time
 from ksptrace.analysis.segmentation import Segmentation, SegmentationParams, segment
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.trace.model import Trace
@@ -40,6 +42,8 @@ def johnsonsu_location(trace: Trace) -> float:
 
 
 METRICS: tuple[tuple[str, str, Callable[[Trace], float]], ...] = (
+    ("undisturbed_time", "K x 5 % quantile of the slowest rank's iteration time [s]",
+     lambda t: undisturbed_time(t.iteration_seconds)),
     ("solve_time", "KSPSolve time [s]", lambda t: t.solve_max),
     ("mean_iteration_time", "mean iteration time [s]", lambda t: float(t.iteration_seconds.mean())),
     ("johnsonsu_loc_ak", "Johnson SU location of a_k [s]", johnsonsu_location),

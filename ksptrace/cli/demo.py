@@ -101,7 +101,7 @@ def main(args: argparse.Namespace) -> int:
         scaling = _campaign(args.scaling, out / "scaling")
         code = segment.main(parser.parse_args(
             ["segment", *map(str, scaling), "--out", str(out / "segment"),
-             "--metrics", "solve_time,mean_iteration_time"]))
+             "--metrics", "undisturbed_time,solve_time,mean_iteration_time"]))
         if code != 0:
             return code
     print(f"\nreport: {out / 'report' / 'report.html'}")

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 
 from ksptrace.analysis.extrap_export import ExtrapSeries, group_repetitions, to_extrap_text
+from ksptrace.analysis.segment_report import METRICS
 from ksptrace.cli.main import main
 from ksptrace.errors import AnalysisError
 from ksptrace.trace.io import write_trace
@@ -62,7 +63,8 @@ def test_oversubscription_change_is_found(
     assert main(["segment", *paths, "--out", str(out)]) == 0  # all three metrics
     report = json.loads((out / "segment.json").read_text())
     by_metric = {s["metric"]: s for s in report["series"]}
-    assert set(by_metric) == {"solve_time", "mean_iteration_time", "johnsonsu_loc_ak"}
+    assert set(by_metric) == {"undisturbed_time", "solve_time", "mean_iteration_time",
+                              "johnsonsu_loc_ak"}
     solve = by_metric["solve_time"]
     assert solve["segmented"]
     (cp,) = solve["change_points"]
@@ -105,7 +107,7 @@ def test_too_few_process_counts_is_a_message(
     out = tmp_path / "r"
     assert main(["segment", *paths, "--out", str(out), "--no-plots"]) == 0
     text = capsys.readouterr().out
-    assert text.count("need at least 6 distinct p") == 3  # one per series
+    assert text.count("need at least 6 distinct p") == len(METRICS)  # one per series
     assert "Traceback" not in text
     record = json.loads((out / "segment.json").read_text())["series"][0]
     assert not record["detection_ran"]
