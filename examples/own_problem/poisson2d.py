@@ -27,7 +27,7 @@ class Poisson2D(ProblemInstance):
         self.da, self.A, self._ksp = da, A, ksp
         self.b, self.x = da.createGlobalVec(), da.createGlobalVec()
         self.n_global = A.getSize()[0]
-        self.nnz = int(A.getInfo()["nz_used"])
+        self.nnz = int(A.getInfo(A.InfoType.GLOBAL_SUM)["nz_used"])
         self.set_rhs(1)
 
     @property
@@ -62,7 +62,8 @@ def build(comm: Any, n: int, options: Mapping[str, Any]) -> Poisson2D:
 
     nx = options.get("nx") or max(3, round(math.sqrt(n)))
     ny = options.get("ny") or nx
-    da = PETSc.DMDA().create([nx, ny], stencil_width=1, comm=comm)
+    da = PETSc.DMDA().create([nx, ny], stencil_width=1, stencil_type=PETSc.DMDA.StencilType.STAR,
+                             comm=comm)
     A = da.createMatrix()
     hx2, hy2 = (nx - 1) ** 2, (ny - 1) ** 2  # 1/h^2
     row, col = PETSc.Mat.Stencil(), PETSc.Mat.Stencil()
