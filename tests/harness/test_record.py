@@ -118,3 +118,35 @@ def test_the_ksp_inside_a_ts_is_recorded_at_every_step(
     assert trace.solves is not None
     assert trace.solves.count == rows["ts"]["steps"] == 4
     assert int(trace.solves.petsc_iterations.sum()) == rows["ts"]["linear"]
+
+
+@pytest.mark.parametrize("pool", [False, True], ids=["each", "pooled"])
+def test_ksptrace_analyze_reports_on_recorded_traces(
+    recorded: tuple[int, Path, dict[str, dict[str, object]]], tmp_path: Path, pool: bool
+) -> None:
+    from ksptrace.cli.main import main
+
+    nprocs, out, _ = recorded
+    loop = read_trace(out / "loop.h5")
+    assert loop.solves is not None
+    args = ["analyze", str(out / "loop.h5"), str(out / "snes.h5"), "--out", str(tmp_path / "r"),
+            "--no-figures", "--no-cache", "--quiet", "--mc-runs", "2", "--candidates", "norm"]
+    assert main([*args, "--pool-solves"] if pool else args) == 0
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    names = [Path(t["trace"]).name for t in summary["traces"]]
+    rows = [t for t in summary["traces"] if Path(t["trace"]).name.startswith("loop.h5#")]
+    lengths = loop.solves.iterations.tolist()
+    if pool:  # one configuration per length, the solves of that length one after the other
+        expected = {f"loop.h5#solve=K={k} x {lengths.count(k)}": k * lengths.count(k)
+                    for k in set(lengths)}
+    else:  # each solve a configuration, predicted from its own iteration count
+        expected = {f"loop.h5#solve={s}": k for s, k in enumerate(lengths)}
+    assert {Path(t["trace"]).name: t["iterations"] for t in rows} == expected
+    for t in rows:
+        assert t["nprocs"] == nprocs
+        assert t["kspsolve"] > 0
+        assert t["iterations_kept"] == t["iterations"]
+    snes = read_trace(out / "snes.h5")
+    assert snes.solves is not None
+    assert len([n for n in names if n.startswith("snes.h5#")]) == (
+        len(set(snes.solves.iterations.tolist())) if pool else snes.solves.count)
