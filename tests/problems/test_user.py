@@ -206,3 +206,42 @@ def test_an_entry_point_problem_is_listed_and_runs(ksptrace_cli, tmp_path: Path)
     assert proc.returncode == 0, proc.stderr
     (trace,) = (read_trace(p) for p in tmp_path.glob("*.h5"))
     assert trace.attrs["problem"] == "poisson2d-ep"
+
+
+def test_the_example_campaign_sweeps_the_problem_parameters(
+    monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ksptrace.jobs.expand import load_spec
+
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    spec = load_spec(EXAMPLE / "campaign.toml")
+    assert {r.param("problem") for r in spec.runs} == {"poisson2d:build"}
+    assert sorted({r.param("nx") for r in spec.runs}) == [48, 64]
+    assert len({r.run_id for r in spec.runs}) == len(spec.runs) == 8
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [1, 2])
+def test_the_example_time_loop_records_every_step(tmp_path: Path, nprocs: int) -> None:
+    import shutil
+    import subprocess
+
+    from tests.conftest import solver_env
+
+    mpiexec = shutil.which("mpiexec")
+    if mpiexec is None:
+        pytest.skip("mpiexec not found")
+    path = tmp_path / "loop.h5"
+    proc = subprocess.run(
+        [mpiexec, "-n", str(nprocs), sys.executable, str(EXAMPLE / "timeloop.py"), str(path),
+         "-ksp_type", "cg"], env=solver_env(PYTHONPATH=f"{EXAMPLE}:{ROOT}"), cwd=ROOT,
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    printed = [int(line.split()[2]) for line in proc.stdout.splitlines()
+               if line.startswith("step ")]
+    trace = read_trace(path)
+    assert trace.solves is not None
+    assert trace.solves.iterations.tolist() == printed
+    assert len(printed) == 5
+    assert len(set(printed)) > 1
+    assert trace.attrs["problem"] == "poisson2d-timeloop"
