@@ -99,7 +99,7 @@ class Recorder:
         self._stamps: list[np.ndarray] = []
         self._norms: list[np.ndarray] = []
         self._seconds: list[float] = []
-        self._reasons: list[str] = []
+        self._reasons: list[int] = []
         self._its: list[int] = []
         self._before = 0.0
         self._error: KsptraceError | None = None
@@ -153,19 +153,17 @@ class Recorder:
     def _post(self, *_: Any) -> int:
         try:
             seconds = self._event.getPerfInfo()["time"] - self._before
-            seen = np.flatnonzero(~np.isnan(self.monitor.stamps))
-            if seen.size == 0:
-                raise SolverError(
-                    f"KSP type {self.ksp.getType()} reported no iteration to the monitor; "
-                    "ksptrace.record needs a Krylov method")
-            last = int(seen[-1])
-            stamps, norms = self.monitor.recorded(last, self.ksp.getType())
+            its = int(self.ksp.getIterationNumber())
+            last = self._last_call(its)
+            st = self.monitor.stamps
+            if self.monitor.beyond[0] or np.isnan(st[: last + 1]).any():
+                self.monitor.check(self.ksp.getType(), last)  # raises, saying why
+            stamps, norms = st[: last + 1].copy(), self.monitor.norms[: last + 1].copy()
             self._stamps.append(stamps)
             self._norms.append(norms)
             self._seconds.append(seconds)
-            self._reasons.append(_reason_name(PETSc.KSP.ConvergedReason,
-                                              int(self.ksp.getConvergedReason())))
-            self._its.append(int(self.ksp.getIterationNumber()))
+            self._reasons.append(int(self.ksp.getConvergedReason()))  # named at the end
+            self._its.append(its)
             self.monitor.stamps[: last + 1] = np.nan
             self.monitor.norms[: last + 1] = np.nan
         except KsptraceError as exc:
@@ -173,6 +171,18 @@ class Recorder:
         except BaseException as exc:  # nothing may escape into PETSc's C code
             self._fail(SolverError(f"ksptrace.record: {type(exc).__name__}: {exc}"))
         return 0
+
+    def _last_call(self, its: int) -> int:
+        """The last iteration number the monitor saw: usually PETSc's count, else found."""
+        st = self.monitor.stamps
+        if its < st.shape[0] and not np.isnan(st[its]) and (
+                its + 1 == st.shape[0] or np.isnan(st[its + 1])):
+            return its
+        seen = np.flatnonzero(~np.isnan(st))
+        if seen.size == 0:
+            raise SolverError(f"KSP type {self.ksp.getType()} reported no iteration to the "
+                              "monitor; ksptrace.record needs a Krylov method")
+        return int(seen[-1])
 
     def _fail(self, error: KsptraceError) -> None:
         self._error = self._error or error
@@ -225,7 +235,10 @@ class Recorder:
             assert rows is not None
             offsets = np.concatenate([[0], np.cumsum(lengths)])
             seconds = np.stack([r[1] for r in rows])
-            solves = Solves(offsets, seconds, tuple(self._reasons), np.array(self._its))
+            names = {code: _reason_name(PETSc.KSP.ConvergedReason, code)
+                     for code in set(self._reasons)}
+            solves = Solves(offsets, seconds, tuple(names[c] for c in self._reasons),
+                            np.array(self._its))
             try:
                 trace = Trace(np.stack([r[0] for r in rows]), np.concatenate(self._norms),
                               np.array(self.layout.node_ids), tuple(r[2] for r in rows),
