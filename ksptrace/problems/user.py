@@ -10,8 +10,8 @@ the solver processes:
 
 A function's parameters are its ``params`` attribute, or else the module's ``PARAMS``; its help
 is the first line of its docstring, or else of the module's. The module is imported before
-PETSc starts (ksptrace passes PETSc its options first), so it must not start PETSc itself when
-imported: ``from petsc4py import PETSc`` goes inside ``build``. This module is pure.
+PETSc starts (ksptrace passes PETSc its options first), so it must not start PETSc or MPI itself
+when imported: ``from petsc4py import PETSc`` goes inside ``build``. This module is pure.
 """
 
 from __future__ import annotations
@@ -94,8 +94,14 @@ def from_entry_point(name: str) -> ProblemInfo | None:
     return declaration(name, module, attr)
 
 
+STARTERS = {"petsc4py.PETSc": ("PETSc", "from petsc4py import PETSc"),
+            "mpi4py.MPI": ("MPI", "from mpi4py import MPI")}
+"""Modules whose import starts PETSc or MPI: a problem module must not import them at its top,
+or ksptrace could give PETSc no options, and mpiexec could not start from that process."""
+
+
 def _import(what: str, modname: str) -> ModuleType:
-    petsc_before = "petsc4py.PETSc" in sys.modules
+    before = {name for name in STARTERS if name in sys.modules}
     try:
         module = importlib.import_module(modname)
     except Exception as exc:  # any failure of foreign code is a bad problem name
@@ -104,12 +110,13 @@ def _import(what: str, modname: str) -> ModuleType:
             f"problem '{what}': module '{modname}' does not import ({type(exc).__name__}: "
             f"{reason}); check the name and that its folder is on PYTHONPATH"
         ) from None
-    if not petsc_before and "petsc4py.PETSc" in sys.modules:
-        raise UsageError(
-            f"problem '{what}': importing module '{modname}' starts PETSc, before ksptrace "
-            "can give PETSc its options; move 'from petsc4py import PETSc' into the build "
-            "function (see docs/own-solver.md)"
-        )
+    for name, (started, line) in STARTERS.items():
+        if name not in before and name in sys.modules:
+            raise UsageError(
+                f"problem '{what}': importing module '{modname}' starts {started}, before "
+                f"ksptrace can give PETSc its options; move '{line}' into the build function "
+                "(see docs/own-solver.md)"
+            )
     return module
 
 

@@ -103,15 +103,18 @@ def test_user_params_are_campaign_keys_and_part_of_the_run_id(
     assert "--widths" in spec.runs[0].run_args()
 
 
-def test_a_module_that_starts_petsc_on_import_is_refused(ksptrace_cli, tmp_path: Path) -> None:  # type: ignore[no-untyped-def]
-    (tmp_path / "eager_i16.py").write_text("from petsc4py import PETSc\ndef build(c, n, o):\n"
-                                           "    return None\n")
+@pytest.mark.parametrize(("line", "started"), [("from petsc4py import PETSc", "PETSc"),
+                                               ("from mpi4py import MPI", "MPI")])
+def test_a_module_that_starts_petsc_on_import_is_refused(  # type: ignore[no-untyped-def]
+    ksptrace_cli, tmp_path: Path, line: str, started: str
+) -> None:
+    (tmp_path / "eager_i16.py").write_text(f"{line}\ndef build(c, n, o):\n    return None\n")
     proc = ksptrace_cli("run", "--problem", "eager_i16:build", "--out", str(tmp_path),
                         PYTHONPATH=str(tmp_path))
     assert proc.returncode == 2
     assert proc.stderr.strip().splitlines() == [
-        "ksptrace: error: problem 'eager_i16:build': importing module 'eager_i16' starts PETSc, "
-        "before ksptrace can give PETSc its options; move 'from petsc4py import PETSc' into the "
+        f"ksptrace: error: problem 'eager_i16:build': importing module 'eager_i16' starts "
+        f"{started}, before ksptrace can give PETSc its options; move '{line}' into the "
         "build function (see docs/own-solver.md)"]
     assert not list(tmp_path.glob("*.h5"))
 
