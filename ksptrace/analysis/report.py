@@ -30,6 +30,7 @@ from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.outputs import check_destination, staged_directory
 from ksptrace.trace.io import iter_traces
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS, Trace
+from ksptrace.trace.solves import split
 
 
 class Reporter(Protocol):
@@ -73,7 +74,7 @@ class Analysed:
 @dataclass(frozen=True)
 class Several:
     """What a trace of several solves gave: one result per solve, or per pooled length
-    (:meth:`ksptrace.trace.model.Trace.solve_traces`)."""
+    (:func:`ksptrace.trace.solves.split`)."""
 
     path: str
     parts: tuple[Analysed | Skipped, ...]
@@ -144,7 +145,7 @@ def analyse_one(
     trace = item
     if trace.solves is not None:
         parts = [analyse_one(part, opt, with_figures, tick)
-                 for part in trace.solve_traces(opt.pool_solves)]
+                 for part in split(trace, opt.pool_solves)]
         return Several(trace.path or trace.label,
                        tuple(p for p in parts if isinstance(p, Analysed | Skipped)))
     name = trace.path or trace.label

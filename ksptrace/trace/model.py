@@ -48,7 +48,7 @@ CONFIG_KEYS: tuple[str, ...] = (
 )
 """Attributes that define a configuration: traces that agree on all of them may be pooled.
 
-``solve`` is the index of one solve of a trace of several (:meth:`Trace.solve_traces`), so that
+``solve`` is the index of one solve of a trace of several (:func:`ksptrace.trace.solves.split`), so that
 each solve is a configuration of its own unless solves of equal length are pooled."""
 FOREIGN_LOAD_LIMIT = 0.10
 """A solve during which other processes used more than this share of a node's CPU capacity
@@ -274,56 +274,6 @@ class Trace:
             t = np.delete(t, self.solves.offsets[1:-1] - 1, axis=1)
         t.setflags(write=False)
         return t
-
-    def solve_traces(self, pool: bool = False) -> tuple[Trace, ...]:
-        """Each solve of a trace of several as a trace of its own (``self`` alone otherwise).
-
-        A solve's attributes say which it is (``solve``: its index), its length
-        (``iterations``, also ``iterations_done``), its converged reason and its KSPSolve times;
-        solves without an iteration are left out. With ``pool``, the solves of each length K
-        make one trace instead: their iterations one after the other (each solve's call 0
-        moved onto the previous solve's last stamp, so no gap between solves is timed), their
-        KSPSolve times summed, and ``solve`` says ``"K=10 x 4"`` (4 solves of 10 iterations).
-        """
-        if self.solves is None:
-            return (self,)
-        s = self.solves
-        lengths = s.iterations
-        if not pool:
-            groups = [[i] for i in range(s.count) if lengths[i] >= 1]
-        else:
-            groups = [list(np.flatnonzero(lengths == k)) for k in np.unique(lengths) if k >= 1]
-        return tuple(self._solves_trace([int(i) for i in g], pool) for g in groups)
-
-    def _solves_trace(self, picked: list[int], pool: bool) -> Trace:
-        """The trace of the solves ``picked`` (one, or several of equal length)."""
-        s = self.solves
-        assert s is not None
-        spans = [(int(s.offsets[i]), int(s.offsets[i + 1])) for i in picked]
-        if len(spans) == 1:
-            a, b = spans[0]
-            stamps, norms = self.stamps[:, a:b], self.residual_norms[a:b]
-        else:  # each later solve without its call 0, its steps laid after the previous end
-            steps = np.concatenate([np.diff(self.stamps[:, a:b], axis=1) for a, b in spans],
-                                   axis=1)
-            stamps = np.concatenate([self.stamps[:, spans[0][0]:spans[0][0] + 1],
-                                     self.stamps[:, spans[0][0]:spans[0][0] + 1]
-                                     + np.cumsum(steps, axis=1)], axis=1)
-            norms = np.concatenate([self.residual_norms[spans[0][0]:spans[0][0] + 1],
-                                    *(self.residual_norms[a + 1:b] for a, b in spans)])
-        seconds = s.seconds[:, picked].sum(axis=1)
-        k = int(stamps.shape[1] - 1)
-        reasons = sorted({s.reasons[i] for i in picked})
-        attrs = dict(self.attrs)
-        attrs.update(
-            iterations=k, iterations_done=k, monitor_calls=k + 1,
-            petsc_iterations=int(s.petsc_iterations[picked].sum()),
-            converged_reason=",".join(reasons), solve_max=float(seconds.max()),
-            solve_min=float(seconds.min()), solve_mean=float(seconds.mean()),
-            solve=f"K={k // len(picked)} x {len(picked)}" if pool else picked[0],
-        )
-        path = None if self.path is None else f"{self.path}#solve={attrs['solve']}"
-        return Trace(stamps, norms, self.node_ids, self.hostnames, seconds, attrs, path)
 
     @property
     def n_nodes(self) -> int:

@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from ksptrace.trace.io import read_trace
+from ksptrace.trace.solves import split
 from tests.conftest import ROOT, solver_env
 
 pytestmark = [pytest.mark.mpi, pytest.mark.usefixtures("require_petsc")]
@@ -59,7 +60,7 @@ def test_every_solve_of_a_loop_has_its_own_iteration_count(
     assert trace.attrs["recorded"] is True
     assert trace.attrs["ksp"] == "cg"
     # each solve's KSPSolve time (PETSc's event log) holds its stamped iterations
-    for s, one in enumerate(trace.solve_traces()):
+    for s, one in enumerate(split(trace)):
         assert one.attrs["solve"] == s
         assert one.iterations == its[s]
         span = one.stamps[:, -1] - one.stamps[:, 0]

@@ -11,6 +11,7 @@ import pytest
 from ksptrace.errors import TraceError
 from ksptrace.trace.io import read_trace, write_trace
 from ksptrace.trace.model import Solves, Trace
+from ksptrace.trace.solves import split
 
 LENGTHS = (4, 0, 7, 4, 2)
 DATA = Path(__file__).resolve().parents[1] / "data" / "trace"
@@ -57,12 +58,12 @@ def test_round_trip_is_schema_3_and_keeps_every_solve(tmp_path: Path) -> None:
 def test_old_traces_still_read() -> None:
     old = read_trace(DATA / "schema1.h5")
     assert old.solves is None
-    assert old.solve_traces() == (old,)
+    assert split(old) == (old,)
 
 
 def test_each_solve_is_a_trace_of_its_own() -> None:
     trace = several("f.h5")
-    parts = trace.solve_traces()
+    parts = split(trace)
     assert [p.attrs["solve"] for p in parts] == [0, 2, 3, 4]  # solve 1 did no iteration
     assert [p.iterations for p in parts] == [4, 7, 4, 2]
     assert parts[1].attrs["converged_reason"] == "DIVERGED_ITS"
@@ -73,7 +74,7 @@ def test_each_solve_is_a_trace_of_its_own() -> None:
 
 def test_pooling_joins_the_solves_of_equal_length() -> None:
     trace = several()
-    pooled = {p.attrs["solve"]: p for p in trace.solve_traces(pool=True)}
+    pooled = {p.attrs["solve"]: p for p in split(trace, pool=True)}
     assert set(pooled) == {"K=2 x 1", "K=4 x 2", "K=7 x 1"}
     four = pooled["K=4 x 2"]
     t = trace.iteration_seconds
