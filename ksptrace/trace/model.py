@@ -48,8 +48,8 @@ CONFIG_KEYS: tuple[str, ...] = (
 )
 """Attributes that define a configuration: traces that agree on all of them may be pooled.
 
-``solve`` is the index of one solve of a trace of several (:func:`ksptrace.trace.solves.split`), so that
-each solve is a configuration of its own unless solves of equal length are pooled."""
+``solve`` is the index of one solve of a trace of several (:func:`ksptrace.trace.solves.split`),
+so that each solve is a configuration of its own unless solves of equal length are pooled."""
 FOREIGN_LOAD_LIMIT = 0.10
 """A solve during which other processes used more than this share of a node's CPU capacity
 (trace attribute ``foreign_cpu_share``) is reported and flagged as contaminated."""
