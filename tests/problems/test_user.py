@@ -190,6 +190,7 @@ def test_the_example_problem_runs_from_a_campaign(ksptrace_cli, tmp_path: Path) 
 
 ENTRY = """[ksptrace.problems]
 poisson2d-ep = poisson2d:build
+broken-ep = nosuch_module_i16:build
 """
 
 
@@ -204,6 +205,9 @@ def test_an_entry_point_problem_is_listed_and_runs(ksptrace_cli, tmp_path: Path)
     assert listed.returncode == 0
     assert "poisson2d-ep:" in listed.stdout
     assert "--nx" in listed.stdout
+    assert ("broken-ep: cannot be loaded: problem 'broken-ep (entry point nosuch_module_i16:build)"
+            "': module 'nosuch_module_i16' does not import") in listed.stdout
+    assert "laplace1d:" in listed.stdout
     proc = ksptrace_cli("run", "--problem", "poisson2d-ep", "--n", "100", "--iterations", "5",
                         "--np", "1", "--out", str(tmp_path), PYTHONPATH=path)
     assert proc.returncode == 0, proc.stderr
