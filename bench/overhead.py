@@ -41,6 +41,7 @@ def _summary(per_rank: int, nprocs: int, iterations: int, repeats: int, target: 
         "plain_median_s": float(np.median(without_m)),
         "ratio_median": ratio,
         "ratio_of_medians": float(np.median(with_m) / np.median(without_m)),
+        "ratio_of_minima": float(np.min(with_m) / np.min(without_m)),
         "ratio_quartiles": [float(np.percentile(ratios, 25)),
                             float(np.percentile(ratios, 75))],
         "per_iteration_overhead_us": float(
@@ -65,6 +66,38 @@ def _interleaved(timed: Any, a: Any, b: Any, repeats: int
         without_m.append(tb)
         ratios.append(ta / tb)
     return with_m, without_m, ratios
+
+
+def _hook_cost(ksptrace: Any, setup: tuple[Any, ...], folder: str, mpicomm: Any
+               ) -> dict[str, float]:
+    """What record adds per solve (its pre- and post-solve hooks, the copy of the stamps) and
+    per iteration (the monitor's callback, without petsc4py's dispatch), in-process: the
+    minimum of several batches, which a loaded machine disturbs least."""
+    import time
+
+    _, iterations, _, _, problem, _, _, kspC, _ = setup
+    with ksptrace.record(kspC, Path(folder) / "hooks.h5", comm=mpicomm) as rec:
+        problem.reset()
+        kspC.solve(problem.rhs, problem.solution)  # PETSc's iteration count is now K
+        batches = []
+        for _ in range(7):
+            spent = 0.0
+            for _ in range(50):
+                rec.monitor.stamps[: iterations + 1] = 1.0  # as the monitor leaves them
+                t0 = time.perf_counter()
+                rec._pre()
+                rec._post()
+                spent += time.perf_counter() - t0
+            batches.append(spent / 50)
+        callback, calls = rec.monitor.callback, []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            for k in range(iterations):
+                callback(None, k, 1.0)
+            calls.append((time.perf_counter() - t0) / iterations)
+        rec.monitor.stamps[: iterations + 1] = 1.0
+    return {"iterations": iterations, "hooks_per_solve_us": min(batches) * 1e6,
+            "monitor_call_us": min(calls) * 1e6}
 
 
 def measure() -> None:
@@ -119,6 +152,7 @@ def measure() -> None:
         case["logged_plain_vs_unlogged_plain"] = (
             case["plain_median_s"] / results[i]["plain_median_s"])
         recorded.append(case)
+    hooks = _hook_cost(ksptrace, setups[-1], folder, mpicomm)
     for _, _, _, _, problem, _, kspB, kspC, _ in setups:
         kspB.destroy()
         kspC.destroy()
@@ -132,12 +166,15 @@ def measure() -> None:
             "record_note": "ksptrace.record's monitor and pre/post-solve hooks vs the same "
                            "solve without them, both with PETSc's event log on (record turns "
                            "it on)",
+            "record_hooks": hooks,
             "loadavg_after": list(load)}, indent=2) + "\n")
         for label, rows in (("monitor", results), ("ksptrace.record", recorded)):
             for c in rows:
                 print(f"{label}: {c['unknowns_per_rank']:>7} unknowns/rank: ratio "
                       f"{c['ratio_median']:.4f} (target {c['target']}), "
                       f"{c['per_iteration_overhead_us']:.2f} us/iteration")
+        print(f"ksptrace.record hooks: {hooks['hooks_per_solve_us']:.1f} us per solve, monitor "
+              f"callback {hooks['monitor_call_us']:.2f} us per call (minima, in-process)")
         print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
 
