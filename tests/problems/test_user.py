@@ -252,3 +252,18 @@ def test_the_example_time_loop_records_every_step(tmp_path: Path, nprocs: int) -
     assert len(printed) == 5
     assert len(set(printed)) > 1
     assert trace.attrs["problem"] == "poisson2d-timeloop"
+
+
+@pytest.mark.parametrize(("backend", "suffix"), [("slurm", ".sbatch"), ("pbs", ".pbs")])
+def test_scheduler_scripts_carry_the_user_problem_and_its_flags(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, backend: str, suffix: str
+) -> None:
+    monkeypatch.syspath_prepend(str(EXAMPLE))
+    out = tmp_path / "out"
+    assert main(["campaign", "run", str(EXAMPLE / "campaign.toml"), "--backend", backend,
+                 "--dry-run", "--out", str(out)]) == 0
+    (script,) = (out / "scripts" / backend).glob(f"*{suffix}")
+    text = script.read_text()
+    assert "--problem poisson2d:build" in text
+    assert "--nx 48" in text
+    assert "--nx 64" in text
