@@ -64,6 +64,14 @@ def _restart(ksp: Any) -> int:
     return int(PETSc.Options().getInt(f"{prefix}ksp_gmres_restart", PETSC_DEFAULT_RESTART))
 
 
+def _options_line() -> str:
+    """PETSc's options database as a command line (what the program ran with)."""
+    words: list[str] = []
+    for name, value in sorted(PETSc.Options().getAll().items()):
+        words += [f"-{name}", str(value)] if value not in (None, "") else [f"-{name}"]
+    return shlex.join(words)
+
+
 def _as_mpi(comm: Any, ksp: Any) -> Any:
     """The mpi4py communicator the trace is written on; UsageError without one on > 1 rank."""
     size = ksp.getComm().getSize()
@@ -264,7 +272,7 @@ class Recorder:
             "n_global": int(op.getSize()[0]), "ksp": self.ksp.getType(),
             "ksp_requested": self.ksp.getType(), "pc": pc.getType(), "noise": "none",
             "restart": _restart(self.ksp), "warmup": False,
-            "petsc_options": "", "problem_config": "{}",
+            "petsc_options": _options_line(), "problem_config": "{}",
             "solves": len(self._stamps), "iterations_done": int(sum(s.shape[0] - 1
                                                                   for s in self._stamps)),
             "petsc_iterations": int(sum(self._its)),

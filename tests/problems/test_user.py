@@ -252,6 +252,7 @@ def test_the_example_time_loop_records_every_step(tmp_path: Path, nprocs: int) -
     assert len(printed) == 5
     assert len(set(printed)) > 1
     assert trace.attrs["problem"] == "poisson2d-timeloop"
+    assert trace.attrs["petsc_options"] == "-ksp_type cg"  # the program's own options
 
 
 @pytest.mark.parametrize(("backend", "suffix"), [("slurm", ".sbatch"), ("pbs", ".pbs")])
