@@ -241,7 +241,8 @@ def test_the_example_time_loop_records_every_step(tmp_path: Path, nprocs: int) -
     path = tmp_path / "loop.h5"
     proc = subprocess.run(
         [mpiexec, "-n", str(nprocs), sys.executable, str(EXAMPLE / "timeloop.py"), str(path),
-         "-ksp_type", "cg"], env=solver_env(PYTHONPATH=f"{EXAMPLE}:{ROOT}"), cwd=ROOT,
+         "-ksp_type", "cg", "-log_view"], env=solver_env(PYTHONPATH=f"{EXAMPLE}:{ROOT}"),
+        cwd=ROOT,
         capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr[-2000:]
     printed = [int(line.split()[2]) for line in proc.stdout.splitlines()
@@ -252,7 +253,12 @@ def test_the_example_time_loop_records_every_step(tmp_path: Path, nprocs: int) -
     assert len(printed) == 5
     assert len(set(printed)) > 1
     assert trace.attrs["problem"] == "poisson2d-timeloop"
-    assert trace.attrs["petsc_options"] == "-ksp_type cg"  # the program's own options
+    assert trace.attrs["petsc_options"] == "-ksp_type cg -log_view"  # the program's options
+    # each solve's time is PETSc's own: together they are -log_view's KSPSolve (max over ranks)
+    (logged,) = [line.split() for line in proc.stdout.splitlines()
+                 if line.startswith("KSPSolve ")]
+    assert logged[1] == "5"
+    assert trace.solves.seconds.sum(axis=1).max() == pytest.approx(float(logged[3]), rel=1e-4)
 
 
 @pytest.mark.parametrize(("backend", "suffix"), [("slurm", ".sbatch"), ("pbs", ".pbs")])
