@@ -4,15 +4,22 @@ Run as ``python bench/overhead.py`` (it starts ``mpiexec -n 2`` itself) and writ
 ``bench/results/overhead.json``. Targets: ratio <= 1.02 at 1e5 unknowns per rank and <= 1.05 at
 1e3 unknowns per rank. The ratio is the median over repeats of (instrumented / plain) of
 back-to-back solves, the order alternating so that drift cancels.
+
+The same cases are then measured for ``ksptrace.record`` (``record_cases``): solves of a KSP
+inside a record block (the stamping monitor and the pre/post-solve hooks) against a plain KSP,
+both with PETSc's event log on, which record turns on.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 RESULTS = Path(__file__).resolve().parent / "results" / "overhead.json"
 NPROCS = 2
@@ -22,75 +29,153 @@ CASES = (  # (unknowns per rank, forced iterations, repeats, target ratio)
 )
 
 
-def measure() -> None:
+def _summary(per_rank: int, nprocs: int, iterations: int, repeats: int, target: float,
+             with_m: list[float], without_m: list[float], ratios: list[float]) -> dict[str, Any]:
     import numpy as np
 
+    ratio = float(np.median(ratios))
+    return {
+        "unknowns_per_rank": per_rank, "nprocs": nprocs,
+        "iterations": iterations, "repeats": repeats,
+        "instrumented_median_s": float(np.median(with_m)),
+        "plain_median_s": float(np.median(without_m)),
+        "ratio_median": ratio,
+        "ratio_of_medians": float(np.median(with_m) / np.median(without_m)),
+        "ratio_of_minima": float(np.min(with_m) / np.min(without_m)),
+        "ratio_quartiles": [float(np.percentile(ratios, 25)),
+                            float(np.percentile(ratios, 75))],
+        "per_iteration_overhead_us": float(
+            (np.median(with_m) - np.median(without_m)) / iterations * 1e6),
+        "target": target,
+        "meets_target": ratio <= target,
+    }
+
+
+def _interleaved(timed: Any, a: Any, b: Any, repeats: int
+                 ) -> tuple[list[float], list[float], list[float]]:
+    """Back-to-back solves of ``a`` and ``b``, the order alternating so that drift cancels."""
+    timed(a)
+    timed(b)  # warm caches for both
+    ratios, with_m, without_m = [], [], []
+    for r in range(repeats):
+        if r % 2 == 0:
+            ta, tb = timed(a), timed(b)
+        else:
+            tb, ta = timed(b), timed(a)
+        with_m.append(ta)
+        without_m.append(tb)
+        ratios.append(ta / tb)
+    return with_m, without_m, ratios
+
+
+def _hook_cost(ksptrace: Any, setup: tuple[Any, ...], folder: str, mpicomm: Any
+               ) -> dict[str, float]:
+    """What record adds per solve (its pre- and post-solve hooks, the copy of the stamps) and
+    per iteration (the monitor's callback, without petsc4py's dispatch), in-process: the
+    minimum of several batches, which a loaded machine disturbs least."""
+    import time
+
+    _, iterations, _, _, problem, _, _, kspC, _ = setup
+    with ksptrace.record(kspC, Path(folder) / "hooks.h5", comm=mpicomm) as rec:
+        problem.reset()
+        kspC.solve(problem.rhs, problem.solution)  # PETSc's iteration count is now K
+        batches = []
+        for _ in range(7):
+            spent = 0.0
+            for _ in range(50):
+                rec.monitor.stamps[: iterations + 1] = 1.0  # as the monitor leaves them
+                t0 = time.perf_counter()
+                rec._pre()
+                rec._post()
+                spent += time.perf_counter() - t0
+            batches.append(spent / 50)
+        callback, calls = rec.monitor.callback, []
+        for _ in range(7):
+            t0 = time.perf_counter()
+            for k in range(iterations):
+                callback(None, k, 1.0)
+            calls.append((time.perf_counter() - t0) / iterations)
+        rec.monitor.stamps[: iterations + 1] = 1.0
+    return {"iterations": iterations, "hooks_per_solve_us": min(batches) * 1e6,
+            "monitor_call_us": min(calls) * 1e6}
+
+
+def measure() -> None:
     from ksptrace.harness.monitor import StampMonitor
     from ksptrace.harness.petscenv import init_petsc
 
     petsc = init_petsc([])
     from mpi4py import MPI
 
+    import ksptrace
     from ksptrace.problems.laplace1d import build
 
     comm = petsc.COMM_WORLD
     mpicomm = comm.tompi4py()
-    results = []
+    nprocs = mpicomm.Get_size()
+    setups = []
     for per_rank, iterations, repeats, target in CASES:
-        problem = build(comm, per_rank * mpicomm.Get_size(), {})
-        kspA, kspB = problem.ksp, petsc.KSP().create(comm=comm)
-        kspB.setOperators(kspA.getOperators()[0])
+        problem = build(comm, per_rank * nprocs, {})
+        kspA, kspB, kspC = problem.ksp, petsc.KSP().create(comm=comm), petsc.KSP().create(comm=comm)
         monitor = StampMonitor(iterations + 1, MPI.Wtime)
-        for ksp in (kspA, kspB):
+        for ksp in (kspA, kspB, kspC):
+            ksp.setOperators(kspA.getOperators()[0])
             ksp.setType("gmres")
             ksp.getPC().setType("jacobi")
             ksp.setTolerances(rtol=0.0, atol=0.0, divtol=1e300, max_it=iterations)
             ksp.setUp()
         kspA.setMonitor(monitor.callback)
 
-        def timed(ksp: object, problem: object = problem, monitor: object = monitor) -> float:
-            problem.reset()  # type: ignore[attr-defined]
-            monitor.reset()  # type: ignore[attr-defined]
+        def timed(ksp: Any, problem: Any = problem, monitor: Any = monitor) -> float:
+            problem.reset()
+            monitor.reset()
             mpicomm.Barrier()
             t0 = MPI.Wtime()
-            ksp.solve(problem.rhs, problem.solution)  # type: ignore[attr-defined]
+            ksp.solve(problem.rhs, problem.solution)
             t = MPI.Wtime() - t0
             return float(mpicomm.allreduce(t, op=MPI.MAX))
 
-        timed(kspA)
-        timed(kspB)  # warm caches for both
-        ratios, with_m, without_m = [], [], []
-        for r in range(repeats):
-            if r % 2 == 0:
-                a, b = timed(kspA), timed(kspB)
-            else:
-                b, a = timed(kspB), timed(kspA)
-            with_m.append(a)
-            without_m.append(b)
-            ratios.append(a / b)
-        ratio = float(np.median(ratios))
-        results.append({
-            "unknowns_per_rank": per_rank, "nprocs": mpicomm.Get_size(),
-            "iterations": iterations, "repeats": repeats,
-            "instrumented_median_s": float(np.median(with_m)),
-            "plain_median_s": float(np.median(without_m)),
-            "ratio_median": ratio,
-            "ratio_of_medians": float(np.median(with_m) / np.median(without_m)),
-            "ratio_quartiles": [float(np.percentile(ratios, 25)),
-                                float(np.percentile(ratios, 75))],
-            "per_iteration_overhead_us": float(
-                (np.median(with_m) - np.median(without_m)) / iterations * 1e6),
-            "target": target,
-            "meets_target": ratio <= target,
-        })
+        setups.append((per_rank, iterations, repeats, target, problem, kspA, kspB, kspC, timed))
+    results, recorded = [], []
+    for per_rank, iterations, repeats, target, _, kspA, kspB, _, timed in setups:
+        results.append(_summary(per_rank, nprocs, iterations, repeats, target,
+                                *_interleaved(timed, kspA, kspB, repeats)))
+    # ksptrace.record turns PETSc's event log on (it reads KSPSolve's time there), for every
+    # KSP of the process: from here on the plain solves are logged too.
+    folder = mpicomm.bcast(tempfile.mkdtemp() if mpicomm.Get_rank() == 0 else None)
+    for i, (per_rank, iterations, repeats, target, _, _, kspB, kspC, timed) in enumerate(setups):
+        with ksptrace.record(kspC, Path(folder) / f"case{i}.h5", comm=mpicomm) as rec:
+            with_m, without_m, ratios = _interleaved(timed, kspC, kspB, repeats)
+            solves = rec.solves
+        case = _summary(per_rank, nprocs, iterations, repeats, target, with_m, without_m, ratios)
+        case["solves_recorded"] = solves
+        case["logged_plain_vs_unlogged_plain"] = (
+            case["plain_median_s"] / results[i]["plain_median_s"])
+        recorded.append(case)
+    hooks = _hook_cost(ksptrace, setups[-1], folder, mpicomm)
+    for _, _, _, _, problem, _, kspB, kspC, _ in setups:
         kspB.destroy()
+        kspC.destroy()
         problem.destroy()
     if mpicomm.Get_rank() == 0:
+        shutil.rmtree(folder, ignore_errors=True)
         RESULTS.parent.mkdir(parents=True, exist_ok=True)
-        RESULTS.write_text(json.dumps({"benchmark": "overhead", "cases": results}, indent=2) + "\n")
-        for c in results:
-            print(f"{c['unknowns_per_rank']:>7} unknowns/rank: ratio {c['ratio_median']:.4f} "
-                  f"(target {c['target']}), {c['per_iteration_overhead_us']:.2f} us/iteration")
+        load = os.getloadavg()
+        RESULTS.write_text(json.dumps({
+            "benchmark": "overhead", "cases": results, "record_cases": recorded,
+            "record_note": "ksptrace.record's monitor and pre/post-solve hooks vs the same "
+                           "solve without them, both with PETSc's event log on (record turns "
+                           "it on)",
+            "record_hooks": hooks,
+            "loadavg_after": list(load)}, indent=2) + "\n")
+        for label, rows in (("monitor", results), ("ksptrace.record", recorded)):
+            for c in rows:
+                print(f"{label}: {c['unknowns_per_rank']:>7} unknowns/rank: ratio "
+                      f"{c['ratio_median']:.4f} (target {c['target']}), "
+                      f"{c['per_iteration_overhead_us']:.2f} us/iteration")
+        print(f"ksptrace.record hooks: {hooks['hooks_per_solve_us']:.1f} us per solve, monitor "
+              f"callback {hooks['monitor_call_us']:.2f} us per call (minima, in-process)")
+        print(f"load average after: {load[0]:.2f} {load[1]:.2f} {load[2]:.2f}")
 
 
 def main() -> int:

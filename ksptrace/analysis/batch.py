@@ -80,7 +80,13 @@ def _load(entry: Path, path: str) -> object | None:
 
 
 def _with_path(result: object, path: str) -> object:
-    """The cached results of identical bytes under another name carry the new name."""
+    """The cached results of identical bytes under another name carry the new name (a
+    trace of several solves: each part, as ``<path>#solve=...``)."""
+    parts = getattr(result, "parts", None)
+    if parts is not None:
+        renamed = tuple(_with_path(part, path + "#" + str(getattr(getattr(part, "analysis",
+                        part), "path", "")).partition("#")[2]) for part in parts)
+        return dataclasses.replace(result, path=path, parts=renamed)  # type: ignore[type-var]
     analysis = getattr(result, "analysis", None)
     if analysis is not None and getattr(analysis, "path", path) != path:
         return dataclasses.replace(result,  # type: ignore[type-var]

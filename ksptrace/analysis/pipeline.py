@@ -67,6 +67,9 @@ class AnalysisOptions:
     seed: int = 0
     iteration: int | None = None
     """Iteration for per-iteration node variances (default: a mid-cycle one)."""
+    pool_solves: bool = False
+    """In a trace of several solves, analyse the solves of each length together (one after
+    the other) instead of each solve on its own."""
 
     def __post_init__(self) -> None:
         if self.independent not in INDEPENDENT_UNITS:

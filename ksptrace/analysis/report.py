@@ -30,6 +30,7 @@ from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.outputs import check_destination, staged_directory
 from ksptrace.trace.io import iter_traces
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS, Trace
+from ksptrace.trace.solves import split
 
 
 class Reporter(Protocol):
@@ -68,6 +69,26 @@ class Analysed:
     pictures: tuple[Picture, ...] = ()
     omitted: tuple[str, ...] = ()
     digest: figure_sets.TraceDigest | None = None
+
+
+@dataclass(frozen=True)
+class Several:
+    """What a trace of several solves gave: one result per solve, or per pooled length
+    (:func:`ksptrace.trace.solves.split`)."""
+
+    path: str
+    parts: tuple[Analysed | Skipped, ...]
+
+
+def each(result: Analysed | Skipped | Several) -> tuple[Analysed | Skipped, ...]:
+    """The per-configuration results of one trace's analysis."""
+    return result.parts if isinstance(result, Several) else (result,)
+
+
+def kept(result: object) -> bool:
+    """Whether a trace's results go into the cache (a skip's reason may be transient)."""
+    return isinstance(result, Analysed) or (
+        isinstance(result, Several) and any(isinstance(p, Analysed) for p in result.parts))
 
 
 @dataclass(frozen=True)
@@ -116,11 +137,17 @@ def config_key(a: TraceAnalysis) -> tuple[str, ...]:
 def analyse_one(
     item: Trace | KsptraceError, opt: AnalysisOptions, with_figures: bool = True,
     tick: Callable[[str, float], None] | None = None,
-) -> Analysed | Skipped:
-    """Analyse and draw one trace (or pass on the reader's error as a skip)."""
+) -> Analysed | Skipped | Several:
+    """Analyse and draw one trace (or pass on the reader's error as a skip); a trace of
+    several solves gives one result per solve, or per length with ``opt.pool_solves``."""
     if isinstance(item, KsptraceError):
         return Skipped(str(item).split(": ", 1)[0], str(item))
     trace = item
+    if trace.solves is not None:
+        parts = [analyse_one(part, opt, with_figures, tick)
+                 for part in split(trace, opt.pool_solves)]
+        return Several(trace.path or trace.label,
+                       tuple(p for p in parts if isinstance(p, Analysed | Skipped)))
     name = trace.path or trace.label
 
     def step(text: str, fraction: float) -> None:
@@ -143,14 +170,15 @@ def analyse_one(
 
 
 def analyse_file(path: str, opt: AnalysisOptions, with_figures: bool = True,
-                 tick: Callable[[str, float], None] | None = None) -> Analysed | Skipped:
+                 tick: Callable[[str, float], None] | None = None
+                 ) -> Analysed | Skipped | Several:
     """Read, analyse and draw one trace file: the unit of work of ``analyse_files``.
 
     The trace is gone when this returns: the analysis and its figures leave reference cycles
     that hold the trace's arrays until the cyclic collector runs, which would otherwise keep
     one trace in memory while the next is read (1.75 GiB instead of 1.1 GiB at 8192 x 5000).
     """
-    result: Analysed | Skipped | None = None
+    result: Analysed | Skipped | Several | None = None
     for item in iter_traces([path]):
         result = analyse_one(item, opt, with_figures, tick)
         del item
@@ -166,10 +194,15 @@ def _ticker(progress: Reporter | None) -> Callable[[str, float], None] | None:
     return lambda text, fraction: progress.step(text)
 
 
-def _advance(progress: Reporter | None, result: Analysed | Skipped, cached: bool = False) -> None:
+def _advance(progress: Reporter | None, result: Analysed | Skipped | Several,
+             cached: bool = False) -> None:
     if progress is None:
         return
-    if isinstance(result, Skipped):
+    if isinstance(result, Several):
+        done = sum(isinstance(p, Analysed) for p in result.parts)
+        progress.advance(result.path, f"{'cached, ' if cached else ''}{done} of "
+                                      f"{len(result.parts)} solves analysed")
+    elif isinstance(result, Skipped):
         progress.advance(result.path, "skipped: " + result.reason.removeprefix(
             f"{result.path}: "))
     else:
@@ -192,7 +225,8 @@ def analyse(
         result = analyse_one(item, opt, with_figures, _ticker(progress))
         del item  # only results are kept
         gc.collect()  # and the cycles that still hold the trace (see analyse_file)
-        (skipped if isinstance(result, Skipped) else done).append(result)  # type: ignore[arg-type]
+        for part in each(result):
+            (skipped if isinstance(part, Skipped) else done).append(part)  # type: ignore[arg-type]
         _advance(progress, result)
     return gather(done, skipped, opt, with_figures, started, progress)
 
@@ -215,11 +249,12 @@ def analyse_files(
     if jobs == 1 and progress is not None:
         worker = functools.partial(analyse_file, tick=_ticker(progress))
     for item in batch.run([str(p) for p in paths], worker, opt, with_figures, jobs, cache,
-                          keep=lambda result: isinstance(result, Analysed)):
+                          keep=kept):
         result = item.result
-        if not isinstance(result, Analysed | Skipped):
+        if not isinstance(result, Analysed | Skipped | Several):
             raise AnalysisError(f"{item.path}: the analysis returned {type(result).__name__}")
-        (skipped if isinstance(result, Skipped) else done).append(result)  # type: ignore[arg-type]
+        for part in each(result):
+            (skipped if isinstance(part, Skipped) else done).append(part)  # type: ignore[arg-type]
         _advance(progress, result, item.cached)
     return gather(done, skipped, opt, with_figures, started, progress)
 
@@ -233,9 +268,11 @@ def cache_files(
     opt = options or AnalysisOptions()
     analysed, skipped = 0, []
     for item in batch.run([str(p) for p in paths], analyse_file, opt, with_figures, jobs, cache,
-                          keep=lambda result: isinstance(result, Analysed)):
+                          keep=kept):
         if isinstance(item.result, Skipped):
             skipped.append(item.result)
+        elif isinstance(item.result, Several) and not kept(item.result):
+            skipped.extend(p for p in item.result.parts if isinstance(p, Skipped))
         else:
             analysed += 1
     return analysed, skipped

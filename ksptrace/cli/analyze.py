@@ -70,6 +70,9 @@ def register(subparsers: Any) -> None:
         default=None,
         help="iteration for per-iteration node variances (default: mid-cycle)",
     )
+    p.add_argument("--pool-solves", action="store_true",
+                   help="in traces of several solves (ksptrace.record), analyse the solves of "
+                        "each length together instead of each solve on its own")
     p.add_argument("--no-figures", action="store_true", help="tables only (faster)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="analyse traces in N processes (results do not depend on N; memory "
@@ -107,6 +110,7 @@ def main(args: argparse.Namespace) -> int:
         mc_runs=args.mc_runs,
         seed=args.seed,
         iteration=args.iteration,
+        pool_solves=args.pool_solves,
     )
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")

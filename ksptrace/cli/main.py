@@ -82,6 +82,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         # Before numpy loads OpenBLAS: threaded BLAS changes solver timings and rounding.
         os.environ.update(OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     command = next((a for a in argv if not a.startswith("-")), None)
+    try:
+        if command == "run":
+            _load_problem(argv)
+    except KsptraceError as exc:
+        print(f"ksptrace: error: {exc}", file=sys.stderr)
+        return exc.exit_code
     parser = build_parser(command if command in SUBCOMMANDS else None)
     args, extra = parser.parse_known_args(argv)
     if extra and not getattr(args, "accepts_extra", False):
@@ -103,6 +109,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("ksptrace: interrupted", file=sys.stderr)
         return 130
+
+
+def _load_problem(argv: list[str]) -> None:
+    """Load the problem ``--problem`` names before the parser is built, so that a user
+    problem's own parameters become flags of ``ksptrace run``."""
+    from ksptrace.problems import registry
+
+    name = None
+    for i, arg in enumerate(argv):
+        if arg == "--problem" and i + 1 < len(argv):
+            name = argv[i + 1]
+        elif arg.startswith("--problem="):
+            name = arg.split("=", 1)[1]
+    if name is not None:
+        registry.get(name)
 
 
 def entry() -> None:

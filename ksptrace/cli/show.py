@@ -98,4 +98,15 @@ def main(args: argparse.Namespace) -> int:
                 continue
             text = f"{value:.6g}" if isinstance(value, float) else str(value)
             print(f"  {key:<{width}}  {text}")
+        if trace.solves is not None:
+            _show_solves(trace)
     return TraceError.exit_code if bad else 0
+
+
+def _show_solves(trace: Any) -> None:
+    """One line per solve of a trace of several (``ksptrace.record``)."""
+    s = trace.solves
+    print(f"  {s.count} solves:  {'solve':>5} {'iterations':>10} {'KSPSolve max':>13}  reason")
+    for i in range(s.count):
+        print(f"  {'':{len(str(s.count)) + 8}} {i:>5} {int(s.iterations[i]):>10} "
+              f"{float(s.seconds[:, i].max()):>13.6g}  {s.reasons[i]}")

@@ -314,7 +314,14 @@ def _solve_and_write(
     wtime: Any,
 ) -> RunOutcome:
     rank, nprocs = mpicomm.Get_rank(), mpicomm.Get_size()
-    instance = info.builder()(petsc.COMM_WORLD, settings.n, settings.problem_options)
+    instance = None
+    error: KsptraceError | None = None
+    try:  # every rank refuses a bad build alike (a user problem's build, n < P)
+        instance = info.build(petsc.COMM_WORLD, settings.n, settings.problem_options)
+    except KsptraceError as exc:
+        error = exc
+    agree_on_error(mpicomm, error)
+    assert instance is not None
     ksp = _configure(settings, petsc, instance, mpicomm)
     pc_type = ksp.getPC().getType()
     monitor = StampMonitor(settings.iterations + 1, wtime)

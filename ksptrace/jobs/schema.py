@@ -328,6 +328,13 @@ def check_types(cf: CampaignFile, petsc: PetscTypes) -> None:
 
 def _check_sweep(table: Mapping[str, Any], path: Path, text: str,
                  kind: str = SOLVER) -> dict[str, tuple[Any, ...]]:
+    problems = table.get("problem", []) if kind == SOLVER else []
+    for name in problems if isinstance(problems, list) else [problems]:
+        if isinstance(name, str):  # load user problems first: their parameters are keys
+            try:
+                registry.get(name)
+            except KsptraceError as exc:
+                raise CampaignError(f"{location(path, text, 'sweep', 'problem')}: {exc}") from None
     known = {p.name: p for p in sweep_keys(kind)}
     out: dict[str, tuple[Any, ...]] = {}
     for key, value in table.items():

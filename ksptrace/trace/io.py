@@ -1,9 +1,11 @@
 """Trace files: the HDF5 layout, an atomic serial writer and a validating reader.
 
-Schema 2 (written since this version) keeps ``schema_version`` on the file's root, every other
-attribute in a group named as in :data:`ksptrace.trace.model.ATTRIBUTE_GROUPS`, and gives each
-dataset's axes dimension scales (``rank``, ``stamp``, ``iteration``). Schema-1 files, with all
-attributes on the root and no scales, are read too.
+Schema 2 keeps ``schema_version`` on the file's root, every other attribute in a group named
+as in :data:`ksptrace.trace.model.ATTRIBUTE_GROUPS`, and gives each dataset's axes dimension
+scales (``rank``, ``stamp``, ``iteration``). Schema 3, written only for a trace of several
+solves, adds the group ``solves`` (:data:`SOLVE_DATASETS`); a trace of one solve is still
+written as schema 2. Schema-1 files, with all attributes on the root and no scales, are read
+too.
 
 The parallel (MPI-IO) writer lives in ``ksptrace.harness.writer``; it shares the layout and the
 atomic-publish step defined here. This module imports h5py but neither mpi4py nor petsc4py.
@@ -34,8 +36,10 @@ import numpy as np
 from ksptrace.errors import OutputError, TraceError, UsageError
 from ksptrace.trace.model import (
     ATTRIBUTE_GROUPS,
+    ONE_SOLVE_SCHEMA,
     SCHEMA_VERSION,
     AttrValue,
+    Solves,
     Trace,
     attribute_group,
 )
@@ -79,6 +83,16 @@ DIMENSIONS: dict[str, tuple[str, ...]] = {
 }
 """The coordinate of each axis of each dataset."""
 _DTYPES: dict[str, str] = {"node_ids": "i8"}
+SOLVES_GROUP = "solves"
+SOLVE_DATASETS: dict[str, str] = {
+    "offsets": "int64 [S+1]: solve s holds columns offsets[s]:offsets[s+1] of stamps",
+    "seconds": "float64 [P, S]: each solve's KSPSolve time on each rank (PETSc's event log)",
+    "reasons": "UTF-8 strings [S]: each solve's KSPConvergedReason",
+    "petsc_iterations": "int64 [S]: the iteration count PETSc reported after each solve",
+}
+"""The group of a trace of several solves (schema 3). ``stamps`` and ``residual_norms`` then
+hold the solves one after the other, ``iteration_seconds`` every solve's iterations (never the
+gap between two solves) and ``solve_seconds`` each rank's total."""
 """Dataset types other than float64 (host names have their own, see :func:`_create_hostnames`)."""
 
 
@@ -139,13 +153,15 @@ def encode_hostnames(names: list[str] | tuple[str, ...]) -> np.ndarray:
     return np.array([c.encode("utf-8") for c in cut], dtype=HOSTNAME_DTYPE)
 
 
-def write_attrs(f: h5py.File, attrs: Mapping[str, AttrValue | None]) -> None:
+def write_attrs(
+    f: h5py.File, attrs: Mapping[str, AttrValue | None], version: int = ONE_SOLVE_SCHEMA
+) -> None:
     """Write ``schema_version`` on the root and every other attribute into its group.
 
     All groups of :data:`ATTRIBUTE_GROUPS` are created, empty ones too, so that a reader can
     open any of them. Attributes whose value is None are left out.
     """
-    f.attrs["schema_version"] = SCHEMA_VERSION
+    f.attrs["schema_version"] = version
     groups = {name: f.create_group(name) for name in ATTRIBUTE_GROUPS}
     for key, value in attrs.items():
         if value is None or key == "schema_version":
@@ -167,14 +183,14 @@ def _create_hostnames(f: h5py.File, nprocs: int) -> h5py.Dataset:
 
 
 def create_layout(
-    f: h5py.File, nprocs: int, nstamps: int, injected: bool = False
+    f: h5py.File, nprocs: int, nstamps: int, injected: bool = False, solves: int = 1
 ) -> dict[str, h5py.Dataset]:
     """Create every dataset (``injected_seconds`` only for a run with injected noise), and the
     coordinates of :data:`COORDINATES`, filled, as the dimension scales of their axes.
 
     Returns the datasets still to be filled, by name (not the coordinates).
     """
-    sizes = {"rank": nprocs, "stamp": nstamps, "iteration": nstamps - 1}
+    sizes = {"rank": nprocs, "stamp": nstamps, "iteration": nstamps - solves}
     scales: dict[str, h5py.Dataset] = {}
     for name, first in (("rank", 0), ("stamp", 0), ("iteration", 1)):
         scale = f.create_dataset(name, data=np.arange(first, first + sizes[name], dtype="i8"))
@@ -198,9 +214,12 @@ def create_layout(
 
 def fill_file(f: h5py.File, trace: Trace, after_stamps: Callable[[], None] | None = None) -> None:
     """Write every dataset and attribute of ``trace`` into the open file ``f``."""
-    ds = create_layout(f, trace.nprocs, trace.iterations + 1,
-                       injected=trace.injected_seconds is not None)
-    write_attrs(f, trace.attrs)
+    count = 1 if trace.solves is None else trace.solves.count
+    ds = create_layout(f, trace.nprocs, trace.stamps.shape[1],
+                       injected=trace.injected_seconds is not None, solves=count)
+    write_attrs(f, trace.attrs, ONE_SOLVE_SCHEMA if trace.solves is None else SCHEMA_VERSION)
+    if trace.solves is not None:
+        _write_solves(f, trace.solves)
     if trace.injected_seconds is not None:
         ds["injected_seconds"][...] = trace.injected_seconds
     ds["stamps"][...] = trace.stamps
@@ -211,6 +230,47 @@ def fill_file(f: h5py.File, trace: Trace, after_stamps: Callable[[], None] | Non
     ds["node_ids"][...] = trace.node_ids
     ds["hostnames"][...] = encode_hostnames(trace.hostnames)
     ds["solve_seconds"][...] = trace.solve_seconds
+
+
+def _write_solves(f: h5py.File, solves: Solves) -> None:
+    g = f.create_group(SOLVES_GROUP)
+    g.create_dataset("offsets", data=solves.offsets, dtype="i8")
+    g.create_dataset("seconds", data=solves.seconds, dtype="f8")
+    g.create_dataset("reasons", data=list(solves.reasons), dtype=h5py.string_dtype("utf-8"))
+    g.create_dataset("petsc_iterations", data=solves.petsc_iterations, dtype="i8")
+    for name, text in SOLVE_DATASETS.items():
+        g[name].attrs["description"] = text
+
+
+def _read_solves(f: h5py.File, nprocs: int, nstamps: int, limit: int) -> Solves:
+    """The solves group of a schema-3 trace, checked before it is read."""
+    g = f[SOLVES_GROUP]
+    if not isinstance(g, h5py.Group):
+        raise TraceError(f"{SOLVES_GROUP} is not a group; a schema-3 trace keeps its solves "
+                         "in a group of that name")
+    missing = [name for name in SOLVE_DATASETS if name not in g]
+    if missing:
+        raise TraceError(f"incomplete solves group, missing {', '.join(missing)}")
+    kinds = {"offsets": "iu", "seconds": "f", "reasons": "SO", "petsc_iterations": "iu"}
+    for name, allowed in kinds.items():
+        ds = g[name]
+        if not isinstance(ds, h5py.Dataset) or ds.dtype.kind not in allowed:
+            raise TraceError(f"solves/{name} is not {SOLVE_DATASETS[name].split(':')[0]}")
+        if math.prod(ds.shape or ()) * max(ds.dtype.itemsize, 1) > limit:
+            raise TraceError(f"solves/{name} declares shape {ds.shape}, more than the file holds")
+    count = int((g["offsets"].shape or (0,))[0]) - 1
+    shapes = {"offsets": (count + 1,), "seconds": (nprocs, count), "reasons": (count,),
+              "petsc_iterations": (count,)}
+    for name, shape in shapes.items():
+        if count < 1 or tuple(g[name].shape or ()) != shape:
+            raise TraceError(f"solves/{name} has shape {g[name].shape}, expected {shape}")
+    reasons = tuple(r.decode("utf-8") if isinstance(r, bytes) else str(r)
+                    for r in g["reasons"][...])
+    solves = Solves(np.asarray(g["offsets"][...]), np.asarray(g["seconds"][...]), reasons,
+                    np.asarray(g["petsc_iterations"][...]))
+    if solves.offsets[-1] != nstamps:
+        raise TraceError(f"the solves end at stamp {solves.offsets[-1]}, the stamps at {nstamps}")
+    return solves
 
 
 def _kib(nbytes: int) -> int:
@@ -459,13 +519,17 @@ def check_layout(f: h5py.File, file_bytes: int) -> None:
             )
         shapes[name] = shape
     stamps = shapes["stamps"]
-    if len(stamps) != 2 or stamps[0] < 1 or stamps[1] < 2:
+    if len(stamps) != 2 or stamps[0] < 1 or stamps[1] < 1 or (
+            stamps[1] < 2 and SOLVES_GROUP not in f):
         raise TraceError(
             f"stamps has shape {stamps}, expected [P >= 1, K+1 >= 2]; the run recorded no iteration"
         )
     nprocs, nstamps = stamps
+    count = 1
+    if SOLVES_GROUP in f and "offsets" in f[SOLVES_GROUP]:
+        count = max(int((f[SOLVES_GROUP]["offsets"].shape or (2,))[0]) - 1, 1)
     expected = {
-        "iteration_seconds": (nprocs, nstamps - 1),
+        "iteration_seconds": (nprocs, nstamps - count),
         "residual_norms": (nstamps,),
         "solve_seconds": (nprocs,),
         "node_ids": (nprocs,),
@@ -774,7 +838,12 @@ def _read_fields(p: Path, file_bytes: int, alloc: Allocator | None = None) -> di
                 raise TraceError("not a ksptrace trace (no schema_version attribute)")
             version = schema_version_of(f.attrs["schema_version"])
             check_layout(f, file_bytes)
+            solves = None
+            if version >= 3 and SOLVES_GROUP in f:
+                nprocs, nstamps = f["stamps"].shape
+                solves = _read_solves(f, nprocs, nstamps, MAX_SIZE_RATIO * file_bytes + 2**20)
             return {
+                "solves": solves,
                 "stamps": _load(f["stamps"], alloc),
                 "residual_norms": _load(f["residual_norms"], alloc),
                 "node_ids": _load(f["node_ids"], alloc),

@@ -15,11 +15,16 @@ import numpy as np
 
 from ksptrace.errors import TraceError
 
-SCHEMA_VERSION = 2
-"""Bumped whenever a reader of the old version could not read a new file correctly.
+SCHEMA_VERSION = 3
+"""The newest schema this ksptrace reads; bumped whenever a reader of the old version could not
+read a new file correctly.
 
 Version 1 kept every attribute on the file's root; version 2 keeps only ``schema_version``
-there and the rest in the groups of :data:`ATTRIBUTE_GROUPS`. Readers read both."""
+there and the rest in the groups of :data:`ATTRIBUTE_GROUPS`; version 3 adds the group
+``solves`` of a trace that holds several KSPSolves back to back (:class:`Solves`). Readers read
+all three. A trace of one solve is still written as version 2, which older readers read."""
+ONE_SOLVE_SCHEMA = 2
+"""The schema a trace of one solve is written in (it needs nothing of version 3)."""
 
 AttrValue = str | int | float | bool
 
@@ -39,8 +44,12 @@ CONFIG_KEYS: tuple[str, ...] = (
     "ranks_per_node",
     "problem_config",
     "noise",
+    "solve",
 )
-"""Attributes that define a configuration: traces that agree on all of them may be pooled."""
+"""Attributes that define a configuration: traces that agree on all of them may be pooled.
+
+``solve`` is the index of one solve of a trace of several (:func:`ksptrace.trace.solves.split`),
+so that each solve is a configuration of its own unless solves of equal length are pooled."""
 FOREIGN_LOAD_LIMIT = 0.10
 """A solve during which other processes used more than this share of a node's CPU capacity
 (trace attribute ``foreign_cpu_share``) is reported and flagged as contaminated."""
@@ -52,12 +61,12 @@ ATTRIBUTE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "run": (
         "problem", "n", "n_global", "nnz", "ksp", "ksp_requested", "pc", "iterations", "restart",
         "warmup", "noise", "petsc_options", "petsc_options_unused", "allow_unused_options",
-        "problem_config",
+        "problem_config", "recorded",
     ),
     "result": (
         "iterations_done", "petsc_iterations", "monitor_calls", "converged_reason", "solve_max",
         "solve_min", "solve_mean", "solution_error", "snes_reason", "ksp_reason",
-        "snes_iterations", "snes_norm0", "snes_norm1",
+        "snes_iterations", "snes_norm0", "snes_norm1", "solves", "solve",
     ),
     "contamination": (
         "foreign_cpu_share", "foreign_cpu_seconds", "foreign_cpu_node", "loadavg_before",
@@ -112,6 +121,54 @@ def _immutable(a: object) -> bool:
 
 
 @dataclass(frozen=True)
+class Solves:
+    """Several KSPSolves recorded back to back in one trace (``ksptrace.record``).
+
+    The stamps of solve ``s`` are columns ``offsets[s]:offsets[s+1]`` of :attr:`Trace.stamps`
+    (and of its residual norms): its monitor calls 0..K_s, so solves of any length share one
+    array without padding.
+    """
+
+    offsets: np.ndarray
+    """int64 [S+1]: 0, then the end of each solve's stamps; the last is the number of stamps."""
+    seconds: np.ndarray
+    """float64 [P, S]: each solve's KSPSolve time on each rank, from PETSc's event log."""
+    reasons: tuple[str, ...]
+    """[S]: each solve's KSPConvergedReason, by name (``CONVERGED_RTOL``, ``DIVERGED_ITS``)."""
+    petsc_iterations: np.ndarray
+    """int64 [S]: the iteration count PETSc reported after each solve."""
+
+    def __post_init__(self) -> None:
+        offsets = np.asarray(self.offsets, dtype=np.int64)
+        seconds = np.asarray(self.seconds, dtype=np.float64)
+        its = np.asarray(self.petsc_iterations, dtype=np.int64)
+        if offsets.ndim != 1 or offsets.size < 2 or offsets[0] != 0:
+            raise TraceError(f"solve offsets {offsets[:4]} must start at 0 and end each solve")
+        if (np.diff(offsets) < 1).any():
+            raise TraceError("solve offsets must increase: every solve has its monitor call 0")
+        count = offsets.size - 1
+        if seconds.ndim != 2 or seconds.shape[1] != count:
+            raise TraceError(f"solve seconds have shape {seconds.shape}, expected [P, {count}]")
+        if len(self.reasons) != count or its.shape != (count,):
+            raise TraceError(f"{len(self.reasons)} converged reasons and {its.size} iteration "
+                             f"counts for {count} solves")
+        object.__setattr__(self, "offsets", _readonly(offsets))
+        object.__setattr__(self, "seconds", _readonly(seconds))
+        object.__setattr__(self, "petsc_iterations", _readonly(its))
+        object.__setattr__(self, "reasons", tuple(str(r) for r in self.reasons))
+
+    @property
+    def count(self) -> int:
+        """S, the number of solves."""
+        return int(self.offsets.size - 1)
+
+    @property
+    def iterations(self) -> np.ndarray:
+        """int64 [S]: K_s, the iterations each solve reported to the monitor after call 0."""
+        return np.diff(self.offsets) - 1
+
+
+@dataclass(frozen=True)
 class Trace:
     """One run of one Krylov solve, as recorded on every rank.
 
@@ -137,10 +194,17 @@ class Trace:
     injected_seconds: np.ndarray | None = None
     """float64 [P, K], the detours a noise model injected into each iteration on each rank
     (busy-waits, seconds), or None for a run without injected noise (and every older trace)."""
+    solves: Solves | None = None
+    """Several solves back to back (schema 3), or None for a trace of one solve. With solves,
+    ``stamps`` and ``residual_norms`` hold every solve's monitor calls one after the other,
+    ``solve_seconds`` each rank's total, and :attr:`iteration_seconds` every solve's
+    iterations (never the gap between two solves)."""
 
     def __post_init__(self) -> None:
         stamps = np.asarray(self.stamps, dtype=np.float64)
-        if stamps.ndim != 2 or stamps.shape[0] < 1 or stamps.shape[1] < 2:
+        if stamps.ndim == 2 and self.solves is not None:
+            self._check_solves(stamps)
+        elif stamps.ndim != 2 or stamps.shape[0] < 1 or stamps.shape[1] < 2:
             raise TraceError(
                 f"stamps must have shape [P >= 1, K+1 >= 2], got {stamps.shape}; "
                 "the run recorded no iteration"
@@ -177,6 +241,20 @@ class Trace:
                 raise TraceError("injected_seconds holds negative or non-finite detours")
             object.__setattr__(self, "injected_seconds", _readonly(injected))
 
+    def _check_solves(self, stamps: np.ndarray) -> None:
+        solves = self.solves
+        assert solves is not None
+        if stamps.shape[0] < 1 or solves.offsets[-1] != stamps.shape[1]:
+            raise TraceError(f"the solves end at stamp {solves.offsets[-1]} but stamps have shape "
+                             f"{stamps.shape}")
+        if solves.seconds.shape[0] != stamps.shape[0]:
+            raise TraceError(f"solve seconds for {solves.seconds.shape[0]} ranks, stamps for "
+                             f"{stamps.shape[0]}")
+        if solves.iterations.max() < 1:
+            raise TraceError("no solve recorded an iteration")
+        if self.injected_seconds is not None:
+            raise TraceError("a trace of several solves holds no injected noise")
+
     @property
     def nprocs(self) -> int:
         """P, the number of ranks."""
@@ -184,13 +262,16 @@ class Trace:
 
     @property
     def iterations(self) -> int:
-        """K, the number of recorded iterations (monitor calls after the first)."""
-        return int(self.stamps.shape[1] - 1)
+        """K, the number of recorded iterations (monitor calls after the first of each solve)."""
+        count = 1 if self.solves is None else self.solves.count
+        return int(self.stamps.shape[1] - count)
 
     @cached_property
     def iteration_seconds(self) -> np.ndarray:
         """float64 [P, K]: ``T_p^k``, the duration of each iteration on each rank."""
         t = np.diff(self.stamps, axis=1)
+        if self.solves is not None:  # drop the gaps between one solve's end and the next start
+            t = np.delete(t, self.solves.offsets[1:-1] - 1, axis=1)
         t.setflags(write=False)
         return t
 
@@ -214,9 +295,11 @@ class Trace:
     @property
     def label(self) -> str:
         """A short human name: problem, solver, P and n."""
+        solve = self.attrs.get("solve")
         return (
             f"{self.attrs.get('problem', '?')} {self.attrs.get('ksp', '?')} "
             f"P={self.nprocs} n={self.attrs.get('n', '?')}"
+            + ("" if solve is None else f" solve {solve}")
         )
 
     def timing_fault(self) -> str | None:

@@ -73,3 +73,17 @@ def test_campaign_plan_into_head_has_no_traceback(tmp_path: Path) -> None:
     assert first.strip()
     assert "Traceback" not in err
     assert "BrokenPipe" not in err
+
+
+def test_a_trace_of_several_solves_lists_each(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from tests.trace.test_solves import LENGTHS, several
+
+    path = write_trace(several(), tmp_path / "loop.h5")
+    assert main(["show", str(path)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    start = next(i for i, line in enumerate(lines) if "5 solves:" in line)
+    rows = [line.split() for line in lines[start + 1:]]
+    assert [int(r[1]) for r in rows] == list(LENGTHS)
+    assert rows[2][3] == "DIVERGED_ITS"

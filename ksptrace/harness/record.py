@@ -1,0 +1,310 @@
+"""``ksptrace.record``: trace every KSPSolve of a block of any petsc4py program.
+
+::
+
+    with ksptrace.record(ksp, "traces/run.h5", comm=comm) as rec:
+        for step in range(nsteps):
+            ksp.solve(b, x)
+
+The block attaches the stamping monitor of :mod:`ksptrace.harness.monitor` (the same
+allocation-free hot path as ``ksptrace run``) and a pre- and post-solve hook (``KSPSetPreSolve``
+and ``KSPSetPostSolve``, through ctypes: petsc4py 3.18 wraps neither). At each solve's end the
+post-solve hook copies the solve's stamps out and reads its iteration count, its converged
+reason and its KSPSolve time from PETSc's event log (the ``KSPSolve`` event, which PETSc has
+closed by then). Solves run as the program asks: nothing is forced. On leaving the block the
+ranks write one trace of several solves (schema 3) collectively and atomically, or, when an
+exception escaped on any rank, nothing.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import datetime as dt
+import os
+import shlex
+import sys
+from pathlib import Path
+from types import TracebackType
+from typing import Any
+
+import numpy as np
+from mpi4py import MPI
+from petsc4py import PETSc
+
+from ksptrace.errors import KsptraceError, OutputError, SolverError, UsageError
+from ksptrace.harness import cpuload
+from ksptrace.harness.monitor import StampMonitor
+from ksptrace.harness.mpienv import agree_on_error, node_layout
+from ksptrace.harness.run import GMRES_FAMILY, PETSC_DEFAULT_RESTART, _reason_name, _versions
+from ksptrace.trace import io
+from ksptrace.trace.model import AttrValue, Solves, Trace
+
+_HOOK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
+                         ctypes.c_void_p)
+"""``PetscErrorCode (*)(KSP, Vec, Vec, void *)``: KSPSetPreSolve's and KSPSetPostSolve's hook."""
+SPARE = 2
+"""Monitor slots beyond max_it: pipelined CG-type methods report one iteration more."""
+
+
+def _as_ksp(solver: Any) -> Any:
+    """The KSP of ``solver``: a KSP itself, or the linear solver of a SNES or TS."""
+    if isinstance(solver, PETSc.KSP):
+        return solver
+    if isinstance(solver, PETSc.SNES | PETSc.TS):
+        return solver.getKSP()
+    raise UsageError(f"ksptrace.record needs a PETSc KSP, SNES or TS, got a "
+                     f"{type(solver).__name__}; pass the solver whose linear solves to trace")
+
+
+def _restart(ksp: Any) -> int:
+    """The restart length of a GMRES-type KSP (petsc4py 3.18 cannot ask it), 0 for others."""
+    if ksp.getType() not in GMRES_FAMILY:
+        return 0
+    prefix = ksp.getOptionsPrefix() or ""
+    return int(PETSc.Options().getInt(f"{prefix}ksp_gmres_restart", PETSC_DEFAULT_RESTART))
+
+
+def _options_line() -> str:
+    """PETSc's options database as a command line (what the program ran with)."""
+    words: list[str] = []
+    for name, value in sorted(PETSc.Options().getAll().items()):
+        words += [f"-{name}", str(value)] if value not in (None, "") else [f"-{name}"]
+    return shlex.join(words)
+
+
+def _as_mpi(comm: Any, ksp: Any) -> Any:
+    """The mpi4py communicator the trace is written on; UsageError without one on > 1 rank."""
+    size = ksp.getComm().getSize()
+    if comm is None:
+        if size > 1:
+            raise UsageError(
+                f"ksptrace.record on {size} ranks needs comm=: pass the communicator the KSP "
+                "lives on, e.g. ksptrace.record(ksp, path, comm=MPI.COMM_WORLD)")
+        return MPI.COMM_SELF
+    mpicomm = comm.tompi4py() if hasattr(comm, "tompi4py") else comm
+    if mpicomm.Get_size() != size:
+        raise UsageError(f"comm has {mpicomm.Get_size()} ranks but the KSP lives on {size}; "
+                         "pass the KSP's communicator (ksp.getComm())")
+    return mpicomm
+
+
+class Recorder:
+    """Records every KSPSolve of one KSP while the ``with`` block runs (see the module)."""
+
+    def __init__(self, solver: Any, path: str | os.PathLike[str], comm: Any = None, *,
+                 name: str | None = None, overwrite: bool = False,
+                 attrs: dict[str, AttrValue] | None = None) -> None:
+        self.ksp = _as_ksp(solver)
+        self.mpicomm = _as_mpi(comm, self.ksp)
+        self.path = Path(path)
+        self.name = name or Path(sys.argv[0] or "python").stem or "python"
+        self.overwrite = overwrite
+        self.extra = dict(attrs or {})
+        self.monitor = StampMonitor(1, MPI.Wtime)
+        self._event = PETSc.Log.Event("KSPSolve")
+        self._lib = ctypes.CDLL(PETSc.__file__)  # libpetsc's symbols, through its dependencies
+        self._hooks = (_HOOK(self._pre), _HOOK(self._post))  # kept alive while attached
+        self._stamps: list[np.ndarray] = []
+        self._norms: list[np.ndarray] = []
+        self._seconds: list[float] = []
+        self._reasons: list[int] = []
+        self._its: list[int] = []
+        self._before = 0.0
+        self._error: KsptraceError | None = None
+        self._attached = False
+
+    @property
+    def solves(self) -> int:
+        """The solves recorded so far."""
+        return len(self._stamps)
+
+    def __enter__(self) -> Recorder:
+        error: KsptraceError | None = None
+        if self.mpicomm.Get_rank() == 0:
+            try:
+                io.check_destination(self.path, self.overwrite)
+            except KsptraceError as exc:
+                error = exc
+        agree_on_error(self.mpicomm, error)
+        self.start_utc = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        self.layout = node_layout(self.mpicomm)
+        self.loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        PETSc.Log.begin()  # the KSPSolve event's times; a no-op when logging already runs
+        self._grow(int(self.ksp.getTolerances()[3]) + 1 + SPARE)
+        handle = ctypes.c_void_p(self.ksp.handle)
+        self._lib.KSPSetPreSolve(handle, self._hooks[0], None)
+        self._lib.KSPSetPostSolve(handle, self._hooks[1], None)
+        self._attached = True
+        self.mpicomm.Barrier()
+        self.load_start = cpuload.sample()
+        return self
+
+    def _grow(self, capacity: int) -> None:
+        """A monitor with room for ``capacity`` calls, in place of the current one."""
+        monitors = self.ksp.getMonitor() or []
+        for entry in list(monitors):
+            if entry[0] is self.monitor.callback:
+                monitors.remove(entry)
+        self.monitor = StampMonitor(capacity, MPI.Wtime)
+        self.ksp.setMonitor(self.monitor.callback)
+
+    def _pre(self, *_: Any) -> int:
+        try:
+            needed = int(self.ksp.getTolerances()[3]) + 1 + SPARE
+            if needed > self.monitor.stamps.shape[0]:
+                self._grow(needed)
+            self._before = self._event.getPerfInfo()["time"]
+        except BaseException as exc:  # nothing may escape into PETSc's C code
+            self._fail(SolverError(f"ksptrace.record: {type(exc).__name__}: {exc}"))
+        return 0
+
+    def _post(self, *_: Any) -> int:
+        try:
+            seconds = self._event.getPerfInfo()["time"] - self._before
+            its = int(self.ksp.getIterationNumber())
+            last = self._last_call(its)
+            st = self.monitor.stamps
+            if self.monitor.beyond[0] or np.isnan(st[: last + 1]).any():
+                self.monitor.check(self.ksp.getType(), last)  # raises, saying why
+            stamps, norms = st[: last + 1].copy(), self.monitor.norms[: last + 1].copy()
+            self._stamps.append(stamps)
+            self._norms.append(norms)
+            self._seconds.append(seconds)
+            self._reasons.append(int(self.ksp.getConvergedReason()))  # named at the end
+            self._its.append(its)
+            self.monitor.stamps[: last + 1] = np.nan
+            self.monitor.norms[: last + 1] = np.nan
+        except KsptraceError as exc:
+            self._fail(exc)
+        except BaseException as exc:  # nothing may escape into PETSc's C code
+            self._fail(SolverError(f"ksptrace.record: {type(exc).__name__}: {exc}"))
+        return 0
+
+    def _last_call(self, its: int) -> int:
+        """The last iteration number the monitor saw: usually PETSc's count, else found."""
+        st = self.monitor.stamps
+        if its < st.shape[0] and not np.isnan(st[its]) and (
+                its + 1 == st.shape[0] or np.isnan(st[its + 1])):
+            return its
+        seen = np.flatnonzero(~np.isnan(st))
+        if seen.size == 0:
+            raise SolverError(f"KSP type {self.ksp.getType()} reported no iteration to the "
+                              "monitor; ksptrace.record needs a Krylov method")
+        return int(seen[-1])
+
+    def _fail(self, error: KsptraceError) -> None:
+        self._error = self._error or error
+        self.monitor.reset()
+
+    def _detach(self) -> None:
+        if not self._attached:
+            return
+        handle = ctypes.c_void_p(self.ksp.handle)
+        self._lib.KSPSetPreSolve(handle, None, None)
+        self._lib.KSPSetPostSolve(handle, None, None)
+        monitors = self.ksp.getMonitor() or []
+        for entry in list(monitors):
+            if entry[0] is self.monitor.callback:
+                monitors.remove(entry)
+        self._attached = False
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        self._detach()
+        failed = self.mpicomm.allreduce(exc_type is not None, op=MPI.LOR)
+        if failed:  # nothing is written; the ranks that raised nothing say why they stop
+            if exc_type is None:
+                raise SolverError("another rank raised an exception inside the ksptrace.record "
+                                  f"block; no trace written to {self.path}")
+            return
+        load_end = cpuload.sample()
+        agree_on_error(self.mpicomm, self._error)
+        if not self._stamps:
+            raise SolverError(f"no KSPSolve ran inside the ksptrace.record block; no trace "
+                              f"written to {self.path}")
+        self._write(load_end)
+
+    def _write(self, load_end: cpuload.Sample) -> None:
+        lengths = [int(s.shape[0]) for s in self._stamps]
+        found = self.mpicomm.allgather(lengths)
+        error: KsptraceError | None = None
+        if any(f != found[0] for f in found):
+            error = SolverError("the ranks recorded different solves (numbers of solves or of "
+                                "iterations); record a KSP that all ranks of comm solve together")
+        agree_on_error(self.mpicomm, error)
+        samples = self.mpicomm.allgather((self.load_start, load_end))
+        foreign = cpuload.foreign_load([s for s, _ in samples], [e for _, e in samples],
+                                       list(self.layout.node_ids))
+        rows = self.mpicomm.gather(
+            (np.concatenate(self._stamps), np.array(self._seconds), self.layout.hostname),
+            root=0)
+        attrs = self._attrs(foreign)
+        if self.mpicomm.Get_rank() == 0:
+            assert rows is not None
+            offsets = np.concatenate([[0], np.cumsum(lengths)])
+            seconds = np.stack([r[1] for r in rows])
+            names = {code: _reason_name(PETSc.KSP.ConvergedReason, code)
+                     for code in set(self._reasons)}
+            solves = Solves(offsets, seconds, tuple(names[c] for c in self._reasons),
+                            np.array(self._its))
+            try:
+                trace = Trace(np.stack([r[0] for r in rows]), np.concatenate(self._norms),
+                              np.array(self.layout.node_ids), tuple(r[2] for r in rows),
+                              seconds.sum(axis=1), attrs, solves=solves)
+                attrs["solve_max"] = float(trace.solve_seconds.max())
+                io.write_trace(Trace(trace.stamps, trace.residual_norms, trace.node_ids,
+                                     trace.hostnames, trace.solve_seconds, attrs,
+                                     solves=solves), self.path, self.overwrite)
+            except KsptraceError as exc:
+                error = exc
+            except OSError as exc:
+                error = OutputError(io.describe_write_error(exc, self.path, 0))
+        agree_on_error(self.mpicomm, error)
+
+    def _attrs(self, foreign: cpuload.ForeignLoad | None) -> dict[str, AttrValue]:
+        """The trace's attributes (collective: the operator's size and nonzeros)."""
+        nprocs = self.mpicomm.Get_size()
+        ids = list(self.layout.node_ids)
+        op = self.ksp.getOperators()[0]
+        pc = self.ksp.getPC()
+        attrs: dict[str, AttrValue | None] = {
+            "problem": self.name, "recorded": True, "n": int(op.getSize()[0]),
+            "n_global": int(op.getSize()[0]), "ksp": self.ksp.getType(),
+            "ksp_requested": self.ksp.getType(), "pc": pc.getType(), "noise": "none",
+            "restart": _restart(self.ksp), "warmup": False,
+            "petsc_options": _options_line(), "problem_config": "{}",
+            "solves": len(self._stamps), "iterations_done": int(sum(s.shape[0] - 1
+                                                                  for s in self._stamps)),
+            "petsc_iterations": int(sum(self._its)),
+            "nprocs": nprocs, "n_nodes": len(set(ids)),
+            "ranks_per_node": max(ids.count(i) for i in set(ids)),
+            "cpu_count": os.cpu_count() or 0, "oversubscribed": self.layout.oversubscribed,
+            "launcher": "external" if nprocs > 1 else "none", "launcher_flags": "",
+            "hdf5_path": "gather", "start_utc": self.start_utc,
+            "command_line": shlex.join(sys.argv), "argv": shlex.join(sys.argv),
+            "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""),
+            "omp_num_threads": os.environ.get("OMP_NUM_THREADS", ""),
+            "loadavg_before": self.loadavg,
+            "foreign_cpu_share": None if foreign is None else foreign.share,
+            "foreign_cpu_seconds": None if foreign is None else foreign.seconds,
+            "foreign_cpu_node": None if foreign is None else foreign.node,
+        }
+        nnz = None
+        if op.getType() not in ("python", "shell"):
+            nnz = op.getInfo(PETSc.Mat.InfoType.GLOBAL_SUM)["nz_used"]
+        attrs["nnz"] = None if nnz is None else int(nnz)
+        attrs.update(_versions(PETSc))
+        attrs.update(self.extra)
+        return {k: v for k, v in attrs.items() if v is not None}
+
+
+def record(solver: Any, path: str | os.PathLike[str], comm: Any = None, *,
+           name: str | None = None, overwrite: bool = False,
+           attrs: dict[str, AttrValue] | None = None) -> Recorder:
+    """Record every KSPSolve of ``solver`` (a KSP, or a SNES's or TS's KSP) inside a ``with``
+    block into the trace ``path``; ``comm`` is required on more than one rank.
+
+    ``name`` is the trace's ``problem`` attribute (default: the script's name); ``attrs`` are
+    added to the trace's attributes (your own parameters: a grid size, a time step).
+    """
+    return Recorder(solver, path, comm, name=name, overwrite=overwrite, attrs=attrs)

@@ -1,0 +1,62 @@
+"""The solves of a trace of several (``ksptrace.record``), each as a trace of its own.
+
+Pure: numpy arrays in, :class:`~ksptrace.trace.model.Trace` objects out.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ksptrace.trace.model import Trace
+
+
+def split(trace: Trace, pool: bool = False) -> tuple[Trace, ...]:
+    """Each solve of a trace of several as a trace of its own (``trace`` alone otherwise).
+
+    A solve's attributes say which it is (``solve``: its index), its length
+    (``iterations``, also ``iterations_done``), its converged reason and its KSPSolve times;
+    solves without an iteration are left out. With ``pool``, the solves of each length K
+    make one trace instead: their iterations one after the other (each solve's call 0
+    moved onto the previous solve's last stamp, so no gap between solves is timed), their
+    KSPSolve times summed, and ``solve`` says ``"K=10 x 4"`` (4 solves of 10 iterations).
+    """
+    if trace.solves is None:
+        return (trace,)
+    s = trace.solves
+    lengths = s.iterations
+    if not pool:
+        groups = [[i] for i in range(s.count) if lengths[i] >= 1]
+    else:
+        groups = [list(np.flatnonzero(lengths == k)) for k in np.unique(lengths) if k >= 1]
+    return tuple(_part(trace, [int(i) for i in g], pool) for g in groups)
+
+
+def _part(trace: Trace, picked: list[int], pool: bool) -> Trace:
+    """The trace of the solves ``picked`` (one, or several of equal length)."""
+    s = trace.solves
+    assert s is not None
+    spans = [(int(s.offsets[i]), int(s.offsets[i + 1])) for i in picked]
+    if len(spans) == 1:
+        a, b = spans[0]
+        stamps, norms = trace.stamps[:, a:b], trace.residual_norms[a:b]
+    else:  # each later solve without its call 0, its steps laid after the previous end
+        steps = np.concatenate([np.diff(trace.stamps[:, a:b], axis=1) for a, b in spans],
+                               axis=1)
+        stamps = np.concatenate([trace.stamps[:, spans[0][0]:spans[0][0] + 1],
+                                 trace.stamps[:, spans[0][0]:spans[0][0] + 1]
+                                 + np.cumsum(steps, axis=1)], axis=1)
+        norms = np.concatenate([trace.residual_norms[spans[0][0]:spans[0][0] + 1],
+                                *(trace.residual_norms[a + 1:b] for a, b in spans)])
+    seconds = s.seconds[:, picked].sum(axis=1)
+    k = int(stamps.shape[1] - 1)
+    reasons = sorted({s.reasons[i] for i in picked})
+    attrs = dict(trace.attrs)
+    attrs.update(
+        iterations=k, iterations_done=k, monitor_calls=k + 1,
+        petsc_iterations=int(s.petsc_iterations[picked].sum()),
+        converged_reason=",".join(reasons), solve_max=float(seconds.max()),
+        solve_min=float(seconds.min()), solve_mean=float(seconds.mean()),
+        solve=f"K={k // len(picked)} x {len(picked)}" if pool else picked[0],
+    )
+    path = None if trace.path is None else f"{trace.path}#solve={attrs['solve']}"
+    return Trace(stamps, norms, trace.node_ids, trace.hostnames, seconds, attrs, path)

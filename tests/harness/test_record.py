@@ -1,0 +1,154 @@
+"""``ksptrace.record`` in real petsc4py programs under ``mpiexec -n 1`` and ``-n 2``
+(tests/harness/record_check.py): a 5-step loop, a SNES's and a TS's inner KSP, an exception
+inside the block, and the bad calls."""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ksptrace.trace.io import read_trace
+from ksptrace.trace.solves import split
+from tests.conftest import ROOT, solver_env
+
+pytestmark = [pytest.mark.mpi, pytest.mark.usefixtures("require_petsc")]
+SCRIPT = Path(__file__).with_name("record_check.py")
+
+
+@pytest.fixture(scope="module", params=[1, 2], ids=["P1", "P2"])
+def recorded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
+             ) -> tuple[int, Path, dict[str, dict[str, object]]]:
+    nprocs = int(request.param)
+    mpiexec = shutil.which("mpiexec")
+    if mpiexec is None:
+        pytest.skip("mpiexec not found")
+    out = tmp_path_factory.mktemp(f"record{nprocs}")
+    proc = subprocess.run(
+        [mpiexec, "-n", str(nprocs), sys.executable, str(SCRIPT), str(out)],
+        env=solver_env(PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300,
+        check=False, cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    return nprocs, out, {str(r["case"]): r for r in rows}
+
+
+def test_every_solve_of_a_loop_has_its_own_iteration_count(
+    recorded: tuple[int, Path, dict[str, dict[str, object]]]
+) -> None:
+    nprocs, out, rows = recorded
+    its = rows["loop"]["its"]
+    assert rows["loop"]["inside"] == 5
+    assert isinstance(its, list)
+    assert len(set(its)) >= 3  # the right-hand sides make the counts differ
+    trace = read_trace(out / "loop.h5")
+    assert trace.attrs["schema_version"] == 3
+    assert trace.nprocs == nprocs
+    assert trace.solves is not None
+    assert trace.solves.count == 5
+    assert trace.solves.iterations.tolist() == its
+    assert trace.solves.petsc_iterations.tolist() == its
+    assert set(trace.solves.reasons) <= {"CONVERGED_RTOL", "CONVERGED_ATOL"}
+    assert trace.iterations == sum(its)
+    assert trace.attrs["solves"] == 5
+    assert trace.attrs["recorded"] is True
+    assert trace.attrs["ksp"] == "cg"
+    # each solve's KSPSolve time (PETSc's event log) holds its stamped iterations
+    for s, one in enumerate(split(trace)):
+        assert one.attrs["solve"] == s
+        assert one.iterations == its[s]
+        span = one.stamps[:, -1] - one.stamps[:, 0]
+        assert (one.solve_seconds >= span).all()
+        assert (one.solve_seconds < span + 0.05).all()
+    assert (np.diff(trace.stamps, axis=1) > 0).all()  # one clock, solve after solve
+
+
+def test_an_exception_inside_the_block_leaves_no_trace(
+    recorded: tuple[int, Path, dict[str, dict[str, object]]]
+) -> None:
+    nprocs, out, rows = recorded
+    assert rows["raised"]["error"] == "boom"
+    assert rows["raised"]["monitors"] == 0  # the monitor is detached
+    assert not (out / "raised.h5").exists()
+    assert not (out / "one.h5").exists()
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]  # no temporary file
+    if nprocs == 2:  # rank 0 raised nothing itself: it says why no trace came
+        assert rows["one-rank"]["error"] == (
+            "SolverError: another rank raised an exception inside the ksptrace.record block; "
+            f"no trace written to {out / 'one.h5'}")
+
+
+def test_record_without_comm_on_two_ranks_is_one_error(
+    recorded: tuple[int, Path, dict[str, dict[str, object]]]
+) -> None:
+    nprocs, out, rows = recorded
+    if nprocs == 1:
+        assert rows["no-comm"]["error"] is None
+        assert read_trace(out / "nocomm.h5").solves is not None
+    else:
+        assert rows["no-comm"]["error"] == (
+            "UsageError: ksptrace.record on 2 ranks needs comm=: pass the communicator the KSP "
+            "lives on, e.g. ksptrace.record(ksp, path, comm=MPI.COMM_WORLD)")
+        assert not (out / "nocomm.h5").exists()
+
+
+def test_the_ksp_inside_a_snes_is_recorded_at_every_newton_step(
+    recorded: tuple[int, Path, dict[str, dict[str, object]]]
+) -> None:
+    _, out, rows = recorded
+    newton = rows["snes"]
+    assert int(newton["reason"]) > 0  # type: ignore[call-overload]
+    trace = read_trace(out / "snes.h5")
+    assert trace.solves is not None
+    assert trace.solves.count == newton["newton"]
+    assert int(trace.solves.petsc_iterations.sum()) == newton["linear"]
+    assert len(set(trace.solves.iterations.tolist())) > 1
+
+
+def test_the_ksp_inside_a_ts_is_recorded_at_every_step(
+    recorded: tuple[int, Path, dict[str, dict[str, object]]]
+) -> None:
+    _, out, rows = recorded
+    trace = read_trace(out / "ts.h5")
+    assert trace.solves is not None
+    assert trace.solves.count == rows["ts"]["steps"] == 4
+    assert int(trace.solves.petsc_iterations.sum()) == rows["ts"]["linear"]
+
+
+@pytest.mark.parametrize("pool", [False, True], ids=["each", "pooled"])
+def test_ksptrace_analyze_reports_on_recorded_traces(
+    recorded: tuple[int, Path, dict[str, dict[str, object]]], tmp_path: Path, pool: bool
+) -> None:
+    from ksptrace.cli.main import main
+
+    nprocs, out, _ = recorded
+    loop = read_trace(out / "loop.h5")
+    assert loop.solves is not None
+    traces = [str(out / "loop.h5")] if pool else [str(out / "loop.h5"), str(out / "snes.h5")]
+    args = ["analyze", *traces, "--out", str(tmp_path / "r"),
+            "--no-figures", "--no-cache", "--quiet", "--mc-runs", "2", "--candidates", "norm"]
+    assert main([*args, "--pool-solves"] if pool else args) == 0
+    summary = json.loads((tmp_path / "r" / "summary.json").read_text())
+    names = [Path(t["trace"]).name for t in summary["traces"]]
+    rows = [t for t in summary["traces"] if Path(t["trace"]).name.startswith("loop.h5#")]
+    lengths = loop.solves.iterations.tolist()
+    if pool:  # one configuration per length, the solves of that length one after the other
+        expected = {f"loop.h5#solve=K={k} x {lengths.count(k)}": k * lengths.count(k)
+                    for k in set(lengths)}
+    else:  # each solve a configuration, predicted from its own iteration count
+        expected = {f"loop.h5#solve={s}": k for s, k in enumerate(lengths)}
+    assert {Path(t["trace"]).name: t["iterations"] for t in rows} == expected
+    for t in rows:
+        assert t["nprocs"] == nprocs
+        assert t["kspsolve"] > 0
+        assert t["iterations_kept"] == t["iterations"]
+    if not pool:  # every Newton step's linear solve
+        snes = read_trace(out / "snes.h5")
+        assert snes.solves is not None
+        assert len([n for n in names if n.startswith("snes.h5#")]) == snes.solves.count
