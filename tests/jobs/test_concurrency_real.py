@@ -53,7 +53,10 @@ def test_two_runners_started_together_run_each_solve_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_campaign(local_campaign(runs_ksp='["gmres", "bcgs", "cg"]', nprocs="[1, 2]"))
     spec = load_spec(path)
-    monkeypatch.setenv("FAKE_SLEEP", "0.4")  # each run holds its temporary file this long
+    # Each run holds its temporary file this long: 6 runs keep the first runner busy for 6 s, so
+    # the second one meets its lock even if its start-up (a fresh clone compiles every module,
+    # PETSc types are probed) lags by seconds.
+    monkeypatch.setenv("FAKE_SLEEP", "1.0")
     procs = [subprocess.Popen(_campaign_cmd(path), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
     results = [(p.wait(timeout=120), *p.communicate()) for p in procs]
