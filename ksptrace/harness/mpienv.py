@@ -6,7 +6,7 @@ import os
 import socket
 import sys
 import traceback
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +18,28 @@ AGREED = "ksptrace_agreed"
 
 LAUNCHER_ENV = ("OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK", "PMI_RANK", "MPI_LOCALNRANKS")
 """Variables that show this process was started by mpiexec (OpenMPI, MPICH/Hydra, PMIx)."""
+
+
+RUNTIME_PREFIXES = ("PMIX_", "OMPI_MCA_orte_", "OMPI_COMM_WORLD_")
+RUNTIME_KEYS = frozenset({"OMPI_MCA_ess", "OMPI_MCA_pmix", "OMPI_APP_CTX_NUM_PROCS",
+                          "ORTE_SCHIZO_DETECTION", "OMPI_UNIVERSE_SIZE"})
+"""What an MPI runtime sets for the processes it starts (its PMIx identity, its launcher)."""
+
+
+def without_mpi_runtime(env: Mapping[str, str] | None = None) -> dict[str, str]:
+    """A copy of ``env`` (default: ``os.environ``) for a new MPI job: no runtime identity.
+
+    A process that initialised MPI on its own (a singleton: a notebook, or a test suite, that
+    imported mpi4py) carries its runtime's PMIx namespace and Open MPI's launch variables in its
+    C environment, which a child started without an explicit ``env`` inherits and ``sbatch``
+    then exports into the job. Two jobs with the same inherited identity on one node take the
+    same Open MPI job id, hence the same shared-memory segment names, and crash each other in
+    vader (seen: two array tasks of a Slurm campaign, both SIGSEGV in MPI_Allgather). The
+    user's own settings (``OMPI_MCA_btl``, ``OMPI_MCA_coll_tuned_*``, ...) are kept.
+    """
+    source = os.environ if env is None else env
+    return {k: v for k, v in source.items()
+            if k not in RUNTIME_KEYS and not k.startswith(RUNTIME_PREFIXES)}
 
 
 def under_mpi_launcher(env: dict[str, str] | None = None) -> bool:

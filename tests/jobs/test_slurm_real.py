@@ -317,3 +317,25 @@ def test_collectives_campaign_on_slurm(slurm: dict[str, str], tmp_path: Path,
             "coll_tuned_allreduce_algorithm"] == {"ring": 4, "recursive_doubling": 3}[
             run["params"]["algorithm"]]
         assert task == run["index"]
+
+
+def test_a_campaign_submitted_after_mpi_init_runs_its_concurrent_tasks(
+        slurm: dict[str, str], tmp_path: Path) -> None:
+    """A process that initialised MPI (a notebook, a test suite) carries its runtime's PMIx
+    identity in its C environment. Exported into the job by sbatch, it gave both concurrent
+    array tasks one Open MPI job id and the same shared-memory segments: SIGSEGV in both."""
+    path = tmp_path / "c.toml"
+    path.write_text(COLLECTIVES_CAMPAIGN.format(python=sys.executable))
+    env = {**os.environ, "SLURM_CONF": CONF, "OMPI_ALLOW_RUN_AS_ROOT": "1",
+           "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "PYTHONPATH": str(ROOT)}
+    submit = ("import sys\nfrom mpi4py import MPI\nfrom ksptrace.cli.main import main\n"
+              f"sys.exit(main(['campaign', 'run', {str(path)!r}, '--backend', 'slurm']))")
+    proc = subprocess.run([sys.executable, "-c", submit], env=env, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "out"
+    (sub,) = [json.loads(x) for x in (out / "submissions.jsonl").read_text().splitlines()]
+    _wait(sub["job_id"], slurm)
+    status = subprocess.run([sys.executable, "-m", "ksptrace", "campaign", "status", str(out)],
+                            env=env, capture_output=True, text=True, timeout=60, check=False)
+    assert "2 runs: 2 done" in status.stdout, status.stdout + status.stderr

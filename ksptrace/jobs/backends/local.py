@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from ksptrace.errors import CampaignError, EnvironmentProblem, Interrupted
 from ksptrace.harness.lifeline import Supervised
+from ksptrace.harness.mpienv import without_mpi_runtime
 from ksptrace.harness.petscenv import force_solver_env, locate_petsc4py
 from ksptrace.harness.run import LAUNCH_ENV
 from ksptrace.jobs import state
@@ -62,7 +63,7 @@ class LocalBackend(Backend):
 
     def submit(self, spec: CampaignSpec, scripts: Sequence[Script],
                progress: Progress | None = None) -> list[str]:
-        env = dict(os.environ)
+        env = without_mpi_runtime()
         locate_petsc4py(env)
         force_solver_env(env)
         env[LAUNCH_ENV] = json.dumps({

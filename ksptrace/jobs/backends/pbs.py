@@ -12,6 +12,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ksptrace.errors import CampaignError
+from ksptrace.harness.mpienv import without_mpi_runtime
 from ksptrace.jobs import state
 from ksptrace.jobs.backends.base import Backend, Progress, Script, SubmissionRejected
 from ksptrace.jobs.backends.slurm import split
@@ -67,7 +68,7 @@ class PbsBackend(Backend):
         jobs = []
         for script in scripts:
             proc = subprocess.run(["qsub", script.path], cwd=spec.output, capture_output=True,
-                                  text=True, check=False)
+                                  text=True, check=False, env=without_mpi_runtime())
             if proc.returncode != 0:
                 why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
                 raise SubmissionRejected(f"qsub rejected {script.path}: {why}")

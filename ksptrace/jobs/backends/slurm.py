@@ -14,6 +14,7 @@ from itertools import groupby
 from pathlib import Path
 
 from ksptrace.errors import CampaignError
+from ksptrace.harness.mpienv import without_mpi_runtime
 from ksptrace.jobs import state
 from ksptrace.jobs.backends.base import Backend, Progress, Script, SubmissionRejected
 from ksptrace.jobs.schema import format_walltime
@@ -111,8 +112,10 @@ class SlurmBackend(Backend):
                progress: Progress | None = None) -> list[str]:
         jobs = []
         for script in scripts:
+            # sbatch exports this environment into the job: never an MPI runtime's identity
             proc = subprocess.run(["sbatch", "--parsable", script.path], cwd=spec.output,
-                                  capture_output=True, text=True, check=False)
+                                  capture_output=True, text=True, check=False,
+                                  env=without_mpi_runtime())
             if proc.returncode != 0:
                 why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
                 raise SubmissionRejected(f"sbatch rejected {script.path}: {why}")
