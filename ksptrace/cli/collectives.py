@@ -18,7 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
-from ksptrace.cli.common import add_params
+from ksptrace.cli.common import add_params, output_target
 from ksptrace.collectives import algorithms as alg
 from ksptrace.collectives.operations import buffer_bytes
 from ksptrace.collectives.params import COLLECTIVE_PARAMS, message_sizes, parse_bytes
@@ -96,13 +96,9 @@ def check_memory(op: str, max_bytes: int, nprocs: int, ranks_here: int) -> None:
 
 def output_path(out: str, op: str, forcing: alg.Forcing, nprocs: int,
                 sizes: tuple[int, ...], reps: int, tag: str) -> Path:
-    target = Path(out)
+    target = output_target(out)
     if target.suffix == ".h5":
         return target
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create output folder {target}: {exc.strerror}") from None
     parts = ["collectives", op, f"a{forcing.algorithm}-{forcing.name}"]
     if forcing.segment_bytes:
         parts.append(f"seg{forcing.segment_bytes}")

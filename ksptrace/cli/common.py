@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Iterable
+from pathlib import Path
 
+from ksptrace.errors import UsageError
 from ksptrace.params import Param
 
 
@@ -22,3 +24,16 @@ def add_params(parser: argparse.ArgumentParser, params: Iterable[Param]) -> None
                 p.flag, dest=p.name, default=None, metavar=p.name.upper(),
                 help=f"{p.help} (default: {p.default}{choices})",
             )
+
+
+def output_target(out: str) -> Path:
+    """``out`` as given when it names an .h5 file; otherwise the folder, created if missing
+    (the caller names the file in it)."""
+    target = Path(out)
+    if target.suffix == ".h5":
+        return target
+    try:
+        target.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise UsageError(f"cannot create output folder {target}: {exc.strerror}") from None
+    return target

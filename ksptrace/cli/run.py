@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ksptrace.cli.common import add_params
+from ksptrace.cli.common import add_params, output_target
 from ksptrace.errors import EnvironmentProblem, TraceError, UsageError
 from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
 from ksptrace.harness.options import CHECK_PARAMS, RUN_PARAMS
@@ -102,13 +102,9 @@ def output_path(
 ) -> Path:
     """The trace file: ``out`` itself when it ends in .h5, else a name from the parameters
     (and a digest of the PETSc options, when there are any)."""
-    target = Path(out)
+    target = output_target(out)
     if target.suffix == ".h5":
         return target
-    try:
-        target.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise UsageError(f"cannot create output folder {target}: {exc.strerror}") from None
     parts = [run["problem"], run["ksp"], run["pc"], f"n{run['n']}", f"P{nprocs}",
              f"K{run['iterations']}"]
     if run["restart"]:
