@@ -123,3 +123,31 @@ def _loo_error(pts: np.ndarray, ys: np.ndarray, prm: SegmentationParams) -> np.n
     with np.errstate(divide="ignore", invalid="ignore"):
         rel = resid / np.abs(ys)
     return np.sum(np.where(np.isfinite(rel), rel, 0.0) ** 2, axis=1)
+
+
+def core_count_split(
+    pts: np.ndarray, y: np.ndarray, cores: int, prm: SegmentationParams
+) -> tuple[int, float] | None:
+    """(c, gain) when a sweep over process counts changes where the ranks outnumber the cores.
+
+    The one change a sweep on a machine of ``cores`` cores is known to cross: beyond it ranks
+    share cores. Asked only when the detector found nothing. It holds when the best global
+    two-segment split (``global_split``) falls exactly between p = ``cores`` and the next p,
+    cuts the single model's leave-one-out error by more than ``split_gain``, and the best
+    single smooth law misses by more than ``confirm_rms``. With two points before the knee
+    (a 2-core machine) the window tests cannot see it, and a smooth law with a log term can
+    imitate a flat start; the known location is what tells the two apart.
+    """
+    from ksptrace.analysis.smooth_law import smooth_fit
+
+    c = int(np.searchsorted(pts, cores, side="right")) - 1  # last p <= cores
+    m = prm.split_min_side
+    if c < m - 1 or c > pts.size - m - 1 or pts[c] != cores:
+        return None
+    ys = np.asarray(y, dtype=np.float64)[None, :]
+    gain, where = global_split(pts, ys, prm)
+    if int(where[0]) != c or not gain[0] > prm.split_gain:
+        return None
+    if not smooth_fit(pts, ys).rms[0] > prm.confirm_rms:
+        return None
+    return c, float(gain[0])

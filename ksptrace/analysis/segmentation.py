@@ -33,7 +33,7 @@ handled, and re-exports the rest.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
 import numpy as np
@@ -41,6 +41,7 @@ import numpy as np
 from ksptrace.analysis.pmnf import PMNFFits, PMNFModel, aggregate, fit_many
 from ksptrace.analysis.segment_advice import fmt_list, suggest_points
 from ksptrace.analysis.segment_detect import Detection, detect_many, repetition_noise
+from ksptrace.analysis.segment_locate import core_count_split
 from ksptrace.analysis.segment_params import SegmentationParams
 from ksptrace.errors import AnalysisError
 
@@ -222,6 +223,16 @@ def segment(
         )
     noise = repetition_noise(raw_p[keep], raw_y[keep])
     det = detect_many(pts, vals[None, :], prm, noise=np.array([noise]))
+    if not det.segmented[0] and cores and prm.global_split:  # not in the paper's mode
+        found = core_count_split(pts, vals, cores, prm)
+        if found is not None:
+            c, gain = found
+            det = replace(det, segmented=np.array([True]), lo=np.array([c]),
+                          hi=np.array([c + 1]), by_split=np.array([True]))
+            notes.append(
+                f"change where the ranks outnumber the {cores} cores (p = {pts[c]:g} | "
+                f"{pts[c + 1]:g}): two segments cut the leave-one-out error {gain:.1f}-fold"
+            )
     cps, segs = _split(pts, vals, prm, det, depth=0, cores=cores)
     return Segmentation(
         p=pts,
