@@ -4,9 +4,11 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# gcc builds the C stamping monitor on first use (ksptrace/harness/native.py); Debian's PETSc
+# stack pulls it in anyway.
 APT_PACKAGES=(python3-petsc4py python3-mpi4py python3-h5py-mpi openmpi-bin python3-venv
               python3-scipy python3-pandas python3-matplotlib python3-jinja2 python3-tqdm
-              python3-sklearn)
+              python3-sklearn gcc)
 # The test command (`bootstrap.sh --test`) also renders the report in a real headless browser,
 # and opens traces as other tools do (xarray through h5netcdf, h5dump).
 if [ "${1:-}" = "--test" ]; then

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ksptrace.analysis.decision_rules import parse_ompi_algorithms
+from ksptrace.cachedir import cache_dir
 from ksptrace.errors import AnalysisError, EnvironmentProblem, UsageError
 
 DEFAULT = "default"
@@ -185,10 +186,8 @@ def library_of(version_text: str) -> str:
     return "unknown"
 
 
-CACHE_ENV = "KSPTRACE_CACHE_DIR"
-"""Where ompi_info's answer is kept (default ``$XDG_CACHE_HOME/ksptrace`` or
-``~/.cache/ksptrace``): every rank of every run needs it before MPI starts, and one ompi_info
-costs about 0.3 s of CPU."""
+# ompi_info's answer is kept in cache_dir(): every rank of every run needs it before MPI
+# starts, and one ompi_info costs about 0.3 s of CPU.
 
 
 def _cache_file(path: str) -> Path | None:
@@ -196,10 +195,8 @@ def _cache_file(path: str) -> Path | None:
         st = os.stat(path)
     except OSError:
         return None
-    base = os.environ.get(CACHE_ENV) or os.path.join(
-        os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"), "ksptrace")
     key = hashlib.sha256(f"{os.path.realpath(path)}:{st.st_mtime_ns}:{st.st_size}".encode())
-    return Path(base) / f"ompi_info-tuned-{key.hexdigest()[:16]}.txt"
+    return cache_dir() / f"ompi_info-tuned-{key.hexdigest()[:16]}.txt"
 
 
 @functools.lru_cache(maxsize=1)

@@ -1,24 +1,30 @@
 """The KSP monitor that stamps MPI.Wtime() at every iteration, with no allocation per call.
 
-The callback is a closure whose arrays, clock and capacity are bound as default arguments, so a
-call does two stores into preallocated numpy arrays: about 0.15 us on top of
-petsc4py's own 0.3 us per monitor call (see bench/overhead.py).
+Two implementations fill the same arrays. The C monitor (:mod:`ksptrace.harness.native`) is
+used wherever it can be built and costs some 30 ns per iteration. The Python callback is the
+fallback: a closure whose arrays, clock and capacity are bound as default arguments, so a call
+does two stores into preallocated numpy arrays, about 0.15 us on top of petsc4py's own 0.3 us
+per monitor call (see bench/overhead.py).
 """
 
 from __future__ import annotations
 
+import itertools
+import weakref
 from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
 from ksptrace.errors import SolverError
+from ksptrace.harness import native
 
 MonitorCallback = Callable[[Any, int, float], None]
+_owners = itertools.count(1)
 
 
 def _stamping_callback(
-    stamps: np.ndarray, norms: np.ndarray, beyond: list[int], wtime: Callable[[], float]
+    stamps: np.ndarray, norms: np.ndarray, beyond: np.ndarray, wtime: Callable[[], float]
 ) -> MonitorCallback:
     def monitor(
         ksp: Any,
@@ -27,7 +33,7 @@ def _stamping_callback(
         st: np.ndarray = stamps,
         nr: np.ndarray = norms,
         w: Callable[[], float] = wtime,
-        b: list[int] = beyond,
+        b: np.ndarray = beyond,
     ) -> None:
         try:  # free when nothing is raised (Python >= 3.11), unlike a bounds test
             st[its] = w()
@@ -38,6 +44,15 @@ def _stamping_callback(
     return monitor
 
 
+def _remove_callback(ksp: Any, callback: MonitorCallback) -> None:
+    """Take ``callback`` out of petsc4py's monitor list of ``ksp`` (PETSc keeps calling
+    petsc4py's dispatcher, which then calls the others)."""
+    monitors = ksp.getMonitor() or []
+    for entry in list(monitors):
+        if entry[0] is callback:
+            monitors.remove(entry)
+
+
 class StampMonitor:
     """Wall-clock time and residual norm of every iteration, in preallocated arrays.
 
@@ -45,18 +60,83 @@ class StampMonitor:
     first iteration), as PETSc's own ``-ksp_monitor`` numbers them. A method that reported one
     iteration number twice (tfqmr's two half steps) keeps the later report. Slots start as NaN,
     so an iteration that was never reported is detected rather than read as zero.
+
+    :meth:`attach` puts it on a KSP: the C monitor when it can be had, else :attr:`callback`.
+    :attr:`impl` says which (``"c"`` or ``"python"``), :attr:`why_python` why not C.
     """
 
-    __slots__ = ("beyond", "callback", "norms", "stamps")
+    __slots__ = (
+        "__weakref__",
+        "_bound",
+        "_ksp",
+        "_owner",
+        "beyond",
+        "callback",
+        "impl",
+        "norms",
+        "stamps",
+        "why_python",
+        "wtime",
+    )
 
     def __init__(self, capacity: int, wtime: Callable[[], float]) -> None:
+        self.wtime = wtime
+        self.beyond = np.zeros(1, dtype=np.int64)
+        """The highest iteration number reported beyond the capacity (0: none)."""
+        self._owner = next(_owners)
+        self._bound: tuple[Any, int] | None = None
+        self._ksp: Any = None
+        self.impl = "python"
+        self.why_python = "not attached"
+        self._allocate(capacity)
+
+    def _allocate(self, capacity: int) -> None:
         self.stamps = np.full(capacity, np.nan)
         self.norms = np.full(capacity, np.nan)
-        self.beyond = [0]
-        """The highest iteration number reported beyond the capacity (0: none)."""
         self.callback: MonitorCallback = _stamping_callback(
-            self.stamps, self.norms, self.beyond, wtime
+            self.stamps, self.norms, self.beyond, self.wtime
         )
+
+    def attach(self, ksp: Any) -> str:
+        """Stamp ``ksp``'s iterations from now on; returns the implementation used."""
+        if self._ksp is not None:
+            raise SolverError("this monitor is already attached to a KSP; detach it first")
+        found = native.native(self.wtime)
+        if not isinstance(found, str):
+            ctx = native.bind(found, ksp, (self.stamps, self.norms, self.beyond),
+                              self.stamps.shape[0], self._owner)
+            if ctx is not None:
+                self._bound = (found.lib, ctx)
+                weakref.finalize(self, native.unbind, found.lib, ctx, self._owner)
+                self._ksp, self.impl, self.why_python = ksp, "c", ""
+                return self.impl
+            found = "PETSc refused another monitor on this KSP"
+        ksp.setMonitor(self.callback)
+        self._ksp, self.impl, self.why_python = ksp, "python", found
+        return self.impl
+
+    def detach(self) -> None:
+        """Stop stamping (the C context is kept for the KSP's next monitor)."""
+        if self._ksp is None:
+            return
+        if self._bound is not None:
+            native.unbind(*self._bound, self._owner)
+            self._bound = None
+        else:
+            _remove_callback(self._ksp, self.callback)
+        self._ksp = None
+
+    def resize(self, capacity: int) -> None:
+        """Room for ``capacity`` calls (stamps so far are dropped), attached or not."""
+        old = self.callback
+        self._allocate(capacity)
+        self.beyond[0] = 0
+        if self._bound is not None:
+            native.bind_again(self._bound[0], self._bound[1],
+                              (self.stamps, self.norms, self.beyond), capacity, self._owner)
+        elif self._ksp is not None:
+            _remove_callback(self._ksp, old)
+            self._ksp.setMonitor(self.callback)
 
     def reset(self) -> None:
         self.stamps.fill(np.nan)

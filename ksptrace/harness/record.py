@@ -130,7 +130,8 @@ class Recorder:
         self.layout = node_layout(self.mpicomm)
         self.loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         PETSc.Log.begin()  # the KSPSolve event's times; a no-op when logging already runs
-        self._grow(int(self.ksp.getTolerances()[3]) + 1 + SPARE)
+        self.monitor.resize(int(self.ksp.getTolerances()[3]) + 1 + SPARE)
+        self.monitor.attach(self.ksp)
         handle = ctypes.c_void_p(self.ksp.handle)
         self._lib.KSPSetPreSolve(handle, self._hooks[0], None)
         self._lib.KSPSetPostSolve(handle, self._hooks[1], None)
@@ -139,20 +140,11 @@ class Recorder:
         self.load_start = cpuload.sample()
         return self
 
-    def _grow(self, capacity: int) -> None:
-        """A monitor with room for ``capacity`` calls, in place of the current one."""
-        monitors = self.ksp.getMonitor() or []
-        for entry in list(monitors):
-            if entry[0] is self.monitor.callback:
-                monitors.remove(entry)
-        self.monitor = StampMonitor(capacity, MPI.Wtime)
-        self.ksp.setMonitor(self.monitor.callback)
-
     def _pre(self, *_: Any) -> int:
         try:
             needed = int(self.ksp.getTolerances()[3]) + 1 + SPARE
             if needed > self.monitor.stamps.shape[0]:
-                self._grow(needed)
+                self.monitor.resize(needed)
             self._before = self._event.getPerfInfo()["time"]
         except BaseException as exc:  # nothing may escape into PETSc's C code
             self._fail(SolverError(f"ksptrace.record: {type(exc).__name__}: {exc}"))
@@ -202,10 +194,7 @@ class Recorder:
         handle = ctypes.c_void_p(self.ksp.handle)
         self._lib.KSPSetPreSolve(handle, None, None)
         self._lib.KSPSetPostSolve(handle, None, None)
-        monitors = self.ksp.getMonitor() or []
-        for entry in list(monitors):
-            if entry[0] is self.monitor.callback:
-                monitors.remove(entry)
+        self.monitor.detach()
         self._attached = False
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
@@ -267,7 +256,9 @@ class Recorder:
         ids = list(self.layout.node_ids)
         op = self.ksp.getOperators()[0]
         pc = self.ksp.getPC()
+        impls = set(self.mpicomm.allgather(self.monitor.impl))
         attrs: dict[str, AttrValue | None] = {
+            "monitor": impls.pop() if len(impls) == 1 else "mixed",
             "problem": self.name, "recorded": True, "n": int(op.getSize()[0]),
             "n_global": int(op.getSize()[0]), "ksp": self.ksp.getType(),
             "ksp_requested": self.ksp.getType(), "pc": pc.getType(), "noise": "none",

@@ -325,7 +325,12 @@ def _solve_and_write(
     ksp = _configure(settings, petsc, instance, mpicomm)
     pc_type = ksp.getPC().getType()
     monitor = StampMonitor(settings.iterations + 1, wtime)
-    ksp.setMonitor(monitor.callback)
+    error = None
+    try:  # every rank refuses alike (KSPTRACE_MONITOR=c without a compiler)
+        monitor.attach(ksp)
+    except KsptraceError as exc:
+        error = exc
+    agree_on_error(mpicomm, error)
     detour = _inject_noise(settings, petsc, ksp, rank, layout.node_id)
     instance.prepare()
 
@@ -368,9 +373,11 @@ def _solve_and_write(
     instance.destroy()  # before the check: options read at destroy time count as used
     unused = _check_unused(settings, petsc, mpicomm, types)
     solves = mpicomm.allgather(solve_seconds)
+    impls = set(mpicomm.allgather(monitor.impl))
     attrs = mpicomm.bcast(attrs, root=0)
     assert attrs is not None
     attrs.update(
+        monitor=impls.pop() if len(impls) == 1 else "mixed",
         solve_max=float(max(solves)),
         solve_min=float(min(solves)),
         solve_mean=float(np.mean(solves)),

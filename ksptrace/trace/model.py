@@ -61,7 +61,7 @@ ATTRIBUTE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "run": (
         "problem", "n", "n_global", "nnz", "ksp", "ksp_requested", "pc", "iterations", "restart",
         "warmup", "noise", "petsc_options", "petsc_options_unused", "allow_unused_options",
-        "problem_config", "recorded",
+        "problem_config", "recorded", "monitor",
     ),
     "result": (
         "iterations_done", "petsc_iterations", "monitor_calls", "converged_reason", "solve_max",

@@ -105,3 +105,28 @@ def test_missing_petsc4py(monkeypatch: pytest.MonkeyPatch, capsys: pytest.Captur
     code = main(["run", "--n", "100", "--iterations", "5", "--np", "2", "--out", str(tmp_path)])
     assert code == 3
     assert "petsc4py is not importable" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize(("env", "message"), [
+    ({"KSPTRACE_MONITOR": "c", "CC": "/nonexistent/cc"},
+     "KSPTRACE_MONITOR=c but the C monitor is unavailable: /nonexistent/cc did not run"),
+    ({"KSPTRACE_MONITOR": "fortran"}, "KSPTRACE_MONITOR='fortran' is not a monitor"),
+], ids=["no-compiler", "unknown"])
+def test_a_monitor_that_cannot_be_had_is_one_error(ksptrace_cli, tmp_path: Path,
+                                                   env: dict[str, str], message: str) -> None:
+    out = tmp_path / "out"
+    proc = ksptrace_cli("run", "--n", "100", "--iterations", "5", "--np", "2",
+                        "--out", str(out), KSPTRACE_CACHE_DIR=str(tmp_path / "cache"), **env)
+    assert proc.returncode == EnvironmentProblem.exit_code
+    assert message in one_error_line(proc.stderr)
+    assert not out.exists() or list(out.iterdir()) == []
+
+
+def test_without_a_compiler_the_python_monitor_stamps(ksptrace_cli, tmp_path: Path) -> None:
+    from ksptrace.trace.io import read_trace
+
+    path = tmp_path / "t.h5"
+    proc = ksptrace_cli("run", "--n", "100", "--iterations", "5", "--np", "2", "--out",
+                        str(path), CC="/nonexistent/cc", KSPTRACE_CACHE_DIR=str(tmp_path / "c"))
+    assert proc.returncode == 0, proc.stderr
+    assert read_trace(path).attrs["monitor"] == "python"

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from ksptrace.cachedir import CACHE_ENV
 from ksptrace.collectives import algorithms as alg
 from ksptrace.errors import UsageError
 
@@ -84,7 +85,7 @@ def test_ompi_info_is_asked_once_per_installation(tmp_path: Path,
 
     if shutil.which("ompi_info") is None:
         pytest.skip("no ompi_info (Open MPI) on PATH")
-    monkeypatch.setenv(alg.CACHE_ENV, str(tmp_path))
+    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
     alg._ompi_info_text.cache_clear()
     assert alg.ompi_catalogue("allreduce")[4] == "ring"
     (cached,) = tmp_path.glob("ompi_info-tuned-*.txt")

@@ -146,5 +146,24 @@ def timestepping() -> None:
     emit(case="ts", steps=ts.getStepNumber(), linear=ts.getKSPIterations())
 
 
-for case in (loop, raising, raising_on_one_rank, no_comm, newton, timestepping):
+def blocks() -> None:
+    """Seven record blocks on one KSP (PETSc allows five monitors per KSP, and a C monitor
+    cannot be removed from it), beside the program's own monitor."""
+    inst = laplacian()
+    seen: list[int] = []
+    inst.ksp.setMonitor(lambda ksp, its, rnorm: seen.append(its))
+    solves, impls = [], []
+    for block in range(7):
+        with ksptrace.record(inst.ksp, OUT / f"block{block}.h5", comm=COMM) as rec:
+            inst.reset()
+            inst.solve()
+            solves.append(rec.solves)
+        impls.append(rec.monitor.impl)
+    inst.reset()
+    inst.solve()  # after the blocks: the program's monitor still runs, nothing is recorded
+    emit(case="blocks", solves=solves, impls=impls, own_calls=len(seen),
+         its=inst.ksp.getIterationNumber())
+
+
+for case in (loop, raising, raising_on_one_rank, no_comm, newton, timestepping, blocks):
     case()

@@ -12,6 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ksptrace.trace.io import read_trace
@@ -72,16 +73,28 @@ print(json.dumps(results))
 """
 
 
-@pytest.fixture(scope="module")
-def outcomes(require_petsc: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
-    out = tmp_path_factory.mktemp("ksp-types")
+def _every_type(out: Path, monitor: str) -> dict[str, Any]:
     proc = subprocess.run(
-        [sys.executable, "-c", DRIVER, str(out), str(N), str(K)], env=solver_env(),
+        [sys.executable, "-c", DRIVER, str(out), str(N), str(K)],
+        env=solver_env(KSPTRACE_MONITOR=monitor),
         capture_output=True, text=True, timeout=300, cwd=ROOT, check=False,
     )
     assert proc.returncode == 0, proc.stderr
     found: dict[str, Any] = json.loads(proc.stdout.strip().splitlines()[-1])
     return found
+
+
+@pytest.fixture(scope="module")
+def outcomes(require_petsc: None, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
+    """Every type stamped by the C monitor (KSPTRACE_MONITOR=c: an error if it cannot build)."""
+    return _every_type(tmp_path_factory.mktemp("ksp-types"), "c")
+
+
+@pytest.fixture(scope="module")
+def python_outcomes(require_petsc: None, tmp_path_factory: pytest.TempPathFactory
+                    ) -> dict[str, Any]:
+    """The same, stamped by the Python monitor."""
+    return _every_type(tmp_path_factory.mktemp("ksp-types-python"), "python")
 
 
 def test_every_type_is_classified(outcomes: dict[str, Any]) -> None:
@@ -93,12 +106,28 @@ def test_traced_with_exactly_k_stamped_iterations(outcomes: dict[str, Any], ksp:
     assert "refused" not in outcomes[ksp], outcomes[ksp]
     trace = read_trace(outcomes[ksp]["path"])
     assert trace.attrs["ksp"] == ksp
+    assert trace.attrs["monitor"] == "c"
     assert trace.iterations == K
     assert trace.attrs["iterations_done"] == K
     assert trace.stamps.shape == (1, K + 1)
     assert (trace.iteration_seconds > 0).all()
     extra = 1 if ksp in PIPELINED_EXTRA_UPDATE else 0
     assert trace.attrs["petsc_iterations"] == K + extra
+
+
+def test_the_c_and_the_python_monitor_see_the_same_iterations(
+        outcomes: dict[str, Any], python_outcomes: dict[str, Any]) -> None:
+    """Same types traced, same refusals, bit-identical residual norms, one stamp per call."""
+    assert {k: "path" in v for k, v in outcomes.items()} == {
+        k: "path" in v for k, v in python_outcomes.items()}
+    for ksp in TRACED:
+        c, py = read_trace(outcomes[ksp]["path"]), read_trace(python_outcomes[ksp]["path"])
+        assert py.attrs["monitor"] == "python"
+        np.testing.assert_array_equal(c.residual_norms, py.residual_norms, err_msg=ksp)
+        assert c.stamps.shape == py.stamps.shape
+        assert c.attrs["petsc_iterations"] == py.attrs["petsc_iterations"]
+    for ksp in REFUSED:
+        assert outcomes[ksp].get("refused") == python_outcomes[ksp].get("refused")
 
 
 @pytest.mark.parametrize("ksp", sorted(REFUSED))

@@ -84,6 +84,21 @@ def test_an_exception_inside_the_block_leaves_no_trace(
             f"no trace written to {out / 'one.h5'}")
 
 
+def test_one_ksp_recorded_in_many_blocks_keeps_the_programs_monitor(
+    recorded: tuple[int, Path, dict[str, dict[str, object]]]
+) -> None:
+    _, out, rows = recorded
+    row = rows["blocks"]
+    assert row["solves"] == [1] * 7
+    assert row["impls"] == ["c"] * 7  # the C monitor, reused from block to block
+    its = int(row["its"])  # type: ignore[call-overload]
+    assert row["own_calls"] == 8 * (its + 1)  # the program's monitor saw every solve
+    for block in range(7):
+        trace = read_trace(out / f"block{block}.h5")
+        assert trace.attrs["monitor"] == "c"
+        assert trace.iterations == its
+
+
 def test_record_without_comm_on_two_ranks_is_one_error(
     recorded: tuple[int, Path, dict[str, dict[str, object]]]
 ) -> None:
