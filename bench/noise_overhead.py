@@ -168,7 +168,7 @@ def in_process_child(out: Path, case: int) -> None:
         ksp.getPC().setType("jacobi")
         ksp.setTolerances(rtol=0.0, atol=0.0, divtol=1e300, max_it=iterations)
         monitor = StampMonitor(iterations + 1, MPI.Wtime)
-        ksp.setMonitor(monitor.callback)
+        monitor.attach(ksp)  # as ksptrace run does
         monitors.append(monitor)
     detours = rank_detours(parse(VARIANTS["zero"][1]), rank, 0, iterations + 1)
     ctx = wrap_pc(petsc, wrapped, detours)

@@ -28,7 +28,7 @@ RESULTS = Path(__file__).resolve().parent / "results" / "overhead.json"
 NPROCS = 2
 CASES = (  # (unknowns per rank, forced iterations, repeats, target ratio)
     (100_000, 300, 41, 1.02),
-    (1_000, 2000, 41, 1.05),
+    (1_000, 2000, 101, 1.05),
 )
 
 

@@ -575,8 +575,9 @@ def decision_studies(results: Results) -> decision_report.Studies:
 
 def render_html(results: Results, table_list: Sequence[tables.Table],
                 metadata: dict[str, Any],
-                decisions: decision_report.Studies | None = None) -> str:
-    """The whole report as one HTML string."""
+                decisions: decision_report.Studies | None = None,
+                links: Sequence[tuple[str, str]] = ()) -> str:
+    """The whole report as one HTML string; ``links``: pages beside it (address, title)."""
     rows = _anchors(results.analysed)
     noise = noise_section(results.noise)
     opt = results.options
@@ -598,6 +599,7 @@ def render_html(results: Results, table_list: Sequence[tables.Table],
         decision=None if decisions is None else decision_report.section_context(
             decisions, None if results.with_figures else [[] for _ in decisions.studies]),
         standalone=False,
+        links=list(links),
     )
 
 
@@ -696,14 +698,16 @@ def write_report_files(
     with_figures: bool = True,
     jobs: int = 1,
     cache: Path | None = None,
+    links: Sequence[tuple[str, str]] = (),
 ) -> Report:
     """``write_report`` for trace files: in ``jobs`` processes, with the per-trace results
     kept in ``cache`` (None: no cache) for the next run; entries of traces no longer given
-    are removed once the report is written."""
+    are removed once the report is written. ``links`` are (relative address, title) of pages
+    written beside the report (the collectives page), listed in its contents."""
     out = Path(out_dir)
     check_destination(out, EARLIER)
     results = analyse_files(paths, options, progress, with_figures, jobs, cache)
-    report = write_results(out, results, progress)
+    report = write_results(out, results, progress, links)
     if cache is not None:
         opt = results.options
         keep = set()
@@ -716,8 +720,10 @@ def write_report_files(
     return report
 
 
-def write_results(out: Path, results: Results, progress: Reporter | None = None) -> Report:
-    """Write the report of analysed ``results`` (whole or not at all)."""
+def write_results(out: Path, results: Results, progress: Reporter | None = None,
+                  links: Sequence[tuple[str, str]] = ()) -> Report:
+    """Write the report of analysed ``results`` (whole or not at all); ``links`` as in
+    :func:`write_report_files`."""
     if not results.analysed:
         if progress is not None and results.skipped:  # each was named as it was skipped
             reasons = f"{len(results.skipped)} skipped, each named above"
@@ -737,8 +743,9 @@ def write_results(out: Path, results: Results, progress: Reporter | None = None)
     for k, s in enumerate(decisions.studies):
         table_list.extend(decision_report.study_tables(s, k))
     metadata = metadata_of(results)
-    page = render_html(results, table_list, metadata, decisions)
+    page = render_html(results, table_list, metadata, decisions, links)
     digest = summary(results, table_list, metadata)
+    digest["pages"] = [{"href": href, "title": title} for href, title in links]
     digest["decision_maps"] = [decision_report.summary_of(s) for s in decisions.studies]
     doc = json.dumps(digest, indent=2, default=_jsonable)
     with staged_directory(out, EARLIER) as tmp:

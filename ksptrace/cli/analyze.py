@@ -141,14 +141,21 @@ def main(args: argparse.Namespace) -> int:
         # scipy's optimisers and quadratures warn on hard fits; the report says what failed.
         warnings.simplefilter("ignore", RuntimeWarning)
         warnings.simplefilter("ignore", IntegrationWarning)
+        links = [(f"{COLLECTIVES_FOLDER}/collectives.html",
+                  f"Collective operations: {len(collective_paths)} trace"
+                  f"{'s' if len(collective_paths) != 1 else ''}")] if collective_paths else []
         report = write_report_files(args.out, paths, options, _Named(progress),
-                                    not args.no_figures, args.jobs, cache)
+                                    not args.no_figures, args.jobs, cache, links)
     print(f"wrote {report.html} ({report.analysed} traces analysed, {len(report.skipped)} skipped"
           + (f"; per-trace results in {cache}" if cache is not None else "") + ")")
     if collective_paths:
-        return _collectives(Path(args.out) / "collectives", collective_paths,
+        return _collectives(Path(args.out) / COLLECTIVES_FOLDER, collective_paths,
                             with_figures=not args.no_figures)
     return 0
+
+
+COLLECTIVES_FOLDER = "collectives"
+"""Where the collectives page goes inside a report folder that also has solver traces."""
 
 
 def _collectives(out: Path, paths: list[str | os.PathLike[str]], with_figures: bool) -> int:

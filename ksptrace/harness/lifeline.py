@@ -18,7 +18,8 @@ A launcher on another host (an MPI library that forwards the whole environment t
 is not ours to judge: neither the watchdog nor the check acts on it. Without the host (an
 identity set by hand), the watchdog starts only if the launcher is visible when the rank starts.
 The watchdog runs between Python bytecodes, so a rank inside one long C call that neither returns
-to Python (a monitor callback) nor releases the GIL is stopped only when that call returns; a
+to Python nor releases the GIL is stopped only when that call returns (a traced KSPSolve lets
+Python in every 50 ms from the C stamping monitor, at every iteration from the Python one); a
 rank started in another pid namespace under the same host name would be misjudged as orphaned.
 """
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,22 @@ def test_beside_solver_traces(tmp_path: Path) -> None:
                  "--quiet", "--no-cache"]) == 0
     assert (out / "report.html").is_file()
     assert (out / "collectives" / "collectives.html").is_file()
+    # the report's contents lead to the collectives page, and its summary names it
+    html = (out / "report.html").read_text()
+    assert (f'<a href="collectives/collectives.html">Collective operations: {len(paths)} traces'
+            '</a>') in html
+    pages = json.loads((out / "summary.json").read_text())["pages"]
+    assert pages == [{"href": "collectives/collectives.html",
+                      "title": f"Collective operations: {len(paths)} traces"}]
+
+
+def test_a_report_without_collectives_links_no_page(tmp_path: Path) -> None:
+    solver = write_trace(synthetic_trace(nprocs=2, iterations=50, seed=1), tmp_path / "s.h5")
+    out = tmp_path / "rep"
+    assert main(["analyze", str(solver), "--out", str(out), "--no-figures", "--quiet",
+                 "--no-cache"]) == 0
+    assert "collectives.html" not in (out / "report.html").read_text()
+    assert json.loads((out / "summary.json").read_text())["pages"] == []
 
 
 def test_show(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

@@ -166,14 +166,10 @@ def test_a_two_node_job_array_is_traced_and_analysed_across_nodes(
     assert "one node: no between-node variance" not in html
 
 
-def test_a_node_that_dies_fails_the_run_and_a_resume_reruns_it(
-        client: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    """Crash node2 (every process in its namespace killed: slurmd, slurmstepd, its ranks)
-    while a 2-node solve runs. The job ends within FAIL_BOUND_S, the run is failed (not done),
-    no trace is published; once the node is back, a resume reruns it to a valid trace."""
-    path, out, job = _submit(tmp_path, "nodefail", "2", 30000)
+def _wait_for_a_rank_on_node2() -> None:
+    """Until a ksptrace rank runs in node2's namespace, then 2 s more (it is solving)."""
     deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:  # the rank on node2 has started
+    while time.monotonic() < deadline:
         pids = subprocess.run(["ip", "netns", "pids", "ksptrace-node2"], capture_output=True,
                               text=True, check=False).stdout.split()
         if any("ksptrace" in Path(f"/proc/{p}/cmdline").read_text(errors="replace")
@@ -183,6 +179,30 @@ def test_a_node_that_dies_fails_the_run_and_a_resume_reruns_it(
     else:
         pytest.fail("the job's rank never started on node2")
     time.sleep(2)
+
+
+def _resume_completes(path: Path, out: Path, client: dict[str, str],
+                      capsys: pytest.CaptureFixture[str]) -> None:
+    """A resume of the campaign submits the failed run again and it ends done, on both nodes."""
+    assert main(["campaign", "run", str(path), "--backend", "slurm"]) == 0
+    subs = [json.loads(x) for x in (out / "submissions.jsonl").read_text().splitlines()]
+    assert len(subs) == 2
+    _gone(str(subs[-1]["job_id"]), client)
+    capsys.readouterr()
+    assert main(["campaign", "status", str(out)]) == 0
+    assert "1 runs: 1 done" in capsys.readouterr().out
+    (trace,) = map(read_trace, (out / "traces").glob("*.h5"))
+    assert trace.hostnames == ("node1", "node2")
+    assert str(trace.attrs["slurm_array_job_id"]) == str(subs[-1]["job_id"])
+
+
+def test_a_node_that_dies_fails_the_run_and_a_resume_reruns_it(
+        client: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Crash node2 (every process in its namespace killed: slurmd, slurmstepd, its ranks)
+    while a 2-node solve runs. The job ends within FAIL_BOUND_S, the run is failed (not done),
+    no trace is published; once the node is back, a resume reruns it to a valid trace."""
+    path, out, job = _submit(tmp_path, "nodefail", "2", 30000)
+    _wait_for_a_rank_on_node2()
     crash = _script("kill-node", "node2", env=client)
     assert crash.returncode == 0, crash.stderr
     took = _gone(job, client)
@@ -200,16 +220,41 @@ def test_a_node_that_dies_fails_the_run_and_a_resume_reruns_it(
 
     back = _script("start", "--nodes", "2", env=client)
     assert back.returncode == 0, back.stderr
-    assert main(["campaign", "run", str(path), "--backend", "slurm"]) == 0
-    subs = [json.loads(x) for x in (out / "submissions.jsonl").read_text().splitlines()]
-    assert len(subs) == 2
-    _gone(str(subs[-1]["job_id"]), client)
-    capsys.readouterr()
-    assert main(["campaign", "status", str(out)]) == 0
-    assert "1 runs: 1 done" in capsys.readouterr().out
-    (trace,) = map(read_trace, (out / "traces").glob("*.h5"))
-    assert trace.hostnames == ("node1", "node2")
-    assert str(trace.attrs["slurm_array_job_id"]) == str(subs[-1]["job_id"])
+    _resume_completes(path, out, client, capsys)
+
+
+def test_a_node_cut_off_the_network_fails_the_run_and_comes_back(
+        client: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Take node2's link down while a 2-node solve runs (its processes live on, unreachable).
+    The job ends within FAIL_BOUND_S, the run is failed with no trace; once the link is up,
+    node2 registers again by itself (ReturnToService=2) and a resume completes the run."""
+    path, out, job = _submit(tmp_path, "linkcut", "2", 30000)
+    _wait_for_a_rank_on_node2()
+    cut = _script("cut-link", "node2", env=client)
+    assert cut.returncode == 0, cut.stderr
+    try:
+        took = _gone(job, client)
+        with capsys.disabled():
+            print(f"\nthe job ended {took:.1f} s after node2 was cut off", file=sys.stderr)
+        assert took < FAIL_BOUND_S
+        capsys.readouterr()
+        assert main(["campaign", "status", str(out)]) == 1
+        status = capsys.readouterr().out
+        assert "1 runs: 0 done, 0 running, 1 failed" in status, status
+        assert list((out / "traces").glob("*.h5")) == []
+    finally:
+        back = _script("restore-link", "node2", env=client)
+        assert back.returncode == 0, back.stderr
+    deadline = time.monotonic() + 120
+    state = ""
+    while time.monotonic() < deadline:
+        state = subprocess.run(["sinfo", "-h", "-n", "node2", "-o", "%T"], env=client,
+                               capture_output=True, text=True, check=False).stdout.strip()
+        if state in ("idle", "mixed", "allocated"):
+            break
+        time.sleep(0.5)
+    assert state == "idle", f"node2 is {state!r} two minutes after its link came back"
+    _resume_completes(path, out, client, capsys)
 
 
 def test_open_mpi_needs_tcp_between_the_nodes(client: dict[str, str]) -> None:
