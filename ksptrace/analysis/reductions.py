@@ -55,21 +55,44 @@ class ReductionCount:
     split: float
     """Split-phase (non-blocking) reductions: ``VecReduceBegin`` events."""
     iterations: int
+    """The iterations of every KSPSolve the log counted."""
+    calls: int = 1
+    """KSPSolve calls in the log (a warm-up solve is one more)."""
 
     @property
     def per_iteration(self) -> float:
         return (self.blocking + self.split) / self.iterations
 
     def describe(self) -> str:
+        solves = f" of {self.calls} KSPSolve calls" if self.calls != 1 else ""
         return (f"{self.blocking:g} blocking + {self.split:g} non-blocking reductions in "
-                f"{self.iterations} iterations (PETSc -log_view)")
+                f"{self.iterations} iterations{solves} (PETSc -log_view)")
 
 
-def count_reductions(text: str, iterations: int) -> ReductionCount:
+def iterations_in_log(calls: float, solves: int, iterations: int, warmup: bool) -> int:
+    """The iterations a ``-log_view`` with ``calls`` KSPSolve calls counted, for a trace of
+    ``solves`` solves of ``iterations`` iterations in all, run with or without a warm-up solve
+    (the same forced solve once more). AnalysisError when the log is not this run's."""
     if iterations < 1:
         raise AnalysisError(f"iterations must be >= 1, got {iterations}")
+    if calls == solves:
+        return iterations
+    if warmup and calls == solves + 1 and solves == 1:
+        return 2 * iterations
+    raise AnalysisError(
+        f"the -log_view output counts {calls:g} KSPSolve calls but the trace holds {solves} "
+        f"solve{'s' if solves != 1 else ''}{' and a warm-up' if warmup else ''}; give the "
+        "-log_view of the run that wrote this trace")
+
+
+def count_reductions(text: str, iterations: int, solves: int = 1,
+                     warmup: bool = False) -> ReductionCount:
+    """The reductions of ``-log_view`` output ``text`` for a trace of ``solves`` solves of
+    ``iterations`` iterations in all (see :func:`iterations_in_log`)."""
+    calls = log_view_count(text, "KSPSolve")
+    counted = iterations_in_log(calls, solves, iterations, warmup)
     return ReductionCount(log_view_reductions(text), log_view_count(text, "VecReduceBegin"),
-                          iterations)
+                          counted, int(calls))
 
 
 def reductions_per_iteration(text: str, iterations: int) -> float:

@@ -50,7 +50,8 @@ def main(args: argparse.Namespace) -> int:
         raise UsageError(f"cannot read --log-view {args.log_view}: {exc.strerror}") from None
     iterations = int(solver.attrs.get("petsc_iterations", solver.iterations) or
                      solver.iterations)
-    counted = count_reductions(text, iterations)
+    solves = solver.solves.count if solver.solves is not None else 1
+    counted = count_reductions(text, iterations, solves, bool(solver.attrs.get("warmup")))
     per = counted.per_iteration
     print(counted.describe())
     j = sizes.index(args.bytes)

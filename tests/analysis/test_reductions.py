@@ -46,3 +46,32 @@ def test_non_blocking_reductions_of_a_pipelined_method() -> None:
     assert count.per_iteration == pytest.approx(322 / 300)
     gmres = rd.count_reductions(LOG_VIEW, 100)
     assert (gmres.blocking, gmres.split) == (210.0, 0.0)
+
+
+def test_a_warmup_solve_in_the_log_is_counted() -> None:
+    """``ksptrace run --warmup -log_view``: PETSc's log holds the warm-up solve too (KSPSolve
+    count 2), so its 1800 reductions belong to 600 iterations (CG: 3 per iteration), not 300."""
+    text = (Path(__file__).parents[1] / "data" / "collectives" /
+            "log_view_cg_P2_K300_warmup.txt").read_text()
+    count = rd.count_reductions(text, 300, solves=1, warmup=True)
+    assert (count.blocking, count.iterations, count.calls) == (1800.0, 600, 2)
+    assert count.per_iteration == pytest.approx(3.0)
+    assert "in 600 iterations of 2 KSPSolve calls" in count.describe()
+    with pytest.raises(AnalysisError, match="counts 2 KSPSolve calls but the trace holds 1 "
+                                            "solve; give the -log_view of the run"):
+        rd.count_reductions(text, 300)
+
+
+@pytest.mark.parametrize(("calls", "solves", "warmup", "expected"), [
+    (1, 1, False, 300), (2, 1, True, 600), (5, 5, False, 300), (5, 5, True, 300),
+])
+def test_iterations_in_log(calls: int, solves: int, warmup: bool, expected: int) -> None:
+    assert rd.iterations_in_log(calls, solves, 300, warmup) == expected
+
+
+@pytest.mark.parametrize(("calls", "solves", "warmup"), [(2, 1, False), (3, 1, True),
+                                                         (0, 1, False), (6, 5, True)])
+def test_a_log_of_another_run_is_refused(calls: int, solves: int, warmup: bool) -> None:
+    with pytest.raises(AnalysisError, match=f"counts {calls} KSPSolve calls but the trace "
+                                            f"holds {solves} solve"):
+        rd.iterations_in_log(calls, solves, 300, warmup)
