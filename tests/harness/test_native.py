@@ -220,3 +220,17 @@ def test_ctrl_c_interrupts_a_solve_stamped_in_c(tmp_path: Path) -> None:
     assert waited < 5.0
     assert 0.5 < float(seconds) < 6.0
     assert int(stamped) > 1000  # the C monitor was stamping until the signal
+
+
+@needs_cc
+def test_an_unusable_cache_folder_falls_back_to_the_temporary_folder(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    monkeypatch.setenv("KSPTRACE_CACHE_DIR", str(blocker / "cache"))  # cannot be created
+    monkeypatch.setattr(native.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
+    monkeypatch.delenv("CC", raising=False)
+    loaded = native.load_library(4, 8)
+    assert not isinstance(loaded, str), loaded
+    assert loaded[1].parent.parent == tmp_path / "tmp"
+    assert loaded[1].parent.name.startswith("ksptrace-")
