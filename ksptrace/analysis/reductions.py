@@ -18,10 +18,13 @@ with work, so for them these shares are upper bounds. Pure: text and arrays in.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 import numpy as np
+import pandas as pd
 
+from ksptrace.analysis.tables import Table
 from ksptrace.errors import AnalysisError
 
 PIPELINED = ("pipecg", "pipecr", "pgmres", "pipefgmres", "pipebcgs", "pipecgrr", "pipelcg",
@@ -63,10 +66,12 @@ class ReductionCount:
     def per_iteration(self) -> float:
         return (self.blocking + self.split) / self.iterations
 
+    source: str = "PETSc -log_view"
+
     def describe(self) -> str:
         solves = f" of {self.calls} KSPSolve calls" if self.calls != 1 else ""
         return (f"{self.blocking:g} blocking + {self.split:g} non-blocking reductions in "
-                f"{self.iterations} iterations{solves} (PETSc -log_view)")
+                f"{self.iterations} iterations{solves} ({self.source})")
 
 
 def iterations_in_log(calls: float, solves: int, iterations: int, warmup: bool) -> int:
@@ -93,6 +98,25 @@ def count_reductions(text: str, iterations: int, solves: int = 1,
     counted = iterations_in_log(calls, solves, iterations, warmup)
     return ReductionCount(log_view_reductions(text), log_view_count(text, "VecReduceBegin"),
                           counted, int(calls))
+
+
+def count_from_attrs(attrs: Mapping[str, object]) -> ReductionCount:
+    """The reductions ``ksptrace run`` counted during the timed solve (trace attributes
+    ``reductions_blocking``, ``reductions_split``, ``ksp_solves``, ``petsc_iterations``)."""
+    if "reductions_blocking" not in attrs:
+        raise AnalysisError("this trace has no reduction counts (written before ksptrace "
+                            "recorded them, or by ksptrace.record); rerun with -log_view :FILE "
+                            "and pass --log-view FILE")
+    solves = int(str(attrs.get("ksp_solves", 1)))
+    if solves != 1:
+        raise AnalysisError(f"the timed solve ran {solves} KSPSolves (a nonlinear problem); "
+                            "reductions per Krylov iteration are counted for one KSPSolve only")
+    iterations = int(str(attrs.get("petsc_iterations", attrs.get("iterations_done", 0))))
+    if iterations < 1:
+        raise AnalysisError("this trace does not say how many iterations PETSc counted")
+    return ReductionCount(float(str(attrs["reductions_blocking"])),
+                          float(str(attrs.get("reductions_split", 0))), iterations, 1,
+                          "PETSc's event log, counted by ksptrace run")
 
 
 def reductions_per_iteration(text: str, iterations: int) -> float:
@@ -143,3 +167,62 @@ def reduction_share(iteration_seconds: np.ndarray, allreduce_seconds: np.ndarray
     return ReductionShare(per_iteration, float(c.mean()), float(c.std(ddof=1)),
                           float(slowest.mean()), float(slowest.std(ddof=1)) if
                           slowest.size > 1 else 0.0, ksp in PIPELINED)
+
+
+@dataclass(frozen=True)
+class SolverReductions:
+    """What the reductions table needs of one solver trace (no file, no full trace)."""
+
+    label: str
+    ksp: str
+    nprocs: int
+    attrs: Mapping[str, object]
+    iteration_seconds: np.ndarray
+    """float64 [P, K]."""
+
+
+def reductions_table(solvers: Sequence[SolverReductions],
+                     allreduce: Mapping[int, np.ndarray], message_bytes: int = 8) -> Table:
+    """One row per solver trace whose reductions ``ksptrace run`` counted and for whose P an
+    allreduce of the library's default algorithm was timed (``allreduce``: P -> the call times
+    at ``message_bytes``, slowest rank, one per repetition): the share of the mean and of the
+    variance of its iterations that its reductions explain. The others are counted in the
+    table's notes, with why."""
+    rows: list[dict[str, object]] = []
+    skipped: dict[str, int] = {}
+    for s in solvers:
+        try:
+            counted = count_from_attrs(s.attrs)
+        except AnalysisError as exc:
+            reason = str(exc).split(";")[0]
+            skipped[reason] = skipped.get(reason, 0) + 1
+            continue
+        calls = allreduce.get(s.nprocs)
+        if calls is None:
+            reason = f"no default-algorithm allreduce of {message_bytes} B at their P"
+            skipped[reason] = skipped.get(reason, 0) + 1
+            continue
+        share = reduction_share(s.iteration_seconds, calls, counted.per_iteration, s.ksp)
+        rows.append({
+            "trace": s.label, "ksp": s.ksp, "P": s.nprocs,
+            "reductions_per_iteration": counted.per_iteration,
+            "allreduce_mean_us": share.allreduce_mean * 1e6,
+            "allreduce_sd_us": share.allreduce_std * 1e6,
+            "iteration_mean_us": share.iteration_mean * 1e6,
+            "iteration_sd_us": share.iteration_std * 1e6,
+            "mean_share": share.mean_share, "variance_share": share.spread_share,
+            "upper_bound": share.pipelined,
+        })
+    notes = [f"{n} solver trace{'s' if n != 1 else ''} left out: {why}"
+             for why, n in sorted(skipped.items())]
+    notes.append(f"reductions per iteration as PETSc counted them in the timed solve (blocking "
+                 f"+ split-phase); allreduce: {message_bytes}-byte calls with the library's "
+                 "default algorithm, the slowest rank's time; shares r·mean(c)/mean(T) and "
+                 "r·var(c)/var(T), T the slowest rank's iteration; pipelined methods overlap "
+                 "their reductions: their shares are upper bounds")
+    columns = ["trace", "ksp", "P", "reductions_per_iteration", "allreduce_mean_us",
+               "allreduce_sd_us", "iteration_mean_us", "iteration_sd_us", "mean_share",
+               "variance_share", "upper_bound"]
+    return Table("collectives_reductions",
+                 "Reductions in the solves: the share of an iteration they explain",
+                 pd.DataFrame(rows, columns=columns), notes=tuple(notes))

@@ -12,6 +12,7 @@ import argparse
 import os
 import sys
 import warnings
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -150,7 +151,7 @@ def main(args: argparse.Namespace) -> int:
           + (f"; per-trace results in {cache}" if cache is not None else "") + ")")
     if collective_paths:
         return _collectives(Path(args.out) / COLLECTIVES_FOLDER, collective_paths,
-                            with_figures=not args.no_figures)
+                            with_figures=not args.no_figures, solver_paths=paths)
     return 0
 
 
@@ -158,8 +159,12 @@ COLLECTIVES_FOLDER = "collectives"
 """Where the collectives page goes inside a report folder that also has solver traces."""
 
 
-def _collectives(out: Path, paths: list[str | os.PathLike[str]], with_figures: bool) -> int:
-    """The collectives section: its own page, CSVs and Markdown table in ``out``."""
+def _collectives(out: Path, paths: list[str | os.PathLike[str]], with_figures: bool,
+                 solver_paths: Sequence[str | os.PathLike[str]] = ()) -> int:
+    """The collectives section: its own page, CSVs and Markdown table in ``out``; beside
+    solver traces, also the share of their iterations their reductions explain."""
+    import dataclasses
+
     from ksptrace.analysis import collective_render as render
     from ksptrace.analysis import collective_report as cr
     from ksptrace.outputs import staged_directory
@@ -167,6 +172,11 @@ def _collectives(out: Path, paths: list[str | os.PathLike[str]], with_figures: b
 
     traces = [collectives.read(p) for p in paths]
     report = cr.build(traces)
+    if solver_paths:
+        from ksptrace.analysis.reduction_files import reductions_of_files
+
+        table = reductions_of_files(solver_paths, traces)
+        report = dataclasses.replace(report, tables=(*report.tables, table))
     pictures = render.figures(report.tables[0].frame) if with_figures else []
     with staged_directory(out, ("collectives.html",)) as tmp:
         for t in report.tables:

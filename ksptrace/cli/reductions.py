@@ -17,18 +17,24 @@ def register(sub: Any) -> None:
         "reductions",
         description="For a solver trace and a collectives trace (allreduce) at the same P on "
         "the same machine: the share of the mean and of the variance of an iteration that the "
-        "global reductions explain, counting them from PETSc's -log_view.",
+        "global reductions explain, as PETSc counted them (the trace's counts, or -log_view).",
         allow_abbrev=False)
-    p.add_argument("solver", help="solver trace (ksptrace run ... -log_view :FILE)")
+    p.add_argument("solver", help="solver trace (ksptrace run)")
     p.add_argument("collectives", help="collectives trace of allreduce (or iallreduce)")
-    p.add_argument("--log-view", required=True, help="the solve's -log_view output file")
+    p.add_argument("--log-view", default=None,
+                   help="the solve's -log_view output file (default: the counts the trace "
+                        "holds; traces of ksptrace run hold them)")
     p.add_argument("--bytes", type=int, default=8,
                    help="message size of the solver's reductions (default 8: one double)")
     p.set_defaults(func=main)
 
 
 def main(args: argparse.Namespace) -> int:
-    from ksptrace.analysis.reductions import count_reductions, reduction_share
+    from ksptrace.analysis.reductions import (
+        count_from_attrs,
+        count_reductions,
+        reduction_share,
+    )
     from ksptrace.trace import collectives
     from ksptrace.trace.io import read_trace
 
@@ -44,14 +50,17 @@ def main(args: argparse.Namespace) -> int:
     if args.bytes not in sizes:
         raise UsageError(f"{args.collectives} has no {args.bytes}-byte size; it has "
                          f"{', '.join(map(str, sizes))}")
-    try:
-        text = Path(args.log_view).read_text(errors="replace")
-    except OSError as exc:
-        raise UsageError(f"cannot read --log-view {args.log_view}: {exc.strerror}") from None
-    iterations = int(solver.attrs.get("petsc_iterations", solver.iterations) or
-                     solver.iterations)
-    solves = solver.solves.count if solver.solves is not None else 1
-    counted = count_reductions(text, iterations, solves, bool(solver.attrs.get("warmup")))
+    if args.log_view is None:
+        counted = count_from_attrs(solver.attrs)
+    else:
+        try:
+            text = Path(args.log_view).read_text(errors="replace")
+        except OSError as exc:
+            raise UsageError(f"cannot read --log-view {args.log_view}: {exc.strerror}") from None
+        iterations = int(solver.attrs.get("petsc_iterations", solver.iterations) or
+                         solver.iterations)
+        solves = solver.solves.count if solver.solves is not None else 1
+        counted = count_reductions(text, iterations, solves, bool(solver.attrs.get("warmup")))
     per = counted.per_iteration
     print(counted.describe())
     j = sizes.index(args.bytes)

@@ -43,6 +43,7 @@ RESERVED: frozenset[str] = frozenset({
     # trace attributes every run writes
     "n_global", "nnz", "ksp_requested", "petsc_options", "petsc_options_unused",
     "problem_config", "iterations_done", "petsc_iterations", "monitor_calls", "monitor",
+    "reductions_blocking", "reductions_split", "ksp_solves",
     "converged_reason", "solve_max", "solve_min", "solve_mean", "solution_error", "solve",
     "n_nodes", "ranks_per_node", "cpu_count", "oversubscribed", "launcher", "launcher_flags",
     "start_utc", "command_line", "argv", "run_id", "campaign", "campaign_hash",

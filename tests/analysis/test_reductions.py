@@ -75,3 +75,57 @@ def test_a_log_of_another_run_is_refused(calls: int, solves: int, warmup: bool) 
     with pytest.raises(AnalysisError, match=f"counts {calls} KSPSolve calls but the trace "
                                             f"holds {solves} solve"):
         rd.iterations_in_log(calls, solves, 300, warmup)
+
+
+def _solver(label: str, nprocs: int, attrs: dict[str, object], seed: int = 0
+            ) -> rd.SolverReductions:
+    rng = np.random.default_rng(seed)
+    return rd.SolverReductions(label, str(attrs.get("ksp", "cg")), nprocs, attrs,
+                               rng.normal(300e-6, 20e-6, (nprocs, 200)))
+
+
+COUNTED = {"ksp": "cg", "reductions_blocking": 600, "reductions_split": 0, "ksp_solves": 1,
+           "petsc_iterations": 200}
+
+
+def test_counts_from_the_trace_attributes() -> None:
+    count = rd.count_from_attrs(COUNTED)
+    assert (count.blocking, count.split, count.iterations, count.per_iteration) == (
+        600.0, 0.0, 200, 3.0)
+    assert "counted by ksptrace run" in count.describe()
+    with pytest.raises(AnalysisError, match=r"no reduction counts .* pass --log-view FILE"):
+        rd.count_from_attrs({"ksp": "cg", "petsc_iterations": 200})
+    with pytest.raises(AnalysisError, match="ran 3 KSPSolves"):
+        rd.count_from_attrs({**COUNTED, "ksp_solves": 3})
+
+
+def test_the_reductions_table_shares_and_what_it_leaves_out() -> None:
+    rng = np.random.default_rng(5)
+    calls = rng.normal(2e-6, 0.4e-6, 500)
+    solvers = [
+        _solver("a.h5", 2, COUNTED),
+        _solver("b.h5", 2, {**COUNTED, "ksp": "pipecg", "reductions_blocking": 0,
+                            "reductions_split": 201, "petsc_iterations": 201}, seed=1),
+        _solver("old.h5", 2, {"ksp": "cg", "petsc_iterations": 200}),
+        _solver("p4.h5", 4, COUNTED),
+        _solver("ice.h5", 2, {**COUNTED, "ksp_solves": 3}),
+    ]
+    table = rd.reductions_table(solvers, {2: calls})
+    frame = table.frame
+    assert frame["trace"].tolist() == ["a.h5", "b.h5"]
+    assert frame["reductions_per_iteration"].tolist() == [3.0, 1.0]
+    expected = rd.reduction_share(solvers[0].iteration_seconds, calls, 3.0, "cg")
+    assert frame["mean_share"].iloc[0] == pytest.approx(expected.mean_share)
+    assert frame["variance_share"].iloc[0] == pytest.approx(expected.spread_share)
+    assert frame["upper_bound"].tolist() == [False, True]
+    assert frame["allreduce_mean_us"].iloc[0] == pytest.approx(calls.mean() * 1e6)
+    notes = " | ".join(table.notes)
+    assert "1 solver trace left out: no default-algorithm allreduce of 8 B at their P" in notes
+    assert "1 solver trace left out: this trace has no reduction counts" in notes
+    assert "1 solver trace left out: the timed solve ran 3 KSPSolves" in notes
+
+
+def test_an_empty_reductions_table_still_says_why() -> None:
+    table = rd.reductions_table([_solver("old.h5", 2, {"petsc_iterations": 5})], {})
+    assert table.frame.empty
+    assert table.notes[0].startswith("1 solver trace left out: this trace has no reduction")

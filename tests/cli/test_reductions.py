@@ -52,3 +52,45 @@ def test_exposed_time_of_an_overlapped_reduction(tmp_path: Path,
     out = capsys.readouterr().out
     assert "exposed time" in out
     assert "x 3.00 us" in out  # 3 us exposed of the 10 us reduction
+
+
+@pytest.mark.mpi
+def test_runs_count_their_reductions_and_analyze_reports_the_shares(
+        ksptrace_cli, tmp_path: Path) -> None:
+    """``ksptrace run`` keeps PETSc's count of the timed solve's reductions (CG: 3 blocking per
+    iteration; pipelined CG: 1 split-phase, which -log_view's Reduct column misses), so that
+    ``reductions`` needs no -log_view and ``analyze`` puts the shares beside the allreduce."""
+    from ksptrace.trace.io import read_trace
+
+    k = 50
+    for ksp in ("cg", "pipecg"):
+        proc = ksptrace_cli("run", "--n", "4000", "--ksp", ksp, "--iterations", str(k),
+                            "--np", "2", "--warmup", "--out", str(tmp_path / f"{ksp}.h5"))
+        assert proc.returncode == 0, proc.stderr
+    proc = ksptrace_cli("collectives", "--op", "allreduce", "--min-bytes", "8", "--max-bytes",
+                        "8", "--repetitions", "50", "--np", "2", "--out",
+                        str(tmp_path / "ar.h5"))
+    assert proc.returncode == 0, proc.stderr
+    cg, pipecg = read_trace(tmp_path / "cg.h5").attrs, read_trace(tmp_path / "pipecg.h5").attrs
+    assert cg["ksp_solves"] == 1
+    assert pipecg["ksp_solves"] == 1
+    assert 3 * k <= int(cg["reductions_blocking"]) <= 3 * k + 3  # type: ignore[call-overload]
+    assert cg["reductions_split"] == 0
+    assert pipecg["petsc_iterations"] == k + 1
+    assert int(pipecg["reductions_split"]) in (k + 1, k + 2)  # type: ignore[call-overload]
+    assert int(pipecg["reductions_blocking"]) <= 2  # type: ignore[call-overload]
+
+    proc = ksptrace_cli("reductions", str(tmp_path / "cg.h5"), str(tmp_path / "ar.h5"))
+    assert proc.returncode == 0, proc.stderr
+    assert "counted by ksptrace run" in proc.stdout
+    assert "cg P=2: 3.0" in proc.stdout
+
+    proc = ksptrace_cli("analyze", str(tmp_path / "cg.h5"), str(tmp_path / "pipecg.h5"),
+                        str(tmp_path / "ar.h5"), "--out", str(tmp_path / "rep"),
+                        "--no-figures", "--quiet", "--no-cache")
+    assert proc.returncode == 0, proc.stderr
+    page = tmp_path / "rep" / "collectives"
+    table = (page / "collectives_reductions.csv").read_text().splitlines()
+    assert [row.split(",")[:3] for row in table[1:]] == [["cg.h5", "cg", "2"],
+                                                        ["pipecg.h5", "pipecg", "2"]]
+    assert "Reductions in the solves" in (page / "collectives.html").read_text()
