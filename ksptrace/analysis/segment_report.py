@@ -19,6 +19,7 @@ from __future__ import annotations
 import html
 import json
 import re
+import textwrap
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
@@ -148,7 +149,7 @@ def plot(rep: SeriesReport, path: Path) -> None:
     if res.p.size >= 3 and np.allclose(res.p[1:] / res.p[:-1], res.p[1] / res.p[0]):
         ax.set_xscale("log", base=2)
     ax.set_xlabel("p (MPI ranks)")
-    ax.set_ylabel(rep.label)
+    ax.set_ylabel("\n".join(textwrap.wrap(rep.label, 40)))  # a long label fits the axis
     ax.set_title(f"{rep.group[0]} / {rep.group[1]}: {rep.label}", fontsize=10)
     ax.legend(fontsize=7)
     fig.tight_layout()
