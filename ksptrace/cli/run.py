@@ -213,6 +213,8 @@ def _run_here(
             f"wrote {outcome.path} ({run['ksp']}, {outcome.iterations_done} iterations, "
             f"KSPSolve {outcome.solve_max:.4g} s, {outcome.converged_reason})"
         )
+        if outcome.monitor_note is not None:
+            print(f"ksptrace: note: {outcome.monitor_note}", file=sys.stderr)
         if outcome.foreign is not None and outcome.foreign.loaded:
             print(f"ksptrace: warning: {outcome.foreign.message()}; these timings are "
                   "contaminated: rerun on a quiet machine or compare with care "
