@@ -105,18 +105,18 @@ def count_from_attrs(attrs: Mapping[str, object]) -> ReductionCount:
     ``reductions_blocking``, ``reductions_split``, ``ksp_solves``, ``petsc_iterations``)."""
     if "reductions_blocking" not in attrs:
         raise AnalysisError("this trace has no reduction counts (written before ksptrace "
-                            "recorded them, or by ksptrace.record); rerun with -log_view :FILE "
-                            "and pass --log-view FILE")
+                            "recorded them); rerun with -log_view :FILE and pass --log-view FILE")
     solves = int(str(attrs.get("ksp_solves", 1)))
-    if solves != 1:
+    recorded = int(str(attrs.get("solves", 1)))  # ksptrace.record: every solve in the trace
+    if solves != recorded:
         raise AnalysisError(f"the timed solve ran {solves} KSPSolves (a nonlinear problem); "
                             "reductions per Krylov iteration are counted for one KSPSolve only")
     iterations = int(str(attrs.get("petsc_iterations", attrs.get("iterations_done", 0))))
     if iterations < 1:
         raise AnalysisError("this trace does not say how many iterations PETSc counted")
     return ReductionCount(float(str(attrs["reductions_blocking"])),
-                          float(str(attrs.get("reductions_split", 0))), iterations, 1,
-                          "PETSc's event log, counted by ksptrace run")
+                          float(str(attrs.get("reductions_split", 0))), iterations, solves,
+                          "PETSc's event log, counted during the run")
 
 
 def reductions_per_iteration(text: str, iterations: int) -> float:

@@ -102,6 +102,10 @@ class Recorder:
         self.extra = dict(attrs or {})
         self.monitor = StampMonitor(1, MPI.Wtime)
         self._event = PETSc.Log.Event("KSPSolve")
+        self._split_event = PETSc.Log.Event("VecReduceBegin")
+        self._reductions = [0.0, 0.0]
+        """Blocking and split-phase reductions of the recorded solves (PETSc's counts)."""
+        self._before_reductions = (0.0, 0.0)
         self._lib = ctypes.CDLL(PETSc.__file__)  # libpetsc's symbols, through its dependencies
         self._hooks = (_HOOK(self._pre), _HOOK(self._post))  # kept alive while attached
         self._stamps: list[np.ndarray] = []
@@ -145,14 +149,20 @@ class Recorder:
             needed = int(self.ksp.getTolerances()[3]) + 1 + SPARE
             if needed > self.monitor.stamps.shape[0]:
                 self.monitor.resize(needed)
-            self._before = self._event.getPerfInfo()["time"]
+            info = self._event.getPerfInfo()
+            self._before = info["time"]
+            self._before_reductions = (info["numReductions"],
+                                       float(self._split_event.getPerfInfo()["count"]))
         except BaseException as exc:  # nothing may escape into PETSc's C code
             self._fail(SolverError(f"ksptrace.record: {type(exc).__name__}: {exc}"))
         return 0
 
     def _post(self, *_: Any) -> int:
         try:
-            seconds = self._event.getPerfInfo()["time"] - self._before
+            info = self._event.getPerfInfo()
+            seconds = info["time"] - self._before
+            blocking = info["numReductions"] - self._before_reductions[0]
+            split = float(self._split_event.getPerfInfo()["count"]) - self._before_reductions[1]
             its = int(self.ksp.getIterationNumber())
             last = self._last_call(its)
             st = self.monitor.stamps
@@ -164,6 +174,8 @@ class Recorder:
             self._seconds.append(seconds)
             self._reasons.append(int(self.ksp.getConvergedReason()))  # named at the end
             self._its.append(its)
+            self._reductions[0] += blocking
+            self._reductions[1] += split
             self.monitor.stamps[: last + 1] = np.nan
             self.monitor.norms[: last + 1] = np.nan
         except KsptraceError as exc:
@@ -267,6 +279,8 @@ class Recorder:
             "solves": len(self._stamps), "iterations_done": int(sum(s.shape[0] - 1
                                                                   for s in self._stamps)),
             "petsc_iterations": int(sum(self._its)),
+            "reductions_blocking": int(self._reductions[0]),
+            "reductions_split": int(self._reductions[1]), "ksp_solves": len(self._stamps),
             "nprocs": nprocs, "n_nodes": len(set(ids)),
             "ranks_per_node": max(ids.count(i) for i in set(ids)),
             "cpu_count": os.cpu_count() or 0, "oversubscribed": self.layout.oversubscribed,

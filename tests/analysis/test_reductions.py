@@ -92,11 +92,14 @@ def test_counts_from_the_trace_attributes() -> None:
     count = rd.count_from_attrs(COUNTED)
     assert (count.blocking, count.split, count.iterations, count.per_iteration) == (
         600.0, 0.0, 200, 3.0)
-    assert "counted by ksptrace run" in count.describe()
+    assert "counted during the run" in count.describe()
     with pytest.raises(AnalysisError, match=r"no reduction counts .* pass --log-view FILE"):
         rd.count_from_attrs({"ksp": "cg", "petsc_iterations": 200})
     with pytest.raises(AnalysisError, match="ran 3 KSPSolves"):
         rd.count_from_attrs({**COUNTED, "ksp_solves": 3})
+    # a ksptrace.record trace of 3 solves: the counts cover all of them
+    recorded = rd.count_from_attrs({**COUNTED, "ksp_solves": 3, "solves": 3})
+    assert (recorded.calls, recorded.per_iteration) == (3, 3.0)
 
 
 def test_the_reductions_table_shares_and_what_it_leaves_out() -> None:

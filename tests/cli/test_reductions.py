@@ -82,7 +82,7 @@ def test_runs_count_their_reductions_and_analyze_reports_the_shares(
 
     proc = ksptrace_cli("reductions", str(tmp_path / "cg.h5"), str(tmp_path / "ar.h5"))
     assert proc.returncode == 0, proc.stderr
-    assert "counted by ksptrace run" in proc.stdout
+    assert "counted during the run" in proc.stdout
     assert "cg P=2: 3.0" in proc.stdout
 
     proc = ksptrace_cli("analyze", str(tmp_path / "cg.h5"), str(tmp_path / "pipecg.h5"),

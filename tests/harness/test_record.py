@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ksptrace.analysis.reductions import count_from_attrs
 from ksptrace.trace.io import read_trace
 from ksptrace.trace.solves import split
 from tests.conftest import ROOT, solver_env
@@ -59,6 +60,14 @@ def test_every_solve_of_a_loop_has_its_own_iteration_count(
     assert trace.attrs["solves"] == 5
     assert trace.attrs["recorded"] is True
     assert trace.attrs["ksp"] == "cg"
+    # PETSc's count of the block's reductions: CG has 3 per iteration, plus each solve's start;
+    # on one rank there is nothing to reduce (PETSc calls no MPI_Allreduce)
+    counted = count_from_attrs(trace.attrs)
+    assert (counted.calls, counted.iterations) == (5, sum(its))
+    if nprocs == 1:
+        assert counted.blocking == 0
+    else:
+        assert 3 * sum(its) <= counted.blocking <= 3 * sum(its) + 5 * 4
     # each solve's KSPSolve time (PETSc's event log) holds its stamped iterations
     for s, one in enumerate(split(trace)):
         assert one.attrs["solve"] == s
