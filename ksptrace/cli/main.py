@@ -35,7 +35,7 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                     "repetition"),
     "reductions": ("ksptrace.cli.reductions",
                    "share of a solver's iteration mean and spread explained by its global "
-                   "reductions (from -log_view and a collectives trace)"),
+                   "reductions (as PETSc counted them) and a collectives trace"),
     "decide": ("ksptrace.cli.decide",
                "decision maps: the fastest method over two numeric axes, as quadtrees and code"),
 }

@@ -81,25 +81,29 @@ def _compiler() -> list[str] | None:
 
 
 def _build(int_bytes: int, real_bytes: int) -> Path | str:
-    """The compiled library (cached), or why it cannot be had."""
+    """The compiled library (cached), or why it cannot be had.
+
+    The cache key is the source, the flags and the architecture, not the compiler: a library
+    built on a login node (a shared home) serves compute nodes that have no compiler."""
     int_c, real_c = _INT_TYPES.get(int_bytes), _REAL_TYPES.get(real_bytes)
     if int_c is None or real_c is None:
         return (f"this PETSc has {int_bytes}-byte integers and {real_bytes}-byte reals, which "
                 "the C monitor does not handle")
-    cc = _compiler()
-    if cc is None:
-        return "no C compiler found ($CC, cc, gcc or clang)"
     flags = ["-O2", "-fPIC", "-shared", f"-DKSPTRACE_INT={int_c}", f"-DKSPTRACE_REAL={real_c}"]
     try:
         source = SOURCE.read_bytes()
     except OSError as exc:
         return f"cannot read {SOURCE}: {exc.strerror or exc}"
-    key = hashlib.sha256(source + "\0".join([*cc, *flags, platform.machine()]).encode())
+    key = hashlib.sha256(source + "\0".join([*flags, platform.machine()]).encode())
     name = f"stamp_monitor-{key.hexdigest()[:16]}.so"
-    for folder in (cache_dir(), Path(tempfile.gettempdir()) / f"ksptrace-{os.getuid()}"):
-        target = folder / name
-        if target.is_file():
-            return target
+    folders = (cache_dir(), Path(tempfile.gettempdir()) / f"ksptrace-{os.getuid()}")
+    for folder in folders:
+        if (folder / name).is_file():
+            return folder / name
+    cc = _compiler()
+    if cc is None:
+        return "no C compiler found ($CC, cc, gcc or clang)"
+    for folder in folders:
         with contextlib.suppress(OSError):
             folder.mkdir(parents=True, exist_ok=True)
         if not os.access(folder, os.W_OK):
@@ -115,8 +119,8 @@ def _build(int_bytes: int, real_bytes: int) -> Path | str:
                 tmp.unlink()
             first = (done.stderr.strip().splitlines() or ["no message"])[0]
             return f"{cc[0]} failed on {SOURCE.name}: {first}"
-        os.replace(tmp, target)  # atomic: ranks compiling at once each publish a whole file
-        return target
+        os.replace(tmp, folder / name)  # atomic: ranks compiling at once publish whole files
+        return folder / name
     return f"no writable cache folder ({cache_dir()}, or the temporary folder)"
 
 

@@ -116,7 +116,8 @@ def test_a_monitor_that_cannot_be_had_is_one_error(ksptrace_cli, tmp_path: Path,
                                                    env: dict[str, str], message: str) -> None:
     out = tmp_path / "out"
     proc = ksptrace_cli("run", "--n", "100", "--iterations", "5", "--np", "2",
-                        "--out", str(out), KSPTRACE_CACHE_DIR=str(tmp_path / "cache"), **env)
+                        "--out", str(out), KSPTRACE_CACHE_DIR=str(tmp_path / "cache"),
+                        TMPDIR=str(tmp_path), **env)
     assert proc.returncode == EnvironmentProblem.exit_code
     assert message in one_error_line(proc.stderr)
     assert not out.exists() or list(out.iterdir()) == []
@@ -127,7 +128,8 @@ def test_without_a_compiler_the_python_monitor_stamps(ksptrace_cli, tmp_path: Pa
 
     path = tmp_path / "t.h5"
     proc = ksptrace_cli("run", "--n", "100", "--iterations", "5", "--np", "2", "--out",
-                        str(path), CC="/nonexistent/cc", KSPTRACE_CACHE_DIR=str(tmp_path / "c"))
+                        str(path), CC="/nonexistent/cc", KSPTRACE_CACHE_DIR=str(tmp_path / "c"),
+                        TMPDIR=str(tmp_path))
     assert proc.returncode == 0, proc.stderr
     assert read_trace(path).attrs["monitor"] == "python"
     notes = [ln for ln in proc.stderr.splitlines() if ln.startswith("ksptrace: note:")]

@@ -25,7 +25,9 @@ needs_cc = pytest.mark.skipif(native._compiler() is None, reason="no C compiler 
 
 @pytest.fixture
 def cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An empty cache folder, and an empty temporary folder behind it."""
     monkeypatch.setenv("KSPTRACE_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(native.tempfile, "gettempdir", lambda: str(tmp_path / "tmp"))
     monkeypatch.delenv("CC", raising=False)
     return tmp_path / "cache"
 
@@ -133,10 +135,25 @@ def test_the_library_is_built_once_and_then_reused(cache: Path,
     assert again[1] == first[1]
     monkeypatch.undo()
     monkeypatch.setenv("KSPTRACE_CACHE_DIR", str(cache))
+    monkeypatch.setattr(native.tempfile, "gettempdir", lambda: str(cache.parent / "tmp"))
     monkeypatch.setenv("CC", "false")  # a compiler that fails: no library, nothing left behind
     failed = native.load_library(8, 4)  # 64-bit indices, single precision: another build
     assert failed == "false failed on stamp_monitor.c: no message"
     assert [p.name for p in cache.iterdir()] == [first[1].name]
+
+
+@needs_cc
+def test_a_cached_library_serves_a_machine_without_compiler(
+        cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Built once where a compiler is (a login node, the same home), loaded where none is."""
+    built = native.load_library(4, 8)
+    assert not isinstance(built, str)
+    monkeypatch.setattr(shutil, "which", lambda name: None)
+    assert native._compiler() is None
+    again = native.load_library(4, 8)
+    assert not isinstance(again, str)
+    assert again[1] == built[1]
+    assert native.load_library(8, 8) == "no C compiler found ($CC, cc, gcc or clang)"
 
 
 def test_no_compiler_and_odd_types_say_why(cache: Path, monkeypatch: pytest.MonkeyPatch
