@@ -34,8 +34,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
                     "time MPI collectives (and forced algorithms) per rank, message size and "
                     "repetition"),
     "reductions": ("ksptrace.cli.reductions",
-                   "share of a solver's iteration mean and spread explained by its global "
-                   "reductions (as PETSc counted them) and a collectives trace"),
+                   "share of a solver's iteration mean and spread that its global "
+                   "reductions explain (PETSc's counts against an allreduce trace)"),
     "decide": ("ksptrace.cli.decide",
                "decision maps: the fastest method over two numeric axes, as quadtrees and code"),
 }
