@@ -23,8 +23,8 @@ import numpy as np
 import scipy
 import scipy.stats as st
 
-from ksptrace.analysis import models, tables
-from ksptrace.analysis.pipeline import AnalysisOptions, analyze_trace
+from ksptrace.studies.variability import models, tables
+from ksptrace.studies.variability.pipeline import AnalysisOptions, analyze_trace
 from ksptrace.trace.synthetic import synthetic_trace
 
 RESULT = Path(__file__).resolve().parent / "results" / "analysis_scale.json"

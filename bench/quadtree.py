@@ -35,10 +35,10 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from ksptrace.analysis import decision_synthetic as syn  # noqa: E402
-from ksptrace.analysis.decision import decision_map, square_map  # noqa: E402
-from ksptrace.analysis.decision_codegen import c_source, python_source  # noqa: E402
-from ksptrace.analysis.quadtree import QuadTree, build_quadtree  # noqa: E402
+from ksptrace.studies.decisions import synthetic as syn  # noqa: E402
+from ksptrace.studies.decisions.codegen import c_source, python_source  # noqa: E402
+from ksptrace.studies.decisions.maps import decision_map, square_map  # noqa: E402
+from ksptrace.studies.decisions.quadtree import QuadTree, build_quadtree  # noqa: E402
 
 RESULTS = Path(__file__).resolve().parent / "results" / "quadtree.json"
 DEPTHS = (3, 6)

@@ -21,8 +21,8 @@ from pathlib import Path  # noqa: E402
 
 import numpy as np  # noqa: E402
 
-from ksptrace.analysis import segment_synthetic as syn  # noqa: E402
-from ksptrace.analysis.segmentation import (  # noqa: E402
+from ksptrace.studies.segmentation import synthetic as syn  # noqa: E402
+from ksptrace.studies.segmentation.segment import (  # noqa: E402
     SegmentationParams,
     detect_many,
     model_segments_many,

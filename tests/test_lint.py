@@ -30,11 +30,12 @@ def test_mypy_clean() -> None:
     assert proc.returncode == 0, proc.stdout + proc.stderr
 
 
-def test_analysis_never_imports_petsc_or_mpi() -> None:
+def test_studies_and_report_never_import_petsc_or_mpi() -> None:
     code = (
-        "import sys, pkgutil, importlib, ksptrace.analysis as a\n"
-        "for m in pkgutil.iter_modules(a.__path__):\n"
-        "    importlib.import_module('ksptrace.analysis.' + m.name)\n"
+        "import sys, pkgutil, importlib, ksptrace.studies as s, ksptrace.report as r\n"
+        "for pkg in (s, r):\n"
+        "    for m in pkgutil.walk_packages(pkg.__path__, pkg.__name__ + '.'):\n"
+        "        importlib.import_module(m.name)\n"
         "import ksptrace.trace.io, ksptrace.trace.frame\n"
         "bad = [m for m in ('petsc4py', 'mpi4py') if m in sys.modules]\n"
         "assert not bad, bad\n"

@@ -18,13 +18,13 @@ from typing import Any
 
 from scipy.integrate import IntegrationWarning
 
-from ksptrace.analysis.batch import CACHE_SUFFIX
-from ksptrace.analysis.fitting import DEFAULT_CANDIDATES
-from ksptrace.analysis.pipeline import INDEPENDENT_UNITS, AnalysisOptions
-from ksptrace.analysis.report import cache_files, write_report_files
 from ksptrace.cli.progress import Progress
 from ksptrace.errors import UsageError
 from ksptrace.jobs.analysis import BACKENDS, prepare
+from ksptrace.report.compose import cache_files, write_report_files
+from ksptrace.studies.variability.batch import CACHE_SUFFIX
+from ksptrace.studies.variability.fitting import DEFAULT_CANDIDATES
+from ksptrace.studies.variability.pipeline import INDEPENDENT_UNITS, AnalysisOptions
 from ksptrace.trace.collectives import is_collectives
 
 
@@ -165,15 +165,15 @@ def _collectives(out: Path, paths: list[str | os.PathLike[str]], with_figures: b
     solver traces, also the share of their iterations their reductions explain."""
     import dataclasses
 
-    from ksptrace.analysis import collective_render as render
-    from ksptrace.analysis import collective_report as cr
     from ksptrace.outputs import staged_directory
+    from ksptrace.studies.collectives import render
+    from ksptrace.studies.collectives import report as cr
     from ksptrace.trace import collectives
 
     traces = [collectives.read(p) for p in paths]
     report = cr.build(traces)
     if solver_paths:
-        from ksptrace.analysis.reduction_files import reductions_of_files
+        from ksptrace.studies.collectives.reduction_files import reductions_of_files
 
         table = reductions_of_files(solver_paths, traces)
         report = dataclasses.replace(report, tables=(*report.tables, table))

@@ -190,7 +190,7 @@ def _run_here(values: dict[str, Any], forcing: alg.Forcing, sizes: tuple[int, ..
 
 def print_overlap(path: Path) -> None:
     """The overlap achieved per message size (median over repetitions)."""
-    from ksptrace.analysis.collective_report import curves
+    from ksptrace.studies.collectives.report import curves
     from ksptrace.trace import collectives
 
     frame = curves([collectives.read(path)])

@@ -17,15 +17,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ksptrace.analysis.decision_report import (
+from ksptrace.cli.progress import Progress
+from ksptrace.errors import AnalysisError, TraceError, UsageError
+from ksptrace.studies.decisions.report import (
     DEFAULT_AXES,
     DEFAULT_METHOD,
     runs_from,
     write_decision,
 )
-from ksptrace.analysis.decision_rules import parse_ompi_algorithms
-from ksptrace.cli.progress import Progress
-from ksptrace.errors import AnalysisError, TraceError, UsageError
+from ksptrace.studies.decisions.rules import parse_ompi_algorithms
 from ksptrace.trace.collectives import is_collectives
 from ksptrace.trace.io import iter_traces
 
@@ -93,7 +93,7 @@ def ompi_algorithms(collective: str) -> dict[str, int]:
 def collective_runs(paths: list[Path], skipped: list[str], progress: Progress) -> list[Any]:
     """Runs of collectives traces: one per message size (axes nprocs, bytes; method
     algorithm or algorithm_name; each operation its own map)."""
-    from ksptrace.analysis.collective_report import decision_runs
+    from ksptrace.studies.collectives.report import decision_runs
     from ksptrace.trace import collectives
 
     runs: list[Any] = []

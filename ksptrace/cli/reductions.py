@@ -30,7 +30,7 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
-    from ksptrace.analysis.reductions import (
+    from ksptrace.studies.collectives.reductions import (
         count_from_attrs,
         count_reductions,
         reduction_share,

@@ -1,7 +1,7 @@
 """``ksptrace segment TRACES... --out DIR``: segmentation of campaign results over process counts.
 
 This module only parses, reads and prints: the report itself is
-:mod:`ksptrace.analysis.segment_report`. Bad traces (the reader's checks, the same as
+:mod:`ksptrace.studies.segmentation.report`. Bad traces (the reader's checks, the same as
 ``analyze``'s) are named once each on stderr and skipped; the command fails only when none is
 left. The report folder is written whole or not at all (:func:`ksptrace.outputs.staged_directory`).
 """
@@ -14,10 +14,10 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ksptrace.analysis.segment_report import METRICS, write_segment_report
-from ksptrace.analysis.segmentation import SegmentationParams
 from ksptrace.errors import TraceError, UsageError
 from ksptrace.outputs import check_destination, staged_directory
+from ksptrace.studies.segmentation.report import METRICS, write_segment_report
+from ksptrace.studies.segmentation.segment import SegmentationParams
 from ksptrace.trace.io import iter_traces
 from ksptrace.trace.model import Trace
 

@@ -10,10 +10,10 @@ from typing import Any
 
 import numpy as np
 
-from ksptrace.analysis import segment_evaluation as ev
-from ksptrace.analysis import segment_synthetic as syn
-from ksptrace.analysis.segmentation import SegmentationParams
 from ksptrace.errors import UsageError
+from ksptrace.studies.segmentation import evaluation as ev
+from ksptrace.studies.segmentation import synthetic as syn
+from ksptrace.studies.segmentation.segment import SegmentationParams
 
 
 def register(sub: Any) -> None:

@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
-from ksptrace.analysis.decision_rules import parse_ompi_algorithms
 from ksptrace.cachedir import cache_dir
 from ksptrace.errors import AnalysisError, EnvironmentProblem, UsageError
+from ksptrace.studies.decisions.rules import parse_ompi_algorithms
 
 DEFAULT = "default"
 """The algorithm name of a run that forces nothing (the library decides)."""

@@ -189,9 +189,9 @@ def test_demo_terminal_table1_shows_signed_percentages() -> None:
     import csv
     import io
 
-    from ksptrace.analysis import tables
-    from ksptrace.analysis.pipeline import AnalysisOptions, analyze_trace
     from ksptrace.cli.demo import table1_lines
+    from ksptrace.studies.variability import tables
+    from ksptrace.studies.variability.pipeline import AnalysisOptions, analyze_trace
 
     options = AnalysisOptions(candidates=("johnsonsu",), fit_size=2000, mc_runs=2)
     analyses = [analyze_trace(synthetic_trace(8, 60, 4, ksp, seed=1), options)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from ksptrace.analysis.collective_synthetic import allreduce_traces
 from ksptrace.cli.main import main
+from ksptrace.studies.collectives.synthetic import allreduce_traces
 from ksptrace.trace import collectives as ctrace
 from ksptrace.trace.io import write_trace
 from ksptrace.trace.synthetic import synthetic_trace

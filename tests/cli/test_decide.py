@@ -119,7 +119,7 @@ def test_a_corrupt_trace_is_named_and_skipped(tmp_path: Path,
 def test_an_open_mpi_rules_file_for_a_collectives_map(tmp_path: Path) -> None:
     import dataclasses
 
-    from ksptrace.analysis.decision_rules import decide_with_rules
+    from ksptrace.studies.decisions.rules import decide_with_rules
 
     camp = tmp_path / "coll"
     camp.mkdir()

@@ -11,10 +11,14 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ksptrace.analysis.extrap_export import ExtrapSeries, group_repetitions, to_extrap_text
-from ksptrace.analysis.segment_report import METRICS
 from ksptrace.cli.main import main
 from ksptrace.errors import AnalysisError
+from ksptrace.studies.segmentation.extrap_export import (
+    ExtrapSeries,
+    group_repetitions,
+    to_extrap_text,
+)
+from ksptrace.studies.segmentation.report import METRICS
 from ksptrace.trace.io import write_trace
 from ksptrace.trace.model import Trace
 from tests.trace.test_crafted import crafted
@@ -203,7 +207,7 @@ def test_extrap_export_refuses_mismatched_points() -> None:
 
 
 def test_different_sizes_at_one_p_are_separate_series() -> None:
-    from ksptrace.analysis.segment_report import collect
+    from ksptrace.studies.segmentation.report import collect
     from tests.trace.test_io import make_trace
 
     def with_attrs(nprocs: int, n: int) -> Trace:

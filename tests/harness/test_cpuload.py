@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from ksptrace.analysis.pipeline import AnalysisOptions, analyze_trace
 from ksptrace.harness import cpuload
 from ksptrace.harness.cpuload import Sample, busy_seconds, foreign_load
+from ksptrace.studies.variability.pipeline import AnalysisOptions, analyze_trace
 from ksptrace.trace.io import read_trace
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ksptrace.analysis.reductions import count_from_attrs
+from ksptrace.studies.collectives.reductions import count_from_attrs
 from ksptrace.trace.io import read_trace
 from ksptrace.trace.solves import split
 from tests.conftest import ROOT, solver_env

@@ -1,0 +1,2 @@
+"""Collectives: the survey's cost models fitted to benchmark traces, reduction counts of solvers,
+and the collectives report."""

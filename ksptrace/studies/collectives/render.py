@@ -1,0 +1,86 @@
+"""Rendering the collectives section: Markdown best-algorithm tables, figures, the HTML page."""
+
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from ksptrace.studies.collectives.report import SIGNIFICANT, CollectivesReport
+
+
+def best_matrix(best: pd.DataFrame, op: str) -> pd.DataFrame:
+    """Rows: message size; columns: P; cells: the fastest algorithm (and its margin)."""
+    mine = best[best["op"] == op]
+    if mine.empty:
+        return pd.DataFrame()
+    pv = mine["p_value"] if "p_value" in mine else pd.Series(np.nan, index=mine.index)
+    cell = mine.assign(text=[
+        f"{b} (+{mg:.0%}{'' if p < SIGNIFICANT else '~'}{'*' if o else ''})"
+        if np.isfinite(mg) else str(b)
+        for b, mg, p, o in zip(mine["best"], mine["margin"], pv, mine["oversubscribed"],
+                               strict=True)])
+    return cell.pivot(index="bytes", columns="P", values="text").sort_index()
+
+
+def markdown_table(matrix: pd.DataFrame) -> str:
+    cols = [str(c) for c in matrix.columns]
+    lines = ["| m (bytes) | " + " | ".join(f"P = {c}" for c in cols) + " |",
+             "|---:|" + "---|" * len(cols)]
+    for m, row in matrix.iterrows():
+        lines.append(f"| {m} | " + " | ".join(str(v) for v in row) + " |")
+    return "\n".join(lines)
+
+
+def figures(frame: pd.DataFrame) -> list[tuple[str, bytes]]:
+    """Per operation: latency (log-log) and bandwidth over message size, one panel per P and
+    one line per algorithm; (title, PNG bytes)."""
+    from ksptrace.studies.variability.figures import _figure, to_png
+
+    out = []
+    for op, g in frame.groupby("op"):
+        if g["bytes"].nunique() < 2:
+            continue
+        ps = sorted(set(g["P"]))
+        fig = _figure(height=3.2 * 2)
+        axes = fig.subplots(2, len(ps), squeeze=False)
+        for k, p in enumerate(ps):
+            for alg, line in g[g["P"] == p].groupby("algorithm"):
+                line = line.sort_values("bytes")
+                axes[0][k].loglog(line["bytes"], line["median_us"], marker=".", label=alg)
+                axes[1][k].semilogx(line["bytes"], line["MB_per_s"], marker=".", label=alg)
+            over = bool(g[g["P"] == p]["oversubscribed"].any())
+            axes[0][k].set_title(f"P = {p}" + (" (oversubscribed)" if over else ""))
+            axes[1][k].set_xlabel("message size (bytes per rank)")
+        axes[0][0].set_ylabel("median time (us)")
+        axes[1][0].set_ylabel("MB/s (m / time)")
+        axes[0][-1].legend(fontsize="x-small")
+        out.append((f"{op}: latency and bandwidth per algorithm", to_png(fig)))
+    return out
+
+
+def markdown(report: CollectivesReport) -> str:
+    """The best-algorithm tables as Markdown, one per operation (for notes and docs)."""
+    parts = []
+    for op in sorted(set(report.best["op"])):
+        parts += [f"### {op}: fastest algorithm per (P, m)", "",
+                  markdown_table(best_matrix(report.best, op)), ""]
+    parts += [f"- {n}" for n in report.notes]
+    parts.append("- cells: fastest algorithm (+how much slower the runner-up is); ~: not told "
+                 f"apart from the runner-up (one-sided Mann-Whitney on the repetitions, "
+                 f"p >= {SIGNIFICANT})")
+    return "\n".join(parts) + "\n"
+
+
+def html(report: CollectivesReport, count: int, pictures: list[tuple[str, bytes]]) -> str:
+    import base64
+    from importlib.resources import files
+
+    from ksptrace.report.compose import ENV
+
+    css = files("ksptrace.report").joinpath("templates/report.css").read_text()
+    figs = [{"title": t, "src": "data:image/png;base64," + base64.b64encode(b).decode()}
+            for t, b in pictures]
+    tabs = [{"title": t.title, "empty": t.empty, "html": t.to_html(), "notes": t.notes,
+             "csv": f"{t.name}.csv"} for t in report.tables]
+    return ENV.get_template("collectives.html.j2").render(
+        css=css, count=count, notes=report.notes, figures=figs, tables=tabs)

@@ -1,0 +1,122 @@
+"""Open MPI rules files from decision quadtrees over (communicator size, message size).
+
+Open MPI's ``tuned`` collective component reads a "dynamic rules" file when
+``coll_tuned_use_dynamic_rules=1`` and ``coll_tuned_dynamic_rules_filename=FILE`` are set. For
+one collective it lists communicator sizes, and for each one message sizes (in bytes) with the
+algorithm to use from that size on. A call takes the last communicator size not above its own,
+and in it the last message size not above its own: the same rule as the quadtree's query (a
+value between two measured values follows the lower one). The first communicator size is
+written as 1 and the first message size as 0, so values below the measured range use the first
+row and column, as the tree does. The file therefore decides exactly like the tree at every
+point, which ``decide_with_rules`` lets the tests check, and a test runs Open MPI with a file
+built here and sees the algorithm change.
+
+The algorithm numbers come from ``ompi_info --param coll tuned --level 9`` ("Valid values:
+0:"ignore", 1:"basic_linear", ..."), parsed by ``parse_ompi_algorithms``; method labels that
+are numbers are taken as algorithm numbers directly.
+"""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from collections.abc import Mapping
+
+from ksptrace.errors import AnalysisError
+from ksptrace.studies.decisions.quadtree import QuadTree
+
+COLLECTIVE_IDS: Mapping[str, int] = {
+    "allgather": 0, "allgatherv": 1, "allreduce": 2, "alltoall": 3, "alltoallv": 4,
+    "alltoallw": 5, "barrier": 6, "bcast": 7, "exscan": 8, "gather": 9, "gatherv": 10,
+    "reduce": 11, "reduce_scatter": 12, "reduce_scatter_block": 13, "scan": 14, "scatter": 15,
+    "scatterv": 16,
+}
+"""Open MPI's collective numbers (``COLLTYPE`` in coll_base_functions.h, 4.x and 5.x)."""
+
+_VALID = re.compile(r'(\d+):"([^"]+)"')
+
+
+def parse_ompi_algorithms(ompi_info: str, collective: str) -> dict[str, int]:
+    """Algorithm name -> number for ``collective`` from ``ompi_info --param coll tuned
+    --level 9`` output (the "Valid values" line of ``coll_tuned_<collective>_algorithm``)."""
+    key = f'"coll_tuned_{collective}_algorithm"'
+    lines = ompi_info.splitlines()
+    for i, line in enumerate(lines):
+        if key in line:
+            for follow in lines[i + 1:i + 4]:
+                if "Valid values:" in follow:
+                    return {name: int(num) for num, name in _VALID.findall(follow)}
+    raise AnalysisError(f"ompi_info lists no algorithms for {collective!r} (looked for "
+                        f"coll_tuned_{collective}_algorithm); is this Open MPI with the tuned "
+                        "component?")
+
+
+def _algorithm(label: str, algorithms: Mapping[str, int]) -> int:
+    if label.isdigit():
+        return int(label)
+    if label in algorithms:
+        return algorithms[label]
+    known = ", ".join(f"{k}={v}" for k, v in sorted(algorithms.items(), key=lambda kv: kv[1]))
+    raise AnalysisError(f"method {label!r} is not an Open MPI algorithm name or number; "
+                        f"known: {known or 'none'}")
+
+
+def rule_rows(
+    tree: QuadTree, algorithms: Mapping[str, int]
+) -> list[tuple[int, list[tuple[int, int]]]]:
+    """Per communicator size (the first written as 1): (message size, algorithm) from which
+    that algorithm applies, equal neighbours merged."""
+    for name, values in zip(tree.axis_names, (tree.axis1, tree.axis2), strict=True):
+        if (values < 0).any() or (values != values.round()).any():
+            raise AnalysisError(f"axis {name!r} must hold whole non-negative numbers (process "
+                                "counts and message sizes in bytes) for an Open MPI rules file")
+    numbers = [_algorithm(m, algorithms) for m in tree.methods]
+    rows = []
+    for i, comm in enumerate(tree.axis1):
+        rules: list[tuple[int, int]] = []
+        for j, size in enumerate(tree.axis2):
+            alg = numbers[tree.query(float(comm), float(size))]
+            if not rules or rules[-1][1] != alg:
+                rules.append((0 if j == 0 else int(size), alg))
+        rows.append((1 if i == 0 else int(comm), rules))
+    return rows
+
+
+def ompi_rules(tree: QuadTree, collective: str, algorithms: Mapping[str, int]) -> str:
+    """The rules file (Open MPI's first format, read by 4.x and 5.x) deciding like ``tree``."""
+    if collective not in COLLECTIVE_IDS:
+        raise AnalysisError(f"unknown collective {collective!r}; one of "
+                            f"{', '.join(COLLECTIVE_IDS)}")
+    rows = rule_rows(tree, algorithms)
+    out = ["1 # number of collectives",
+           f"{COLLECTIVE_IDS[collective]} # collective: {collective}",
+           f"{len(rows)} # number of communicator sizes"]
+    for comm, rules in rows:
+        out.append(f"{comm} # communicator size")
+        out.append(f"{len(rules)} # number of message sizes")
+        out.extend(f"{size} {alg} 0 0 # from {size} bytes: algorithm {alg}, topology and "
+                   "segment size default" for size, alg in rules)
+    return "\n".join(out) + "\n"
+
+
+def decide_with_rules(text: str, comm_size: int, message_bytes: int) -> int | None:
+    """The algorithm a rules file written by ``ompi_rules`` gives (None: no rule applies)."""
+    tokens = [line.split("#", 1)[0].split() for line in text.splitlines()]
+    fields = [t for t in tokens if t]
+    pos = 2
+    n_comms = int(fields[pos][0])
+    pos += 1
+    comms: list[int] = []
+    tables: list[tuple[list[int], list[int]]] = []
+    for _ in range(n_comms):
+        comms.append(int(fields[pos][0]))
+        count = int(fields[pos + 1][0])
+        rules = fields[pos + 2:pos + 2 + count]
+        tables.append(([int(r[0]) for r in rules], [int(r[1]) for r in rules]))
+        pos += 2 + count
+    c = bisect_right(comms, comm_size) - 1
+    if c < 0:
+        return None
+    sizes, algs = tables[c]
+    m = bisect_right(sizes, message_bytes) - 1
+    return None if m < 0 else algs[m]

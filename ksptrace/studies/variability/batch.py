@@ -1,0 +1,186 @@
+"""Analysing many trace files: in one process or N, each trace's results kept in a cache.
+
+Each trace is read, analysed and drawn on its own, and only its results (an ``Analysed``: the
+numbers, the figures as PNG, no timings) are kept, so peak memory is set by the largest trace
+(times the number of processes), not by the number of traces. With ``jobs > 1`` the traces are
+shared among that many processes; every trace's analysis is seeded by the options alone, so the
+results do not depend on the number of processes or on the order.
+
+The results of a trace are stored in the cache folder under a name made of the trace's content
+hash and a hash of everything that changes them (the analysis options, whether figures are
+drawn, the ksptrace version). A rerun after new traces arrive analyses only the new ones, and a
+run killed half-way keeps what it finished. Each entry is written to a temporary name and
+renamed, so an entry is whole or absent; an entry that cannot be read (truncated, from another
+Python) is analysed again, never trusted.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import hashlib
+import os
+import pickle
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass
+from multiprocessing import get_context
+from pathlib import Path
+
+from ksptrace import __version__
+from ksptrace.errors import KsptraceError
+from ksptrace.studies.variability.pipeline import AnalysisOptions
+
+CACHE_SUFFIX = ".cache"
+"""The default cache folder is the report folder's name plus this suffix, beside it."""
+HASH_BLOCK = 1 << 22
+
+
+@dataclass(frozen=True)
+class Done:
+    """What one trace gave: results or the reason it was skipped (``report.Analysed`` or
+    ``report.Skipped``), and whether it came from the cache."""
+
+    path: str
+    result: object
+    cached: bool
+
+
+def content_key(path: str | os.PathLike[str]) -> str:
+    """BLAKE2b of the file's bytes (32 hex digits)."""
+    h = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as f:
+        while block := f.read(HASH_BLOCK):
+            h.update(block)
+    return h.hexdigest()
+
+
+def options_key(options: AnalysisOptions, with_figures: bool) -> str:
+    """A hash of everything besides the trace that changes its results."""
+    text = f"{__version__}|{options!r}|figures={with_figures}"
+    return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+
+
+def entry_name(path: str | os.PathLike[str], options: AnalysisOptions, with_figures: bool) -> str:
+    return f"{content_key(path)}-{options_key(options, with_figures)}.pkl"
+
+
+def _load(entry: Path, path: str) -> object | None:
+    try:
+        with open(entry, "rb") as f:
+            done = pickle.load(f)
+    except FileNotFoundError:
+        return None
+    except Exception:  # a damaged entry is recomputed, whatever the damage
+        return None
+    if not isinstance(done, Done):
+        return None
+    return _with_path(done.result, path)
+
+
+def _with_path(result: object, path: str) -> object:
+    """The cached results of identical bytes under another name carry the new name (a
+    trace of several solves: each part, as ``<path>#solve=...``)."""
+    parts = getattr(result, "parts", None)
+    if parts is not None:
+        renamed = tuple(_with_path(part, path + "#" + str(getattr(getattr(part, "analysis",
+                        part), "path", "")).partition("#")[2]) for part in parts)
+        return dataclasses.replace(result, path=path, parts=renamed)  # type: ignore[type-var]
+    analysis = getattr(result, "analysis", None)
+    if analysis is not None and getattr(analysis, "path", path) != path:
+        return dataclasses.replace(result,  # type: ignore[type-var]
+                                   analysis=dataclasses.replace(analysis, path=path))
+    return result
+
+
+def _store(folder: Path, name: str, done: Done) -> None:
+    """Write one entry whole or not at all; a cache that cannot be written (read-only, full
+    disk) only costs time on the next run, so failures are ignored."""
+    tmp = folder / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "wb") as f:
+            pickle.dump(done, f, protocol=pickle.HIGHEST_PROTOCOL)
+        os.replace(tmp, folder / name)
+    except OSError:
+        with contextlib.suppress(OSError):
+            tmp.unlink(missing_ok=True)
+        _remove_if_empty(folder)
+
+
+def _remove_if_empty(folder: Path) -> None:
+    with contextlib.suppress(OSError):
+        folder.rmdir()  # only succeeds when empty
+
+
+Worker = Callable[[str, AnalysisOptions, bool], object]
+
+
+def _work(job: tuple[Worker, str, AnalysisOptions, bool]) -> object:
+    worker, path, options, with_figures = job
+    return worker(path, options, with_figures)
+
+
+def run(paths: Sequence[str], worker: Worker, options: AnalysisOptions, with_figures: bool,
+        jobs: int = 1, cache: Path | None = None,
+        keep: Callable[[object], bool] = lambda result: True) -> Iterator[Done]:
+    """Yield each trace's ``Done`` as it completes: from the cache when there, else from
+    ``worker(path, options, with_figures)`` (in ``jobs`` processes), stored in the cache when
+    ``keep(result)`` (a skipped trace is not kept: its reason may be transient)."""
+    if jobs < 1:
+        raise KsptraceError(f"--jobs must be at least 1, got {jobs}")
+    todo: list[tuple[str, str | None]] = []
+    for path in paths:
+        name = None
+        if cache is not None:
+            try:
+                name = entry_name(path, options, with_figures)
+            except OSError:
+                name = None  # unreadable: the worker names the problem
+        if name is not None and cache is not None:
+            hit = _load(cache / name, path)
+            if hit is not None:
+                yield Done(path, hit, True)
+                continue
+        todo.append((path, name))
+    if jobs == 1 or len(todo) <= 1:
+        for path, name in todo:
+            done = Done(path, worker(path, options, with_figures), False)
+            if cache is not None and name is not None and keep(done.result):
+                _store(cache, name, done)
+            yield done
+        return
+    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)),
+                             mp_context=get_context("fork")) as pool:
+        pending: dict[Future[object], tuple[str, str | None]] = {}
+        queue = list(todo)
+        try:
+            while queue or pending:
+                while queue and len(pending) < 2 * jobs:  # a few in flight, not every trace
+                    path, name = queue.pop(0)
+                    pending[pool.submit(_work, (worker, path, options, with_figures))] = (
+                        path, name)
+                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+                for future in finished:
+                    path, name = pending.pop(future)
+                    done = Done(path, future.result(), False)
+                    if cache is not None and name is not None and keep(done.result):
+                        _store(cache, name, done)
+                    yield done
+        except BaseException:
+            for future in pending:
+                future.cancel()
+            pool.shutdown(wait=True, cancel_futures=True)
+            raise
+
+
+def prune(cache: Path, keep: set[str]) -> None:
+    """Remove entries of traces no longer analysed (and stray temporary files)."""
+    if not cache.is_dir():
+        return
+    with contextlib.suppress(OSError):
+        for entry in cache.iterdir():
+            if entry.name not in keep and (entry.suffix in (".pkl", ".tmp")):
+                entry.unlink(missing_ok=True)
+    _remove_if_empty(cache)

@@ -1,0 +1,510 @@
+"""Tables built from analyses: the paper's Table 1 (models and bounds against KSPSolve), its
+Tables 2 and 3 (Johnson S_U fits of a_k and s_k, simulated runtimes), a priori predictions,
+scaling tables across P and n, and the variability statistics. Pure: analyses in, pandas
+DataFrames out.
+
+Each :class:`Table` holds the machine-readable frame written as CSV (times in seconds, column
+names ending in ``_s``; errors as signed percentages, column names with ``pct``) and, for the
+report, a display frame of formatted text in which every empty cell says why it is empty.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from ksptrace.studies.noise.compare import NoiseComparison, NoiseRow
+from ksptrace.studies.variability import montecarlo
+from ksptrace.studies.variability.findings import (
+    Prediction,
+    error_pct,
+    file_name,
+    fmt_n,
+    fmt_pct,
+    fmt_time,
+    ks_why,
+    n_of,
+    nodes_why,
+    predictions,
+    problem_of,
+)
+from ksptrace.studies.variability.pipeline import TraceAnalysis
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    """A titled table: ``frame`` for CSV and JSON, ``display`` (text cells) for HTML."""
+
+    name: str
+    """File-name stem of the CSV."""
+    title: str
+    frame: pd.DataFrame
+    display: pd.DataFrame | None = None
+    notes: tuple[str, ...] = ()
+
+    def records(self) -> list[dict[str, Any]]:
+        """Rows as dicts, NaN as None (for summary.json)."""
+        clean = self.frame.astype(object).where(self.frame.notna(), None)
+        return [{k: _plain(v) for k, v in row.items()} for row in clean.to_dict("records")]
+
+    def to_csv(self) -> str:
+        return str(self.frame.to_csv(index=False, lineterminator="\n"))
+
+    def to_html(self) -> str:
+        """The display frame as an HTML table (every cell escaped here)."""
+        shown = self.display if self.display is not None else self.frame.astype(object).where(
+            self.frame.notna(), "")
+        escaped = _each(shown, lambda c: html.escape(str(c)).replace("\n", "<br>"))
+        escaped.columns = [html.escape(str(c)) for c in shown.columns]
+        return str(escaped.to_html(index=False, escape=False, border=0,
+                                   classes=["data", f"t-{self.name}"], na_rep=""))
+
+    @property
+    def empty(self) -> bool:
+        return self.frame.empty
+
+
+def _each(frame: pd.DataFrame, fn: Callable[[Any], str]) -> pd.DataFrame:
+    """``fn`` on every cell (DataFrame.map in pandas >= 2.1, applymap before)."""
+    mapper = getattr(frame, "map", None) or frame.applymap
+    return pd.DataFrame(mapper(fn))
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, float) and not np.isfinite(v):
+        return None
+    return v
+
+
+JSU_PARAMS = ("a", "b", "loc", "scale")
+JSU_COLUMNS = tuple(f"{v}_{p}" for v in ("a_k", "s_k") for p in JSU_PARAMS)
+"""Johnson S_U parameters (scipy's a, b, loc, scale) of a_k and then of s_k."""
+
+
+def run_name(a: TraceAnalysis) -> str:
+    """A run named by its parameters: problem, solver, n, P."""
+    n = n_of(a)
+    return f"{problem_of(a)} {a.ksp} n={fmt_n(n)} P={a.nprocs}"
+
+
+def _id_columns(a: TraceAnalysis) -> dict[str, Any]:
+    return {"problem": problem_of(a), "ksp": a.ksp, "n": n_of(a), "P": a.nprocs,
+            "N": a.count, "nodes": a.n_nodes, "K": a.kept, "file": file_name(a)}
+
+
+def _cell(p: Prediction) -> str:
+    """'4.831 s (+118 %)', with the standard error when there is one, or the reason."""
+    if p.value is None:
+        return p.why
+    value = fmt_time(p.value)
+    if p.stderr is not None:
+        value += f" ± {fmt_time(p.stderr)}"
+    return f"{value} ({fmt_pct(p.error_pct)})"
+
+
+def model_table(analyses: Sequence[TraceAnalysis]) -> Table:
+    """Table 1: measured KSPSolve, Σ_k max_p T and max_p Σ_k T next to every model and bound.
+
+    Standard methods get E[T] = K E[max of N] per fitted family and Ê[T]; pipelined methods get
+    E[T'] = K mu per family and Ê[T'] = sum_k mu_k. The bounds apply to standard methods.
+    """
+    families: list[str] = []
+    for a in analyses:
+        for fitted in a.stationary:
+            if fitted.family not in families:
+                families.append(fitted.family)
+    rows, shown = [], []
+    for a in analyses:
+        preds = {p.key: p for p in predictions(a)}
+        row: dict[str, Any] = {**_id_columns(a), "model": "T'=max_p sum_k" if a.pipelined
+                               else "T=sum_k max_p", "KSPSolve_s": a.measured,
+                               "sum_k_max_p_T_s": a.lockstep_sum,
+                               "max_p_sum_k_T_s": a.rank_sum_max,
+                               "best_fit": a.best_fit_name}
+        for f in families:
+            p = preds.get(f"stationary:{f}")
+            row[f"E_{f}_s"] = None if p is None else p.value
+            row[f"err_pct_{f}"] = None if p is None else p.error_pct
+        for key, col in (("nonstationary", "hat_unif"), ("cramer", "cramer"),
+                         ("bertsimas", "bertsimas"), ("montecarlo", "montecarlo")):
+            p = preds[key]
+            row[f"{'E_' if key == 'nonstationary' else ''}{col}_s"] = p.value
+            row[f"err_pct_{col}"] = p.error_pct
+        row["montecarlo_stderr_s"] = preds["montecarlo"].stderr
+        rows.append(row)
+        best = a.best_fit_name
+        best_pred = preds.get(f"stationary:{best}") if best else None
+        shown.append({
+            "run": run_name(a),
+            "N": f"{a.count:g}",
+            "KSPSolve": fmt_time(a.measured),
+            "Σₖ maxₚ Tₚᵏ": fmt_time(a.lockstep_sum),
+            "maxₚ Σₖ Tₚᵏ": fmt_time(a.rank_sum_max),
+            "stationary, best fit": (f"{best}: {_cell(best_pred)}" if best_pred is not None
+                              else preds.get("stationary", Prediction("", "", "", None, None,
+                                                                      why="no fit")).why),
+            "Ê[T] uniform per k": _cell(preds["nonstationary"]),
+            "Cramér": _cell(preds["cramer"]),
+            "Bertsimas": _cell(preds["bertsimas"]),
+            "Monte Carlo": _cell(preds["montecarlo"]),
+        })
+    return Table(
+        name="table1_models",
+        title="Table 1: models and bounds against the measured KSPSolve",
+        frame=pd.DataFrame(rows),
+        display=pd.DataFrame(shown),
+        notes=(
+            "Errors are signed: 100·(model − KSPSolve)/KSPSolve. N is the number of independent "
+            "units in the maximum (the trace's node count, or P with --independent ranks). K "
+            "counts the iterations kept for bulk statistics (pipeline-fill iterations dropped); "
+            "the non-stationary Ê uses every recorded iteration. Σₖ maxₚ Tₚᵏ is what a "
+            "synchronising method's models predict (E[T]), maxₚ Σₖ Tₚᵏ what a pipelined "
+            "one's do (E[T′]). Best fit: the lowest-SSE family with a model (summary.json's "
+            "best_fit).",
+        ),
+    )
+
+
+def _jsu(p: montecarlo.ParameterFits | None) -> dict[str, float | None]:
+    if p is None:
+        return dict.fromkeys(JSU_COLUMNS)
+    return dict(zip(JSU_COLUMNS, (*p.lower.params, *p.span.params), strict=True))
+
+
+def prediction_table(analyses: Sequence[TraceAnalysis]) -> Table:
+    """Tables 2 and 3: Johnson S_U fits of a_k and s_k, and the simulated runtime."""
+    rows = []
+    for a in analyses:
+        sim = a.simulated
+        rows.append({**_id_columns(a), **_jsu(a.parameters), "KSPSolve_s": a.measured,
+                     "simulated_s": sim, "simulated_stderr_s": a.simulated_stderr,
+                     "err_pct_simulated": error_pct(sim, a.measured),
+                     "runs": None if a.simulation is None else a.simulation.runs})
+    return Table(
+        name="table2_3_prediction",
+        title="Johnson S_U fits of a_k and s_k, and Monte Carlo runtime against KSPSolve",
+        frame=pd.DataFrame(rows),
+    )
+
+
+def jsu_table(a: TraceAnalysis) -> Table:
+    """One trace's Johnson S_U parameters of a_k and s_k, long: a row per parameter."""
+    p = a.parameters
+    why = "no fit: " + next((n for n in a.notes if "a_k" in n or "Monte Carlo" in n),
+                            "not computed")
+    def show(value: float, name: str) -> str:
+        return fmt_time(value) if name in ("loc", "scale") else f"{value:.4g}"
+
+    rows = []
+    for i, name in enumerate(JSU_PARAMS):
+        rows.append({"parameter": name,
+                     "a_k": why if p is None else show(p.lower.params[i], name),
+                     "s_k": why if p is None else show(p.span.params[i], name)})
+    return Table(name="jsu", title="Johnson S_U fits of a_k and s_k (scipy's shape a and b, "
+                 "loc and scale)", frame=pd.DataFrame(rows))
+
+
+def apriori_table(analyses: Sequence[TraceAnalysis], runs: int = 16, seed: int = 0) -> Table:
+    """Parameters fitted on one trace predict every other trace of the same problem and KSP."""
+    rows, shown = [], []
+    for src in analyses:
+        if src.parameters is None:
+            continue
+        for dst in analyses:
+            same_kind = (problem_of(src), src.ksp) == (problem_of(dst), dst.ksp)
+            if dst is src or not same_kind or dst.measured <= 0:
+                continue
+            pred = montecarlo.predict(
+                src.parameters, dst.kept, max(1, int(dst.count)), dst.measured, dst.pipelined,
+                src.label, dst.label, runs=runs, seed=seed)
+            err = 100.0 * pred.relative_error
+            rows.append({"fitted_on": file_name(src), "predicts": file_name(dst),
+                         "simulated_s": pred.simulated, "KSPSolve_s": pred.measured,
+                         "err_pct": err})
+            shown.append({"fitted on": run_name(src), "predicts": run_name(dst),
+                          "simulated": fmt_time(pred.simulated),
+                          "KSPSolve": fmt_time(pred.measured), "error": fmt_pct(err)})
+    return Table(
+        name="apriori",
+        title="A priori prediction: fits of one configuration predict another's runtime",
+        frame=pd.DataFrame(rows, columns=["fitted_on", "predicts", "simulated_s", "KSPSolve_s",
+                                          "err_pct"]),
+        display=pd.DataFrame(shown, columns=["fitted on", "predicts", "simulated", "KSPSolve",
+                                             "error"]),
+        notes=() if rows else ("Needs two traces of the same problem and solver.",),
+    )
+
+
+def scaling_table(analyses: Sequence[TraceAnalysis], across: str = "P") -> Table:
+    """Johnson S_U parameters of a_k and s_k across P (strong scaling) or across n (static)."""
+    key = "P" if across == "P" else "n"
+    fixed = "n" if across == "P" else "P"
+    groups: dict[tuple[str, str, Any], list[TraceAnalysis]] = {}
+    for a in analyses:
+        value = n_of(a) if fixed == "n" else a.nprocs
+        groups.setdefault((problem_of(a), a.ksp, value), []).append(a)
+    rows = []
+    for g, members in sorted(groups.items(), key=lambda kv: str(kv[0])):
+        def value_of(m: TraceAnalysis) -> float:
+            v = m.nprocs if key == "P" else n_of(m)
+            return float(v or 0)
+
+        if len({value_of(m) for m in members}) < 2:
+            continue
+        for m in sorted(members, key=value_of):
+            rows.append({"problem": g[0], "ksp": g[1], fixed: g[2],
+                         key: m.nprocs if key == "P" else n_of(m), **_jsu(m.parameters)})
+    frame = pd.DataFrame(rows, columns=["problem", "ksp", fixed, key, *JSU_COLUMNS])
+    display = _each(frame.astype(object), _short)
+    return Table(
+        name=f"scaling_{'nprocs' if key == 'P' else 'n'}",
+        title=f"Johnson S_U parameters of a_k and s_k across {across}",
+        frame=frame,
+        display=display,
+        notes=() if rows else (f"Needs traces that differ only in {across}.",),
+    )
+
+
+def _short(v: Any) -> str:
+    if v is None or (isinstance(v, float) and np.isnan(v)):
+        return "no fit"
+    if isinstance(v, float):
+        return f"{v:.4g}"
+    return str(v)
+
+
+def variability_table(analyses: Sequence[TraceAnalysis]) -> Table:
+    """KS tests between ranks and node variances of each trace (CSV)."""
+    rows = []
+    for a in analyses:
+        pair, all_ = a.ks_pair, a.ks_all
+        at, overall = a.nodes_at, a.nodes_overall
+        rows.append({
+            **_id_columns(a),
+            "D_r0_r1": None if pair is None else pair.statistic,
+            "threshold": None if pair is None else pair.threshold,
+            "rejected_pct": None if all_ is None else 100.0 * all_.fraction_rejected,
+            "iteration": a.focus_iteration,
+            "var_node0_s2": None if at is None else float(at.within[0]),
+            "var_between_s2": None if at is None else at.between,
+            "mean_var_within_all_k_s2": None if overall is None else overall.mean_within,
+            "var_between_all_k_s2": None if overall is None else overall.between,
+        })
+    return Table(name="variability",
+                 title="KS tests between ranks and node variances (variances in s²)",
+                 frame=pd.DataFrame(rows))
+
+
+def ks_table(a: TraceAnalysis) -> Table:
+    """One trace's KS results, long."""
+    why = ks_why(a)
+    pair, all_ = a.ks_pair, a.ks_all
+    rows = [
+        ("D between the reference rank and the next",
+         why if pair is None else f"{pair.statistic:.4g} (ranks of {pair.n} values)"),
+        ("rejection threshold", why if pair is None else f"{pair.threshold:.4g} at α = "
+                                                         f"{pair.alpha:g}"),
+        ("verdict", why if pair is None else ("rejected: different distributions"
+                                              if pair.rejected else "not rejected")),
+        ("rank pairs rejected (reference vs all)",
+         why if all_ is None else f"{100 * all_.fraction_rejected:.1f} % of "
+                                  f"{all_.others.size} (reference rank {all_.reference})"),
+    ]
+    return Table(name="ks", title="Kolmogorov–Smirnov tests between ranks",
+                 frame=pd.DataFrame(rows, columns=["test", "result"]))
+
+
+def _var(v: float) -> str:
+    return f"{v:.3g} s²"
+
+
+def node_table(a: TraceAnalysis) -> Table:
+    """One trace's within- and between-node variances, long."""
+    why = nodes_why(a)
+    at, ov = a.nodes_at, a.nodes_overall
+    one_node = "one node: no between-node variance"
+    rows = [
+        (f"within node 0, iteration k = {a.focus_iteration}",
+         why if at is None else _var(float(at.within[0]))),
+        (f"between nodes, iteration k = {a.focus_iteration}",
+         why if at is None else (one_node if a.n_nodes < 2 else _var(at.between))),
+        ("mean within-node, all iterations", why if ov is None else _var(ov.mean_within)),
+        ("between nodes, all iterations",
+         why if ov is None else (one_node if a.n_nodes < 2 else _var(ov.between))),
+        ("nodes and ranks per node", f"{a.n_nodes} node(s), at most {a.ranks_per_node} ranks "
+                                     "each"),
+    ]
+    return Table(name="nodes", title="Within- and between-node variance",
+                 frame=pd.DataFrame(rows, columns=["quantity", "value"]))
+
+
+def fit_table(a: TraceAnalysis) -> Table:
+    """The bulk fits of one trace, best first. AIC is compared only between fits of equal size."""
+    rows, shown = [], []
+    if a.bulk is not None:
+        sizes = [f.n_fit for f in a.bulk.fits]
+        common = max(set(sizes), key=sizes.count) if sizes else 0
+        in_table = {m.family for m in a.stationary}
+        for f in a.bulk.fits:
+            rows.append({"family": f.name, "sse": f.sse, "ks": f.ks, "aic": f.aic,
+                         "n_fit": f.n_fit, "params": " ".join(f"{p:.4g}" for p in f.params)})
+            aic = (f"{f.aic:.6g}" if f.n_fit == common else
+                   f"fitted on {f.n_fit} values, not {common}: AIC not comparable")
+            flagged = [f"{fl.code}: {fl.message}" for fl in a.flags
+                       if f"({f.name})" in fl.subject]
+            status = ("in Table 1" if f.name in in_table else "not in Table 1: no model")
+            if flagged:
+                status += "; flagged:\n" + "\n".join(flagged)
+            shown.append({"family": f.name, "SSE": f"{f.sse:.4g}", "KS distance": f"{f.ks:.3g}",
+                          "AIC": aic, "n fitted": str(f.n_fit),
+                          "parameters (shapes, loc, scale)": rows[-1]["params"],
+                          "status": status})
+    return Table(
+        name="fits", title=f"Bulk fits of {run_name(a)}, ranked by histogram SSE",
+        frame=pd.DataFrame(rows, columns=["family", "sse", "ks", "aic", "n_fit", "params"]),
+        display=pd.DataFrame(shown, columns=["family", "SSE", "KS distance", "AIC", "n fitted",
+                                             "parameters (shapes, loc, scale)", "status"]),
+        notes=() if rows else (next((n for n in a.notes if "fit" in n), "no fit"),),
+    )
+
+
+def models_table(a: TraceAnalysis) -> Table:
+    """One trace's models and bounds, long: a row per model with its signed error."""
+    rows = []
+    for p in predictions(a):
+        value = p.why if p.value is None else fmt_time(p.value)
+        if p.value is not None and p.stderr is not None:
+            value += f" ± {fmt_time(p.stderr)}"
+        rows.append({"model": p.name, "formula": p.formula, "predicted": value,
+                     "error": fmt_pct(p.error_pct) if p.value is not None else "—",
+                     "flag": "\n".join(f"{f.code}: {f.message}" for f in p.flags) or "—"})
+    return Table(name="models", title="Models and bounds against KSPSolve",
+                 frame=pd.DataFrame(rows, columns=["model", "formula", "predicted", "error",
+                                                   "flag"]))
+
+
+def _noise_label(row: NoiseRow) -> str:
+    """A spec short enough for a table cell: 'pareto scale=333.3us shape=1.5 p=0.1'."""
+    dist, _, rest = row.noise.partition(":")
+    parts = [p for p in rest.split(",") if p and not p.startswith(("per=rank", "seed="))]
+    return " ".join([dist, *parts])
+
+
+def _slowdown(row: NoiseRow) -> str:
+    pct = row.slowdown_pct
+    return "no noise-free run of this configuration" if pct is None else fmt_pct(pct)
+
+
+def noise_table(comparison: NoiseComparison) -> Table:
+    """Each run with injected noise: measured, truth and the models, with signed errors."""
+    rows, shown = [], []
+    for r in comparison.rows:
+        rows.append({
+            "file": r.file, "ksp": r.ksp, "pipelined": r.pipelined, "P": r.nprocs,
+            "oversubscribed": r.oversubscribed, "noise": r.noise, "N_truth": r.count,
+            "K": r.iterations, "injected_mean_s": r.injected_mean,
+            "kspsolve_s": r.measured, "noise_free_kspsolve_s": r.baseline,
+            "slowdown_pct": r.slowdown_pct,
+            "truth_s": r.truth, "truth_source": r.truth_source,
+            "err_pct_truth": r.error(r.truth),
+            "stationary_family": r.stationary_family, "stationary_s": r.stationary,
+            "err_pct_stationary": r.error(r.stationary),
+            "nonstationary_s": r.nonstationary, "err_pct_nonstationary": r.error(r.nonstationary),
+            "k_mu_s": r.k_mu, "err_pct_k_mu": r.error(r.k_mu),
+            "montecarlo_s": r.montecarlo, "err_pct_montecarlo": r.error(r.montecarlo),
+            "ks_rejected_pct": r.ks_rejected_pct,
+            "detour_cost_s": r.detour_cost, "injected_lockstep_s": r.injected_lockstep,
+            "injected_rank_max_s": r.injected_rank_max,
+            "detour_cost_ratio": r.detour_cost_ratio,
+        })
+
+        def pred(value: float | None, why: str, r: NoiseRow = r) -> str:
+            return why if value is None else f"{fmt_time(value)} ({fmt_pct(r.error(value))})"
+
+        shown.append({
+            "run": f"{r.ksp} P={r.nprocs}{' (oversubscribed)' if r.oversubscribed else ''}\n"
+                   f"{_noise_label(r)}",
+            "KSPSolve": fmt_time(r.measured),
+            "slowdown vs noise-free": _slowdown(r),
+            "known truth": f"{fmt_time(r.truth)} ({fmt_pct(r.error(r.truth))})"
+                           + ("" if r.baseline is not None else "\nfrom this run's times"),
+            "stationary": pred(r.stationary, "no converged fit")
+                              + (f"\n{r.stationary_family}" if r.stationary_family else ""),
+            "non-stationary Ê": pred(r.nonstationary, ""),
+            "K·μ": pred(r.k_mu, ""),
+            "Monte Carlo": pred(r.montecarlo, "no Johnson S_U fit"),
+            "KS rejected": "P = 1: no rank pairs" if r.ks_rejected_pct is None
+                           else f"{r.ks_rejected_pct:.0f} %",
+            "detours cost (in-run)": "no iteration without a detour"
+            if r.detour_cost is None or r.detour_cost_ratio is None else
+            f"{fmt_time(r.detour_cost)} = {r.detour_cost_ratio:.2f} × Σₖ maxₚ D"
+            f"\n(hidden: {r.injected_rank_max / r.injected_lockstep:.2f} ×)",
+        })
+    notes = (
+        "Errors are signed, against the measured KSPSolve. The known truth is K·E[max over N of "
+        "X + D] for a standard method and K·(E[X] + p·E[D]) for a pipelined one, with X the "
+        "noise-free run's iteration times and D the injected detour; the models are computed "
+        "from the noisy run's own timings. The stationary and non-stationary columns show K·μ "
+        "and Σ_k μ_k for a pipelined method. The in-run detour cost is KSPSolve minus K times "
+        "the mean iteration without any detour: about 1 × Σₖ maxₚ D when the run waited for "
+        "every iteration's slowest detour, down to maxₚ Σₖ D (the 'hidden' figure) when a "
+        "pipelined method decoupled the ranks completely; it does not depend on the noise-free "
+        "run, whose time drifts from run to run.",
+        *comparison.notes,
+    )
+    return Table(name="noise", title="Injected noise: prediction vs measurement",
+                 frame=pd.DataFrame(rows), display=pd.DataFrame(shown), notes=notes)
+
+
+def noise_pair_table(comparison: NoiseComparison) -> Table:
+    """Standard against pipelined under the same noise: slowdowns, the gap, its predictions."""
+    rows, shown = [], []
+    for pair in comparison.pairs:
+        s, p = pair.standard, pair.pipelined
+        rows.append({
+            "standard": s.ksp, "pipelined": p.ksp, "P": s.nprocs, "noise": s.noise,
+            "oversubscribed": s.oversubscribed,
+            "slowdown_pct_standard": s.slowdown_pct, "slowdown_pct_pipelined": p.slowdown_pct,
+            "measured_gap_s": pair.measured_gap, "nonstationary_gap_s": pair.nonstationary_gap,
+            "err_pct_nonstationary_gap": pair.nonstationary_gap_error_pct,
+            "truth_gap_s": pair.truth_gap,
+            "ks_rejected_pct_standard": s.ks_rejected_pct,
+            "ks_rejected_pct_pipelined": p.ks_rejected_pct,
+            "err_pct_stationary_standard": s.error(s.stationary),
+            "detour_cost_ratio_standard": s.detour_cost_ratio,
+            "detour_cost_ratio_pipelined": p.detour_cost_ratio,
+        })
+        none = "no noise-free run"
+        shown.append({
+            "methods": f"{s.ksp} / {p.ksp} P={s.nprocs}"
+                       f"{' (oversubscribed)' if s.oversubscribed else ''}",
+            "noise": _noise_label(s),
+            "slowdown standard / pipelined": f"{_slowdown(s)} / {_slowdown(p)}",
+            "extra slowdown of the standard method": none if pair.measured_gap is None
+            else fmt_time(pair.measured_gap),
+            "predicted by Ê": none if pair.nonstationary_gap is None else
+            f"{fmt_time(pair.nonstationary_gap)} ({fmt_pct(pair.nonstationary_gap_error_pct)})",
+            "implied by the injected noise": none if pair.truth_gap is None
+            else fmt_time(pair.truth_gap),
+            "KS rejected standard / pipelined": " / ".join(
+                "—" if r.ks_rejected_pct is None else f"{r.ks_rejected_pct:.0f} %"
+                for r in (s, p)),
+            "stationary model, standard": "no converged fit" if s.stationary is None
+            else fmt_pct(s.error(s.stationary)),
+            "in-run detour cost standard / pipelined": " / ".join(
+                "—" if r.detour_cost_ratio is None else f"{r.detour_cost_ratio:.2f}"
+                for r in (s, p)) + " × Σₖ maxₚ D",
+        })
+    notes = ("The extra slowdown is (standard noisy − standard noise-free) − (pipelined noisy − "
+             "pipelined noise-free) KSPSolve; the non-stationary prediction puts Ê[T] and Ê[T′] "
+             "of the noisy runs in place of their measured times.",)
+    return Table(name="noise_pairs",
+                 title="Standard and pipelined methods under the same injected noise",
+                 frame=pd.DataFrame(rows), display=pd.DataFrame(shown), notes=notes)

@@ -1,0 +1,203 @@
+"""The report: written from trace files one at a time, grouped by configuration, with bad input
+handled, findings first, errors as signed percentages and every empty cell explained."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ksptrace.errors import AnalysisError, TraceError
+from ksptrace.report.compose import (
+    SECTIONS,
+    analyse,
+    omission_section,
+    section_of,
+    write_report,
+)
+from ksptrace.studies.variability import tables
+from ksptrace.studies.variability.pipeline import AnalysisOptions, analyze_trace
+from ksptrace.trace.io import iter_traces, write_trace
+from ksptrace.trace.model import Trace
+from ksptrace.trace.synthetic import synthetic_trace
+
+FAST = AnalysisOptions(candidates=("johnsonsu", "norm", "gamma"), fit_size=2000, mc_runs=2)
+
+
+class Recorder:
+    """A progress display that remembers what it was told."""
+
+    def __init__(self) -> None:
+        self.steps: list[str] = []
+        self.done: list[tuple[str, str]] = []
+        self.notes: list[str] = []
+
+    def step(self, text: str) -> None:
+        self.steps.append(text)
+
+    def advance(self, item: str, verdict: str = "ok") -> None:
+        self.done.append((item, verdict))
+
+    def note(self, text: str) -> None:
+        self.notes.append(text)
+
+
+def test_table1_has_a_row_per_solver_with_signed_percent_errors() -> None:
+    analyses = [
+        analyze_trace(synthetic_trace(64, 160, 16, ksp, seed=i), FAST)
+        for i, ksp in enumerate(("gmres", "pgmres", "bcgs", "pipebcgs"))
+    ]
+    t = tables.model_table(analyses)
+    rows = t.records()
+    assert [r["ksp"] for r in rows] == ["gmres", "pgmres", "bcgs", "pipebcgs"]
+    for r, a in zip(rows, analyses, strict=True):
+        assert r["KSPSolve_s"] == a.measured
+        assert r["sum_k_max_p_T_s"] == a.lockstep_sum
+        assert r["max_p_sum_k_T_s"] == a.rank_sum_max
+        e = r["E_hat_unif_s"]
+        assert isinstance(e, float)
+        # A signed percentage, not a fraction.
+        assert r["err_pct_hat_unif"] == pytest.approx(100 * (e - a.measured) / a.measured)
+        # Bounds are reported for synchronising methods only, as in the paper.
+        assert (r["cramer_s"] is None) == a.pipelined
+        assert r["best_fit"] == a.best_fit_name
+    header = t.to_csv().splitlines()[0].split(",")
+    assert all("pct" in c for c in header if c.startswith("err"))
+    assert rows[1]["K"] == 150  # pgmres: fill iterations dropped from bulk statistics
+    # The HTML table says why a cell is empty, and shows errors as signed percentages.
+    page = t.to_html()
+    assert "pipelined: no Cramér bound" in page
+    assert re.search(r"\([+\u2212]\d+\.\d\u00a0%\)", page)
+
+
+def test_report_from_trace_files(tmp_path: Path) -> None:
+    paths: list[str | os.PathLike[str]] = []
+    for i, (ksp, p) in enumerate([("gmres", 32), ("gmres", 64), ("pgmres", 32)]):
+        path = tmp_path / f"t{i}.h5"
+        write_trace(synthetic_trace(p, 128, 8, ksp, seed=i), path)
+        paths.append(path)
+    rec = Recorder()
+    report = write_report(tmp_path / "out", iter_traces(paths), FAST, rec)
+    page = report.html.read_text()
+    assert page.count("data:image/png;base64,") >= 3 * 4
+    assert "src='http" not in page
+    assert 'src="http' not in page
+    assert "<script" not in page
+    # Findings first, then the contents, then one section per run, then across configurations.
+    order = [page.index(s) for s in ('id="findings"', 'id="toc"', 'id="run-1"', 'id="across"')]
+    assert order == sorted(order)
+    for i, (_, title) in enumerate(SECTIONS):
+        assert page.count(f"{i + 1}. {title}</h3>") == 3
+    assert "t0.h5" in page
+    assert "synthetic gmres n=10⁶ P=32" in page
+    summary = json.loads(report.summary.read_text())
+    assert len(summary["traces"]) == 3
+    assert {Path(p.name).stem for p in report.csv} >= {"table1_models", "scaling_nprocs"}
+    assert len(summary["tables"]["scaling_nprocs"]) == 2
+    assert len(summary["tables"]["apriori"]) == 2  # the two gmres traces predict each other
+    assert all("err_pct" in r for r in summary["tables"]["apriori"])
+    assert any("KS tests" in s for s in rec.steps)
+    assert [v for _, v in rec.done] == ["ok"] * 3
+
+
+def _nan_trace() -> Trace:
+    good = synthetic_trace(8, 20, 4, seed=1)
+    stamps = np.array(good.stamps)
+    stamps[3, 5] = np.nan
+    return Trace(stamps, good.residual_norms, good.node_ids, good.hostnames, good.solve_seconds,
+                 dict(good.attrs), path="nan.h5")
+
+
+def test_bad_traces_are_named_once_and_single_rank_says_why(tmp_path: Path) -> None:
+    one_rank = synthetic_trace(1, 40, 1, "gmres", seed=2)
+    unreadable = TraceError("gone.h5: unreadable trace (truncated); rerun the run that made it")
+    rec = Recorder()
+    report = write_report(tmp_path / "r", [_nan_trace(), unreadable, one_rank], FAST, rec,
+                          with_figures=False)
+    skipped = [(item, v) for item, v in rec.done if v != "ok"]
+    assert [item for item, _ in skipped] == ["nan.h5", "gone.h5"]
+    assert all(item not in v for item, v in skipped)  # the name once per line
+    assert report.analysed == 1
+    notes = json.loads(report.summary.read_text())["traces"][0]["notes"]
+    assert any("P = 1" in n for n in notes)
+    page = report.html.read_text()
+    assert page.count("P = 1: no rank pairs") >= 3  # findings KS, findings nodes, sections
+    assert "gone.h5" in page
+    assert "nan.h5" in page
+    with pytest.raises(AnalysisError, match="no trace could be analysed"):
+        write_report(tmp_path / "none", [_nan_trace()], FAST)
+    assert not (tmp_path / "none").exists()
+
+
+def test_analyse_keeps_results_not_traces() -> None:
+    res = analyse([synthetic_trace(8, 40, 4, "gmres", seed=3)], FAST, with_figures=False)
+    (d,) = res.analysed
+    for value in vars(d).values():
+        assert not isinstance(value, Trace)
+
+
+@pytest.mark.parametrize(
+    ("key", "section"),
+    [("ks-heatmap", "ks"), ("rank-histograms", "distributions"), ("colormap", "distributions"),
+     ("bulk-fit", "fits"), ("uniform-fits", "models"), ("uniform-parameters", "montecarlo"),
+     ("iteration-vs-rank", "nodes")],
+)
+def test_figures_land_in_the_paper_sections(key: str, section: str) -> None:
+    assert section_of(key) == section
+
+
+@pytest.mark.parametrize(
+    ("line", "section"),
+    [("P = 2: one rank pair (D = 0.02 against the threshold 0.111); no KS heatmap", "ks"),
+     ("P = 2: too few ranks for a scatter of the iteration times against the rank", "nodes"),
+     ("P = 1: sₖ is constant (0 s): no sₖ histogram", "montecarlo"),
+     ("every equal-work iteration has sₖ = 0: no uniform-fit figure", "models"),
+     ("every iteration time of the ranks shown is equal: no per-rank histogram",
+      "distributions")],
+)
+def test_omission_lines_land_in_one_section(line: str, section: str) -> None:
+    assert omission_section(line) == section
+
+
+def test_an_empty_table_says_why_instead_of_showing_headers(tmp_path: Path) -> None:
+    tiny = synthetic_trace(2, 3, 2, "bcgs", seed=1)  # 6 values: too few for any fit
+    report = write_report(tmp_path / "r", [tiny], FAST, with_figures=False)
+    page = report.html.read_text()
+    fits = page[page.index("4. Bulk distribution fits"):page.index("5. Stationary")]
+    assert "<table" not in fits
+    assert "too few for distribution fits" in fits
+    montecarlo = page[page.index("6. Johnson S_U Monte Carlo"):]
+    assert "no fit: K = 3 &lt; 8: too few iterations" in montecarlo
+
+
+def test_analyse_file_lets_go_of_its_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The analysis leaves reference cycles that hold the trace; analyse_file collects them, so
+    a worker never holds one trace while it reads the next (peak memory: one trace, not two)."""
+    import gc
+    import weakref
+
+    import ksptrace.report.compose as report
+
+    path = write_trace(synthetic_trace(16, 60, 4, "cg", seed=5), tmp_path / "t.h5")
+    seen: list[weakref.ref[Trace]] = []
+
+    def watched(paths: list[str]) -> object:
+        for item in iter_traces(paths):
+            if isinstance(item, Trace):
+                seen.append(weakref.ref(item))
+            yield item
+
+    monkeypatch.setattr(report, "iter_traces", watched)
+    gc.collect()
+    gc.disable()  # only analyse_file's own collection may free the trace
+    try:
+        result = report.analyse_file(str(path), AnalysisOptions(), with_figures=True)
+        assert isinstance(result, report.Analysed)
+        assert len(seen) == 1
+        assert seen[0]() is None
+    finally:
+        gc.enable()

@@ -1,0 +1,119 @@
+"""The collectives report on synthetic traces whose truth is known."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from ksptrace.studies.collectives import render
+from ksptrace.studies.collectives import report as cr
+from ksptrace.studies.collectives.models import allreduce_time
+from ksptrace.studies.collectives.synthetic import allreduce_traces
+
+ALPHA, BETA, GAMMA = 2e-6, 4e-10, 1e-10
+
+
+@pytest.fixture(scope="module")
+def report() -> cr.CollectivesReport:
+    return cr.build(allreduce_traces(alpha=ALPHA, beta=BETA, gamma=GAMMA, noise=0.01,
+                                     cores=4))
+
+
+def test_best_algorithm_per_cell_is_the_models(report: cr.CollectivesReport) -> None:
+    best = report.best
+    assert len(best) == 3 * 18
+    sizes = np.array([2 ** k for k in range(3, 21)])
+    for p in (2, 4, 8):
+        t = {a: allreduce_time(a, p, sizes, ALPHA, BETA, GAMMA)
+             for a in ("ring", "recursive_doubling", "rabenseifner")}
+        for j, m in enumerate(sizes):
+            ranked = sorted(t, key=lambda a: t[a][j])
+            if t[ranked[1]][j] / t[ranked[0]][j] < 1.05:
+                continue  # closer than the noise can separate
+            row = best[(best["P"] == p) & (best["bytes"] == m)].iloc[0]
+            assert row["best"] == ranked[0], (p, m)
+    assert bool(best[best["P"] == 8]["oversubscribed"].all())
+    assert not bool(best[best["P"] == 4]["oversubscribed"].any())
+
+
+def test_predictions_match_their_own_models(report: cr.CollectivesReport) -> None:
+    preds = next(t for t in report.tables if t.name == "collectives_allreduce_models")
+    ratio = preds.frame["measured_over_predicted"]
+    assert len(ratio) == 3 * 3 * 18
+    assert ratio.between(0.93, 1.07).all()
+    assert "gamma=1e-10" in preds.notes[0]
+
+
+def test_tables_and_markdown(report: cr.CollectivesReport) -> None:
+    names = [t.name for t in report.tables]
+    assert names == ["collectives_curves", "collectives_best", "collectives_models",
+                     "collectives_allreduce_models", "collectives_ranks",
+                     "collectives_segmentation"]
+    fits = report.tables[2].frame
+    assert set(fits["model"]) == {"hockney", "loggp", "plogp"}
+    assert len(fits) == 27
+    ranks = report.tables[4].frame
+    assert set(ranks["best_fit"]) - {"(< 20 values)"}  # 8 ranks x 5 reps are fitted
+    seg = report.tables[5].frame
+    assert seg["result"].str.contains("need at least 6 distinct p").all()
+    md = render.markdown(report)
+    assert "| m (bytes) | P = 2 | P = 4 | P = 8 |" in md
+    assert "*)" in md
+    assert "P = 8 ran more ranks than cores" in md
+    assert md.count("\n| ") == 19  # 18 sizes + header
+    assert render.figures(report.tables[0].frame)[0][1][:4] == b"\x89PNG"
+
+
+def test_overlap_achieved() -> None:
+    from ksptrace.trace.collectives import CollectiveTrace
+
+    shape = (2, 1, 4)
+    t = CollectiveTrace(seconds=np.full(shape, 150e-6), message_bytes=np.array([1024]),
+                        node_ids=np.zeros(2), hostnames=("h", "h"),
+                        attrs={"operation": "iallreduce_overlap", "test_calls": 8},
+                        comm_seconds=np.full(shape, 100e-6),
+                        compute_seconds=np.full(shape, 100e-6))
+    row = cr.curves([t]).iloc[0]
+    assert row["overlap"] == pytest.approx(0.5)
+    assert row["comm_alone_us"] == pytest.approx(100)
+    assert row["algorithm"] == "default/test8"
+
+
+def test_ompi_rules_decide_like_the_map() -> None:
+    from ksptrace.studies.decisions.rules import decide_with_rules
+
+    traces = allreduce_traces(alpha=ALPHA, beta=BETA, gamma=GAMMA, noise=0.01)
+    for t, number in zip(traces, [4, 3, 6] * 3, strict=True):
+        object.__setattr__(t, "attrs", {**t.attrs, "algorithm": number})
+    ((op, text),) = cr.ompi_rules_files(traces)
+    assert op == "allreduce"
+    names = {4: "ring", 3: "recursive_doubling", 6: "rabenseifner"}
+    best = cr.best_algorithms(traces)
+    for row in best.itertuples():
+        assert names[decide_with_rules(text, int(row.P), int(row.bytes))] == row.best
+
+
+def test_one_rank_runs_are_not_modelled() -> None:
+    traces = allreduce_traces(nprocs=(2, 4), alpha=ALPHA, beta=BETA, gamma=GAMMA)
+    one = allreduce_traces(nprocs=(2,), algorithms=("recursive_doubling",))[0]
+    single = type(one)(seconds=one.seconds[:1], message_bytes=one.message_bytes,
+                       node_ids=one.node_ids[:1], hostnames=one.hostnames[:1],
+                       attrs={**one.attrs, "nprocs": 1})
+    frame, note = cr.allreduce_predictions([single, *traces])
+    assert "at P=2" in note
+    assert set(frame["P"]) == {2, 4}
+    assert cr.build([single, *traces]).tables[0].frame["P"].min() == 1
+
+
+def test_winners_within_the_noise_are_marked() -> None:
+    # two algorithms with the same law (ring and Rabenseifner coincide at P = 2) cannot be
+    # told apart; recursive doubling vs ring at P = 8, 8 B can (6 alpha apart)
+    traces = allreduce_traces(nprocs=(2, 8), algorithms=("ring", "rabenseifner",
+                                                         "recursive_doubling"),
+                              sizes=(8, 1 << 20), repetitions=7, noise=0.05)
+    best = cr.best_algorithms(traces).set_index(["P", "bytes"])
+    assert best.loc[(8, 8), "p_value"] < 0.05
+    assert best.loc[(2, 1 << 20), "p_value"] > 0.05  # ring vs rabenseifner: the same law
+    table = render.markdown(cr.CollectivesReport((), best.reset_index(), ()))
+    assert "~" in table.splitlines()[5]  # the 1 MiB row
+    assert "~" not in table.splitlines()[4]  # the 8 B row

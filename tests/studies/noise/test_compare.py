@@ -1,0 +1,139 @@
+"""Injected noise against the known truth and the models, on traces whose truth is known."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ksptrace.noise.spec import parse
+from ksptrace.report.compose import write_report
+from ksptrace.studies.noise import compare as noise_compare
+from ksptrace.studies.noise.models import noise_truth
+from ksptrace.studies.variability.pipeline import AnalysisOptions, TraceAnalysis, analyze_trace
+from ksptrace.trace.model import Trace
+from ksptrace.trace.synthetic import trace_from_times
+
+P, K = 4, 400
+SPEC = "exponential:scale=1ms,p=0.2,seed=3"
+OPTIONS = AnalysisOptions(independent="ranks", mc_runs=4)
+
+
+def natural(seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    return 1e-3 * (1.0 + 0.05 * rng.gamma(2.0, 1.0, (P, K)))
+
+
+def detours(seed: int) -> np.ndarray:
+    rng = np.random.default_rng(seed)
+    hit = rng.random((P, K)) < 0.2
+    return np.where(hit, rng.exponential(1e-3, (P, K)), 0.0)
+
+
+def run(ksp: str, noise: str, seed: int) -> Trace:
+    """A run whose times are natural + detours; lockstep KSPSolve for a standard method."""
+    x = natural(seed)
+    d = detours(seed + 100) if noise != "none" else None
+    t = trace_from_times(x if d is None else x + d, ksp=ksp, seed=seed)
+    attrs = {**t.attrs, "noise": parse(noise).text(), "problem": "synthetic"}
+    return dataclasses.replace(t, attrs=attrs, injected_seconds=d,
+                               path=f"/x/{ksp}_{noise.partition(':')[0]}.h5")
+
+
+def analyses() -> list[TraceAnalysis]:
+    return [analyze_trace(run(ksp, noise, seed), OPTIONS)
+            for seed, ksp in ((1, "gmres"), (2, "pgmres"))
+            for noise in ("none", SPEC)]
+
+
+def test_each_noisy_run_meets_its_known_truth_and_the_standard_method_pays_more() -> None:
+    result = noise_compare.compare(analyses())
+    assert len(result.rows) == 2
+    assert not result.notes
+    by = {r.ksp: r for r in result.rows}
+    for r in result.rows:
+        assert r.truth_source == "noise-free run"
+        assert r.baseline is not None
+        assert r.slowdown_pct is not None
+        assert r.slowdown_pct > 0
+        # One run of K = 400 iterations: its sum of maxima has a standard deviation of 2.8 %
+        # around the truth (0.020 s of 0.73 s, by simulation); 3.2 sigma.
+        assert abs(r.error(r.truth) or 0) < 9.0, r
+        seed = 1 if r.ksp == "gmres" else 2
+        assert r.injected_mean == pytest.approx(detours(seed + 100).mean(), rel=1e-12)
+        assert r.count == P
+    # Standard: K E[max of 4 of X + D]; pipelined: K (E[X] + p E[D]).
+    std, pip = by["gmres"], by["pgmres"]
+    assert std.slowdown_pct > 2 * pip.slowdown_pct  # type: ignore[operator]
+    assert pip.truth == pytest.approx(K * (natural(2).mean() + 0.2e-3), rel=0.01)
+    (pair,) = result.pairs
+    assert pair.standard is std
+    assert pair.pipelined is pip
+    assert pair.measured_gap is not None
+    assert pair.measured_gap > 0
+    # The measured gap carries the standard run's 0.020 s deviation; 3.2 sigma.
+    assert pair.truth_gap == pytest.approx(pair.measured_gap, abs=0.065)
+    assert pair.truth_gap > 0.1
+    # The pipelined model K mu is exact for a pipelined run's own timings.
+    assert pip.k_mu == pytest.approx(pip.measured - 1e-3, rel=0.02)
+    # Inside each run: the standard method paid about every iteration's slowest detour, the
+    # (ideally decoupled) pipelined one about each rank's own sum of detours.
+    assert std.detour_cost_ratio == pytest.approx(1.0, abs=0.2)
+    hidden = pip.injected_rank_max / pip.injected_lockstep
+    assert hidden < 0.5
+    assert pip.detour_cost_ratio == pytest.approx(hidden, abs=0.15)
+    # The ks share and the models are carried through as the analysis gave them.
+    assert std.ks_rejected_pct is not None
+    assert std.montecarlo is not None
+
+
+def test_without_a_noise_free_run_the_truth_uses_the_run_minus_its_detours() -> None:
+    a = analyze_trace(run("pgmres", SPEC, 2), OPTIONS)
+    result = noise_compare.compare([a])
+    (row,) = result.rows
+    assert row.baseline is None
+    assert row.slowdown_pct is None
+    assert row.truth_source == "this run minus its detours"
+    assert "no noise-free run" in result.notes[0]
+    assert row.truth == pytest.approx(
+        noise_truth(natural(2), parse(SPEC), P, K).pipelined, rel=1e-3)
+    assert not result.pairs
+
+
+def test_noise_free_runs_give_no_noise_rows() -> None:
+    plain = [a for a in analyses() if not a.noisy]
+    assert len(plain) == 2
+    assert noise_compare.compare(plain).rows == ()
+
+
+def test_runs_with_different_noise_are_different_configurations() -> None:
+    from ksptrace.report.compose import config_key
+
+    a, b = (analyze_trace(run("gmres", n, 1), OPTIONS) for n in ("none", SPEC))
+    assert config_key(a) != config_key(b)
+
+
+def test_the_report_has_the_noise_section_and_its_csv(tmp_path: Path) -> None:
+    traces = [run(ksp, noise, seed) for seed, ksp in ((1, "gmres"), (2, "pgmres"))
+              for noise in ("none", SPEC)]
+    report = write_report(tmp_path / "r", traces, OPTIONS, with_figures=False)
+    page = report.html.read_text()
+    assert page.count('id="noise"') == 1
+    assert "Injected noise: prediction vs measurement" in page
+    assert "GMRES against PGMRES: GMRES slowed down more than PGMRES in 1 of 1" in page
+    assert "inside its runs, GMRES paid 0.95 × Σₖ maxₚ D of its detours and PGMRES 0.33 ×" in page
+    assert "KS told ranks apart in" in page
+    assert "noise: exponential scale=1ms p=0.2" in page  # the findings row says which noise
+    noise_csv = (tmp_path / "r" / "noise.csv").read_text().splitlines()
+    assert len(noise_csv) == 3
+    assert "err_pct_truth" in noise_csv[0]
+    assert (tmp_path / "r" / "noise_pairs.csv").is_file()
+
+
+def test_a_report_without_noise_has_no_noise_section(tmp_path: Path) -> None:
+    report = write_report(tmp_path / "r", [run("gmres", "none", 1)], OPTIONS,
+                          with_figures=False)
+    assert 'id="noise"' not in report.html.read_text()
+    assert not (tmp_path / "r" / "noise.csv").exists()

@@ -1,0 +1,120 @@
+"""Maximum-likelihood fits: parameter recovery, ranking, failures and the effect of subsampling."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.stats as st
+
+from ksptrace.errors import AnalysisError
+from ksptrace.studies.variability import fitting
+
+TRUE = (1.2, 1.6, 4e-4, 5e-5)
+"""Johnson S_U parameters (a, b, loc, scale) on the scale of iteration times."""
+
+
+def _jsu_sample(size: int, seed: int) -> np.ndarray:
+    return st.johnsonsu(*TRUE).rvs(size=size, random_state=np.random.default_rng(seed))
+
+
+def test_recovers_known_johnson_su_parameters() -> None:
+    fit = fitting.fit_johnsonsu(_jsu_sample(40_000, 0))
+    assert fit.a == pytest.approx(TRUE[0], rel=0.15)
+    assert fit.b == pytest.approx(TRUE[1], rel=0.15)
+    assert fit.loc == pytest.approx(TRUE[2], rel=0.05)
+    assert fit.scale == pytest.approx(TRUE[3], rel=0.15)
+    true = st.johnsonsu(*TRUE)
+    for q in (0.1, 0.5, 0.9, 0.99):
+        assert float(fit.frozen().ppf(q)) == pytest.approx(float(true.ppf(q)), rel=0.01)
+
+
+def test_candidates_are_ranked_by_sse_and_the_true_family_wins() -> None:
+    x = _jsu_sample(20_000, 1)
+    ranking = fitting.fit_candidates(x, ("norm", "johnsonsu", "gamma"), fit_size=5000, seed=2)
+    names = [f.name for f in ranking.fits]
+    assert names[0] == "johnsonsu"
+    assert [f.sse for f in ranking.fits] == sorted(f.sse for f in ranking.fits)
+    jsu, norm = ranking.get("johnsonsu"), ranking.get("norm")
+    assert jsu is not None
+    assert norm is not None
+    assert jsu.aic < norm.aic
+    assert jsu.ks < norm.ks
+    assert ranking.n_fit == 5000
+    assert ranking.n_total == 20_000
+    # The histogram is a density of all the data: it integrates to the share inside its range.
+    h = ranking.histogram
+    assert float(np.sum(h.density * np.diff(h.edges))) == pytest.approx(0.998, abs=0.002)
+    # Reported log-likelihood is in seconds, not in standardised units.
+    assert jsu.loglik == pytest.approx(
+        float(np.sum(st.johnsonsu.logpdf(fitting.subsample(x, 5000, 2), *jsu.params))), rel=1e-9
+    )
+
+
+def test_full_candidate_list_fits_or_says_why() -> None:
+    x = _jsu_sample(1500, 3)
+    ranking = fitting.fit_candidates(x, fitting.DEFAULT_CANDIDATES)
+    done = {f.name for f in ranking.fits} | {n for n, _ in ranking.failed}
+    assert done == set(fitting.DEFAULT_CANDIDATES)
+    assert ranking.best.name in {"johnsonsu", "nct", "exponweib"}
+
+
+def test_unknown_family_and_constant_data_are_errors() -> None:
+    with pytest.raises(AnalysisError, match="johnsonsu"):
+        fitting.fit_candidates(np.arange(20.0), ("nosuchdist",))
+    with pytest.raises(AnalysisError, match="constant"):
+        fitting.fit_johnsonsu(np.full(50, 1e-4))
+
+
+def test_subsampling_effect_is_small_and_quantified() -> None:
+    x = _jsu_sample(200_000, 4)
+    effect = fitting.subsampling_effect(x, sizes=(2_000, 20_000), seed=5)
+    assert effect.sizes == (2_000, 20_000, 200_000)
+    assert effect.mean_rel_change[-1] == 0.0
+    # 20k of 200k values move the mean by < 0.5 % and the 99th percentile by < 2 %.
+    assert effect.mean_rel_change[1] < 0.005
+    assert effect.q99_rel_change[1] < 0.02
+    # A 2k subsample is allowed to be worse, but stays within 5 % for the 99th percentile.
+    assert effect.q99_rel_change[0] < 0.05
+
+
+def test_every_family_is_scored_on_the_same_sample_so_aic_compare_like_for_like() -> None:
+    x = _jsu_sample(3000, 6)
+    ranking = fitting.fit_candidates(x, ("nct", "norm", "johnsonsu"), fit_size=2000, seed=1)
+    sample = fitting.subsample(x, 2000, 1)
+    assert fitting.SLOW_FAMILY_CAP["nct"] < 2000
+    for fit in sorted(ranking.fits, key=lambda f: f.name != "nct"):  # nct first
+        frozen = fit.frozen()
+        assert fit.loglik == pytest.approx(float(np.sum(frozen.logpdf(sample))), rel=1e-9)
+        assert fit.aic == pytest.approx(2 * len(fit.params) - 2 * fit.loglik)
+        assert fit.ks == pytest.approx(float(st.kstest(sample, frozen.cdf).statistic), abs=1e-12)
+        assert fit.scored_on == 2000
+    nct = ranking.get("nct")
+    assert nct is not None
+    assert nct.n_fit == fitting.SLOW_FAMILY_CAP["nct"]
+    assert nct.n_scored == 2000
+
+
+def test_outliers_are_found_and_explain_a_fit_that_follows_the_bulk() -> None:
+    rng = np.random.default_rng(7)
+    bulk = 2.8e-4 * (1 + 0.05 * rng.standard_normal(2000))
+    x = np.concatenate([bulk, rng.uniform(8e-3, 28e-3, 60)])
+    found = fitting.outliers(x)
+    assert found is not None
+    assert found.count == 60
+    assert 8e-3 <= found.low < found.high <= 28e-3
+    assert found.clean_mean == pytest.approx(bulk.mean())
+    assert fitting.outliers_explain_mean(x, 2.8e-4, 0.5) == found
+    # A fitted mean far from the bulk too is not explained by the outliers.
+    assert fitting.outliers_explain_mean(x, 2.8e-3, 0.5) is None
+    assert fitting.outliers(bulk) is None
+
+
+def test_a_collapsed_johnson_su_fit_is_told_from_a_regular_one() -> None:
+    rng = np.random.default_rng(1)
+    flat = 1e-5 + 1e-6 * rng.random(100)  # uniform data: the S_U fit runs to its normal limit
+    collapsed = fitting.fit_johnsonsu(flat)
+    assert abs(collapsed.a) > 1e5
+    assert fitting.jsu_collapsed(collapsed, flat)
+    assert fitting.jsu_collapsed(fitting.JohnsonSU(-1e8, 1e8, -2000.0, 1e3), flat)
+    regular = _jsu_sample(2000, 8)
+    assert not fitting.jsu_collapsed(fitting.fit_johnsonsu(regular), regular)
