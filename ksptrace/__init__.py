@@ -2,7 +2,9 @@
 
 from typing import Any
 
-__version__ = "0.1.0"
+from ksptrace.version import __version__
+
+__all__ = ["__version__", "record"]
 
 
 def __getattr__(name: str) -> Any:

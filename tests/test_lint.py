@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -43,3 +44,62 @@ def test_studies_and_report_never_import_petsc_or_mpi() -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+def _lint_imports(cwd: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([_tool("lint-imports"), "--no-cache"], cwd=cwd, capture_output=True,
+                          text=True, check=False, env=env)
+
+
+def test_import_contracts_hold() -> None:
+    """The layers of pyproject.toml's [tool.importlinter] (docs/architecture.md)."""
+    proc = _lint_imports(ROOT)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "0 broken" in proc.stdout
+
+
+@pytest.mark.parametrize(("module", "imports", "contract"), [
+    ("harness/_probe_import.py", "from ksptrace.studies.variability import ks", "never import"),
+    ("studies/variability/_probe_import.py", "from ksptrace.studies.decisions import maps",
+     "Studies build on"),
+    ("trace/_probe_import.py", "from ksptrace.cli import main", "cli -> jobs"),
+])
+def test_import_contracts_catch_a_wrong_import(tmp_path: Path, module: str, imports: str,
+                                               contract: str) -> None:
+    """The same contracts on a copy of the package with one forbidden import added fail."""
+    shutil.copytree(ROOT / "ksptrace", tmp_path / "ksptrace",
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    (tmp_path / "ksptrace" / module).write_text(f'"""A forbidden import."""\n\n{imports}\n')
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    proc = _lint_imports(tmp_path, env)
+    assert proc.returncode != 0, proc.stdout
+    broken = proc.stdout.split("Broken contracts", 1)[-1]
+    assert contract in broken, proc.stdout
+    assert "_probe_import" in broken, proc.stdout
+
+
+MAX_LINES = 400
+LONG_MODULES = {
+    "trace/io.py": "reading, the probe child, writing and publishing; to be split by concern",
+    "report/compose.py": "the report's analysis, sections and pages; to become the composer of "
+                         "study results",
+    "studies/variability/figures.py": "every figure of the variability study; to be split by "
+                                      "figure kind",
+    "studies/variability/pipeline.py": "the per-trace analysis and its flags",
+    "studies/variability/figure_sets.py": "the per-trace and cross-trace figure sets",
+    "studies/decisions/report.py": "the decision study's grouping, tables, figures and files",
+    "harness/run.py": "one timed run: set-up, warm-up, the timed solve, the trace",
+    "jobs/schema.py": "the campaign file's schema and its checks",
+    "studies/variability/fitting.py": "the distribution families and their fits",
+}
+"""Modules allowed above MAX_LINES, each with why. A module that shrinks below leaves the list."""
+
+
+def test_modules_stay_short() -> None:
+    sizes = {p.relative_to(ROOT / "ksptrace").as_posix(): len(p.read_text().splitlines())
+             for p in (ROOT / "ksptrace").rglob("*.py")}
+    too_long = {m: n for m, n in sizes.items() if n > MAX_LINES and m not in LONG_MODULES}
+    assert not too_long, f"modules over {MAX_LINES} lines: {too_long}; split them by concern"
+    stale = [m for m in LONG_MODULES if sizes.get(m, 0) <= MAX_LINES]
+    assert not stale, f"no longer over {MAX_LINES} lines, remove from LONG_MODULES: {stale}"

@@ -166,6 +166,7 @@ def _collectives(out: Path, paths: list[str | os.PathLike[str]], with_figures: b
     import dataclasses
 
     from ksptrace.outputs import staged_directory
+    from ksptrace.report import collectives as page
     from ksptrace.studies.collectives import render
     from ksptrace.studies.collectives import report as cr
     from ksptrace.trace import collectives
@@ -184,7 +185,7 @@ def _collectives(out: Path, paths: list[str | os.PathLike[str]], with_figures: b
         (tmp / "collectives.md").write_text(render.markdown(report))
         for op, text in report.rules:
             (tmp / f"ompi_rules_{op}.conf").write_text(text)
-        (tmp / "collectives.html").write_text(render.html(report, len(traces), pictures),
+        (tmp / "collectives.html").write_text(page.html(report, len(traces), pictures),
                                               encoding="utf-8")
     print(f"wrote {out / 'collectives.html'} ({len(traces)} collectives traces)")
     return 0

@@ -19,15 +19,15 @@ from typing import Any
 
 from ksptrace.cli.progress import Progress
 from ksptrace.errors import AnalysisError, TraceError, UsageError
+from ksptrace.report.decisions import write_decision
 from ksptrace.studies.decisions.report import (
     DEFAULT_AXES,
     DEFAULT_METHOD,
     runs_from,
-    write_decision,
 )
-from ksptrace.studies.decisions.rules import parse_ompi_algorithms
 from ksptrace.trace.collectives import is_collectives
 from ksptrace.trace.io import iter_traces
+from ksptrace.trace.ompi import parse_ompi_algorithms
 
 
 def register(subparsers: Any) -> None:

@@ -13,8 +13,8 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ksptrace import __version__
 from ksptrace.errors import KsptraceError
+from ksptrace.version import __version__
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("ksptrace.cli.run", "run one instrumented solve and write its trace"),

@@ -73,7 +73,7 @@ def _check_type_names(ksp: str, pc: str) -> None:
     """Refuse a KSP or PC name PETSc does not have before starting mpiexec (the harness checks
     again against the PETSc it runs). The installed petsc4py is asked only when a name is not
     in ksptrace's built-in PETSc 3.18 lists, since a newer PETSc may have more types."""
-    from ksptrace import petsc_types
+    from ksptrace.harness import petsc_types
 
     if ksp in petsc_types.KSP_TYPES and pc in petsc_types.PC_TYPES:
         return

@@ -25,7 +25,7 @@ from pathlib import Path
 
 from ksptrace.cachedir import cache_dir
 from ksptrace.errors import AnalysisError, EnvironmentProblem, UsageError
-from ksptrace.studies.decisions.rules import parse_ompi_algorithms
+from ksptrace.trace.ompi import parse_ompi_algorithms
 
 DEFAULT = "default"
 """The algorithm name of a run that forces nothing (the library decides)."""

@@ -27,7 +27,6 @@ from typing import Any
 
 import numpy as np
 
-from ksptrace import __version__
 from ksptrace.collectives.algorithms import OMPI_COLLECTIVE, Forcing
 from ksptrace.collectives.mpit import read_int_cvars
 from ksptrace.collectives.operations import (
@@ -44,6 +43,7 @@ from ksptrace.harness.mpienv import agree_on_error, node_layout
 from ksptrace.trace import collectives as ctrace
 from ksptrace.trace import io
 from ksptrace.trace.model import AttrValue
+from ksptrace.version import __version__
 
 LAUNCH_ENV = "KSPTRACE_LAUNCH"
 """The same JSON ``ksptrace run --np`` passes: launcher, flags, the user's command line."""

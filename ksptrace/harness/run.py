@@ -19,7 +19,6 @@ from typing import Any
 
 import numpy as np
 
-from ksptrace import __version__
 from ksptrace.errors import KsptraceError, SolverError, UsageError
 from ksptrace.harness import cpuload, lifeline, native, writer
 from ksptrace.harness.monitor import StampMonitor
@@ -40,6 +39,7 @@ from ksptrace.params import nearest
 from ksptrace.problems import registry
 from ksptrace.trace import io
 from ksptrace.trace.model import AttrValue
+from ksptrace.version import __version__
 
 GMRES_FAMILY = frozenset({"gmres", "pgmres", "fgmres", "lgmres", "dgmres", "pipefgmres"})
 PETSC_DEFAULT_RESTART = 30

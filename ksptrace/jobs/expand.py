@@ -23,9 +23,9 @@ from typing import Any
 from ksptrace.collectives.params import COLLECTIVE_PARAMS
 from ksptrace.errors import CampaignError
 from ksptrace.harness.options import RUN_PARAMS
+from ksptrace.harness.petsc_types import PetscTypes, current
 from ksptrace.jobs.schema import NPROCS, CampaignFile, check_types, load_campaign_file
 from ksptrace.jobs.spec import COLLECTIVES, SOLVER, CampaignSpec, RunSpec, SchedulerSpec
-from ksptrace.petsc_types import PetscTypes, current
 from ksptrace.problems import registry
 
 WARN_RUNS = 1_000
@@ -195,7 +195,7 @@ def load_spec(path: str | Path, output: str | Path | None = None, allow_large: b
     """Load, check and expand a campaign file.
 
     KSP and PC names are checked against ``petsc``, by default the installed petsc4py's lists
-    or the built-in ones (:func:`ksptrace.petsc_types.current`: about 1 s, so only once the
+    or the built-in ones (:func:`ksptrace.harness.petsc_types.current`: about 1 s, so only once the
     sweep's size has passed and only when the sweep names a KSP or PC)."""
     cf = load_campaign_file(path, None)
     check_size(cf, allow_large)

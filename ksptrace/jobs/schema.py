@@ -28,9 +28,9 @@ from typing import Any
 from ksptrace.collectives.params import COLLECTIVE_PARAMS
 from ksptrace.errors import CampaignError, KsptraceError
 from ksptrace.harness.options import RUN_PARAMS
+from ksptrace.harness.petsc_types import BUILTIN, PetscTypes
 from ksptrace.jobs.spec import COLLECTIVES, KINDS, SOLVER
 from ksptrace.params import Param, nearest
-from ksptrace.petsc_types import BUILTIN, PetscTypes
 from ksptrace.problems import registry
 
 NPROCS = Param("nprocs", int, 1, "number of MPI ranks P of each run", minimum=1)
@@ -281,8 +281,9 @@ def _toml_message(path: Path, text: str, message: str) -> str:
 def load_campaign_file(path: str | Path, petsc: PetscTypes | None = BUILTIN) -> CampaignFile:
     """Read and check a campaign file. Every fault is one CampaignError naming file and line.
 
-    KSP and PC names are checked against ``petsc`` (see :func:`ksptrace.petsc_types.current`);
-    None leaves them to the caller (:func:`check_types`), e.g. until the sweep's size is known.
+    KSP and PC names are checked against ``petsc`` (see
+    :func:`ksptrace.harness.petsc_types.current`); None leaves them to the caller
+    (:func:`check_types`), e.g. until the sweep's size is known.
     """
     path = Path(path)
     try:

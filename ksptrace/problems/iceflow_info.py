@@ -7,7 +7,7 @@ Parameter names mirror ex48's options: ``hom`` is ``-thi_hom``; ``mx``, ``my``, 
 """
 
 from ksptrace.params import Param
-from ksptrace.problems.registry import ProblemInfo, register
+from ksptrace.problems.info import ProblemInfo
 
 PARAMS: tuple[Param, ...] = (
     Param("hom", str, "A", "ISMIP-HOM experiment: A (bumpy bed, no slip) or C (flat bed, sliding)",
@@ -22,12 +22,10 @@ PARAMS: tuple[Param, ...] = (
     Param("friction_m", float, 1.0, "sliding-law exponent, 1 = linear (ex48 -thi_friction_m)"),
 )
 
-INFO = register(
-    ProblemInfo(
-        name="iceflow",
-        help="3-D Blatter-Pattyn hydrostatic ice flow, Glen's law n=3, Q1 elements, one Newton "
-        "step (PETSc SNES tutorial ex48)",
-        module="ksptrace.problems.iceflow",
-        params=PARAMS,
-    )
+INFO = ProblemInfo(
+    name="iceflow",
+    help="3-D Blatter-Pattyn hydrostatic ice flow, Glen's law n=3, Q1 elements, one Newton "
+    "step (PETSc SNES tutorial ex48)",
+    module="ksptrace.problems.iceflow",
+    params=PARAMS,
 )

@@ -9,53 +9,13 @@ from __future__ import annotations
 
 import contextlib
 import importlib
-from collections.abc import Mapping
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
 
 from ksptrace.errors import UsageError
 from ksptrace.params import Param
 from ksptrace.problems import user
+from ksptrace.problems.info import ProblemInfo
 
-if TYPE_CHECKING:
-    from ksptrace.problems.base import ProblemBuilder, ProblemInstance
-
-
-@dataclass(frozen=True)
-class ProblemInfo:
-    name: str
-    help: str
-    module: str
-    """Module with a ``build(comm, n, options) -> ProblemInstance`` function (imports PETSc)."""
-    params: tuple[Param, ...] = ()
-    """Problem-specific parameters; they become CLI flags and trace attributes."""
-    function: str = "build"
-    """The name of the build function in :attr:`module`."""
-
-    def builder(self) -> ProblemBuilder:
-        mod = importlib.import_module(self.module)
-        try:
-            builder: ProblemBuilder = getattr(mod, self.function)
-        except AttributeError:
-            raise UsageError(
-                f"problem '{self.name}': module '{self.module}' has no function "
-                f"'{self.function}'; name the function that builds the problem"
-            ) from None
-        return builder
-
-    def build(self, comm: Any, n: int, options: Mapping[str, Any]) -> ProblemInstance:
-        """Build the problem; a build function that returns no ProblemInstance is refused."""
-        from ksptrace.problems.base import ProblemInstance
-
-        instance = self.builder()(comm, n, options)
-        if not isinstance(instance, ProblemInstance):
-            raise UsageError(
-                f"problem '{self.name}': {self.module}.{self.function}() returned "
-                f"{type(instance).__name__!r}, not a ksptrace.problems.base.ProblemInstance; "
-                "return an instance of a ProblemInstance subclass"
-            )
-        return instance
-
+__all__ = ["PROBLEMS", "ProblemInfo", "all_params", "get", "names", "register"]
 
 PROBLEMS: dict[str, ProblemInfo] = {}
 
@@ -97,8 +57,18 @@ def all_params() -> list[Param]:
     return list(seen.values())
 
 
+BUILTIN = {
+    "laplace1d": "ksptrace.problems.laplace1d_info:INFO",
+    "iceflow": "ksptrace.problems.iceflow_info:INFO",
+}
+"""Built-in problems, named as entry points name theirs (``module:attribute``): the registry
+imports none of its registrants; it loads each declaration by name on first use."""
+
+
 def _load_builtin() -> None:
-    # Declarations live in petsc-free modules; importing them registers the problems.
-    importlib.import_module("ksptrace.problems.laplace1d_info")
-    with contextlib.suppress(ModuleNotFoundError):
-        importlib.import_module("ksptrace.problems.iceflow_info")
+    for name, target in BUILTIN.items():
+        if name in PROBLEMS:
+            continue
+        modname, _, attr = target.partition(":")
+        with contextlib.suppress(ModuleNotFoundError):
+            register(getattr(importlib.import_module(modname), attr))

@@ -29,7 +29,7 @@ from ksptrace.errors import UsageError
 from ksptrace.params import Param
 
 if TYPE_CHECKING:
-    from ksptrace.problems.registry import ProblemInfo
+    from ksptrace.problems.info import ProblemInfo
 
 ENTRY_POINT_GROUP = "ksptrace.problems"
 SPEC = re.compile(r"(?P<module>[A-Za-z_][\w.]*):(?P<attr>[A-Za-z_]\w*)")
@@ -123,7 +123,7 @@ def _import(what: str, modname: str) -> ModuleType:
 
 def declaration(name: str, module: ModuleType, attr: str) -> ProblemInfo:
     """The checked ProblemInfo of ``module.attr`` (a ProblemInfo, or a build function)."""
-    from ksptrace.problems.registry import ProblemInfo
+    from ksptrace.problems.info import ProblemInfo
 
     target = getattr(module, attr)
     if isinstance(target, ProblemInfo):

@@ -20,14 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
-import jinja2
 import numpy as np
 
-from ksptrace import __version__
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.outputs import check_destination, staged_directory
+from ksptrace.report import decisions as decision_page
+from ksptrace.report.templating import ENV
 from ksptrace.studies.decisions import report as decision_report
 from ksptrace.studies.noise import compare as noise_compare
+from ksptrace.studies.noise import tables as noise_tables
 from ksptrace.studies.variability import batch, figure_sets, findings, tables
 from ksptrace.studies.variability.pipeline import (
     AnalysisOptions,
@@ -38,6 +39,7 @@ from ksptrace.studies.variability.pipeline import (
 from ksptrace.trace.io import iter_traces
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS, Trace
 from ksptrace.trace.solves import split
+from ksptrace.version import __version__
 
 
 class Reporter(Protocol):
@@ -309,7 +311,8 @@ def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
                comparison: noise_compare.NoiseComparison | None = None) -> list[tables.Table]:
     """Every table written as CSV; the noise tables only when some run has injected noise."""
     noise = comparison if comparison is not None else noise_compare.compare(analyses)
-    extra = [tables.noise_table(noise), tables.noise_pair_table(noise)] if noise.rows else []
+    extra = ([noise_tables.noise_table(noise), noise_tables.noise_pair_table(noise)]
+             if noise.rows else [])
     return [
         tables.model_table(analyses),
         tables.prediction_table(analyses),
@@ -485,7 +488,7 @@ def noise_section(comparison: noise_compare.NoiseComparison) -> dict[str, Any] |
     """The report's "Injected noise" section, or None when no run has noise."""
     if not comparison.rows:
         return None
-    parts = [tables.noise_table(comparison), tables.noise_pair_table(comparison)]
+    parts = [noise_tables.noise_table(comparison), noise_tables.noise_pair_table(comparison)]
     return {
         "sentences": noise_sentences(comparison),
         "tables": [{"title": t.title, "html": t.to_html(), "notes": t.notes, "empty": t.empty,
@@ -558,13 +561,6 @@ def _anchors(analysed: Sequence[Analysed]) -> list[findings.Finding]:
     return rows
 
 
-ENV = jinja2.Environment(
-    loader=jinja2.PackageLoader("ksptrace.report", "templates"),
-    autoescape=True,
-    trim_blocks=True,
-    lstrip_blocks=True,
-    undefined=jinja2.StrictUndefined,
-)
 
 
 def decision_studies(results: Results) -> decision_report.Studies:
@@ -603,7 +599,7 @@ def render_html(results: Results, table_list: Sequence[tables.Table],
         across_omitted=results.across_omitted,
         ks_note=findings.ks_alpha_note(opt.alpha, opt.reference_rank),
         noise=noise,
-        decision=None if decisions is None else decision_report.section_context(
+        decision=None if decisions is None else decision_page.section_context(
             decisions, None if results.with_figures else [[] for _ in decisions.studies]),
         standalone=False,
         links=list(links),

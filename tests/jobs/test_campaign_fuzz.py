@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ksptrace.errors import CampaignError, UsageError
+from ksptrace.harness.petsc_types import BUILTIN
 from ksptrace.jobs.backends import get_backend
 from ksptrace.jobs.expand import load_spec
 from ksptrace.jobs.schema import (
@@ -29,7 +30,6 @@ from ksptrace.jobs.schema import (
     sweep_keys,
 )
 from ksptrace.jobs.spec import CampaignSpec
-from ksptrace.petsc_types import BUILTIN
 
 FUZZ = settings(max_examples=150, deadline=timedelta(seconds=5), database=None,
                 suppress_health_check=[HealthCheck.too_slow])

@@ -11,10 +11,10 @@ import pytest
 
 from ksptrace.cli.main import build_parser, main
 from ksptrace.errors import CampaignError
+from ksptrace.harness.petsc_types import BUILTIN, SOURCE_ENV
 from ksptrace.jobs import expand
 from ksptrace.jobs.expand import load_spec, run_id, sweep_size
 from ksptrace.jobs.schema import load_campaign_file
-from ksptrace.petsc_types import BUILTIN, SOURCE_ENV
 
 Write = Callable[..., Path]
 

@@ -14,9 +14,9 @@ import pytest
 
 from ksptrace.cli.campaign import plan
 from ksptrace.errors import CampaignError
+from ksptrace.harness.petsc_types import BUILTIN
 from ksptrace.jobs.backends import get_backend
 from ksptrace.jobs.expand import load_spec
-from ksptrace.petsc_types import BUILTIN
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "jobs"
 GOLDEN = DATA / "golden-nodes"

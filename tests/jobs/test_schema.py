@@ -10,6 +10,7 @@ import pytest
 from ksptrace.cli.main import main
 from ksptrace.errors import CampaignError
 from ksptrace.harness.options import RUN_PARAMS
+from ksptrace.harness.petsc_types import BUILTIN, KSP_TYPES, PC_TYPES, SOURCE_ENV, PetscTypes
 from ksptrace.jobs.schema import (
     CAMPAIGN_KEYS,
     KEY_ALIASES,
@@ -20,7 +21,6 @@ from ksptrace.jobs.schema import (
     sweep_keys,
 )
 from ksptrace.params import nearest
-from ksptrace.petsc_types import BUILTIN, KSP_TYPES, PC_TYPES, SOURCE_ENV, PetscTypes
 
 Write = Callable[..., Path]
 

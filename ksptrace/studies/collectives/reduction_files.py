@@ -13,7 +13,7 @@ import numpy as np
 
 from ksptrace.errors import KsptraceError
 from ksptrace.studies.collectives.reductions import SolverReductions, reductions_table
-from ksptrace.studies.variability.tables import Table
+from ksptrace.studies.table import Table
 from ksptrace.trace.collectives import CollectiveTrace
 from ksptrace.trace.io import file_attrs, read_trace
 

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from ksptrace.errors import AnalysisError
-from ksptrace.studies.variability.tables import Table
+from ksptrace.studies.table import Table
 
 PIPELINED = ("pipecg", "pipecr", "pgmres", "pipefgmres", "pipebcgs", "pipecgrr", "pipelcg",
              "pipeprcg", "pipegcr", "pipefcg", "groppcg")

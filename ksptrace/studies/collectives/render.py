@@ -34,7 +34,7 @@ def markdown_table(matrix: pd.DataFrame) -> str:
 def figures(frame: pd.DataFrame) -> list[tuple[str, bytes]]:
     """Per operation: latency (log-log) and bandwidth over message size, one panel per P and
     one line per algorithm; (title, PNG bytes)."""
-    from ksptrace.studies.variability.figures import _figure, to_png
+    from ksptrace.studies.drawing import _figure, to_png
 
     out = []
     for op, g in frame.groupby("op"):
@@ -69,18 +69,3 @@ def markdown(report: CollectivesReport) -> str:
                  f"apart from the runner-up (one-sided Mann-Whitney on the repetitions, "
                  f"p >= {SIGNIFICANT})")
     return "\n".join(parts) + "\n"
-
-
-def html(report: CollectivesReport, count: int, pictures: list[tuple[str, bytes]]) -> str:
-    import base64
-    from importlib.resources import files
-
-    from ksptrace.report.compose import ENV
-
-    css = files("ksptrace.report").joinpath("templates/report.css").read_text()
-    figs = [{"title": t, "src": "data:image/png;base64," + base64.b64encode(b).decode()}
-            for t, b in pictures]
-    tabs = [{"title": t.title, "empty": t.empty, "html": t.to_html(), "notes": t.notes,
-             "csv": f"{t.name}.csv"} for t in report.tables]
-    return ENV.get_template("collectives.html.j2").render(
-        css=css, count=count, notes=report.notes, figures=figs, tables=tabs)

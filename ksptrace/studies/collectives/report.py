@@ -6,7 +6,7 @@ rank leaves it); a cell's time is the median over repetitions. Runs with more ra
 cores are *oversubscribed*: their times measure the operating system's scheduler as much as
 the algorithm, and every table flags them.
 
-Pure: traces in, :class:`ksptrace.studies.variability.tables.Table` objects and text out.
+Pure: traces in, :class:`ksptrace.studies.table.Table` objects and text out.
 """
 
 from __future__ import annotations
@@ -22,9 +22,9 @@ from ksptrace.studies.collectives import models as cm
 from ksptrace.studies.decisions.maps import decision_map
 from ksptrace.studies.decisions.report import Run
 from ksptrace.studies.segmentation.segment import segment
+from ksptrace.studies.table import Table
 from ksptrace.studies.variability.fitting import fit_candidates
 from ksptrace.studies.variability.ks import one_vs_all
-from ksptrace.studies.variability.tables import Table
 from ksptrace.trace.collectives import CollectiveTrace
 
 FIT_MIN_VALUES = 20

@@ -7,7 +7,6 @@ The computation is in ``decision``, ``quadtree`` and ``decision_study``; this mo
 
 from __future__ import annotations
 
-import base64
 import json
 import math
 import re
@@ -30,8 +29,8 @@ from ksptrace.studies.decisions.next_points import campaign_toml
 from ksptrace.studies.decisions.quadtree import QuadTree
 from ksptrace.studies.decisions.rules import ompi_rules
 from ksptrace.studies.decisions.study import DecisionStudy, TreeRow, study
-from ksptrace.studies.variability.figures import _figure, to_png
-from ksptrace.studies.variability.tables import Table
+from ksptrace.studies.drawing import _figure, to_png
+from ksptrace.studies.table import Table
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS
 
 DEFAULT_AXES = ("nprocs", "n")
@@ -296,7 +295,7 @@ def regions_table(s: DecisionStudy, name: str) -> Table:
         s.dm.axis_names[0]: _range(r.axis1_values, r.axis1_upper),
         s.dm.axis_names[1]: _range(r.axis2_values, r.axis2_upper),
         "depth": r.depth} for k, r in enumerate(s.regions)])
-    return Table(name, f"{s.title}: regions of the chosen tree ({_limit_name(s.chosen)})", frame)
+    return Table(name, f"{s.title}: regions of the chosen tree ({limit_name(s.chosen)})", frame)
 
 
 def _plain(v: float) -> int | float:
@@ -312,7 +311,7 @@ def _range(values: Sequence[float], upper: float | None) -> str:
     return f"[{lo}, {_fmt(upper)})" if upper is not None else f"≥ {lo}"
 
 
-def _limit_name(r: TreeRow) -> str:
+def limit_name(r: TreeRow) -> str:
     if r.limit == "depth":
         return f"depth ≤ {int(r.value)}"
     return f"accuracy threshold {r.value:g}"
@@ -588,7 +587,7 @@ def write_files(folder: Path, studies: Studies, tables_of: Sequence[Sequence[Tab
         written.extend([sub / "decide.c", sub / "decide.py"])
         entry = summary_of(s)
         entry["folder"] = sub.name
-        entry["chosen_tree"] = _limit_name(s.chosen)
+        entry["chosen_tree"] = limit_name(s.chosen)
         entry["regions"] = len(s.regions)
         entry["options_files"] = sorted(opts)
         index.append(entry)
@@ -609,58 +608,3 @@ def runs_from(items: Iterable[Any]) -> tuple[list[Run], list[str]]:
             continue
         runs.append(run_of(item.attrs, item.nprocs, item.solve_max, item.path or item.label))
     return runs, skipped
-
-
-# -- the decide command's folder -------------------------------------------------------------------
-
-def section_context(
-    studies: Studies, pictures_of: Sequence[Sequence[Picture]] | None = None,
-    tables_of: Sequence[Sequence[Table]] | None = None,
-) -> dict[str, Any] | None:
-    """What the HTML templates show of the studies (None when there is no map)."""
-    if not studies.studies:
-        return None
-    if pictures_of is None:
-        pictures_of = [study_figures(s) for s in studies.studies]
-
-    maps = []
-    for k, s in enumerate(studies.studies):
-        ts = list(tables_of[k]) if tables_of is not None else study_tables(s, k)
-        maps.append({
-            "title": s.title,
-            "anchor": f"decision-{k + 1}",
-            "sentences": sentences(s),
-            "tables": [{"title": t.title, "html": t.to_html(), "notes": t.notes,
-                        "csv": f"{t.name}.csv", "empty": t.empty} for t in ts[:6]],
-            "figures": [{"title": p.title, "caption": p.caption,
-                         "src": "data:image/png;base64," + base64.b64encode(p.png).decode()}
-                        for p in pictures_of[k]],
-            "chosen": _limit_name(s.chosen),
-        })
-    return {"axes": studies.axes, "method": studies.method, "maps": maps,
-            "notes": list(studies.notes)}
-
-
-def write_decision(out: str | Path, runs: Sequence[Run], axes: tuple[str, str],
-                   method: str, max_depth: int | None = None, threshold: float = 1.0,
-                   skipped: Sequence[str] = (),
-                   rules: tuple[str, Mapping[str, int]] | None = None) -> tuple[Path, Studies]:
-    """Build the studies and write the ``decide`` folder whole or not at all."""
-    from ksptrace.outputs import check_destination, staged_directory
-    from ksptrace.report.compose import ENV
-
-    folder = Path(out)
-    check_destination(folder, ("decision.json",))
-    studies = build_studies(runs, axes, method, max_depth, threshold, strict=True)
-    if rules is not None:  # fail on an unknown collective or algorithm before any timing
-        for s in studies.studies:
-            ompi_rules(s.chosen.tree, rules[0], rules[1])
-    tables_of = [study_tables(s, k, timed=True) for k, s in enumerate(studies.studies)]
-    pictures_of = [study_figures(s) for s in studies.studies]
-    page = ENV.get_template("decision.html.j2").render(
-        decision=section_context(studies, pictures_of, tables_of), skipped=list(skipped),
-        standalone=True)
-    with staged_directory(folder, ("decision.json",)) as tmp:
-        write_files(tmp, studies, tables_of, pictures_of, rules)
-        (tmp / "decision.html").write_text(page, encoding="utf-8")
-    return folder, studies

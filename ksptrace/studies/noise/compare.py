@@ -22,8 +22,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ksptrace.studies.noise.models import noise_truth
 from ksptrace.studies.variability.findings import error_pct, file_name
+from ksptrace.studies.variability.injected import noise_truth
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 
 PIPELINED_VARIANT = {

@@ -28,9 +28,9 @@ from dataclasses import dataclass
 from multiprocessing import get_context
 from pathlib import Path
 
-from ksptrace import __version__
 from ksptrace.errors import KsptraceError
 from ksptrace.studies.variability.pipeline import AnalysisOptions
+from ksptrace.version import __version__
 
 CACHE_SUFFIX = ".cache"
 """The default cache folder is the report folder's name plus this suffix, beside it."""

@@ -26,6 +26,7 @@ import numpy as np
 from matplotlib.figure import Figure
 
 from ksptrace.errors import AnalysisError
+from ksptrace.studies import drawing
 from ksptrace.studies.variability import figures, ks
 from ksptrace.studies.variability.pipeline import Flag, TraceAnalysis
 from ksptrace.trace.model import Trace
@@ -182,7 +183,7 @@ class _Collector:
         self.omitted: list[str] = []
 
     def add(self, key: str, title: str, caption: str, fig: Figure) -> None:
-        self.drawn.append(Drawn(key, title, caption, figures.to_png(fig)))
+        self.drawn.append(Drawn(key, title, caption, drawing.to_png(fig)))
         fig.clear()
 
     def guarded(self, what: str, step: Callable[..., None], *args: Any) -> None:

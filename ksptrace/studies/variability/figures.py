@@ -9,7 +9,6 @@ wide (10.5 in at 100 dpi), the width of the report's column.
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -17,12 +16,12 @@ from typing import Any
 import numpy as np
 import scipy.stats as st
 from matplotlib.axes import Axes
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.colors import LogNorm, Normalize, TwoSlopeNorm
 from matplotlib.figure import Figure
 from matplotlib.ticker import FuncFormatter, MaxNLocator, NullFormatter
 
 from ksptrace.errors import AnalysisError
+from ksptrace.studies.drawing import _figure
 from ksptrace.studies.variability.cycles import CycleLayout
 from ksptrace.studies.variability.fitting import FitRanking, JohnsonSU
 from ksptrace.studies.variability.ks import KSPairwise
@@ -31,9 +30,6 @@ from ksptrace.studies.variability.montecarlo import NormalLimit, ParameterFits
 
 MAX_IMAGE_ROWS = 1024
 """Colormaps of larger traces are shown as block means (rows and columns)."""
-WIDTH = 10.5
-"""Figure width in inches: 1050 px at ``DPI``, the report's column."""
-DPI = 100
 BULK_QUANTILE = 0.99
 """A time axis shows at least this quantile beyond a third of its width."""
 CLIP_QUANTILES = (0.999, 0.995, 0.99)
@@ -53,10 +49,6 @@ CONSTANT_TOLERANCE = 1e-8
 UNITS = ((1.0, "s"), (1e-3, "ms"), (1e-6, "µs"), (1e-9, "ns"))
 
 
-def _figure(width: float = WIDTH, height: float = 4.0) -> Figure:
-    fig = Figure(figsize=(width, height), dpi=DPI, layout="constrained")
-    FigureCanvasAgg(fig)
-    return fig
 
 
 
@@ -65,11 +57,6 @@ def _legend(ax: Any, **kwargs: Any) -> None:
     if ax.get_legend_handles_labels()[0]:
         ax.legend(**kwargs)
 
-def to_png(fig: Figure) -> bytes:
-    """The figure as PNG bytes."""
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
-    return buf.getvalue()
 
 
 def unit_for(seconds: float) -> tuple[float, str]:

@@ -26,7 +26,6 @@ import numpy as np
 
 from ksptrace.errors import AnalysisError, KsptraceError, UsageError
 from ksptrace.noise.spec import NoiseSpec, parse
-from ksptrace.studies.noise.models import InjectedNoise, injected_noise
 from ksptrace.studies.variability import ks, models, montecarlo
 from ksptrace.studies.variability.cycles import (
     CycleLayout,
@@ -42,6 +41,7 @@ from ksptrace.studies.variability.fitting import (
     outliers,
     outliers_explain_mean,
 )
+from ksptrace.studies.variability.injected import InjectedNoise, injected_noise
 from ksptrace.studies.variability.nodes import NodeVariance, node_variance
 from ksptrace.trace.model import FOREIGN_LOAD_LIMIT, Trace
 

@@ -10,6 +10,7 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import AnalysisError, UsageError
+from ksptrace.report.decisions import write_decision
 from ksptrace.studies.decisions import synthetic as syn
 from ksptrace.studies.decisions.report import (
     Run,
@@ -17,7 +18,6 @@ from ksptrace.studies.decisions.report import (
     options_files,
     sentences,
     study_tables,
-    write_decision,
 )
 
 

@@ -10,6 +10,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ksptrace.errors import AnalysisError
+from ksptrace.studies import drawing
 from ksptrace.studies.variability import figures, ks
 from ksptrace.studies.variability.fitting import JohnsonSU, fit_candidates
 from ksptrace.studies.variability.models import uniform_fits
@@ -152,7 +153,7 @@ def test_ks_heatmap_hatches_exactly_the_rejected_pairs_and_marks_the_threshold()
 def test_figures_fit_the_report_column() -> None:
     x = np.random.default_rng(9).uniform(1e-4, 2e-4, size=(4, 40))
     fig: Figure = figures.rank_histograms(x, (0, 1))
-    png = figures.to_png(fig)
+    png = drawing.to_png(fig)
     width = int.from_bytes(png[16:20], "big")
     assert 900 <= width <= 1100
 

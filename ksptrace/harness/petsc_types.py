@@ -2,9 +2,9 @@
 
 The two tables below are those of PETSc 3.18 (Debian bookworm's petsc4py 3.18.5). They were
 generated, not typed: ``PETSC_DIR=/usr/lib/petscdir/petsc3.18/x86_64-linux-gnu-real
-python -m ksptrace.petsc_types`` prints them from the installed petsc4py (``PETSc.KSP.Type`` and
-``PETSc.PC.Type``); paste its output here when moving to another PETSc. A test checks that they
-still equal petsc4py's when petsc4py 3.18 is importable.
+python -m ksptrace.harness.petsc_types`` prints them from the installed petsc4py
+(``PETSc.KSP.Type`` and ``PETSc.PC.Type``); paste its output here when moving to another PETSc.
+A test checks that they still equal petsc4py's when petsc4py 3.18 is importable.
 
 A newer PETSc may know more types, so :func:`current` prefers the installed petsc4py's lists
 and falls back to these. It asks petsc4py in a child process, because importing

@@ -1,0 +1,61 @@
+"""The table every study reports in: a frame for CSV and JSON, a display frame for HTML.
+
+Shared by all studies (a declared shared module: see docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    """A titled table: ``frame`` for CSV and JSON, ``display`` (text cells) for HTML."""
+
+    name: str
+    """File-name stem of the CSV."""
+    title: str
+    frame: pd.DataFrame
+    display: pd.DataFrame | None = None
+    notes: tuple[str, ...] = ()
+
+    def records(self) -> list[dict[str, Any]]:
+        """Rows as dicts, NaN as None (for summary.json)."""
+        clean = self.frame.astype(object).where(self.frame.notna(), None)
+        return [{k: _plain(v) for k, v in row.items()} for row in clean.to_dict("records")]
+
+    def to_csv(self) -> str:
+        return str(self.frame.to_csv(index=False, lineterminator="\n"))
+
+    def to_html(self) -> str:
+        """The display frame as an HTML table (every cell escaped here)."""
+        shown = self.display if self.display is not None else self.frame.astype(object).where(
+            self.frame.notna(), "")
+        escaped = map_cells(shown, lambda c: html.escape(str(c)).replace("\n", "<br>"))
+        escaped.columns = [html.escape(str(c)) for c in shown.columns]
+        return str(escaped.to_html(index=False, escape=False, border=0,
+                                   classes=["data", f"t-{self.name}"], na_rep=""))
+
+    @property
+    def empty(self) -> bool:
+        return self.frame.empty
+
+
+def map_cells(frame: pd.DataFrame, fn: Callable[[Any], str]) -> pd.DataFrame:
+    """``fn`` on every cell (DataFrame.map in pandas >= 2.1, applymap before)."""
+    mapper = getattr(frame, "map", None) or frame.applymap
+    return pd.DataFrame(mapper(fn))
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, np.generic):
+        return v.item()
+    if isinstance(v, float) and not np.isfinite(v):
+        return None
+    return v
