@@ -24,11 +24,10 @@ import numpy as np
 
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.outputs import check_destination, staged_directory
-from ksptrace.report import decisions as decision_page
+from ksptrace.report import studies as study_view
 from ksptrace.report.templating import ENV
-from ksptrace.studies.decisions import report as decision_report
-from ksptrace.studies.noise import compare as noise_compare
-from ksptrace.studies.noise import tables as noise_tables
+from ksptrace.studies import registry
+from ksptrace.studies.result import StudyResult
 from ksptrace.studies.variability import batch, figure_sets, findings, tables
 from ksptrace.studies.variability.pipeline import (
     AnalysisOptions,
@@ -110,10 +109,9 @@ class Results:
     across: tuple[Picture, ...] = ()
     across_omitted: tuple[str, ...] = ()
     started: float = field(default_factory=time.time)
-    noise: noise_compare.NoiseComparison = field(
-        default_factory=lambda: noise_compare.NoiseComparison((), (), ()))
-    """Runs with injected noise against their truth and the models (empty without noise)."""
     with_figures: bool = True
+    studies: tuple[StudyResult, ...] = ()
+    """The registered studies over the analysed runs (:mod:`ksptrace.studies.registry`)."""
 
 
 @dataclass(frozen=True)
@@ -300,19 +298,16 @@ def gather(done: list[Analysed], skipped: list[Skipped], opt: AnalysisOptions,
         fs = figure_sets.across_figures(
             [(d.analysis, d.digest) for d in done if d.digest is not None])
         across, across_omitted = _pictures(fs.drawn), tuple(fs.omitted)
-    if progress is not None and any(d.analysis.noisy for d in done):
-        progress.step("injected noise: the known truth")
-    noise = noise_compare.compare([d.analysis for d in done])
-    return Results(tuple(done), tuple(skipped), opt, across, across_omitted, started, noise,
-                   with_figures)
+    if progress is not None and done:
+        progress.step("studies across runs: " + ", ".join(registry.STUDIES))
+    studies = registry.over_runs([d.analysis for d in done], opt, with_figures)
+    return Results(tuple(done), tuple(skipped), opt, across, across_omitted, started,
+                   with_figures, tuple(studies))
 
 
 def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
-               comparison: noise_compare.NoiseComparison | None = None) -> list[tables.Table]:
-    """Every table written as CSV; the noise tables only when some run has injected noise."""
-    noise = comparison if comparison is not None else noise_compare.compare(analyses)
-    extra = ([noise_tables.noise_table(noise), noise_tables.noise_pair_table(noise)]
-             if noise.rows else [])
+               studies: Sequence[StudyResult] = ()) -> list[tables.Table]:
+    """Every table written as CSV: the variability study's, then each other study's."""
     return [
         tables.model_table(analyses),
         tables.prediction_table(analyses),
@@ -320,7 +315,7 @@ def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
         tables.scaling_table(analyses, "P"),
         tables.scaling_table(analyses, "n"),
         tables.variability_table(analyses),
-        *extra,
+        *(t for r in studies for t in r.tables),
     ]
 
 
@@ -484,70 +479,6 @@ def _noise_lines(a: TraceAnalysis) -> list[tuple[str, str]]:
     ]
 
 
-def noise_section(comparison: noise_compare.NoiseComparison) -> dict[str, Any] | None:
-    """The report's "Injected noise" section, or None when no run has noise."""
-    if not comparison.rows:
-        return None
-    parts = [noise_tables.noise_table(comparison), noise_tables.noise_pair_table(comparison)]
-    return {
-        "sentences": noise_sentences(comparison),
-        "tables": [{"title": t.title, "html": t.to_html(), "notes": t.notes, "empty": t.empty,
-                    "csv": f"{t.name}.csv"} for t in parts],
-    }
-
-
-def _span(values: Sequence[float], fmt: str = "{:.2f}") -> str:
-    lo, hi = min(values), max(values)
-    return fmt.format(lo) if lo == hi else f"{fmt.format(lo)}–{fmt.format(hi)}"
-
-
-def noise_sentences(comparison: noise_compare.NoiseComparison) -> list[str]:
-    """A few sentences per standard/pipelined method pair, over all its noises and P: who
-    slowed down more, what each paid for the detours inside its runs, what Ê says of the gap;
-    then where KS told ranks apart."""
-    out = []
-    groups: dict[tuple[str, str], list[noise_compare.NoisePair]] = {}
-    for pair in comparison.pairs:
-        groups.setdefault((pair.standard.ksp, pair.pipelined.ksp), []).append(pair)
-    for (std, pip), pairs in groups.items():
-        s_name, p_name = std.upper(), pip.upper()
-        based = [p for p in pairs if p.measured_gap is not None
-                 and p.standard.slowdown_pct is not None and p.pipelined.slowdown_pct is not None]
-        parts = []
-        if based:
-            pct = sum(1 for p in based
-                      if (p.standard.slowdown_pct or 0) > (p.pipelined.slowdown_pct or 0))
-            sec = sum(1 for p in based if (p.measured_gap or 0) > 0)
-            parts.append(f"{s_name} slowed down more than {p_name} in {pct} of {len(based)} "
-                         f"noisy configurations in per cent of its noise-free time, and in {sec} "
-                         "in seconds")
-        costs = [(p.standard.detour_cost_ratio, p.pipelined.detour_cost_ratio,
-                  p.pipelined.injected_rank_max / p.pipelined.injected_lockstep)
-                 for p in pairs if p.standard.detour_cost_ratio is not None
-                 and p.pipelined.detour_cost_ratio is not None and p.pipelined.injected_lockstep]
-        if costs:
-            parts.append(
-                f"inside its runs, {s_name} paid {_span([c[0] for c in costs])} × Σₖ maxₚ D of "
-                f"its detours and {p_name} {_span([c[1] for c in costs])} × (hiding them "
-                f"completely would cost {_span([c[2] for c in costs])} ×)")
-        errs = [p.nonstationary_gap_error_pct for p in based
-                if p.nonstationary_gap_error_pct is not None]
-        if errs:
-            close = sum(1 for e in errs if abs(e) <= 25.0)
-            parts.append(f"Ê puts the gap within 25 % of the measured one in {close} of "
-                         f"{len(errs)}")
-        if parts:
-            out.append(f"{s_name} against {p_name}: " + "; ".join(parts) + ".")
-    rows = [r for r in comparison.rows if r.ks_rejected_pct is not None]
-    rejected = [r for r in rows if (r.ks_rejected_pct or 0) > 0]
-    if rows:
-        where = ", ".join(f"{r.ksp.upper()} P = {r.nprocs} {r.dist} ({r.ks_rejected_pct:.0f} %)"
-                          for r in rejected)
-        out.append(f"KS told ranks apart in {len(rejected)} of {len(rows)} noisy runs"
-                   + (f": {where}." if rejected else "."))
-    return out
-
-
 def _anchors(analysed: Sequence[Analysed]) -> list[findings.Finding]:
     counts: dict[tuple[str, ...], int] = {}
     for d in analysed:
@@ -563,26 +494,10 @@ def _anchors(analysed: Sequence[Analysed]) -> list[findings.Finding]:
 
 
 
-def decision_studies(results: Results) -> decision_report.Studies:
-    """Decision maps over P x n of the analysed runs (empty unless several solvers were run at
-    two or more values of both)."""
-    runs = [decision_report.run_of(dict(d.analysis.attrs), d.analysis.nprocs,
-                                   d.analysis.measured, d.analysis.path or d.analysis.label)
-            for d in results.analysed]
-    try:
-        return decision_report.build_studies(runs)
-    except KsptraceError as exc:
-        return decision_report.Studies(decision_report.DEFAULT_AXES,
-                                       decision_report.DEFAULT_METHOD, (), (str(exc),))
-
-
 def render_html(results: Results, table_list: Sequence[tables.Table],
-                metadata: dict[str, Any],
-                decisions: decision_report.Studies | None = None,
-                links: Sequence[tuple[str, str]] = ()) -> str:
+                metadata: dict[str, Any], links: Sequence[tuple[str, str]] = ()) -> str:
     """The whole report as one HTML string; ``links``: pages beside it (address, title)."""
     rows = _anchors(results.analysed)
-    noise = noise_section(results.noise)
     opt = results.options
     across_tables = [t for t in table_list if t.name in ("table1_models", "apriori",
                                                          "scaling_nprocs", "scaling_n")]
@@ -598,9 +513,7 @@ def render_html(results: Results, table_list: Sequence[tables.Table],
         across_figures=[_img(p) for p in results.across],
         across_omitted=results.across_omitted,
         ks_note=findings.ks_alpha_note(opt.alpha, opt.reference_rank),
-        noise=noise,
-        decision=None if decisions is None else decision_page.section_context(
-            decisions, None if results.with_figures else [[] for _ in decisions.studies]),
+        studies=[study_view.context(r) for r in results.studies if study_view.shown(r)],
         standalone=False,
         links=list(links),
     )
@@ -739,17 +652,13 @@ def write_results(out: Path, results: Results, progress: Reporter | None = None,
     analyses = [d.analysis for d in results.analysed]
     if progress is not None:
         progress.step("tables and report")
-    table_list = all_tables(analyses, results.options, results.noise)
-    decisions = decision_studies(results)
-    if decisions.studies and progress is not None:
-        progress.step("decision maps")
-    for k, s in enumerate(decisions.studies):
-        table_list.extend(decision_report.study_tables(s, k))
+    table_list = all_tables(analyses, results.options, results.studies)
     metadata = metadata_of(results)
-    page = render_html(results, table_list, metadata, decisions, links)
+    page = render_html(results, table_list, metadata, links)
     digest = summary(results, table_list, metadata)
     digest["pages"] = [{"href": href, "title": title} for href, title in links]
-    digest["decision_maps"] = [decision_report.summary_of(s) for s in decisions.studies]
+    for r in results.studies:
+        digest.update(r.summary)
     doc = json.dumps(digest, indent=2, default=_jsonable)
     with staged_directory(out, EARLIER) as tmp:
         for t in table_list:

@@ -1,56 +1,23 @@
-"""The decision maps as HTML: the section of the report, and the folder ``ksptrace decide``
-writes (the page beside each map's files)."""
+"""The folder ``ksptrace decide`` writes: each map's files and one page for all maps."""
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 from ksptrace.outputs import check_destination, staged_directory
+from ksptrace.report.studies import context
 from ksptrace.report.templating import ENV
+from ksptrace.studies.decisions.entry import result_of
 from ksptrace.studies.decisions.report import (
-    Picture,
     Run,
     Studies,
     build_studies,
-    limit_name,
-    sentences,
     study_figures,
     study_tables,
     write_files,
 )
 from ksptrace.studies.decisions.rules import ompi_rules
-from ksptrace.studies.table import Table
-
-
-def section_context(
-    studies: Studies, pictures_of: Sequence[Sequence[Picture]] | None = None,
-    tables_of: Sequence[Sequence[Table]] | None = None,
-) -> dict[str, Any] | None:
-    """What the HTML templates show of the studies (None when there is no map)."""
-    if not studies.studies:
-        return None
-    if pictures_of is None:
-        pictures_of = [study_figures(s) for s in studies.studies]
-
-    maps = []
-    for k, s in enumerate(studies.studies):
-        ts = list(tables_of[k]) if tables_of is not None else study_tables(s, k)
-        maps.append({
-            "title": s.title,
-            "anchor": f"decision-{k + 1}",
-            "sentences": sentences(s),
-            "tables": [{"title": t.title, "html": t.to_html(), "notes": t.notes,
-                        "csv": f"{t.name}.csv", "empty": t.empty} for t in ts[:6]],
-            "figures": [{"title": p.title, "caption": p.caption,
-                         "src": "data:image/png;base64," + base64.b64encode(p.png).decode()}
-                        for p in pictures_of[k]],
-            "chosen": limit_name(s.chosen),
-        })
-    return {"axes": studies.axes, "method": studies.method, "maps": maps,
-            "notes": list(studies.notes)}
 
 
 def write_decision(out: str | Path, runs: Sequence[Run], axes: tuple[str, str],
@@ -67,8 +34,8 @@ def write_decision(out: str | Path, runs: Sequence[Run], axes: tuple[str, str],
     tables_of = [study_tables(s, k, timed=True) for k, s in enumerate(studies.studies)]
     pictures_of = [study_figures(s) for s in studies.studies]
     page = ENV.get_template("decision.html.j2").render(
-        decision=section_context(studies, pictures_of, tables_of), skipped=list(skipped),
-        standalone=True)
+        study=context(result_of(studies, tables_of, pictures_of)), axes=studies.axes,
+        method=studies.method, skipped=list(skipped), standalone=True)
     with staged_directory(folder, ("decision.json",)) as tmp:
         write_files(tmp, studies, tables_of, pictures_of, rules)
         (tmp / "decision.html").write_text(page, encoding="utf-8")

@@ -1,0 +1,69 @@
+"""The decisions study over analysed runs: which method is fastest where over P × n, as exact
+and compact quadtrees (a :class:`StudyResult`)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ksptrace.errors import KsptraceError
+from ksptrace.studies.decisions.report import (
+    DEFAULT_AXES,
+    DEFAULT_METHOD,
+    Picture,
+    Studies,
+    build_studies,
+    run_of,
+    sentences,
+    study_figures,
+    study_tables,
+    summary_of,
+)
+from ksptrace.studies.result import Figure, Part, StudyResult
+from ksptrace.studies.table import Table
+from ksptrace.studies.variability.pipeline import AnalysisOptions, TraceAnalysis
+
+SHOWN_TABLES = 6
+"""Tables of a map shown on the page; the rest (the cells) is written as CSV only."""
+
+
+def studies_of(analyses: Sequence[TraceAnalysis]) -> Studies:
+    """Decision maps over P x n of the analysed runs (none unless several solvers were run at
+    two or more values of both)."""
+    runs = [run_of(dict(a.attrs), a.nprocs, a.measured, a.path or a.label) for a in analyses]
+    try:
+        return build_studies(runs)
+    except KsptraceError as exc:
+        return Studies(DEFAULT_AXES, DEFAULT_METHOD, (), (str(exc),))
+
+
+def result_of(studies: Studies, tables_of: Sequence[Sequence[Table]] | None = None,
+              pictures_of: Sequence[Sequence[Picture]] | None = None) -> StudyResult:
+    """The maps as a study result (``tables_of`` and ``pictures_of`` per map: computed here
+    when not given; pass empty lists to leave the figures out)."""
+    parts = []
+    for k, s in enumerate(studies.studies):
+        tables = list(tables_of[k]) if tables_of is not None else study_tables(s, k)
+        pictures = pictures_of[k] if pictures_of is not None else study_figures(s)
+        parts.append(Part(
+            title=s.title, anchor=f"decision-{k + 1}", findings=tuple(sentences(s)),
+            tables=tuple(tables[:SHOWN_TABLES]), unshown=tuple(tables[SHOWN_TABLES:]),
+            figures=tuple(Figure(p.key, p.title, p.caption, p.png) for p in pictures)))
+    a1, a2 = studies.axes
+    return StudyResult(
+        key="decision", title=f"Decision maps: which {studies.method} where",
+        lead=f"The fastest {studies.method} per cell of {a1} × {a2} (median KSPSolve over "
+             "repetitions), encoded as quadtrees after Pjesivac-Grbovic, Fagg and Dongarra: "
+             "how much a compact decision function gives away against the exact map.",
+        parts=tuple(parts), notes=studies.notes if parts else (),
+        footer="Decision functions (C, Python), PETSc options files per region and a "
+               "follow-up campaign: ksptrace decide.",
+        summary={"decision_maps": [summary_of(s) for s in studies.studies]})
+
+
+def study(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
+          with_figures: bool = True) -> StudyResult:
+    """The maps of ``analyses``; with no map, a result with no parts (nothing is shown)."""
+    studies = studies_of(analyses)
+    pictures: list[list[Picture]] | None = (
+        None if with_figures else [[] for _ in studies.studies])
+    return result_of(studies, None, pictures)

@@ -1,0 +1,82 @@
+"""The noise study over analysed runs: each noisy run against the truth its injected noise
+implies, and standard against pipelined methods under the same noise (a :class:`StudyResult`)."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+
+from ksptrace.studies.noise.compare import NoiseComparison, NoisePair, compare
+from ksptrace.studies.noise.tables import noise_pair_table, noise_table
+from ksptrace.studies.result import Part, StudyResult
+from ksptrace.studies.variability.pipeline import AnalysisOptions, TraceAnalysis
+
+NO_PAIRS = ("no standard method and its pipelined variant ran under the same noise with "
+            "noise-free runs beside them")
+
+
+def study(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
+          with_figures: bool = True) -> StudyResult | None:
+    """None when no run had injected noise."""
+    comparison = compare(analyses)
+    if not comparison.rows:
+        return None
+    tables = [noise_table(comparison), noise_pair_table(comparison)]
+    tables = [dataclasses.replace(t, notes=(NO_PAIRS,)) if t.empty else t for t in tables]
+    return StudyResult(
+        key="noise", title="Injected noise: prediction vs measurement",
+        findings=tuple(noise_sentences(comparison))
+        or (f"{NO_PAIRS[0].upper()}{NO_PAIRS[1:]}, so no slowdowns are compared.",),
+        parts=(Part(tables=tuple(tables)),), first=True)
+
+
+def _span(values: Sequence[float], fmt: str = "{:.2f}") -> str:
+    lo, hi = min(values), max(values)
+    return fmt.format(lo) if lo == hi else f"{fmt.format(lo)}–{fmt.format(hi)}"
+
+
+def noise_sentences(comparison: NoiseComparison) -> list[str]:
+    """A few sentences per standard/pipelined method pair, over all its noises and P: who
+    slowed down more, what each paid for the detours inside its runs, what Ê says of the gap;
+    then where KS told ranks apart."""
+    out = []
+    groups: dict[tuple[str, str], list[NoisePair]] = {}
+    for pair in comparison.pairs:
+        groups.setdefault((pair.standard.ksp, pair.pipelined.ksp), []).append(pair)
+    for (std, pip), pairs in groups.items():
+        s_name, p_name = std.upper(), pip.upper()
+        based = [p for p in pairs if p.measured_gap is not None
+                 and p.standard.slowdown_pct is not None and p.pipelined.slowdown_pct is not None]
+        parts = []
+        if based:
+            pct = sum(1 for p in based
+                      if (p.standard.slowdown_pct or 0) > (p.pipelined.slowdown_pct or 0))
+            sec = sum(1 for p in based if (p.measured_gap or 0) > 0)
+            parts.append(f"{s_name} slowed down more than {p_name} in {pct} of {len(based)} "
+                         f"noisy configurations in per cent of its noise-free time, and in {sec} "
+                         "in seconds")
+        costs = [(p.standard.detour_cost_ratio, p.pipelined.detour_cost_ratio,
+                  p.pipelined.injected_rank_max / p.pipelined.injected_lockstep)
+                 for p in pairs if p.standard.detour_cost_ratio is not None
+                 and p.pipelined.detour_cost_ratio is not None and p.pipelined.injected_lockstep]
+        if costs:
+            parts.append(
+                f"inside its runs, {s_name} paid {_span([c[0] for c in costs])} × Σₖ maxₚ D of "
+                f"its detours and {p_name} {_span([c[1] for c in costs])} × (hiding them "
+                f"completely would cost {_span([c[2] for c in costs])} ×)")
+        errs = [p.nonstationary_gap_error_pct for p in based
+                if p.nonstationary_gap_error_pct is not None]
+        if errs:
+            close = sum(1 for e in errs if abs(e) <= 25.0)
+            parts.append(f"Ê puts the gap within 25 % of the measured one in {close} of "
+                         f"{len(errs)}")
+        if parts:
+            out.append(f"{s_name} against {p_name}: " + "; ".join(parts) + ".")
+    rows = [r for r in comparison.rows if r.ks_rejected_pct is not None]
+    rejected = [r for r in rows if (r.ks_rejected_pct or 0) > 0]
+    if rows:
+        where = ", ".join(f"{r.ksp.upper()} P = {r.nprocs} {r.dist} ({r.ks_rejected_pct:.0f} %)"
+                          for r in rejected)
+        out.append(f"KS told ranks apart in {len(rejected)} of {len(rows)} noisy runs"
+                   + (f": {where}." if rejected else "."))
+    return out

@@ -1,0 +1,68 @@
+"""What a study gives the report: the one protocol between the studies and ``ksptrace.report``.
+
+A study over analysed runs returns a :class:`StudyResult`: its findings as sentences (numbers
+and caveats included), its tables (each written as ``<name>.csv`` and listed in summary.json),
+its figures as PNG bytes, notes that say why something is missing, and its own part of
+summary.json. The report renders every result the same way and knows nothing else of a study.
+A study that has nothing to report over the given runs returns None.
+
+Shared by all studies (a declared shared module: see docs/architecture.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ksptrace.studies.table import Table
+
+
+@dataclass(frozen=True)
+class Figure:
+    """A drawn figure: a stable key (file stem), a title, a caption and its PNG bytes."""
+
+    key: str
+    title: str
+    caption: str
+    png: bytes
+
+
+@dataclass(frozen=True)
+class Part:
+    """A titled part of a study (one decision map, say); the only part may be untitled."""
+
+    title: str = ""
+    anchor: str = ""
+    findings: tuple[str, ...] = ()
+    tables: tuple[Table, ...] = ()
+    """Shown, and written as CSV."""
+    figures: tuple[Figure, ...] = ()
+    unshown: tuple[Table, ...] = ()
+    """Written as CSV only."""
+
+
+@dataclass(frozen=True)
+class StudyResult:
+    """One study's answer over a set of runs."""
+
+    key: str
+    """The section's anchor."""
+    title: str
+    lead: str = ""
+    """What the study does, in a sentence or two."""
+    findings: tuple[str, ...] = ()
+    parts: tuple[Part, ...] = ()
+    notes: tuple[str, ...] = ()
+    """Why something is missing, or what was left out."""
+    footer: str = ""
+    """Where to go further (another command, say)."""
+    first: bool = False
+    """Shown before the per-run sections (a study of the runs themselves, like noise)."""
+    summary: Mapping[str, Any] = field(default_factory=dict)
+    """Keys added to summary.json."""
+
+    @property
+    def tables(self) -> tuple[Table, ...]:
+        """Every table the study writes as CSV, in order."""
+        return tuple(t for p in self.parts for t in (*p.tables, *p.unshown))
