@@ -82,8 +82,6 @@ def test_import_contracts_catch_a_wrong_import(tmp_path: Path, module: str, impo
 MAX_LINES = 400
 LONG_MODULES = {
     "trace/io.py": "reading, the probe child, writing and publishing; to be split by concern",
-    "report/compose.py": "the report's analysis, sections and pages; to become the composer of "
-                         "study results",
     "studies/variability/figures.py": "every figure of the variability study; to be split by "
                                       "figure kind",
     "studies/variability/pipeline.py": "the per-trace analysis and its flags",

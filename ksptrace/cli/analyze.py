@@ -21,10 +21,11 @@ from scipy.integrate import IntegrationWarning
 from ksptrace.cli.progress import Progress
 from ksptrace.errors import UsageError
 from ksptrace.jobs.analysis import BACKENDS, prepare
-from ksptrace.report.compose import cache_files, write_report_files
+from ksptrace.report.compose import write_report_files
 from ksptrace.studies.variability.batch import CACHE_SUFFIX
 from ksptrace.studies.variability.fitting import DEFAULT_CANDIDATES
 from ksptrace.studies.variability.pipeline import INDEPENDENT_UNITS, AnalysisOptions
+from ksptrace.studies.variability.runs import cache_files
 from ksptrace.trace.collectives import is_collectives
 
 

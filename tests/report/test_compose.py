@@ -12,15 +12,11 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import AnalysisError, TraceError
-from ksptrace.report.compose import (
-    SECTIONS,
-    analyse,
-    omission_section,
-    section_of,
-    write_report,
-)
+from ksptrace.report.compose import write_report
 from ksptrace.studies.variability import tables
 from ksptrace.studies.variability.pipeline import AnalysisOptions, analyze_trace
+from ksptrace.studies.variability.runs import analyse
+from ksptrace.studies.variability.sections import SECTIONS, omission_section, section_of
 from ksptrace.trace.io import iter_traces, write_trace
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import synthetic_trace
@@ -180,7 +176,7 @@ def test_analyse_file_lets_go_of_its_trace(tmp_path: Path, monkeypatch: pytest.M
     import gc
     import weakref
 
-    import ksptrace.report.compose as report
+    import ksptrace.studies.variability.runs as report
 
     path = write_trace(synthetic_trace(16, 60, 4, "cg", seed=5), tmp_path / "t.h5")
     seen: list[weakref.ref[Trace]] = []

@@ -109,7 +109,7 @@ def test_noise_free_runs_give_no_noise_rows() -> None:
 
 
 def test_runs_with_different_noise_are_different_configurations() -> None:
-    from ksptrace.report.compose import config_key
+    from ksptrace.studies.variability.runs import config_key
 
     a, b = (analyze_trace(run("gmres", n, 1), OPTIONS) for n in ("none", SPEC))
     assert config_key(a) != config_key(b)

@@ -9,7 +9,7 @@ import re
 import numpy as np
 import pytest
 
-from ksptrace.report.compose import Results, all_tables, analyse, metadata_of, render_html
+from ksptrace.report.compose import all_tables, metadata_of, render_html
 from ksptrace.studies.variability import findings, ks, tables
 from ksptrace.studies.variability.pipeline import (
     AnalysisOptions,
@@ -17,6 +17,7 @@ from ksptrace.studies.variability.pipeline import (
     TraceAnalysis,
     analyze_trace,
 )
+from ksptrace.studies.variability.runs import Results, analyse
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import inject_outliers, synthetic_trace, trace_from_times
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from ksptrace.report.compose import Analysed, analyse_files
 from ksptrace.studies.variability.pipeline import AnalysisOptions
+from ksptrace.studies.variability.runs import Analysed, analyse_files
 from ksptrace.trace.io import write_trace
 from tests.trace.test_solves import LENGTHS, several
 
