@@ -101,3 +101,9 @@ def test_modules_stay_short() -> None:
     assert not too_long, f"modules over {MAX_LINES} lines: {too_long}; split them by concern"
     stale = [m for m in LONG_MODULES if sizes.get(m, 0) <= MAX_LINES]
     assert not stale, f"no longer over {MAX_LINES} lines, remove from LONG_MODULES: {stale}"
+
+
+def test_the_package_map_in_the_docs_is_the_code_s() -> None:
+    proc = subprocess.run([sys.executable, "scripts/package_map.py", "--check"], cwd=ROOT,
+                          capture_output=True, text=True, check=False)
+    assert proc.returncode == 0, proc.stderr
