@@ -28,8 +28,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from ksptrace.studies.segmentation.report import analyse, collect
 from ksptrace.studies.segmentation.segment import SegmentationParams
+from ksptrace.studies.segmentation.series import analyse, collect
 from ksptrace.trace.io import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -3,6 +3,7 @@ and the packages it imports (grimp, the graph library behind import-linter).
 
     python scripts/package_map.py          # the map, as Markdown
     python scripts/package_map.py --check  # exit 1 when docs/architecture.md holds another map
+    python scripts/package_map.py --write  # put the current map into docs/architecture.md
 
 tests/test_lint.py runs the check, so the picture in the docs cannot drift from the code.
 """
@@ -56,14 +57,19 @@ def package_map() -> str:
 
 def main() -> int:
     text = package_map()
-    if "--check" not in sys.argv:
+    if "--check" not in sys.argv and "--write" not in sys.argv:
         print(text)
         return 0
     doc = DOC.read_text()
-    current = doc.split(BEGIN, 1)[-1].split(END, 1)[0].strip()
+    head, rest = doc.split(BEGIN, 1)
+    current, tail = rest.split(END, 1)
+    current = current.strip()
+    if "--write" in sys.argv:
+        DOC.write_text(f"{head}{BEGIN}\n{text}\n{END}{tail}")
+        return 0
     if current != text:
         print(f"{DOC.relative_to(ROOT)}: the package map is out of date; run "
-              "python scripts/package_map.py and paste its output between the markers",
+              "python scripts/package_map.py --write",
               file=sys.stderr)
         return 1
     return 0

@@ -1,7 +1,7 @@
 """``ksptrace segment TRACES... --out DIR``: segmentation of campaign results over process counts.
 
 This module only parses, reads and prints: the report itself is
-:mod:`ksptrace.studies.segmentation.report`. Bad traces (the reader's checks, the same as
+:mod:`ksptrace.studies.segmentation.series`. Bad traces (the reader's checks, the same as
 ``analyze``'s) are named once each on stderr and skipped; the command fails only when none is
 left. The report folder is written whole or not at all (:func:`ksptrace.outputs.staged_directory`).
 """
@@ -16,8 +16,9 @@ from typing import Any
 
 from ksptrace.errors import TraceError, UsageError
 from ksptrace.outputs import check_destination, staged_directory
-from ksptrace.studies.segmentation.report import METRICS, write_segment_report
+from ksptrace.report.segmentation import write_segment_report
 from ksptrace.studies.segmentation.segment import SegmentationParams
+from ksptrace.studies.segmentation.series import METRICS
 from ksptrace.trace.io import iter_traces
 from ksptrace.trace.model import Trace
 

@@ -18,7 +18,7 @@ from ksptrace.studies.segmentation.extrap_export import (
     group_repetitions,
     to_extrap_text,
 )
-from ksptrace.studies.segmentation.report import METRICS
+from ksptrace.studies.segmentation.series import METRICS
 from ksptrace.trace.io import write_trace
 from ksptrace.trace.model import Trace
 from tests.trace.test_crafted import crafted
@@ -207,7 +207,7 @@ def test_extrap_export_refuses_mismatched_points() -> None:
 
 
 def test_different_sizes_at_one_p_are_separate_series() -> None:
-    from ksptrace.studies.segmentation.report import collect
+    from ksptrace.studies.segmentation.series import collect
     from tests.trace.test_io import make_trace
 
     def with_attrs(nprocs: int, n: int) -> Trace:
