@@ -16,8 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 
 from ksptrace.errors import AnalysisError
-from ksptrace.studies.variability.fitting import JohnsonSU, fit_johnsonsu, jsu_collapsed
+from ksptrace.studies.variability.fitting import JohnsonSU, fit_johnsonsu
 from ksptrace.studies.variability.models import UniformFits
+from ksptrace.studies.variability.outliers import jsu_collapsed
 
 BLOCK_ELEMENTS = 4_000_000
 """Uniform draws generated at once for the pipelined simulation."""
@@ -35,7 +36,7 @@ class NormalLimit:
 class ParameterFits:
     """Johnson S_U fits of the per-iteration uniform parameters a_k (lower) and s_k (span).
 
-    When a fit collapsed to its normal limit (``fitting.jsu_collapsed``), its parameters are
+    When a fit collapsed to its normal limit (``outliers.jsu_collapsed``), its parameters are
     kept for the record but the simulation draws from ``lower_normal`` / ``span_normal``, the
     maximum-likelihood normal fit of the same data, instead of from the arbitrary huge
     parameters where the optimiser stopped.

@@ -38,11 +38,10 @@ from ksptrace.studies.variability.fitting import (
     MIN_SAMPLES,
     FitRanking,
     fit_candidates,
-    outliers,
-    outliers_explain_mean,
 )
 from ksptrace.studies.variability.injected import InjectedNoise, injected_noise
 from ksptrace.studies.variability.nodes import NodeVariance, node_variance
+from ksptrace.studies.variability.outliers import outliers, outliers_explain_mean
 from ksptrace.trace.model import FOREIGN_LOAD_LIMIT, Trace
 
 Progress = Callable[[str, float], None]

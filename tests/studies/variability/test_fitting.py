@@ -7,7 +7,7 @@ import pytest
 import scipy.stats as st
 
 from ksptrace.errors import AnalysisError
-from ksptrace.studies.variability import fitting
+from ksptrace.studies.variability import fitting, outliers
 
 TRUE = (1.2, 1.6, 4e-4, 5e-5)
 """Johnson S_U parameters (a, b, loc, scale) on the scale of iteration times."""
@@ -98,15 +98,15 @@ def test_outliers_are_found_and_explain_a_fit_that_follows_the_bulk() -> None:
     rng = np.random.default_rng(7)
     bulk = 2.8e-4 * (1 + 0.05 * rng.standard_normal(2000))
     x = np.concatenate([bulk, rng.uniform(8e-3, 28e-3, 60)])
-    found = fitting.outliers(x)
+    found = outliers.outliers(x)
     assert found is not None
     assert found.count == 60
     assert 8e-3 <= found.low < found.high <= 28e-3
     assert found.clean_mean == pytest.approx(bulk.mean())
-    assert fitting.outliers_explain_mean(x, 2.8e-4, 0.5) == found
+    assert outliers.outliers_explain_mean(x, 2.8e-4, 0.5) == found
     # A fitted mean far from the bulk too is not explained by the outliers.
-    assert fitting.outliers_explain_mean(x, 2.8e-3, 0.5) is None
-    assert fitting.outliers(bulk) is None
+    assert outliers.outliers_explain_mean(x, 2.8e-3, 0.5) is None
+    assert outliers.outliers(bulk) is None
 
 
 def test_a_collapsed_johnson_su_fit_is_told_from_a_regular_one() -> None:
@@ -114,7 +114,7 @@ def test_a_collapsed_johnson_su_fit_is_told_from_a_regular_one() -> None:
     flat = 1e-5 + 1e-6 * rng.random(100)  # uniform data: the S_U fit runs to its normal limit
     collapsed = fitting.fit_johnsonsu(flat)
     assert abs(collapsed.a) > 1e5
-    assert fitting.jsu_collapsed(collapsed, flat)
-    assert fitting.jsu_collapsed(fitting.JohnsonSU(-1e8, 1e8, -2000.0, 1e3), flat)
+    assert outliers.jsu_collapsed(collapsed, flat)
+    assert outliers.jsu_collapsed(fitting.JohnsonSU(-1e8, 1e8, -2000.0, 1e3), flat)
     regular = _jsu_sample(2000, 8)
-    assert not fitting.jsu_collapsed(fitting.fit_johnsonsu(regular), regular)
+    assert not outliers.jsu_collapsed(fitting.fit_johnsonsu(regular), regular)

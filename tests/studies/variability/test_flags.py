@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from ksptrace.studies.variability import models, montecarlo, pipeline
-from ksptrace.studies.variability.fitting import fit_johnsonsu, jsu_collapsed
+from ksptrace.studies.variability.fitting import fit_johnsonsu
+from ksptrace.studies.variability.outliers import jsu_collapsed
 from ksptrace.studies.variability.pipeline import AnalysisOptions, TraceAnalysis, analyze_trace
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import inject_outliers, synthetic_trace, trace_from_times
