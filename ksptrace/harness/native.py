@@ -7,9 +7,12 @@ the same two stores through PETSc's ``KSPMonitorSet`` and costs some 30 ns.
 
 It is compiled on first use with the machine's C compiler (``$CC``, else ``cc``; Debian's PETSc
 stack brings gcc) for this PETSc build's integer and real types, into the user's cache folder
-(:func:`ksptrace.cachedir.cache_dir`), and reused from there. Where that cannot be done (no
-compiler, a PETSc with quad-precision reals, a clock other than ``MPI.Wtime``), the Python
-monitor is used, and a trace says which one stamped it (attribute ``monitor``).
+(:func:`ksptrace.cachedir.cache_dir`), and reused from there. A library is code: it is built
+and loaded only in a folder no one else can write, named after its content's digest, which is
+checked before each load (:mod:`ksptrace.harness.private_files`); a corrupt one is rebuilt once.
+Where that cannot be done (no compiler, a PETSc with quad-precision reals, a clock other than
+``MPI.Wtime``, no private folder), the Python monitor is used, and a trace says which one
+stamped it (attribute ``monitor``).
 ``KSPTRACE_MONITOR=python`` always uses the Python monitor; ``=c`` makes a missing C monitor an
 error instead of a fallback.
 
@@ -28,20 +31,29 @@ import os
 import platform
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ksptrace.cachedir import cache_dir
+from ksptrace.cachedir import CACHE_ENV, cache_dir
 from ksptrace.errors import EnvironmentProblem
+from ksptrace.harness import private_files
 
 MONITOR_ENV = "KSPTRACE_MONITOR"
 """``auto`` (default): the C monitor where it can be built; ``c``: it or an error; ``python``."""
 POLL_SECONDS = 0.05
 """How often the C monitor lets the interpreter in (the watchdog, signal handlers)."""
 SOURCE = Path(__file__).with_name("stamp_monitor.c")
+COMPILE_SECONDS = 60.0
+"""The compiler gets this long (``KSPTRACE_CC_TIMEOUT`` overrides); then the Python monitor."""
+COMPILE_TIMEOUT_ENV = "KSPTRACE_CC_TIMEOUT"
+EXTRA_CFLAGS_ENV = "KSPTRACE_MONITOR_CFLAGS"
+"""Extra compiler flags (part of the cache key): the tests build an AddressSanitizer variant."""
+DIGEST_CHARS = 32
+"""Hex digits of the library's SHA-256 in its file name, checked before every load."""
 
 _INT_TYPES = {4: "int", 8: "long long"}
 _REAL_TYPES = {4: "float", 8: "double"}
@@ -80,48 +92,106 @@ def _compiler() -> list[str] | None:
     return None
 
 
-def _build(int_bytes: int, real_bytes: int) -> Path | str:
-    """The compiled library (cached), or why it cannot be had.
+def _spec(int_bytes: int, real_bytes: int) -> tuple[list[str], str] | str:
+    """The compiler flags and the library's name stem for these PETSc types, or why none.
 
-    The cache key is the source, the flags and the architecture, not the compiler: a library
-    built on a login node (a shared home) serves compute nodes that have no compiler."""
+    The stem is a hash of the source, the flags and the architecture, not the compiler: a
+    library built on a login node (a shared home) serves compute nodes that have no compiler."""
     int_c, real_c = _INT_TYPES.get(int_bytes), _REAL_TYPES.get(real_bytes)
     if int_c is None or real_c is None:
         return (f"this PETSc has {int_bytes}-byte integers and {real_bytes}-byte reals, which "
                 "the C monitor does not handle")
-    flags = ["-O2", "-fPIC", "-shared", f"-DKSPTRACE_INT={int_c}", f"-DKSPTRACE_REAL={real_c}"]
+    flags = ["-O2", "-fPIC", "-shared", f"-DKSPTRACE_INT={int_c}", f"-DKSPTRACE_REAL={real_c}",
+             *shlex.split(os.environ.get(EXTRA_CFLAGS_ENV, ""))]
     try:
         source = SOURCE.read_bytes()
     except OSError as exc:
         return f"cannot read {SOURCE}: {exc.strerror or exc}"
     key = hashlib.sha256(source + "\0".join([*flags, platform.machine()]).encode())
-    name = f"stamp_monitor-{key.hexdigest()[:16]}.so"
-    folders = (cache_dir(), Path(tempfile.gettempdir()) / f"ksptrace-{os.getuid()}")
-    for folder in folders:
-        if (folder / name).is_file():
-            return folder / name
-    cc = _compiler()
-    if cc is None:
-        return "no C compiler found ($CC, cc, gcc or clang)"
-    for folder in folders:
-        with contextlib.suppress(OSError):
-            folder.mkdir(parents=True, exist_ok=True)
-        if not os.access(folder, os.W_OK):
-            continue
-        tmp = folder / f".{name}.{os.getpid()}"
+    return flags, f"stamp_monitor-{key.hexdigest()[:16]}"
+
+
+def _folders() -> list[Path]:
+    return [cache_dir(), Path(tempfile.gettempdir()) / f"ksptrace-{os.geteuid()}"]
+
+
+def _timeout() -> float:
+    try:
+        return float(os.environ.get(COMPILE_TIMEOUT_ENV, "") or COMPILE_SECONDS)
+    except ValueError:
+        return COMPILE_SECONDS
+
+
+def _compile(cc: list[str], flags: list[str], folder: Path, stem: str) -> str | None:
+    """Compile into a fresh private folder inside ``folder``, then publish the library under
+    its content digest by one rename (ranks compiling at once each publish a whole file);
+    why not, or None."""
+    build = Path(tempfile.mkdtemp(prefix=".build-", dir=folder))  # mode 0700
+    try:
+        out = build / "lib.so"
+        limit = _timeout()
         try:
-            done = subprocess.run([*cc, *flags, "-o", str(tmp), str(SOURCE)],
-                                  capture_output=True, text=True, timeout=120, check=False)
-        except (OSError, subprocess.TimeoutExpired) as exc:
+            proc = subprocess.Popen([*cc, *flags, "-o", str(out), str(SOURCE)],
+                                    stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                    stderr=subprocess.PIPE, text=True, start_new_session=True)
+        except OSError as exc:
             return f"{cc[0]} did not run: {exc}"
-        if done.returncode != 0:
+        try:
+            _, err = proc.communicate(timeout=limit)
+        except subprocess.TimeoutExpired:
             with contextlib.suppress(OSError):
-                tmp.unlink()
-            first = (done.stderr.strip().splitlines() or ["no message"])[0]
+                os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return f"{cc[0]} took more than {limit:g} s to compile {SOURCE.name}; it was stopped"
+        if proc.returncode != 0:
+            first = (err.strip().splitlines() or ["no message"])[0]
             return f"{cc[0]} failed on {SOURCE.name}: {first}"
-        os.replace(tmp, folder / name)  # atomic: ranks compiling at once publish whole files
-        return folder / name
-    return f"no writable cache folder ({cache_dir()}, or the temporary folder)"
+        fd = private_files.open_private(out)
+        try:
+            digest = private_files.digest_of(fd)
+        finally:
+            os.close(fd)
+        os.replace(out, folder / f"{stem}-{digest[:DIGEST_CHARS]}.so")
+        return None
+    except (OSError, ValueError) as exc:
+        return f"cannot build the C monitor in {folder}: {exc}"
+    finally:
+        shutil.rmtree(build, ignore_errors=True)
+
+
+def _load_cached(folder: Path, stem: str) -> tuple[ctypes.CDLL, Path] | str | None:
+    """A verified library of ``stem`` in the private ``folder``; why the ones there are not
+    (each is removed), or None when there is none."""
+    bad = None
+    for path in sorted(folder.glob(f"{stem}-*.so")):
+        expected = path.name[len(stem) + 1:-3]
+        try:
+            fd = private_files.open_private(path)
+        except (OSError, ValueError) as exc:
+            bad = f"{path.name}: {exc}"
+        else:
+            try:
+                if private_files.digest_of(fd)[:DIGEST_CHARS] != expected:
+                    bad = f"{path.name}: its content is not what was built (corrupt)"
+                else:
+                    lib = ctypes.CDLL(str(path))
+                    _declare(lib)
+                    return lib, path
+            except (OSError, AttributeError) as exc:
+                bad = f"{path.name}: {exc}"
+            finally:
+                os.close(fd)
+        with contextlib.suppress(OSError):
+            path.unlink()
+    return bad
+
+
+_notes: list[str] = []
+
+
+def build_notes() -> tuple[str, ...]:
+    """What loading the C monitor had to repair in this process (a cached library rebuilt)."""
+    return tuple(_notes)
 
 
 def _address(function: Any) -> int:
@@ -147,17 +217,36 @@ def _declare(lib: ctypes.CDLL) -> None:
 
 
 def load_library(int_bytes: int, real_bytes: int) -> tuple[ctypes.CDLL, Path] | str:
-    """The C monitor's library for these PETSc types (built when missing) and its file, or
-    why it cannot be had."""
-    built = _build(int_bytes, real_bytes)
-    if isinstance(built, str):
-        return built
-    try:
-        lib = ctypes.CDLL(str(built))
-        _declare(lib)
-    except (OSError, AttributeError) as exc:
-        return f"cannot load {built}: {exc}"
-    return lib, built
+    """The C monitor's library for these PETSc types and its file, built when missing, loaded
+    only from a private folder (:mod:`ksptrace.harness.private_files`) and only when its
+    content is what was built; or why it cannot be had."""
+    spec = _spec(int_bytes, real_bytes)
+    if isinstance(spec, str):
+        return spec
+    flags, stem = spec
+    unsafe = []
+    for folder in _folders():
+        problem = private_files.private_folder(folder)
+        if problem is not None:
+            unsafe.append(problem)
+            continue
+        found = _load_cached(folder, stem)
+        if isinstance(found, tuple):
+            return found
+        cc = _compiler()
+        if cc is None:
+            return "no C compiler found ($CC, cc, gcc or clang)"
+        why = _compile(cc, flags, folder, stem)
+        if why is not None:
+            return why
+        again = _load_cached(folder, stem)
+        if not isinstance(again, tuple):
+            return f"the C monitor built in {folder} cannot be loaded ({again})"
+        if found is not None:
+            _notes.append(f"the cached C monitor was unusable ({found}); it was rebuilt")
+        return again
+    return ("no private folder to build the C monitor in (" + "; ".join(unsafe)
+            + f"); set {CACHE_ENV} to a folder only you can write")
 
 
 @functools.cache

@@ -411,6 +411,8 @@ def _solve_and_write(
         note = (f"the C stamping monitor is unavailable ({monitor.why_python}); the Python "
                 "monitor stamped this run, about 0.45 us more per iteration (trace attribute "
                 "monitor; README: the stamping monitor)")
+    elif native.build_notes():
+        note = "; ".join(native.build_notes())
     return RunOutcome(path, done, reason, float(max(solves)), solution_error, rank, foreign,
                       note)
 
