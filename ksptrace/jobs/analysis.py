@@ -13,12 +13,12 @@ the logs folder), so ``--dry-run`` shows exactly what would be submitted.
 
 from __future__ import annotations
 
-import shlex
 import subprocess
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from ksptrace import escape
 from ksptrace.errors import CampaignError, UsageError
 
 BACKENDS = ("local", "slurm", "pbs")
@@ -49,7 +49,7 @@ def render(backend: str, folder: Path, traces: Sequence[str], task_argv: Sequenc
     if backend not in ("slurm", "pbs"):
         raise UsageError(f"unknown backend {backend!r}; one of {', '.join(BACKENDS)}")
     logs = folder / "logs"
-    task = " ".join(shlex.quote(a) for a in task_argv)
+    task = " ".join(escape.shell_word(a) for a in task_argv)
     arrays = []
     for part, chunk in enumerate(_chunks(len(traces), max_array)):
         n = len(chunk)
@@ -70,10 +70,10 @@ def render(backend: str, folder: Path, traces: Sequence[str], task_argv: Sequenc
             "#!/bin/bash", *head, "set -euo pipefail",
             f"# traces {chunk.start}..{chunk.stop - 1} of {len(traces)}, one per task",
             f'line=$(( ${{{index}}} + {chunk.start + 1} ))',
-            f'trace=$(sed -n "${{line}}p" {shlex.quote(str(folder / "traces.txt"))})',
+            f'trace=$(sed -n "${{line}}p" {escape.shell_word(str(folder / "traces.txt"))})',
             '[ -n "$trace" ] || exit 0  # PBS arrays have at least 2 subjobs',
             f'exec {task} "$trace"', ""]))
-    merge = " ".join(shlex.quote(a) for a in merge_argv)
+    merge = " ".join(escape.shell_word(a) for a in merge_argv)
     if backend == "slurm":
         head = ["#SBATCH --job-name=ksptrace-analyze-merge", "#SBATCH --ntasks=1",
                 f"#SBATCH --time={walltime}", f"#SBATCH --output={logs}/merge-%j.out"]

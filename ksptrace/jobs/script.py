@@ -14,10 +14,10 @@ Every user string is shell-quoted with :func:`shlex.quote`; set-up lines are she
 from __future__ import annotations
 
 import re
-import shlex
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from ksptrace import escape
 from ksptrace.jobs.launchers import Launcher
 from ksptrace.jobs.spec import CampaignSpec, RunSpec
 
@@ -40,7 +40,7 @@ def _comment(text: str) -> str:
 
 
 def quote_args(args: Sequence[str]) -> str:
-    return " ".join(shlex.quote(a) for a in args)
+    return " ".join(escape.shell_word(a) for a in args)
 
 
 def task_command(spec: CampaignSpec, run: RunSpec, launcher: Launcher) -> list[str]:

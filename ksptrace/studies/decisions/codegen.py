@@ -12,10 +12,12 @@ row of the upper half.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable
 
-from ksptrace.errors import UsageError
+from ksptrace import escape
+from ksptrace.errors import AnalysisError, UsageError
 from ksptrace.studies.decisions.quadtree import QuadTree
 
 _IDENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
@@ -33,7 +35,7 @@ def c_source(tree: QuadTree, name: str = "ksptrace_decide", batch: bool = True) 
     def emit(depth: int, text: str) -> None:
         lines.append("    " * depth + text)
 
-    labels = ", ".join(_c_string(m) for m in tree.methods)
+    labels = ", ".join(escape.c_string(m) for m in tree.methods)
     lo1, hi1, lo2, hi2 = _ranges(tree)
     emit(0, f"/* {_header(tree)} */")
     emit(0, f"const char *const {name}_methods[{len(tree.methods)}] = {{{labels}}};")
@@ -64,7 +66,7 @@ def python_source(tree: QuadTree, name: str = "decide") -> str:
     lo1, hi1, lo2, hi2 = _ranges(tree)
     emit(0, f'"""{_header(tree)}"""')
     emit(0, "")
-    emit(0, f"METHODS = {tuple(tree.methods)!r}")
+    emit(0, "METHODS = (" + "".join(escape.python_string(m) + ", " for m in tree.methods) + ")")
     emit(0, "")
     emit(0, "")
     emit(0, f"def {name}(a: float, b: float) -> int:")
@@ -142,21 +144,20 @@ def _header(tree: QuadTree) -> str:
             f"b = {tree.axis_names[1]}; depth limit {limit}, accuracy threshold "
             f"{tree.threshold:g}, {s.leaves} leaves, mean depth {s.mean_depth:.2f}. "
             f"Methods: {methods}.")
-    return text.replace("*/", "* /").replace('"""', "'''")
+    return escape.comment(text, limit=2000)
 
 
 def _literal(x: float) -> str:
     """A float literal that reads back exactly, in C and in Python."""
-    return repr(float(x))
+    value = float(x)
+    if not math.isfinite(value):
+        raise AnalysisError(f"an axis value is {value}; a decision function needs finite "
+                            "axis values (check the traces' attributes)")
+    return repr(value)
 
 
 def _comment(label: str) -> str:
-    return " ".join(label.split()).replace("*/", "* /")
-
-
-def _c_string(s: str) -> str:
-    escaped = s.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
-    return f'"{escaped}"'
+    return escape.comment(label)
 
 
 def _check_name(name: str) -> None:

@@ -12,6 +12,7 @@ from ksptrace.studies.decisions.report import (
     Picture,
     Studies,
     build_studies,
+    options_refused,
     run_of,
     sentences,
     study_figures,
@@ -54,7 +55,9 @@ def result_of(studies: Studies, tables_of: Sequence[Sequence[Table]] | None = No
         lead=f"The fastest {studies.method} per cell of {a1} × {a2} (median KSPSolve over "
              "repetitions), encoded as quadtrees after Pjesivac-Grbovic, Fagg and Dongarra: "
              "how much a compact decision function gives away against the exact map.",
-        parts=tuple(parts), notes=studies.notes if parts else (),
+        parts=tuple(parts),
+        notes=(*studies.notes, *(n for s in studies.studies
+                                 for n in options_refused(s, studies.method))) if parts else (),
         footer="Decision functions (C, Python), PETSc options files per region and a "
                "follow-up campaign: ksptrace decide.",
         summary={"decision_maps": [summary_of(s) for s in studies.studies]})

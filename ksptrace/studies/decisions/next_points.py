@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ksptrace import escape
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.decisions.maps import DecisionMap
 
@@ -148,15 +149,17 @@ def campaign_toml(s: Suggestions, fixed: dict[str, object], methods: tuple[str, 
     lines = [f"# ksptrace decide: where to measure next ({len(s.points)} points"
              + (f", {s.dropped} more left out" if s.dropped else "") + ")"]
     for p in s.points:
-        lines.append(f"#   {a1}={_fmt(p.a)}, {a2}={_fmt(p.b)}: {p.reason}: {p.detail}")
+        lines.append("#   " + escape.comment(f"{a1}={_fmt(p.a)}, {a2}={_fmt(p.b)}: {p.reason}: "
+                                            f"{p.detail}", limit=400))
+    key1, key2 = escape.toml_key(a1), escape.toml_key(a2)
     lines += ["[campaign]", f"name = {_toml(name)}", f"output = {_toml('runs/' + name)}",
               f"repetitions = {repetitions}", f"zip = [[{_toml(a1)}, {_toml(a2)}]]", "",
               "[sweep]",
-              f"{a1} = [{', '.join(_fmt(p.a) for p in s.points)}]",
-              f"{a2} = [{', '.join(_fmt(p.b) for p in s.points)}]",
-              f"{method_key} = [{', '.join(_toml(m) for m in methods)}]"]
+              f"{key1} = [{', '.join(_fmt(p.a) for p in s.points)}]",
+              f"{key2} = [{', '.join(_fmt(p.b) for p in s.points)}]",
+              f"{escape.toml_key(method_key)} = [{', '.join(_toml(m) for m in methods)}]"]
     for key, value in fixed.items():
-        lines.append(f"{key} = {_toml(value)}")
+        lines.append(f"{escape.toml_key(key)} = {_toml(value)}")
     return "\n".join(lines) + "\n"
 
 
@@ -165,5 +168,4 @@ def _toml(v: object) -> str:
         return "true" if v else "false"
     if isinstance(v, int | float):
         return _fmt(float(v)) if float(v).is_integer() else repr(float(v))
-    text = str(v).replace("\\", "\\\\").replace('"', '\\"')
-    return f'"{text}"'
+    return escape.toml_string(str(v))

@@ -22,6 +22,7 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
+from ksptrace import escape
 from ksptrace.errors import AnalysisError, UsageError
 from ksptrace.studies.decisions.codegen import c_source, python_source
 from ksptrace.studies.decisions.maps import decision_map
@@ -531,22 +532,37 @@ def slug(title: str) -> str:
 
 
 def options_files(s: DecisionStudy, method: str) -> dict[str, str]:
-    """File name -> PETSc options file, one per region of the chosen tree."""
+    """File name -> PETSc options file, one per region of the chosen tree whose method is a
+    valid PETSc type name (see :func:`options_refused` for the others)."""
     option = OPTION_OF_METHOD.get(method)
     if option is None:
         return {}
     a1, a2 = s.dm.axis_names
     out: dict[str, str] = {}
     for k, r in enumerate(s.regions):
-        out[f"region-{k + 1:03d}-{r.method}.opts"] = (
-            f"# ksptrace decide: region {k + 1} of {len(s.regions)} ({s.title})\n"
-            f"# {a1} {_range(r.axis1_values, r.axis1_upper)}, "
+        if not escape.petsc_name(r.method):
+            continue
+        comment = escape.comment(
+            f"ksptrace decide: region {k + 1} of {len(s.regions)} ({s.title})", limit=400)
+        where = escape.comment(
+            f"{a1} {_range(r.axis1_values, r.axis1_upper)}, "
             f"{a2} {_range(r.axis2_values, r.axis2_upper)}; values below the measured range "
-            "count as its lowest\n"
-            f"# measured {a1}: {', '.join(_fmt(v) for v in r.axis1_values)}; "
-            f"{a2}: {', '.join(_fmt(v) for v in r.axis2_values)}\n"
-            f"{option} {r.method}\n")
+            "count as its lowest", limit=400)
+        measured = escape.comment(
+            f"measured {a1}: {', '.join(_fmt(v) for v in r.axis1_values)}; "
+            f"{a2}: {', '.join(_fmt(v) for v in r.axis2_values)}", limit=2000)
+        out[f"region-{k + 1:03d}-{r.method}.opts"] = (
+            f"# {comment}\n# {where}\n# {measured}\n{option} {r.method}\n")
     return out
+
+
+def options_refused(s: DecisionStudy, method: str) -> list[str]:
+    """Why some regions got no options file: their method is no PETSc type name."""
+    if method not in OPTION_OF_METHOD:
+        return []
+    bad = sorted({r.method for r in s.regions if not escape.petsc_name(r.method)})
+    return [f"no PETSc options file for the method {escape.comment(m, 60)!r}: a PETSc type "
+            "name is made of letters, digits and underscores only" for m in bad]
 
 
 def write_files(folder: Path, studies: Studies, tables_of: Sequence[Sequence[Table]],
@@ -590,6 +606,9 @@ def write_files(folder: Path, studies: Studies, tables_of: Sequence[Sequence[Tab
         entry["chosen_tree"] = limit_name(s.chosen)
         entry["regions"] = len(s.regions)
         entry["options_files"] = sorted(opts)
+        refused = options_refused(s, studies.method)
+        if refused:
+            entry["options_files_refused"] = refused
         index.append(entry)
     (folder / "decision.json").write_text(json.dumps(
         {"axes": list(studies.axes), "method": studies.method, "maps": index,
