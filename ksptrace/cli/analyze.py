@@ -162,33 +162,14 @@ COLLECTIVES_FOLDER = "collectives"
 
 def _collectives(out: Path, paths: list[str | os.PathLike[str]], with_figures: bool,
                  solver_paths: Sequence[str | os.PathLike[str]] = ()) -> int:
-    """The collectives section: its own page, CSVs and Markdown table in ``out``; beside
-    solver traces, also the share of their iterations their reductions explain."""
-    import dataclasses
+    """The collectives page (see :func:`ksptrace.report.collectives.write_collectives`)."""
+    from ksptrace.report.collectives import write_collectives
 
-    from ksptrace.outputs import staged_directory
-    from ksptrace.report import collectives as page
-    from ksptrace.studies.collectives import render
-    from ksptrace.studies.collectives import report as cr
-    from ksptrace.trace import collectives
-
-    traces = [collectives.read(p) for p in paths]
-    report = cr.build(traces)
-    if solver_paths:
-        from ksptrace.studies.collectives.reduction_files import reductions_of_files
-
-        table = reductions_of_files(solver_paths, traces)
-        report = dataclasses.replace(report, tables=(*report.tables, table))
-    pictures = render.figures(report.tables[0].frame) if with_figures else []
-    with staged_directory(out, ("collectives.html",)) as tmp:
-        for t in report.tables:
-            (tmp / f"{t.name}.csv").write_text(t.to_csv())
-        (tmp / "collectives.md").write_text(render.markdown(report))
-        for op, text in report.rules:
-            (tmp / f"ompi_rules_{op}.conf").write_text(text)
-        (tmp / "collectives.html").write_text(page.html(report, len(traces), pictures),
-                                              encoding="utf-8")
-    print(f"wrote {out / 'collectives.html'} ({len(traces)} collectives traces)")
+    written = write_collectives(out, paths, with_figures, solver_paths)
+    for reason in written.skipped:
+        print(f"ksptrace: skipped {reason}", file=sys.stderr)
+    print(f"wrote {written.html} ({written.count} collectives traces"
+          + (f", {len(written.skipped)} skipped" if written.skipped else "") + ")")
     return 0
 
 

@@ -67,7 +67,7 @@ def trace_paths(inputs: list[str]) -> list[Path]:
             if not found:
                 raise UsageError(f"{p} holds no trace (*.h5); pass a campaign's output folder")
             paths.extend(found)
-        elif p.is_file():
+        elif p.exists():  # a file that is no regular file is named by the reader, and skipped
             paths.append(p)
         else:
             raise UsageError(f"{p} does not exist; pass a campaign output folder or trace files")

@@ -166,14 +166,11 @@ def _refuse_other_experiment(
     nprocs: int,
 ) -> None:
     """An existing trace of a different experiment is not a rerun: say so, and what differs."""
-    import h5py
-
     if not path.is_file():
         return
     try:
-        with h5py.File(path, "r") as f:
-            stored: dict[str, Any] = io.file_attrs(f)  # either schema's layout, flat
-    except (OSError, KeyError, ValueError, TypeError, TraceError):
+        stored: dict[str, Any] = io.attrs_of(path)  # either schema's layout, flat
+    except TraceError:
         return  # not a readable trace: check_destination says it exists
     differ = []
     for key, wanted in _experiment(run, problem, petsc_options, nprocs).items():

@@ -1,11 +1,65 @@
-"""The collectives page: the collectives study's tables, notes and figures as one HTML file."""
+"""The collectives page: the collectives study's tables, notes and figures as one HTML file,
+its CSVs, a Markdown table and Open MPI rules files, written whole or not at all."""
 
 from __future__ import annotations
 
 import base64
+import dataclasses
+import os
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
 
+from ksptrace.errors import AnalysisError, TraceError
+from ksptrace.outputs import staged_directory
 from ksptrace.report.templating import ENV, css
+from ksptrace.studies.collectives import render
+from ksptrace.studies.collectives import report as cr
+from ksptrace.studies.collectives.reduction_files import reductions_of_files
 from ksptrace.studies.collectives.report import CollectivesReport
+from ksptrace.trace import collectives
+
+
+@dataclass(frozen=True)
+class Written:
+    """What :func:`write_collectives` wrote, and the traces it left out with why."""
+
+    html: Path
+    count: int
+    skipped: tuple[str, ...]
+
+
+def write_collectives(out: Path, paths: Sequence[str | os.PathLike[str]], with_figures: bool,
+                      solver_paths: Sequence[str | os.PathLike[str]] = ()) -> Written:
+    """The collectives page, its CSVs, Markdown and rules files in ``out``; beside solver
+    traces, also the share of their iterations their reductions explain. A trace that cannot
+    be read is skipped and named (AnalysisError when none can)."""
+    traces, skipped = [], []
+    for p in paths:
+        try:
+            traces.append(collectives.read(p))
+        except TraceError as exc:
+            skipped.append(str(exc))
+    if not traces:
+        raise AnalysisError("no collectives trace could be read (" + "; ".join(skipped)
+                            + "); pass valid collectives traces")
+    report = cr.build(traces)
+    if solver_paths:
+        table = reductions_of_files(solver_paths, traces)
+        report = dataclasses.replace(report, tables=(*report.tables, table))
+    if skipped:
+        report = dataclasses.replace(
+            report, notes=(*report.notes, *(f"skipped {s}" for s in skipped)))
+    pictures = render.figures(report.tables[0].frame) if with_figures else []
+    with staged_directory(out, ("collectives.html",)) as tmp:
+        for t in report.tables:
+            (tmp / f"{t.name}.csv").write_text(t.to_csv())
+        (tmp / "collectives.md").write_text(render.markdown(report))
+        for op, text in report.rules:
+            (tmp / f"ompi_rules_{op}.conf").write_text(text)
+        (tmp / "collectives.html").write_text(html(report, len(traces), pictures),
+                                              encoding="utf-8")
+    return Written(out / "collectives.html", len(traces), tuple(skipped))
 
 
 def html(report: CollectivesReport, count: int, pictures: list[tuple[str, bytes]]) -> str:

@@ -29,7 +29,7 @@ import h5py
 import numpy as np
 
 from ksptrace.errors import TraceError
-from ksptrace.trace import io
+from ksptrace.trace import io, probe
 from ksptrace.trace.model import SCHEMA_VERSION, AttrValue
 
 KIND = "collectives"
@@ -65,6 +65,12 @@ class CollectiveTrace:
         object.__setattr__(self, "seconds", s)
         object.__setattr__(self, "message_bytes", np.asarray(self.message_bytes, np.int64))
         object.__setattr__(self, "attrs", MappingProxyType(dict(self.attrs)))
+
+    def __reduce__(self) -> tuple[type[CollectiveTrace], tuple[object, ...]]:
+        """Pickled with plain attributes (a mapping proxy cannot be), e.g. from a reader child."""
+        return (CollectiveTrace, (self.seconds, self.message_bytes, self.node_ids,
+                                  self.hostnames, dict(self.attrs), self.comm_seconds,
+                                  self.compute_seconds))
 
     @property
     def nprocs(self) -> int:
@@ -132,17 +138,31 @@ def write(trace: CollectiveTrace, path: str | os.PathLike[str], overwrite: bool 
 
 
 def is_collectives(path: str | os.PathLike[str]) -> bool:
-    """True when ``path`` is a collectives trace (False for solver traces and other files)."""
+    """True when ``path`` is a collectives trace (False for solver traces, other files, files
+    that are not regular, and files on which HDF5 crashes or hangs: read in a child)."""
+    p = Path(path)
     try:
-        with h5py.File(path, "r") as f:
+        return probe.in_child(lambda: _is_collectives(p), p)
+    except TraceError:
+        return False
+
+
+def _is_collectives(p: Path) -> bool:
+    try:
+        with h5py.File(p, "r") as f:
             return "run" in f and f["run"].attrs.get("kind") == KIND
     except (OSError, ValueError):
         return False
 
 
 def read(path: str | os.PathLike[str]) -> CollectiveTrace:
-    """Read and check a collectives trace; TraceError with the reason when it is not one."""
+    """Read and check a collectives trace; TraceError with the reason when it is not one (the
+    file is read in a forked child: see :mod:`ksptrace.trace.probe`)."""
     p = Path(path)
+    return probe.in_child(lambda: _read(p), p)
+
+
+def _read(p: Path) -> CollectiveTrace:
     try:
         with h5py.File(p, "r") as f:
             version = io.schema_version_of(f.attrs.get("schema_version"))

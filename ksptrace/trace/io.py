@@ -20,10 +20,7 @@ import math
 import mmap
 import os
 import pickle
-import select
-import signal
 import struct
-import time
 import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from io import BytesIO
@@ -34,6 +31,7 @@ import h5py
 import numpy as np
 
 from ksptrace.errors import OutputError, TraceError, UsageError
+from ksptrace.trace import probe
 from ksptrace.trace.model import (
     ATTRIBUTE_GROUPS,
     ONE_SOLVE_SCHEMA,
@@ -602,6 +600,21 @@ def file_attrs(f: h5py.File) -> dict[str, AttrValue]:
     return _read_attrs(f, version)
 
 
+def attrs_of(path: str | os.PathLike[str]) -> dict[str, AttrValue]:
+    """The flat attributes of the trace file ``path`` (either schema), read in a forked child
+    (:mod:`ksptrace.trace.probe`); TraceError when the file is not a readable trace."""
+    p = Path(path)
+
+    def read() -> dict[str, AttrValue]:
+        try:
+            with h5py.File(p, "r") as f:
+                return file_attrs(f)
+        except (OSError, KeyError, ValueError, TypeError) as exc:
+            raise TraceError(f"{p}: not a readable trace ({exc})") from None
+
+    return probe.in_child(read, p)
+
+
 def _hostnames(raw: np.ndarray) -> tuple[str, ...]:
     try:
         return tuple(
@@ -610,25 +623,6 @@ def _hostnames(raw: np.ndarray) -> tuple[str, ...]:
         )
     except UnicodeError:
         raise TraceError("hostnames are not valid UTF-8") from None
-
-
-def _open_check(p: Path) -> int:
-    """The size of ``p``; TraceError for a missing, unreadable or non-regular file."""
-    try:
-        st = p.stat()
-        if not p.is_file():
-            raise TraceError(f"{p}: not a file; give the path of a trace file (.h5)")
-        with open(p, "rb"):
-            pass
-    except PermissionError:
-        raise TraceError(
-            f"{p}: permission denied; make the file readable (chmod +r) or copy it"
-        ) from None
-    except FileNotFoundError:
-        raise TraceError(f"{p}: no such trace file") from None
-    except OSError as exc:
-        raise TraceError(f"{p}: cannot open ({exc.strerror or exc}); check the path") from None
-    return int(st.st_size)
 
 
 def read_trace(path: str | os.PathLike[str]) -> Trace:
@@ -645,14 +639,11 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     once, in a forked child (:func:`_read_in_child`).
     """
     p = Path(path)
-    file_bytes = _open_check(p)
+    file_bytes = probe.regular_file(p)
     if not hasattr(os, "fork"):
         return _read(p, file_bytes)
     return _read_in_child(p, file_bytes)
 
-
-PROBE_SECONDS = 20.0
-"""A forked reader of a trace gets this long, plus a second per 50 MB of file, to finish."""
 
 _HEADER = struct.Struct("<QQQ")
 """The shared map's header: status, offset and length of the pickled result."""
@@ -666,7 +657,7 @@ def _read_in_child(p: Path, file_bytes: int) -> Trace:
     Damaged HDF5 metadata can crash libhdf5 (a segmentation fault while iterating attributes)
     or send it into an endless loop, both found by ``tests/trace/test_read_fuzz.py``; no Python
     handler catches either, and one such file would end or hang a whole analysis. So only a
-    child touches the file, and it is killed after :data:`PROBE_SECONDS` (plus a second per
+    child touches the file, and it is killed after :data:`probe.PROBE_SECONDS` (plus a second per
     50 MB). The child reads each dataset straight into an anonymous shared map and pickles the
     trace's fields (protocol 5) with the arrays out of band, as spans of that map; the parent's
     arrays are views of the map. So the data are read once and never copied, and a trace costs
@@ -684,16 +675,10 @@ def _read_in_child(p: Path, file_bytes: int) -> Trace:
                 _hand_over(shared, p, file_bytes)
         finally:
             os._exit(0)
-    limit = PROBE_SECONDS + file_bytes / 50e6
-    status = _wait(pid, limit)
-    if status is None:
-        fault = f"reading it did not finish within {limit:.0f} s (HDF5 loops on it)"
-    elif os.WIFSIGNALED(status):
-        fault = f"the HDF5 library crashed reading it (signal {os.WTERMSIG(status)})"
-    else:
-        fault = None
+    limit = probe.limit_for(file_bytes)
+    fault = probe.fault_of(p, probe.wait(pid, limit), limit)
     if fault is not None:
-        raise TraceError(f"{p}: {fault}: a corrupt file; rerun the run that made it")
+        raise TraceError(fault)
     state, offset, length = _HEADER.unpack_from(shared, 0)
     if state == _REFUSED:
         raise TraceError(pickle.loads(shared[offset:offset + length]))
@@ -775,32 +760,6 @@ def _hand_over(shared: mmap.mmap, p: Path, file_bytes: int) -> None:
         return
     shared[end:end + len(result)] = result
     _HEADER.pack_into(shared, 0, _OK, end, len(result))
-
-
-def _wait(pid: int, limit: float) -> int | None:
-    """The wait status of child ``pid``, or None (and the child killed) after ``limit`` s."""
-    done, status = 0, 0
-    try:
-        if hasattr(os, "pidfd_open"):  # Linux: sleep until the child ends, no polling
-            fd = os.pidfd_open(pid)
-            try:
-                select.select([fd], [], [], limit)
-            finally:
-                os.close(fd)
-            done, status = os.waitpid(pid, os.WNOHANG)
-        else:
-            deadline = time.monotonic() + limit
-            pause = 0.0005
-            while not done and time.monotonic() < deadline:
-                time.sleep(pause)
-                pause = min(2 * pause, 0.05)
-                done, status = os.waitpid(pid, os.WNOHANG)
-    finally:
-        if not done:
-            with contextlib.suppress(ProcessLookupError, ChildProcessError):
-                os.kill(pid, signal.SIGKILL)
-                os.waitpid(pid, 0)
-    return status if done else None
 
 
 Allocator = Callable[[tuple[int, ...], "np.dtype[Any]"], np.ndarray]

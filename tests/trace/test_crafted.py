@@ -238,7 +238,8 @@ def test_a_file_that_hangs_hdf5_is_refused_in_bounded_time(tmp_path: Path) -> No
     code = (
         "import sys\n"
         "import ksptrace.trace.io as io\n"
-        "io.PROBE_SECONDS = 1.0\n"
+        "import ksptrace.trace.probe as probe\n"
+        "probe.PROBE_SECONDS = 1.0\n"
         "from ksptrace.errors import TraceError\n"
         "try:\n    io.read_trace(sys.argv[1])\n"
         "except TraceError as exc:\n    print(exc)\n"

@@ -8,14 +8,13 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-import h5py
 import numpy as np
 
 from ksptrace.errors import KsptraceError
 from ksptrace.studies.collectives.reductions import SolverReductions, reductions_table
 from ksptrace.studies.table import Table
 from ksptrace.trace.collectives import CollectiveTrace
-from ksptrace.trace.io import file_attrs, read_trace
+from ksptrace.trace.io import attrs_of, read_trace
 
 
 def reductions_of_files(solver_paths: Sequence[str | os.PathLike[str]],
@@ -32,8 +31,7 @@ def reductions_of_files(solver_paths: Sequence[str | os.PathLike[str]],
     solvers = []
     for p in solver_paths:
         try:
-            with h5py.File(p, "r") as f:
-                attrs = file_attrs(f)
+            attrs = attrs_of(p)
             nprocs = int(str(attrs.get("nprocs", 0)))
             times = np.empty((0, 0))
             if "reductions_blocking" in attrs and nprocs in allreduce:
