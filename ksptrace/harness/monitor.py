@@ -70,6 +70,7 @@ class StampMonitor:
         "_bound",
         "_ksp",
         "_owner",
+        "_unbind",
         "beyond",
         "callback",
         "impl",
@@ -85,6 +86,7 @@ class StampMonitor:
         """The highest iteration number reported beyond the capacity (0: none)."""
         self._owner = next(_owners)
         self._bound: tuple[Any, int] | None = None
+        self._unbind: weakref.finalize | None = None
         self._ksp: Any = None
         self.impl = "python"
         self.why_python = "not attached"
@@ -107,7 +109,8 @@ class StampMonitor:
                               self.stamps.shape[0], self._owner)
             if ctx is not None:
                 self._bound = (found.lib, ctx)
-                weakref.finalize(self, native.unbind, found.lib, ctx, self._owner)
+                # runs once: at detach, or when the monitor is collected while attached
+                self._unbind = weakref.finalize(self, native.unbind, found.lib, ctx, self._owner)
                 self._ksp, self.impl, self.why_python = ksp, "c", ""
                 return self.impl
             found = "PETSc refused another monitor on this KSP"
@@ -120,10 +123,19 @@ class StampMonitor:
         if self._ksp is None:
             return
         if self._bound is not None:
-            native.unbind(*self._bound, self._owner)
-            self._bound = None
+            if self._unbind is not None:
+                self._unbind()
+            self._bound = self._unbind = None
         else:
             _remove_callback(self._ksp, self.callback)
+        self._ksp = None
+
+    def forget(self) -> None:
+        """Let go of a KSP that PETSc already destroyed (with its monitors): give back the C
+        context's reference, touch nothing of the KSP."""
+        if self._unbind is not None:
+            self._unbind()
+        self._bound = self._unbind = None
         self._ksp = None
 
     def resize(self, capacity: int) -> None:

@@ -214,6 +214,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.ksptrace_stamp_serves.argtypes = [_vp, _vp]
     lib.ksptrace_stamp_release.restype = None
     lib.ksptrace_stamp_release.argtypes = [_vp]
+    lib.ksptrace_stamp_retain.restype = None
+    lib.ksptrace_stamp_retain.argtypes = [_vp]
 
 
 def load_library(int_bytes: int, real_bytes: int) -> tuple[ctypes.CDLL, Path] | str:
@@ -295,7 +297,8 @@ monitor."""
 def bind(nat: NativeMonitor, ksp: Any, arrays: tuple[Any, Any, Any], capacity: int,
          owner: int) -> int | None:
     """Point ``ksp``'s C context (registered on first use) at ``arrays`` (stamps, norms,
-    beyond); the context, or None when PETSc refused the monitor."""
+    beyond); the context, with a reference for the caller that :func:`unbind` gives back, or
+    None when PETSc refused the monitor."""
     handle = int(ksp.handle)
     lib = nat.lib
     ctx = _contexts.get(handle)
@@ -318,13 +321,16 @@ def bind(nat: NativeMonitor, ksp: Any, arrays: tuple[Any, Any, Any], capacity: i
             return None
         lib.ksptrace_stamp_bind(ctx, handle)
         _contexts[handle] = ctx
+    lib.ksptrace_stamp_retain(ctx)
     bind_again(lib, ctx, arrays, capacity, owner)
     return int(ctx)
 
 
 def unbind(lib: ctypes.CDLL, ctx: int, owner: int) -> None:
-    """Stop ``ctx`` writing into monitor ``owner``'s arrays (no-op if it serves another)."""
+    """Stop ``ctx`` writing into monitor ``owner``'s arrays (no-op if it serves another) and
+    give back the reference :func:`bind` took: call once per bind."""
     lib.ksptrace_stamp_disable(ctx, owner)
+    lib.ksptrace_stamp_release(ctx)
 
 
 def bind_again(lib: ctypes.CDLL, ctx: int, arrays: tuple[Any, Any, Any], capacity: int,

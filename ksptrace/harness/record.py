@@ -44,6 +44,8 @@ _HOOK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.
 """``PetscErrorCode (*)(KSP, Vec, Vec, void *)``: KSPSetPreSolve's and KSPSetPostSolve's hook."""
 SPARE = 2
 """Monitor slots beyond max_it: pipelined CG-type methods report one iteration more."""
+_RECORDING: set[int] = set()
+"""Handles of the KSPs inside a record block now (blocks on one KSP cannot nest)."""
 
 
 def _as_ksp(solver: Any) -> Any:
@@ -115,7 +117,8 @@ class Recorder:
         self._its: list[int] = []
         self._before = 0.0
         self._error: KsptraceError | None = None
-        self._attached = False
+        self._attached = 0
+        """The handle of the KSP the hooks are on (0: none)."""
 
     @property
     def solves(self) -> int:
@@ -123,6 +126,9 @@ class Recorder:
         return len(self._stamps)
 
     def __enter__(self) -> Recorder:
+        if int(self.ksp.handle) in _RECORDING:
+            raise UsageError("this KSP is already inside a ksptrace.record block; blocks on one "
+                             "KSP cannot nest: end the outer block first, or record one block")
         error: KsptraceError | None = None
         if self.mpicomm.Get_rank() == 0:
             try:
@@ -139,7 +145,8 @@ class Recorder:
         handle = ctypes.c_void_p(self.ksp.handle)
         self._lib.KSPSetPreSolve(handle, self._hooks[0], None)
         self._lib.KSPSetPostSolve(handle, self._hooks[1], None)
-        self._attached = True
+        self._attached = int(self.ksp.handle)
+        _RECORDING.add(self._attached)
         self.mpicomm.Barrier()
         self.load_start = cpuload.sample()
         return self
@@ -201,13 +208,20 @@ class Recorder:
         self.monitor.reset()
 
     def _detach(self) -> None:
+        """Take the hooks and the monitor off the KSP; a KSP destroyed inside the block (its
+        handle is gone) took them with it, and is a SolverError."""
         if not self._attached:
             return
-        handle = ctypes.c_void_p(self.ksp.handle)
+        _RECORDING.discard(self._attached)
+        attached, self._attached = self._attached, 0
+        if int(self.ksp.handle or 0) != attached:  # PETSc freed it and our hooks with it
+            self.monitor.forget()
+            raise SolverError("the KSP was destroyed inside the ksptrace.record block; no trace "
+                              f"written to {self.path}: destroy it after the block")
+        handle = ctypes.c_void_p(attached)
         self._lib.KSPSetPreSolve(handle, None, None)
         self._lib.KSPSetPostSolve(handle, None, None)
         self.monitor.detach()
-        self._attached = False
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:

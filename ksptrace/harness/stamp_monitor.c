@@ -37,7 +37,7 @@ struct stamp_ctx {
   long long capacity;
   long long owner;           /* which Python monitor the arrays belong to (0: none) */
   int enabled;               /* 0: PETSc calls a no-op (the monitor was detached) */
-  int refs;                  /* PETSc's reference (until its destroy) + Python's */
+  int refs;                  /* PETSc's (until its destroy), the registry's, each monitor's */
   void *ksp;                 /* the KSP this context was registered on */
   int in_petsc;              /* PETSc still holds it (cleared by ksptrace_stamp_destroy) */
   clock_fn wtime;
@@ -54,7 +54,10 @@ static void drop(struct stamp_ctx *c) {
   if (--c->refs == 0) free(c);
 }
 
-/* A context with one reference for Python and one for PETSc (given when registered). */
+/* A context with one reference for Python's registry of contexts and one for PETSc (given
+   when registered). Each Python monitor bound to it takes one more (ksptrace_stamp_retain) and
+   gives it back when it is unbound or collected (ksptrace_stamp_release): the memory lives
+   until the last of them lets go, so no holder ever touches freed memory. */
 struct stamp_ctx *ksptrace_stamp_new(clock_fn wtime, double poll_every, gil_ensure_fn ensure,
                                      gil_release_fn release, save_thread_fn save,
                                      restore_thread_fn restore, check_signals_fn check) {
@@ -101,9 +104,13 @@ int ksptrace_stamp_serves(const struct stamp_ctx *c, void *ksp) {
   return c->in_petsc && c->ksp == ksp;
 }
 
-/* Python lets go of the context. */
+/* A Python holder takes a reference. */
+void ksptrace_stamp_retain(struct stamp_ctx *c) {
+  ++c->refs;
+}
+
+/* A Python holder lets go of its reference. */
 void ksptrace_stamp_release(struct stamp_ctx *c) {
-  c->enabled = 0;
   drop(c);
 }
 
