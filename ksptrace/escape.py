@@ -9,6 +9,7 @@ or parsing the artefact (tests/test_escape.py). Pure: no imports from the rest o
 
 from __future__ import annotations
 
+import hashlib
 import html
 import re
 import shlex
@@ -87,3 +88,18 @@ def file_stem(text: str, limit: int = 80) -> str:
     starting with a dot, at most ``limit`` characters; ``x`` when nothing is left."""
     stem = _FILE_UNSAFE.sub("-", text).strip("-.")[:limit].rstrip("-.")
     return stem or "x"
+
+
+MAX_STEM = 200
+"""File systems allow 255 bytes per name: a stem longer than this keeps its start and a digest
+of the whole."""
+
+
+def bounded_stem(stem: str, limit: int = MAX_STEM) -> str:
+    """``stem`` itself, or its first characters and an 8-digit digest of all of it when it is
+    longer than ``limit`` (distinct long names stay distinct)."""
+    if len(stem.encode("utf-8")) <= limit:
+        return stem
+    digest = hashlib.sha256(stem.encode("utf-8", "surrogatepass")).hexdigest()[:8]
+    head = stem.encode("utf-8")[:limit - 9].decode("utf-8", "ignore")
+    return f"{head}-{digest}"

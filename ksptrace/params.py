@@ -7,12 +7,25 @@ This module is pure (no PETSc, no MPI).
 from __future__ import annotations
 
 import difflib
+import math
 import re
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from ksptrace.errors import UsageError
+
+INT32_MAX = 2**31 - 1
+"""PETSc's default PetscInt (Debian's build) and MPI counts are 32-bit."""
+BOUND_WHY: dict[str, str] = {
+    "iterations": " (16 bytes per iteration and rank are kept, and PETSc counts iterations in "
+                  "32 bits)",
+    "n": " (PETSc's 32-bit indices)",
+    "restart": " (GMRES keeps restart + 1 vectors of the local size)",
+    "compute_us": " (microseconds of compute per call)",
+    "repetitions": "",
+}
+"""Why an upper bound holds, appended to its error."""
 
 
 @dataclass(frozen=True)
@@ -26,6 +39,8 @@ class Param:
     help: str
     choices: tuple[Any, ...] | None = None
     minimum: float | None = None
+    maximum: float | None = None
+    """An upper bound that keeps a run in bounded time and memory (see :data:`BOUND_WHY`)."""
     canonical: Callable[[Any], Any] | None = None
     """Validates a converted value and returns its canonical form (raising UsageError with a
     message that says what is wrong), for values with a grammar of their own (noise specs)."""
@@ -60,8 +75,13 @@ class Param:
         if self.choices is not None and converted not in self.choices:
             valid = ", ".join(str(c) for c in self.choices)
             raise UsageError(f"{label} is {converted!r}; valid values: {valid}")
+        if self.type is float and not math.isfinite(converted):
+            raise UsageError(f"{label} must be a finite number, got {value!r}")
         if self.minimum is not None and converted < self.minimum:
             raise UsageError(f"{label} must be >= {self.minimum:g}, got {converted!r}")
+        if self.maximum is not None and converted > self.maximum:
+            raise UsageError(f"{label} must be <= {self.maximum:g}, got {converted!r}"
+                             f"{BOUND_WHY.get(self.name, '')}")
         if self.canonical is not None:
             try:
                 converted = self.canonical(converted)

@@ -32,7 +32,7 @@ def unit(module: str) -> str:
 
 
 BASICS = {"ksptrace.errors", "ksptrace.params", "ksptrace.outputs", "ksptrace.cachedir",
-          "ksptrace.version", "ksptrace.escape"}
+          "ksptrace.version", "ksptrace.escape", "ksptrace.inputs"}
 """The bottom layer, which every package may use: left out of the imports column."""
 
 

@@ -182,6 +182,9 @@ def status(folder: Path, out: TextIO, require_done: bool = False) -> int:
     for name in BACKENDS:
         queued |= get_backend(name).queued(folder)
     rows = state.statuses(folder, data["runs"], alive_any, queued)
+    swept = state.sweep_dead_writers(folder)
+    if swept:
+        print(f"removed {len(swept)} temporary trace file(s) left by killed runs", file=out)
     counts = Counter(r.state for r in rows)
     summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in state.STATES
                         if s != "interrupted" or counts.get(s))

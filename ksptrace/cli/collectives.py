@@ -18,6 +18,7 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
+from ksptrace import escape
 from ksptrace.cli.common import add_params, output_target
 from ksptrace.collectives import algorithms as alg
 from ksptrace.collectives.operations import buffer_bytes
@@ -25,7 +26,7 @@ from ksptrace.collectives.params import COLLECTIVE_PARAMS, message_sizes, parse_
 from ksptrace.errors import EnvironmentProblem, KsptraceError, UsageError
 from ksptrace.harness.mpienv import AGREED, launched_size, under_mpi_launcher
 from ksptrace.params import resolve
-from ksptrace.trace import io
+from ksptrace.trace import io, temporaries
 
 FORCING_ENV = "KSPTRACE_COLLECTIVE_FORCING"
 """JSON of the Forcing the launching process chose, so that ranks need not run ompi_info."""
@@ -105,7 +106,8 @@ def output_path(out: str, op: str, forcing: alg.Forcing, nprocs: int,
     parts += [f"P{nprocs}", f"m{sizes[0]}-{sizes[-1]}", f"R{reps}"]
     if tag:
         parts.append(tag)
-    return target / ("_".join(re.sub(r"[^A-Za-z0-9.+-]", "_", p) for p in parts) + ".h5")
+    stem = "_".join(re.sub(r"[^A-Za-z0-9.+-]", "_", p) for p in parts)
+    return target / (escape.bounded_stem(stem) + ".h5")
 
 
 RANK_ENV = ("OMPI_COMM_WORLD_RANK", "PMI_RANK", "PMIX_RANK", "SLURM_PROCID")
@@ -144,6 +146,7 @@ def _main(args: argparse.Namespace) -> int:
     check_memory(op, sizes[-1], nprocs, nprocs)
     path = output_path(args.out, op, forcing, nprocs, sizes, values["repetitions"], args.tag)
     io.check_destination(path, args.overwrite)
+    temporaries.sweep(path.parent)
     if args.np is not None and not launched:
         return _launch(args, values, forcing, path)
     return _run_here(values, forcing, sizes, path, args.overwrite)

@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from ksptrace.errors import UsageError
+from ksptrace.inputs import read_bounded
+
+LOG_VIEW_BYTES = 64 << 20
+"""A -log_view output is kilobytes; a larger file is not one."""
 
 
 def register(sub: Any) -> None:
@@ -53,10 +56,7 @@ def main(args: argparse.Namespace) -> int:
     if args.log_view is None:
         counted = count_from_attrs(solver.attrs)
     else:
-        try:
-            text = Path(args.log_view).read_text(errors="replace")
-        except OSError as exc:
-            raise UsageError(f"cannot read --log-view {args.log_view}: {exc.strerror}") from None
+        text = read_bounded(args.log_view, LOG_VIEW_BYTES, "--log-view").decode(errors="replace")
         iterations = int(solver.attrs.get("petsc_iterations", solver.iterations) or
                          solver.iterations)
         solves = solver.solves.count if solver.solves is not None else 1

@@ -9,19 +9,23 @@ import json
 import os
 import re
 import shlex
+import signal
 import sys
 from pathlib import Path
 from typing import Any
 
+from ksptrace import escape
 from ksptrace.cli.common import add_params, output_target
 from ksptrace.errors import EnvironmentProblem, TraceError, UsageError
 from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
 from ksptrace.harness.options import CHECK_PARAMS, RUN_PARAMS
 from ksptrace.params import nearest, resolve
 from ksptrace.problems import registry
-from ksptrace.trace import io
+from ksptrace.trace import io, temporaries
 
 EXTRA_FLAGS = ("--np", "--out", "--overwrite", "--tag", "--mpiexec")
+MAX_RANKS_PER_CORE = 16
+"""``--np`` launches every rank here: more than this many per core is refused."""
 
 
 def register(sub: Any) -> None:
@@ -116,7 +120,7 @@ def output_path(
                      f"{hashlib.sha256(str(run['noise']).encode()).hexdigest()[:6]}")
     if tag:
         parts.append(tag)
-    return target / ("_".join(_safe(p) for p in parts) + ".h5")
+    return target / (escape.bounded_stem("_".join(_safe(p) for p in parts)) + ".h5")
 
 
 def main(args: argparse.Namespace) -> int:
@@ -125,6 +129,11 @@ def main(args: argparse.Namespace) -> int:
     run, problem = _settings_values(args)
     if args.np is not None and args.np < 1:
         raise UsageError(f"--np must be >= 1, got {args.np}")
+    most = MAX_RANKS_PER_CORE * (os.cpu_count() or 1)
+    if args.np is not None and args.np > most:
+        raise UsageError(f"--np {args.np} would start {args.np} ranks on this machine's "
+                         f"{os.cpu_count()} cores (at most {most}: {MAX_RANKS_PER_CORE} per core); "
+                         "run larger P as a campaign on a cluster (ksptrace campaign)")
     launched = under_mpi_launcher()
     if not launched:  # under mpiexec every rank would print it: the harness checks, agreed
         _check_type_names(run["ksp"], run["pc"])
@@ -141,9 +150,18 @@ def main(args: argparse.Namespace) -> int:
     if not args.overwrite:
         _refuse_other_experiment(path, run, problem, petsc_options, nprocs)
     io.check_destination(path, args.overwrite)
+    _sweep(path.parent, launched)
     if args.np is not None and not launched:
         return _launch(args, run, problem, petsc_options, path)
     return _run_here(run, problem, petsc_options, path, args.overwrite)
+
+
+def _sweep(folder: Path, launched: bool) -> None:
+    """Remove what killed writers left in the output folder, and say so (once, not per rank)."""
+    removed = temporaries.sweep(folder)
+    if removed and not launched:
+        print(f"ksptrace: removed {len(removed)} temporary file(s) left in {folder} by killed "
+              "runs", file=sys.stderr)
 
 
 def _experiment(
@@ -287,7 +305,39 @@ def _report_failure(code: int, stderr: str) -> int:
     if lines:
         print(re.sub(r" \[rank \d+\]$", "", lines[0]), file=sys.stderr)
     else:
-        tail = [ln.strip() for ln in stderr.splitlines() if ln.strip()]
-        last = tail[-1] if tail else "no output"
-        print(f"ksptrace: error: mpiexec failed (exit {code}): {last}", file=sys.stderr)
+        print(f"ksptrace: error: {failure_reason(code, stderr)}; no trace was written",
+              file=sys.stderr)
     return code if 0 < code < 256 else 1
+
+
+_NOTICED = re.compile(r"process rank (\d+) with PID \d+ on node (\S+) exited on signal (\d+)"
+                      r"(?: \(([^)]*)\))?")
+_BANNER = re.compile(r"^[-=*\s]*$")
+
+
+def failure_reason(code: int, stderr: str) -> str:
+    """Why an MPI job without a ksptrace error line failed: a rank killed by a signal (Open
+    MPI's notice, or an exit code above 128), else the last line that is not a banner."""
+    found = _NOTICED.search(stderr)
+    if found:
+        rank, node, number, name = found.groups()
+        return (f"rank {rank} on {node} was killed by signal {number}"
+                f"{f' ({name})' if name else ''}{_signal_hint(int(number))}")
+    number = -code if code < 0 else code - 128 if code > 128 else 0
+    if number:
+        try:
+            name = signal.Signals(number).name
+        except ValueError:
+            name = f"signal {number}"
+        return f"mpiexec ended with exit {code}: a rank was killed by {name}" \
+               f"{_signal_hint(number)}"
+    tail = [ln.strip() for ln in stderr.splitlines() if ln.strip() and not _BANNER.match(ln)]
+    return f"mpiexec failed (exit {code}): {tail[-1] if tail else 'no output'}"
+
+
+def _signal_hint(number: int) -> str:
+    if number == signal.SIGKILL:
+        return ": out of memory (the kernel's OOM killer) or stopped by another process"
+    if number == signal.SIGSEGV:
+        return ": a crash in the solver process"
+    return ""

@@ -17,16 +17,18 @@ COLLECTIVE_PARAMS: tuple[Param, ...] = (
     Param("algorithm", str, DEFAULT_ALGORITHM, "algorithm to force: number or name "
           "(--list-algorithms); default lets the library choose"),
     Param("segment_bytes", int, 0, "segment size of a segmented Open MPI algorithm (0: none)",
-          minimum=0),
+          minimum=0, maximum=1 << 30),
     Param("min_bytes", str, "1", "smallest message size per rank (bytes; K, M suffixes)"),
     Param("max_bytes", str, "1M", "largest message size per rank; sizes are the powers of two "
           "from min to max"),
-    Param("repetitions", int, 20, "timed calls per message size", minimum=1),
-    Param("warmup", int, 3, "untimed (but checked) calls before them", minimum=0),
+    Param("repetitions", int, 20, "timed calls per message size", minimum=1,
+          maximum=1_000_000),
+    Param("warmup", int, 3, "untimed (but checked) calls before them", minimum=0,
+          maximum=1_000_000),
     Param("compute_us", float, 100.0, "iallreduce_overlap: local compute per call (us)",
-          minimum=0),
+          minimum=0, maximum=1e6),
     Param("test_calls", int, 0, "iallreduce_overlap: MPI_Test calls spread through the "
-          "compute (progress for libnbc)", minimum=0),
+          "compute (progress for libnbc)", minimum=0, maximum=1_000_000),
 )
 
 

@@ -6,15 +6,18 @@ CLI flags, campaign keys and trace attributes all come from these declarations.
 from __future__ import annotations
 
 from ksptrace.noise.spec import canonical
-from ksptrace.params import Param
+from ksptrace.params import INT32_MAX, Param
 
 RUN_PARAMS: tuple[Param, ...] = (
     Param("problem", str, "laplace1d", "problem to solve (see 'ksptrace problems')"),
-    Param("n", int, 100_000, "target number of unknowns (global)", minimum=1),
+    Param("n", int, 100_000, "target number of unknowns (global)", minimum=1,
+          maximum=INT32_MAX),
     Param("ksp", str, "gmres", "PETSc KSP type: gmres, pgmres, bcgs, pipebcgs or any other"),
     Param("pc", str, "jacobi", "PETSc PC type"),
-    Param("iterations", int, 1000, "forced number of Krylov iterations K", minimum=1),
-    Param("restart", int, None, "GMRES restart length (PETSc default 30 when unset)", minimum=1),
+    Param("iterations", int, 1000, "forced number of Krylov iterations K", minimum=1,
+          maximum=100_000_000),
+    Param("restart", int, None, "GMRES restart length (PETSc default 30 when unset)", minimum=1,
+          maximum=10_000),
     Param("warmup", bool, False, "run one untimed solve before the timed one"),
     Param("hdf5_path", str, "auto", "how the trace is written: mpio, gather, or auto",
           choices=("auto", "mpio", "gather")),

@@ -424,6 +424,9 @@ def _inject_noise(
     spec = parse_noise(settings.noise)
     if not spec.active:
         return None
+    problem = spec.run_problem()
+    if problem is not None:
+        raise UsageError(problem)
     return wrap_pc(petsc, ksp, rank_detours(spec, rank, node_id, settings.iterations + 1))
 
 

@@ -29,7 +29,7 @@ import numpy as np
 from ksptrace.errors import KsptraceError, OutputError, UsageError
 from ksptrace.harness import lifeline
 from ksptrace.harness.mpienv import agree_on_error
-from ksptrace.trace import io
+from ksptrace.trace import io, temporaries
 from ksptrace.trace.model import AttrValue, Trace
 
 FAULT_ENV = "KSPTRACE_FAULT"
@@ -98,8 +98,8 @@ def write_distributed(
     lengths = mpicomm.allgather(int(local.stamps.shape[0]))
     if len(set(lengths)) != 1:
         raise RuntimeError(f"ranks recorded different numbers of monitor calls: {lengths}")
-    token = mpicomm.bcast(os.urandom(6).hex() if rank == 0 else None, root=0)
-    tmp = io.temp_path_for(path, token)
+    token = mpicomm.bcast(temporaries.new_token() if rank == 0 else None, root=0)
+    tmp = temporaries.temp_path_for(path, token)
     if mode == "mpio":
         _write_mpio(mpicomm, tmp, local, attrs, nprocs, lengths[0])
     else:

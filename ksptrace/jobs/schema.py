@@ -29,17 +29,20 @@ from ksptrace.collectives.params import COLLECTIVE_PARAMS
 from ksptrace.errors import CampaignError, KsptraceError
 from ksptrace.harness.options import RUN_PARAMS
 from ksptrace.harness.petsc_types import BUILTIN, PetscTypes
+from ksptrace.inputs import read_bounded
 from ksptrace.jobs.spec import COLLECTIVES, KINDS, SOLVER
 from ksptrace.params import Param, nearest
 from ksptrace.problems import registry
 
-NPROCS = Param("nprocs", int, 1, "number of MPI ranks P of each run", minimum=1)
+NPROCS = Param("nprocs", int, 1, "number of MPI ranks P of each run", minimum=1,
+               maximum=1 << 24)
 """The one sweep key that is not a run parameter of the harness (it is the launch width)."""
 
 CAMPAIGN_KEYS: tuple[Param, ...] = (
     Param("name", str, "ksptrace", "campaign name and scheduler job name (A-Z a-z 0-9 . _ -)"),
     Param("output", str, "runs", "folder for traces, logs, state and scripts (relative to file)"),
-    Param("repetitions", int, 1, "how many times each configuration is run", minimum=1),
+    Param("repetitions", int, 1, "how many times each configuration is run", minimum=1,
+          maximum=100_000),
     Param("oversubscribe", bool, False, "allow more ranks than cores (local backend)"),
     Param("interleave", bool, False, "run repetitions in rounds (every configuration once, then "
           "again), so a burst of load on a shared machine spreads over configurations"),
@@ -70,6 +73,9 @@ SCHEDULER_KEYS: tuple[Param, ...] = (
     Param("sbatch_directives", list, [], "extra #SBATCH lines, e.g. '--constraint=knl'"),
     Param("pbs_directives", list, [], "extra #PBS lines, e.g. '-l filesystems=home'"),
 )
+
+CAMPAIGN_BYTES = 4 << 20
+"""A campaign file is kilobytes of TOML; a larger file is not one."""
 
 SECTIONS: dict[str, str] = {
     "campaign": "name, output folder, repetitions, set-up lines, zipped axes",
@@ -286,13 +292,13 @@ def load_campaign_file(path: str | Path, petsc: PetscTypes | None = BUILTIN) -> 
     (:func:`check_types`), e.g. until the sweep's size is known.
     """
     path = Path(path)
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise CampaignError(f"{path}: cannot read the campaign file ({exc.strerror})") from None
+    raw = read_bounded(path, CAMPAIGN_BYTES, "campaign file", CampaignError)
     try:
         text = raw.decode("utf-8")
         data = tomllib.loads(text)
+    except RecursionError:
+        raise CampaignError(f"{path}: nested too deeply for a campaign file (tables or arrays "
+                            "inside each other hundreds of levels deep); flatten it") from None
     except UnicodeDecodeError:
         raise CampaignError(f"{path}: not UTF-8 text; save the campaign file as UTF-8") from None
     except tomllib.TOMLDecodeError as exc:

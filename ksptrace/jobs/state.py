@@ -26,6 +26,7 @@ from ksptrace.jobs.spec import (
     CampaignSpec,
     RunSpec,
 )
+from ksptrace.trace import temporaries
 from ksptrace.trace.io import read_trace
 
 SUBMISSIONS = "submissions.jsonl"
@@ -191,6 +192,11 @@ def remove_stale_temporaries(folder: Path, run_id: str) -> None:
     """Temporary trace files a killed run left behind (the harness publishes by rename)."""
     for tmp in (folder / TRACES_DIR).glob(f".{run_id}.h5.tmp-*"):
         tmp.unlink(missing_ok=True)
+
+
+def sweep_dead_writers(folder: Path) -> list[Path]:
+    """Temporary trace files of writers that are certainly dead, in any run (removed)."""
+    return temporaries.sweep(folder / TRACES_DIR)
 
 
 JobAlive = Callable[[str], bool | None]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ksptrace.noise.spec import NoiseSpec
+from ksptrace.noise.spec import MAX_DETOUR_SECONDS, NoiseSpec
 
 
 def _sizes(spec: NoiseSpec, rng: np.random.Generator, count: int) -> np.ndarray:
@@ -36,7 +36,7 @@ def detours(spec: NoiseSpec, unit: int, iterations: int) -> np.ndarray:
         return np.zeros(iterations)
     rng = np.random.default_rng([spec.seed, unit])
     hit = rng.random(iterations) < spec.p
-    sizes = _sizes(spec, rng, iterations)
+    sizes = np.minimum(_sizes(spec, rng, iterations), MAX_DETOUR_SECONDS)  # a heavy tail's cap
     return np.where(hit, sizes, 0.0)
 
 

@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from statistics import NormalDist
 from typing import Any
 
 from ksptrace.errors import UsageError
@@ -41,7 +42,13 @@ COMMON = ("p", "per", "seed")
 UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 PER = ("rank", "node")
 MAX_DETOUR_SECONDS = 10.0
-"""A single detour longer than this is almost certainly a unit mistake."""
+"""A single detour longer than this is almost certainly a unit mistake; a run also cuts every
+drawn detour to it (the trace records what was really spun)."""
+MAX_MEAN_SECONDS = 1.0
+"""A run refuses noise whose expected detour per iteration and rank (p times the mean) exceeds
+this: it would busy-wait for hours, or forever with an infinite mean."""
+TAIL_QUANTILE = 0.999
+"""A run refuses noise whose detour at this quantile exceeds :data:`MAX_DETOUR_SECONDS`."""
 
 
 @dataclass(frozen=True)
@@ -91,6 +98,39 @@ class NoiseSpec:
         else:
             mean = (d["low"] + d["high"]) / 2
         return self.p * mean
+
+    def quantile(self, q: float) -> float:
+        """The ``q`` quantile of one detour's size (given that it happens)."""
+        d = dict(self.params)
+        if self.dist == "fixed":
+            return d["value"]
+        if self.dist == "exponential":
+            return -d["scale"] * math.log1p(-q)
+        if self.dist == "lognormal":
+            z = NormalDist().inv_cdf(q)
+            return d["median"] * math.exp(min(d["sigma"] * z, 700.0))
+        if self.dist == "pareto":
+            return d["scale"] * math.exp(min(-math.log1p(-q) / d["shape"], 700.0))
+        if self.dist == "uniform":
+            return d["low"] + q * (d["high"] - d["low"])
+        return 0.0
+
+    def run_problem(self) -> str | None:
+        """Why a run cannot inject this noise in bounded time (None: it can)."""
+        if not self.active:
+            return None
+        tail = self.quantile(TAIL_QUANTILE)
+        if tail > MAX_DETOUR_SECONDS:
+            return (f"noise '{self.text()}': one detour in a thousand would last {tail:.3g} s or "
+                    f"more, beyond the {MAX_DETOUR_SECONDS:g} s a detour may take; use a lighter "
+                    "tail (a larger pareto shape, a smaller lognormal sigma) or a smaller scale")
+        mean = self.mean_detour()
+        if mean > MAX_MEAN_SECONDS:
+            return (f"noise '{self.text()}': the expected detour per iteration and rank is "
+                    f"{mean:.3g} s (p times the mean), more than {MAX_MEAN_SECONDS:g} s; "
+                    + ("a pareto shape of 1 or less has no finite mean: use shape > 1"
+                       if math.isinf(mean) else "lower p or the detour's size"))
+        return None
 
     def text(self) -> str:
         """The canonical spec string (what a trace records; parses back to the same spec)."""
@@ -199,11 +239,12 @@ def _check_values(s: NoiseSpec, text: str) -> None:
 
 
 def canonical(value: Any) -> str:
-    """The canonical text of a spec given as text (what CLI flags, campaign keys and trace
-    attributes hold); raises UsageError for a bad spec."""
-    return parse(str(value)).text()
+    """The canonical text of a spec given to run (what CLI flags and campaign keys hold, and
+    trace attributes then record); raises UsageError for a bad spec, or one a run could not
+    inject in bounded time (:meth:`NoiseSpec.run_problem`)."""
+    spec = parse(str(value))
+    problem = spec.run_problem()
+    if problem is not None:
+        raise UsageError(problem)
+    return spec.text()
 
-
-def as_spec(value: Any) -> NoiseSpec:
-    """A NoiseSpec from a spec or its string (campaign values, CLI flags)."""
-    return value if isinstance(value, NoiseSpec) else parse(str(value))

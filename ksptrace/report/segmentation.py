@@ -15,7 +15,9 @@ from typing import Literal
 
 import numpy as np
 
+from ksptrace import escape
 from ksptrace.errors import AnalysisError
+from ksptrace.studies.drawing import bound_texts
 from ksptrace.studies.segmentation.extrap_export import (
     ExtrapSeries,
     group_repetitions,
@@ -27,7 +29,8 @@ from ksptrace.trace.model import Trace
 
 
 def _slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_") or "series"
+    """A file stem of trace strings: safe characters only, at most 120 of them."""
+    return escape.file_stem(re.sub(r"[^A-Za-z0-9_.-]+", "_", text).strip("_"), 120)
 
 
 def plot(rep: SeriesReport, path: Path) -> None:
@@ -58,6 +61,7 @@ def plot(rep: SeriesReport, path: Path) -> None:
     ax.set_ylabel("\n".join(textwrap.wrap(rep.label, 40)))  # a long label fits the axis
     ax.set_title(f"{rep.group[0]} / {rep.group[1]}: {rep.label}", fontsize=10)
     ax.legend(fontsize=7)
+    bound_texts(fig)
     fig.tight_layout()
     fig.savefig(path, dpi=110)
     plt.close(fig)

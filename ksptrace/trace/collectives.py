@@ -29,7 +29,7 @@ import h5py
 import numpy as np
 
 from ksptrace.errors import TraceError
-from ksptrace.trace import io, probe
+from ksptrace.trace import io, probe, temporaries
 from ksptrace.trace.model import SCHEMA_VERSION, AttrValue
 
 KIND = "collectives"
@@ -131,7 +131,7 @@ def write(trace: CollectiveTrace, path: str | os.PathLike[str], overwrite: bool 
     """Write atomically: a complete file under a temporary name, then renamed."""
     final = Path(path)
     io.check_destination(final, overwrite)
-    tmp = io.temp_path_for(final)
+    tmp = temporaries.temp_path_for(final)
     io.write_image(tmp, image(trace))
     io.publish(tmp, final, overwrite)
     return final

@@ -21,7 +21,6 @@ import mmap
 import os
 import pickle
 import struct
-import uuid
 from collections.abc import Callable, Iterable, Iterator, Mapping
 from io import BytesIO
 from pathlib import Path
@@ -41,6 +40,7 @@ from ksptrace.trace.model import (
     Trace,
     attribute_group,
 )
+from ksptrace.trace.temporaries import temp_path_for
 
 HOSTNAME_BYTES = 64
 """The longest host name kept, in UTF-8 bytes (Linux's HOST_NAME_MAX).
@@ -92,12 +92,6 @@ SOLVE_DATASETS: dict[str, str] = {
 hold the solves one after the other, ``iteration_seconds`` every solve's iterations (never the
 gap between two solves) and ``solve_seconds`` each rank's total."""
 """Dataset types other than float64 (host names have their own, see :func:`_create_hostnames`)."""
-
-
-def temp_path_for(final: Path, token: str | None = None) -> Path:
-    """A hidden temporary name next to ``final`` (same file system, so rename is atomic)."""
-    token = token or uuid.uuid4().hex[:12]
-    return final.with_name(f".{final.name}.tmp-{token}")
 
 
 def check_destination(path: Path, overwrite: bool) -> None:

@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import numpy as np
@@ -9,6 +14,7 @@ import pytest
 
 from ksptrace.trace.io import read_trace
 from ksptrace.trace.model import Trace
+from tests.conftest import ROOT, solver_env
 
 pytestmark = pytest.mark.mpi
 
@@ -132,6 +138,40 @@ def test_killed_mid_write_leaves_no_trace(ksptrace_cli, tmp_path: Path, mode: st
     assert proc.returncode != 0
     assert not path.exists()
     assert "Traceback" not in proc.stderr
+    left = list(tmp_path.glob(".killed.h5.tmp-*"))
+    assert len(left) == 1  # rank 0 died mid-write: its partial file is there
+    proc = ksptrace_cli("run", "--n", "1000", "--iterations", "20", "--out", str(tmp_path),
+                        "--tag", "next")
+    assert proc.returncode == 0, proc.stderr
+    assert "removed 1 temporary file(s)" in proc.stderr
+    assert list(tmp_path.glob(".*.tmp-*")) == []  # the next run in the folder swept it
+
+
+def test_timed_kills_leave_nothing_after_the_next_run(tmp_path: Path) -> None:
+    """SIGKILL the whole run at delays spread over its life (launch, solve, write, publish);
+    whatever each kill left, the next run in the folder leaves no temporary file."""
+    delays = [0.3 * k for k in range(1, 13)]
+    for k, delay in enumerate(delays):
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "ksptrace", "run", "--n", "20000", "--iterations", "300",
+             "--np", "2", "--out", str(tmp_path), "--tag", f"k{k}x"],
+            env=solver_env(), cwd=ROOT, start_new_session=True,
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            proc.wait(timeout=delay)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.wait()
+        subprocess.run(["pkill", "-KILL", "-f", f"tag k{k}x"], check=False)
+    time.sleep(0.5)  # orphaned ranks of the killed group are gone by now (killpg)
+    proc = subprocess.run(
+        [sys.executable, "-m", "ksptrace", "run", "--n", "1000", "--iterations", "10",
+         "--out", str(tmp_path), "--tag", "after"],
+        env=solver_env(), cwd=ROOT, capture_output=True, text=True, timeout=240, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert list(tmp_path.glob(".*.tmp-*")) == []
+    for trace in tmp_path.glob("*.h5"):
+        read_trace(trace)  # every published trace is whole
 
 
 def test_restart_and_warmup(ksptrace_cli, tmp_path: Path) -> None:

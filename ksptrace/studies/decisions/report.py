@@ -551,7 +551,7 @@ def options_files(s: DecisionStudy, method: str) -> dict[str, str]:
         measured = escape.comment(
             f"measured {a1}: {', '.join(_fmt(v) for v in r.axis1_values)}; "
             f"{a2}: {', '.join(_fmt(v) for v in r.axis2_values)}", limit=2000)
-        out[f"region-{k + 1:03d}-{r.method}.opts"] = (
+        out[f"region-{k + 1:03d}-{escape.bounded_stem(r.method, 60)}.opts"] = (
             f"# {comment}\n# {where}\n# {measured}\n{option} {r.method}\n")
     return out
 

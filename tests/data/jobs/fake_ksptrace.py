@@ -13,8 +13,9 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ksptrace.trace.io import fill_file, temp_path_for
+from ksptrace.trace.io import fill_file
 from ksptrace.trace.model import Trace
+from ksptrace.trace.temporaries import temp_path_for
 
 
 def main(argv: list[str]) -> int:

@@ -75,3 +75,17 @@ def test_hostile_labels_are_carried_not_run(tmp_path: Path) -> None:
         assert set(parsed["sweep"]["ksp"]) <= set(METHODS)
         assert parsed["sweep"]["problem"] == PROBLEM
     assert not Path("/tmp/ksptrace-pwned").exists()
+
+
+def test_very_long_labels_are_drawn_cut(tmp_path: Path) -> None:
+    """A 5000-character method name overflowed matplotlib's rasteriser (issue 27): the map and
+    its figures are written, the label kept whole in the data and cut in the pictures."""
+    long = "g" * 5000
+    runs = [Run({**r.attrs, "ksp": long if r.attrs["ksp"] == "gmres" else "bcgs"}, r.seconds)
+            for r in hostile_runs()]
+    folder, _ = write_decision(tmp_path / "d", runs, ("nprocs", "n"), "ksp")
+    text = (folder / "decision.json").read_text()
+    assert long in text
+    pngs = list(folder.rglob("*.png"))
+    assert pngs
+    assert all(len(p.name) < 200 for p in folder.rglob("*"))
