@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
@@ -44,6 +45,18 @@ def require_petsc() -> None:
         if os.environ.get("KSPTRACE_REQUIRE_PETSC"):
             pytest.fail("petsc4py is required here (KSPTRACE_REQUIRE_PETSC is set) but not found")
         pytest.skip("petsc4py not available: solver tests need Debian's python3-petsc4py")
+
+
+def ctrl_c_able() -> None:
+    """A ``preexec_fn`` for a child the test will send SIGINT: the default disposition, so its
+    Python turns SIGINT into KeyboardInterrupt even when the suite itself was started with
+    SIGINT ignored (a background job of a non-interactive shell, as CI may start it)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def sigint_ignored() -> None:
+    """A ``preexec_fn``: start the child as a script's background job is started."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 Runner = Callable[..., subprocess.CompletedProcess[str]]

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any, TextIO
 
 from ksptrace.cli.progress import Progress
+from ksptrace.cli.signals import sigint_ignored
 from ksptrace.errors import Interrupted
 from ksptrace.jobs import state
 from ksptrace.jobs.backends import BACKENDS, Script, alive_any, get_backend
@@ -54,6 +56,10 @@ def main(args: argparse.Namespace) -> int:
         get_backend(args.backend)  # an unknown name fails before the file is read
         spec = load_spec(args.file, args.out, args.allow_large)
         warn_if_large(spec, sys.stderr)
+        if args.backend == "local" and not args.dry_run and sigint_ignored():
+            print(f"ksptrace: SIGINT is ignored (started in the background); stop with "
+                  f"'kill {os.getpid()}' (SIGTERM), and rerun to resume", file=sys.stderr,
+                  flush=True)
         return run(spec, args.backend, args.dry_run, sys.stdout)
     return status(args.folder, sys.stdout)
 

@@ -13,6 +13,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ksptrace.cli.signals import sigterm_as_ctrl_c
 from ksptrace.errors import KsptraceError
 from ksptrace.version import __version__
 
@@ -94,7 +95,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         parser.error(f"unrecognized arguments: {' '.join(extra)}")
     args.extra = extra
     try:
-        code = int(args.func(args))
+        with sigterm_as_ctrl_c():
+            code = int(args.func(args))
         sys.stdout.flush()  # a closed pipe shows here, not in the interpreter's exit
         return code
     except BrokenPipeError:

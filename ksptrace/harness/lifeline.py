@@ -197,7 +197,8 @@ def kill_descendants_of(ident: str, sig: int = signal.SIGKILL) -> int:
 
 class Supervised:
     """A child command in its own process group, dying with its parent, ended with its
-    parent's SIGINT/SIGTERM. ``interrupted`` tells whether such a signal arrived."""
+    parent's SIGINT/SIGTERM (those not ignored: a background job started with SIGINT ignored
+    keeps ignoring it). ``interrupted`` tells whether such a signal arrived."""
 
     def __init__(self) -> None:
         self.interrupted = False
@@ -216,7 +217,10 @@ class Supervised:
 
         if not env.get(LAUNCHER_ENV):  # an inherited launcher (a campaign's) stays
             env = {**env, LAUNCHER_ENV: identity(), LAUNCHER_HOST_ENV: socket.gethostname()}
-        old = {s: signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)}
+        # SIGINT inherited as ignored (a background job of a script) stays ignored
+        watched = [s for s in (signal.SIGINT, signal.SIGTERM)
+                   if signal.getsignal(s) != signal.SIG_IGN]
+        old = {s: signal.getsignal(s) for s in watched}
         for s in old:
             signal.signal(s, self._handler)
         try:

@@ -183,6 +183,7 @@ def test_the_monitor_mode_comes_from_the_environment(monkeypatch: pytest.MonkeyP
 
 INTERRUPTED = """
 import signal, sys, time
+signal.signal(signal.SIGINT, signal.default_int_handler)  # a suite started in the background
 from ksptrace.harness.petscenv import init_petsc
 petsc = init_petsc([])
 from mpi4py import MPI
@@ -227,15 +228,17 @@ def test_ctrl_c_interrupts_a_solve_stamped_in_c(tmp_path: Path) -> None:
         time.sleep(1.0)  # solving: 10^7 iterations would take minutes
         proc.send_signal(signal.SIGINT)
         sent = time.monotonic()
-        out, err = proc.communicate(timeout=30)
+        out, err = proc.communicate(timeout=60)
         waited = time.monotonic() - sent
     finally:
         proc.kill()
     assert proc.returncode == 0, err
     word, seconds, stamped = out.split()
     assert word == "interrupted"
-    assert waited < 5.0
-    assert 0.5 < float(seconds) < 6.0
+    # minutes of solve were left: stopping within 30 s (50 ms polls, on a loaded machine) is
+    # the monitor letting Python in, not the solve's end
+    assert waited < 30.0
+    assert 0.5 < float(seconds) < 60.0
     assert int(stamped) > 1000  # the C monitor was stamping until the signal
 
 

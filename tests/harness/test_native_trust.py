@@ -189,13 +189,16 @@ def test_a_hanging_compiler_is_stopped_and_the_python_monitor_used(
     cc.chmod(0o755)
     monkeypatch.setenv("CC", str(cc))
     monkeypatch.setenv("KSPTRACE_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setenv(native.COMPILE_TIMEOUT_ENV, "2")
+    monkeypatch.setenv(native.COMPILE_TIMEOUT_ENV, "5")
     started = time.monotonic()
     got = native.load_library(4, 8)
     assert isinstance(got, str)
-    assert "took more than 2 s" in got
+    assert "took more than 5 s" in got
     assert time.monotonic() - started < 120  # not the 1000 s of the compiler
-    pid = int(pids.read_text())
+    written = pids.read_text().strip() if pids.exists() else ""
+    if not written:
+        return  # stopped before it wrote its pid: nothing of it can be left
+    pid = int(written)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
         try:

@@ -68,13 +68,18 @@ def test_every_solve_of_a_loop_has_its_own_iteration_count(
         assert counted.blocking == 0
     else:
         assert 3 * sum(its) <= counted.blocking <= 3 * sum(its) + 5 * 4
-    # each solve's KSPSolve time (PETSc's event log) holds its stamped iterations
-    for s, one in enumerate(split(trace)):
+    # each solve's KSPSolve time (PETSc's event log) holds its stamped iterations, and no
+    # more than the time between the previous solve's last stamp and the next one's first
+    # (a bound from the trace itself: no wall-clock margin a loaded machine could exceed)
+    solves = split(trace)
+    for s, one in enumerate(solves):
         assert one.attrs["solve"] == s
         assert one.iterations == its[s]
         span = one.stamps[:, -1] - one.stamps[:, 0]
         assert (one.solve_seconds >= span).all()
-        assert (one.solve_seconds < span + 0.05).all()
+        if 0 < s < len(solves) - 1:
+            room = solves[s + 1].stamps[:, 0] - solves[s - 1].stamps[:, -1]
+            assert (one.solve_seconds < room).all()
     assert (np.diff(trace.stamps, axis=1) > 0).all()  # one clock, solve after solve
 
 

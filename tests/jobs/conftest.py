@@ -68,3 +68,35 @@ iterations = 20
 [scheduler]
 launcher = "harness"  # the fake reads --np; no real mpiexec in these tests
 """
+
+
+def kill_mid_campaign(cmd: list[str], output: Path, after: tuple[float, ...]) -> None:
+    """Start the campaign runner ``cmd`` once per entry of ``after`` and SIGKILL its whole
+    group that many seconds after one of its solves has started (the lock names the solve):
+    a state, not a time since start, so a loaded machine cannot let a runner finish first."""
+    import json
+    import os
+    import signal
+    import subprocess
+    import time
+
+    from ksptrace.jobs.runlock import LOCK
+    from tests.conftest import ROOT, solver_env
+
+    for extra in after:
+        proc = subprocess.Popen(cmd, env=solver_env(), cwd=ROOT, start_new_session=True,
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 180
+        while True:
+            assert proc.poll() is None, "the runner ended before a solve was seen"
+            assert time.monotonic() < deadline, "no solve started within 180 s"
+            try:
+                held = json.loads((output / LOCK).read_text() or "{}")
+            except (OSError, ValueError):
+                held = {}
+            if held.get("pid") == proc.pid and held.get("solve_pgid"):
+                break  # this runner's solve (a killed runner's lock stays until taken over)
+            time.sleep(0.05)
+        time.sleep(extra)  # into the solve: start-up, work, write
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()

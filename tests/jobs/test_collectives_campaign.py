@@ -105,14 +105,12 @@ def test_a_failing_run_is_recorded_failed(write_campaign: Callable[[str], Path],
 
 @pytest.mark.mpi
 def test_killed_then_resumed(tmp_path: Path) -> None:
-    import os
-    import signal
     import subprocess
-    import time
 
     from ksptrace.jobs import state
     from ksptrace.jobs.backends import alive_any
     from tests.conftest import ROOT, solver_env
+    from tests.jobs.conftest import kill_mid_campaign
 
     path = tmp_path / "c.toml"
     path.write_text(CAMPAIGN.format(algorithms='["ring", "recursive_doubling"]')
@@ -120,14 +118,11 @@ def test_killed_then_resumed(tmp_path: Path) -> None:
                     .replace("repetitions = 2", "repetitions = 10"))
     spec = load_spec(path)
     cmd = [sys.executable, "-m", "ksptrace", "campaign", "run", str(path), "--backend", "local"]
-    for delay in (1.5, 2.5, 1.0):  # into the first runs: start-up, timing, write
-        proc = subprocess.Popen(cmd, env=solver_env(), cwd=ROOT, start_new_session=True,
-                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(delay)
-        os.killpg(proc.pid, signal.SIGKILL)
-        proc.wait()
-        for trace in (spec.output / "traces").glob("*.h5"):
-            ctrace.read(trace)  # whatever exists is complete
+    # a run takes seconds (mpiexec, 10 timed calls per size up to 1 MiB): a kill at most 1 s
+    # into a run leaves at least one of the 4 runs to the resume
+    kill_mid_campaign(cmd, spec.output, (0.0, 1.0, 0.5))
+    for trace in (spec.output / "traces").glob("*.h5"):
+        ctrace.read(trace)  # whatever exists is complete
     statuses = state.statuses(spec.output, state.run_dicts(spec), alive_any)
     assert sum(s.state == "done" for s in statuses) < len(spec.runs), "killed too late"
     final = subprocess.run(cmd, env=solver_env(), cwd=ROOT, capture_output=True, text=True,

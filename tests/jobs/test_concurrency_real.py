@@ -24,7 +24,7 @@ from ksptrace.jobs.backends import alive_any
 from ksptrace.jobs.expand import load_spec
 from ksptrace.jobs.runlock import LOCK
 from ksptrace.trace.io import read_trace
-from tests.conftest import ROOT, solver_env
+from tests.conftest import ROOT, ctrl_c_able, solver_env
 
 Text = Callable[..., str]
 Write = Callable[..., Path]
@@ -82,9 +82,9 @@ def test_ctrl_c_stops_the_campaign_marks_the_run_interrupted_and_resume_reruns_i
         monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_campaign(local_campaign())
     spec = load_spec(path)
-    monkeypatch.setenv("FAKE_SLEEP", "3")
+    monkeypatch.setenv("FAKE_SLEEP", "60")  # the signal lands mid-run however loaded we are
     proc = subprocess.Popen(_campaign_cmd(path), stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=ctrl_c_able)
     deadline = time.monotonic() + 60
     while not fake_env.read_text() and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -114,7 +114,7 @@ def test_a_million_run_sweep_is_refused_at_once(write_campaign: Write) -> None:
         f"{path}: the sweep has 1,000,000 runs (1000 n x 1000 iterations), more than 20,000; "
         "shrink it (fewer values per axis, zip axes that vary together), or pass --allow-large "
         "if you mean it")
-    assert seconds < 1.0
+    assert seconds < 10.0  # refused before expanding (expanding takes minutes and GBs)
     assert peak < 20e6
 
 
