@@ -32,7 +32,7 @@ from mpi4py import MPI
 from petsc4py import PETSc
 
 from ksptrace.errors import KsptraceError, OutputError, SolverError, UsageError
-from ksptrace.harness import cpuload
+from ksptrace.harness import cpuload, eventlog
 from ksptrace.harness.monitor import StampMonitor
 from ksptrace.harness.mpienv import agree_on_error, node_layout
 from ksptrace.harness.run import GMRES_FAMILY, PETSC_DEFAULT_RESTART, _reason_name, _versions
@@ -105,6 +105,8 @@ class Recorder:
         self.monitor = StampMonitor(1, MPI.Wtime)
         self._event = PETSc.Log.Event("KSPSolve")
         self._split_event = PETSc.Log.Event("VecReduceBegin")
+        self.event_log = eventlog.ONLY
+        """What PETSc's event log timed during the block (trace attribute event_log)."""
         self._reductions = [0.0, 0.0]
         """Blocking and split-phase reductions of the recorded solves (PETSc's counts)."""
         self._before_reductions = (0.0, 0.0)
@@ -139,7 +141,10 @@ class Recorder:
         self.start_utc = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         self.layout = node_layout(self.mpicomm)
         self.loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
-        PETSc.Log.begin()  # the KSPSolve event's times; a no-op when logging already runs
+        # the KSPSolve event's times: only the events ksptrace reads, unless the program logs
+        # already (its own log stays as it is) or asked for the full log (-log_view)
+        self.event_log = (eventlog.ALL + " (the program's own log)" if PETSc.Log.isActive()
+                          else eventlog.keep_only_needed(PETSc))
         self.monitor.resize(int(self.ksp.getTolerances()[3]) + 1 + SPARE)
         self.monitor.attach(self.ksp)
         handle = ctypes.c_void_p(self.ksp.handle)
@@ -295,6 +300,9 @@ class Recorder:
             "petsc_iterations": int(sum(self._its)),
             "reductions_blocking": int(self._reductions[0]),
             "reductions_split": int(self._reductions[1]), "ksp_solves": len(self._stamps),
+            "event_log": self.event_log,
+            "solve_time_source": "PETSc's KSPSolve event on each rank",
+            "reductions_source": eventlog.REDUCTIONS_SOURCE,
             "nprocs": nprocs, "n_nodes": len(set(ids)),
             "ranks_per_node": max(ids.count(i) for i in set(ids)),
             "cpu_count": os.cpu_count() or 0, "oversubscribed": self.layout.oversubscribed,

@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from ksptrace.errors import KsptraceError, SolverError, UsageError
-from ksptrace.harness import cpuload, lifeline, native, writer
+from ksptrace.harness import cpuload, eventlog, lifeline, native, writer
 from ksptrace.harness.monitor import StampMonitor
 from ksptrace.harness.mpienv import agree_on_error, fail_together, node_layout
 from ksptrace.harness.noise import DetourPC, wrap_pc
@@ -293,7 +293,6 @@ def execute(settings: RunSettings) -> RunOutcome:
         except KsptraceError as exc:
             error = exc
         agree_on_error(mpicomm, error)
-        petsc.Log.begin()
         layout = node_layout(mpicomm)
         if os.environ.get(writer.FAULT_ENV) == "raise-on-rank-1" and rank == 1:
             raise RuntimeError("injected fault on rank 1 (KSPTRACE_FAULT)")
@@ -342,15 +341,19 @@ def _solve_and_write(
         monitor.reset()
         if detour is not None:
             detour.reset()
+    event_log = eventlog.keep_only_needed(petsc)  # set up: every event is registered by now
     event = petsc.Log.Event("KSPSolve")
     split_event = petsc.Log.Event("VecReduceBegin")
     loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     mpicomm.Barrier()
     load_start = cpuload.sample(layout.node_cpus)
     before, split_before = event.getPerfInfo(), split_event.getPerfInfo()
+    started = wtime()
     instance.solve()
+    ended = wtime()
     after, split_after = event.getPerfInfo(), split_event.getPerfInfo()
-    solve_seconds = after["time"] - before["time"]
+    event_seconds = after["time"] - before["time"]
+    solve_seconds = ended - started if instance.solve_is_kspsolve else event_seconds
     load_end = cpuload.sample(layout.node_cpus)
     samples = mpicomm.allgather((load_start, load_end))
     foreign = cpuload.foreign_load([s for s, _ in samples], [e for _, e in samples],
@@ -383,6 +386,7 @@ def _solve_and_write(
     instance.destroy()  # before the check: options read at destroy time count as used
     unused = _check_unused(settings, petsc, mpicomm, types)
     solves = mpicomm.allgather(solve_seconds)
+    events = mpicomm.allgather(event_seconds)
     impls = set(mpicomm.allgather(monitor.impl))
     attrs = mpicomm.bcast(attrs, root=0)
     assert attrs is not None
@@ -391,6 +395,11 @@ def _solve_and_write(
         solve_max=float(max(solves)),
         solve_min=float(min(solves)),
         solve_mean=float(np.mean(solves)),
+        solve_event_max=float(max(events)),
+        solve_time_source=(eventlog.SOLVE_TIME_SOURCE if instance.solve_is_kspsolve
+                           else "PETSc's KSPSolve event on each rank"),
+        reductions_source=eventlog.REDUCTIONS_SOURCE,
+        event_log=event_log,
         petsc_options_unused=shlex.join(f"-{name}" for name in unused),
         allow_unused_options=settings.allow_unused_options,
         loadavg_before=loadavg,

@@ -26,6 +26,11 @@ class ProblemInstance(abc.ABC):
     nnz: int
     """Stored nonzeros of the (global) operator matrix."""
 
+    solve_is_kspsolve: bool = False
+    """True when :meth:`solve` is one call of KSPSolve and nothing else: the harness then
+    times it with MPI_Wtime around the call; otherwise (a Newton step, a user's solve) with
+    PETSc's KSPSolve event."""
+
     @property
     @abc.abstractmethod
     def ksp(self) -> PETSc.KSP:

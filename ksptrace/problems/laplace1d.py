@@ -41,6 +41,7 @@ def local_csr(n: int, rstart: int, rend: int) -> tuple[np.ndarray, np.ndarray, n
 
 
 class Laplace1D(ProblemInstance):
+    solve_is_kspsolve = True
     def __init__(self, comm: PETSc.Comm, n: int) -> None:
         size = comm.getSize()
         if n < size:

@@ -58,7 +58,7 @@ DATASETS: dict[str, str] = {
     "residual_norms": "float64 [K+1]: residual norm passed to the KSP monitor",
     "node_ids": "int64 [P]: node (shared-memory domain) of each rank, 0-based",
     "hostnames": f"UTF-8 string of up to {HOSTNAME_BYTES} bytes [P]: host name of each rank",
-    "solve_seconds": "float64 [P]: KSPSolve time of each rank from PETSc's event log",
+    "solve_seconds": "float64 [P]: KSPSolve time of each rank (how: attribute solve_time_source)",
 }
 OPTIONAL_DATASETS: dict[str, str] = {
     "injected_seconds": "float64 [P, K]: detours injected into each iteration (runs with noise)",

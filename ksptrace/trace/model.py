@@ -61,13 +61,14 @@ ATTRIBUTE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "run": (
         "problem", "n", "n_global", "nnz", "ksp", "ksp_requested", "pc", "iterations", "restart",
         "warmup", "noise", "petsc_options", "petsc_options_unused", "allow_unused_options",
-        "problem_config", "recorded", "monitor",
+        "problem_config", "recorded", "monitor", "event_log", "solve_time_source",
+        "reductions_source",
     ),
     "result": (
         "iterations_done", "petsc_iterations", "monitor_calls", "converged_reason", "solve_max",
         "solve_min", "solve_mean", "solution_error", "snes_reason", "ksp_reason",
         "snes_iterations", "snes_norm0", "snes_norm1", "solves", "solve",
-        "reductions_blocking", "reductions_split", "ksp_solves",
+        "reductions_blocking", "reductions_split", "ksp_solves", "solve_event_max",
     ),
     "contamination": (
         "foreign_cpu_share", "foreign_cpu_seconds", "foreign_cpu_node", "loadavg_before",

@@ -108,7 +108,7 @@ def test_bad_values_name_the_line(write_campaign: Write, text: str, pattern: str
 
 
 def test_missing_file() -> None:
-    with pytest.raises(CampaignError, match="cannot read campaign file .*: No such file"):
+    with pytest.raises(CampaignError, match=r"cannot read campaign file .*: No such file"):
         load_campaign_file(Path("/nonexistent/campaign.toml"))
 
 
