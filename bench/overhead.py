@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from ksptrace.harness.petscenv import solver_job_env
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "overhead.json"
 CASES = (  # (unknowns per rank, P, forced iterations K, target ratio)
@@ -75,11 +77,8 @@ if comm.Get_rank() == 0:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    env.setdefault("PETSC_DIR", "/usr/lib/petscdir/petsc3.18/x86_64-linux-gnu-real")
-    return env
+    return solver_job_env(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                          PYTHONPATH=str(ROOT))
 
 
 def measure(kind: str, per_rank: int, nprocs: int, k: int, folder: Path) -> float:

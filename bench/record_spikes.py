@@ -24,6 +24,8 @@ from typing import Any
 
 import numpy as np
 
+from ksptrace.harness.petscenv import solver_job_env
+
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "record_spikes.json"
 
@@ -78,11 +80,8 @@ if MPI.COMM_WORLD.Get_rank() == 0:
 
 
 def _env() -> dict[str, str]:
-    env = dict(os.environ)
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1", PYTHONPATH=str(ROOT))
-    env.setdefault("PETSC_DIR", "/usr/lib/petscdir/petsc3.18/x86_64-linux-gnu-real")
-    return env
+    return solver_job_env(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+                          PYTHONPATH=str(ROOT))
 
 
 def one(mode: str, solves: int, folder: Path) -> dict[str, Any]:

@@ -18,6 +18,7 @@ import tempfile
 from types import ModuleType
 
 from ksptrace.errors import EnvironmentProblem, UsageError
+from ksptrace.harness.mpienv import without_mpi_runtime
 
 SOLVER_ENV: dict[str, str] = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 """Forced for every solver process: threaded BLAS changes timings and even rounding."""
@@ -30,6 +31,16 @@ def force_solver_env(env: dict[str, str] | None = None) -> dict[str, str]:
     target = os.environ if env is None else env
     target.update(SOLVER_ENV)
     return dict(target)
+
+
+def solver_job_env(**extra: str) -> dict[str, str]:
+    """The environment for a new solver job from this process: no inherited MPI runtime
+    identity, one thread, PETSC_DIR where petsc4py needs it, then ``extra``."""
+    env = without_mpi_runtime()
+    force_solver_env(env)
+    locate_petsc4py(env)
+    env.update(extra)
+    return env
 
 
 def petsc_dir_candidates() -> list[str]:
