@@ -158,3 +158,24 @@ def test_failure_reason() -> None:
     assert "SIGSEGV" in failure_reason(128 + signal.SIGSEGV, "")
     assert failure_reason(1, "real cause\n" + "-" * 40 + "\n") == \
         "mpiexec failed (exit 1): real cause"
+
+
+def test_log_view_that_is_a_device_or_too_big(tmp_path: Path,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """``reductions --log-view /dev/zero`` grew to 24 GB before the OOM killer (issue 27)."""
+    from ksptrace.studies.collectives.synthetic import allreduce_traces
+    from ksptrace.trace import collectives as ctrace
+    from ksptrace.trace.io import write_trace
+    from ksptrace.trace.synthetic import synthetic_trace
+
+    solver = write_trace(synthetic_trace(nprocs=2, iterations=50, ranks_per_node=2, seed=3),
+                         tmp_path / "s.h5")
+    (c,) = allreduce_traces(nprocs=(2,), algorithms=("recursive_doubling",), sizes=(8, 64))
+    coll = ctrace.write(c, tmp_path / "c.h5")
+    assert main(["reductions", str(solver), str(coll), "--log-view", "/dev/zero"]) != 0
+    assert "is not a regular file" in error_line(capsys)
+    big = tmp_path / "log.txt"
+    with big.open("wb") as f:
+        f.truncate(100 << 20)  # sparse: 100 MiB of nothing
+    assert main(["reductions", str(solver), str(coll), "--log-view", str(big)]) != 0
+    assert "more than the" in error_line(capsys)
