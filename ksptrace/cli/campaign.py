@@ -56,10 +56,6 @@ def main(args: argparse.Namespace) -> int:
         get_backend(args.backend)  # an unknown name fails before the file is read
         spec = load_spec(args.file, args.out, args.allow_large)
         warn_if_large(spec, sys.stderr)
-        if args.backend == "local" and not args.dry_run and sigint_ignored():
-            print(f"ksptrace: SIGINT is ignored (started in the background); stop with "
-                  f"'kill {os.getpid()}' (SIGTERM), and rerun to resume", file=sys.stderr,
-                  flush=True)
         return run(spec, args.backend, args.dry_run, sys.stdout)
     return status(args.folder, sys.stdout)
 
@@ -154,6 +150,10 @@ def run(spec: CampaignSpec, backend_name: str, dry_run: bool, out: TextIO) -> in
     def written(adapted: CampaignSpec, scripts: list[Script]) -> None:
         for s in scripts:
             print(f"wrote {adapted.output / s.path} ({len(s.runs)} runs)", file=out, flush=True)
+        if backend_name == "local" and not dry_run and sigint_ignored():  # checked: it runs
+            print(f"ksptrace: SIGINT is ignored (started in the background); stop with "
+                  f"'kill {os.getpid()}' (SIGTERM), and rerun to resume", file=sys.stderr,
+                  flush=True)
 
     progress = RunProgress()
     try:
