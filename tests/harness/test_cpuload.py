@@ -14,6 +14,7 @@ from ksptrace.harness import cpuload
 from ksptrace.harness.cpuload import Sample, busy_seconds, foreign_load
 from ksptrace.studies.variability.pipeline import AnalysisOptions, analyze_trace
 from ksptrace.trace.io import read_trace
+from ksptrace.trace.model import FOREIGN_LOAD_LIMIT
 
 
 def s(wall: float, own: float, busy: float | None, cpus: int = 2) -> Sample:
@@ -85,8 +86,9 @@ def test_a_solve_beside_a_busy_process_is_recorded_warned_and_flagged(
     trace = read_trace(path)
     share = trace.attr("foreign_cpu_share")
     assert isinstance(share, float)
-    # The rank's CPU is shared with a hog, which holds about half of it.
-    assert share > 0.3, share
+    # The rank's CPU is shared with a hog, which holds about half of it on a quiet machine
+    # (0.24 was seen with the suite's own load beside it): above the warning's 10 % either way
+    assert share > FOREIGN_LOAD_LIMIT, share
     assert "ksptrace: warning: other processes used" in proc.stderr
     assert "contaminated" in proc.stderr
     a = analyze_trace(trace, AnalysisOptions(candidates=("norm",), mc_runs=1))
