@@ -32,6 +32,16 @@ REDUCTIONS_SOURCE = ("PETSc's counts in the timed solve: the KSPSolve event's re
                      "(blocking) and VecReduceBegin calls (split-phase)")
 
 
+_narrowed = False
+"""Whether this process's log was begun and narrowed by :func:`keep_only_needed`."""
+
+
+def narrowed_here() -> bool:
+    """Whether ksptrace itself began and narrowed this process's event log (so a running log
+    is not the program's own)."""
+    return _narrowed
+
+
 def full_log_requested(petsc: Any) -> str | None:
     """The option with which the user asked for PETSc's full event log, if any."""
     opts = petsc.Options()
@@ -61,4 +71,6 @@ def keep_only_needed(petsc: Any) -> str:
             raise RuntimeError(f"PetscLogEventDeactivateClass({classid}) failed")
     for name in NEEDED:
         petsc.Log.Event(name).activate()
+    global _narrowed
+    _narrowed = True
     return ONLY

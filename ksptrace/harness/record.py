@@ -143,7 +143,8 @@ class Recorder:
         self.loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         # the KSPSolve event's times: only the events ksptrace reads, unless the program logs
         # already (its own log stays as it is) or asked for the full log (-log_view)
-        self.event_log = (eventlog.ALL + " (the program's own log)" if PETSc.Log.isActive()
+        own = PETSc.Log.isActive() and not eventlog.narrowed_here()
+        self.event_log = (eventlog.ALL + " (the program's own log)" if own
                           else eventlog.keep_only_needed(PETSc))
         self.monitor.resize(int(self.ksp.getTolerances()[3]) + 1 + SPARE)
         self.monitor.attach(self.ksp)

@@ -95,3 +95,30 @@ def test_only_full_log_traces_are_flagged() -> None:
                        eventlog.ALL + " (the program's own log)": True,
                        None: True}  # an older ksptrace always ran the full log
     assert "log-on" not in [f.code for f in analyze_trace(base, FAST).flags]  # synthetic
+
+
+TWO_BLOCKS = """
+import sys
+from petsc4py import PETSc
+from mpi4py import MPI
+import ksptrace
+from ksptrace.problems import registry
+inst = registry.get("laplace1d").build(PETSc.COMM_WORLD, 1000, {})
+inst.ksp.setTolerances(rtol=1e-6)
+inst.prepare()
+for k in range(2):
+    with ksptrace.record(inst.ksp, f"{sys.argv[1]}/b{k}.h5", comm=MPI.COMM_WORLD):
+        inst.reset(); inst.solve()
+"""
+
+
+@pytest.mark.usefixtures("require_petsc")
+def test_a_second_record_block_knows_the_log_is_its_own(tmp_path: Path) -> None:
+    """The first block begins and narrows the log; the second must not take that running log
+    for the program's own full log."""
+    proc = subprocess.run([sys.executable, "-c", TWO_BLOCKS, str(tmp_path)],
+                          env=solver_env(PYTHONPATH=str(ROOT)), cwd=ROOT, capture_output=True,
+                          text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    logs = [read_trace(tmp_path / f"b{k}.h5").attrs["event_log"] for k in range(2)]
+    assert logs == [eventlog.ONLY, eventlog.ONLY]
