@@ -53,12 +53,18 @@ def test_two_runners_started_together_run_each_solve_once(
         monkeypatch: pytest.MonkeyPatch) -> None:
     path = write_campaign(local_campaign(runs_ksp='["gmres", "bcgs", "cg"]', nprocs="[1, 2]"))
     spec = load_spec(path)
-    # Each run holds its temporary file this long: 6 runs keep the first runner busy for 6 s, so
-    # the second one meets its lock even if its start-up (a fresh clone compiles every module,
-    # PETSc types are probed) lags by seconds.
-    monkeypatch.setenv("FAKE_SLEEP", "1.0")
+    # The first run of whichever runner takes the lock waits at a gate the test opens only once
+    # the other runner has ended: however late that one starts, it meets the lock (a 6 s window
+    # of 1 s runs was missed once, on a quiet machine).
+    gate = path.parent / "gate"
+    monkeypatch.setenv("FAKE_GATE", str(gate))
     procs = [subprocess.Popen(_campaign_cmd(path), stdout=subprocess.PIPE,
                               stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    deadline = time.monotonic() + 120
+    while all(p.poll() is None for p in procs):
+        assert time.monotonic() < deadline, "neither runner ended within 120 s"
+        time.sleep(0.05)
+    gate.touch()
     results = [(p.wait(timeout=120), *p.communicate()) for p in procs]
     codes = sorted(r[0] for r in results)
     assert codes[0] == 0, results

@@ -42,6 +42,10 @@ def main(argv: list[str]) -> int:
     with h5py.File(tmp, "w") as f:
         fill_file(f, trace)
     time.sleep(float(os.environ.get("FAKE_SLEEP", "0")))
+    gate = os.environ.get("FAKE_GATE")
+    deadline = time.monotonic() + 300
+    while gate and not Path(gate).exists() and time.monotonic() < deadline:
+        time.sleep(0.05)  # held until the test opens the gate: a state, not a time
     os.replace(tmp, out)
     return 0
 
