@@ -1,14 +1,18 @@
 """One runner per campaign folder at a time.
 
-The lock is a file created atomically (O_CREAT | O_EXCL) in the campaign folder. It holds the
-holder's pid, host, identity (pid and start time) and start time, and, while a solve runs, the
-process group of that solve. A lock whose holder is dead (``kill -9``, a reboot) is stale: the
-next runner kills whatever is left of the dead holder's solves, then takes the lock over.
+The lock is a file in the campaign folder that appears whole: it is written under a private
+name and hard-linked into place, so no runner ever reads a half-written lock and mistakes it for
+a stale one. It holds the holder's pid, host, identity (pid and start time) and start time, and,
+while a solve runs, the process group of that solve. A lock whose holder is dead (``kill -9``, a
+reboot) is stale: the next runner kills whatever is left of the dead holder's solves, then takes
+the lock over. Looking at a lock and taking it over happen under ``flock`` on a guard file that is
+never deleted, so two runners that both find a stale lock cannot both take it.
 """
 
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import socket
@@ -62,27 +66,36 @@ class CampaignLock:
         }
 
     def acquire(self) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        folder = self.path.parent
+        folder.mkdir(parents=True, exist_ok=True)
+        mine = folder / f".{LOCK}.new-{os.getpid()}"
+        mine.write_text(json.dumps(self.data))
+        try:
+            with _guard(folder):
+                _sweep_private(folder)
+                self._take(mine)
+        finally:
+            mine.unlink(missing_ok=True)
+
+    def _take(self, mine: Path) -> None:
         for _ in range(3):
             try:
-                fd = os.open(self.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+                os.link(mine, self.path)
+                return
             except FileExistsError:
-                held = _read(self.path)
-                if held is None:
-                    continue  # released meanwhile: try again
-                if held and _holder_alive(held):
-                    raise CampaignError(
-                        f"{self.path.parent} is being run by pid {held.get('pid')} on "
-                        f"{held.get('host')} since {held.get('started')}; wait for it, or stop "
-                        "it (Ctrl-C) and rerun to resume"
-                    ) from None
-                _clean_up_after(held)
-                with contextlib.suppress(FileNotFoundError):
-                    self.path.unlink()
-                continue
-            with os.fdopen(fd, "w") as f:
-                json.dump(self.data, f)
-            return
+                pass
+            held = _read(self.path)
+            if held is None:
+                continue  # released meanwhile: try again
+            if held and _holder_alive(held):
+                raise CampaignError(
+                    f"{self.path.parent} is being run by pid {held.get('pid')} on "
+                    f"{held.get('host')} since {held.get('started')}; wait for it, or stop "
+                    "it (Ctrl-C) and rerun to resume"
+                ) from None
+            _clean_up_after(held)
+            with contextlib.suppress(FileNotFoundError):
+                self.path.unlink()
         raise CampaignError(f"{self.path}: cannot take the campaign lock; rerun")
 
     def record_solve(self, pgid: int | None) -> None:
@@ -93,9 +106,32 @@ class CampaignLock:
         os.replace(tmp, self.path)
 
     def release(self) -> None:
-        held = _read(self.path)
-        if held is not None and held.get("identity") == self.data["identity"]:
-            self.path.unlink(missing_ok=True)
+        with _guard(self.path.parent):
+            held = _read(self.path)
+            if held is not None and held.get("identity") == self.data["identity"]:
+                self.path.unlink(missing_ok=True)
+
+
+def _sweep_private(folder: Path) -> None:
+    """Remove the private lock files of runners killed mid-write (their pid is gone)."""
+    for leftover in folder.glob(f".{LOCK}.*-*"):
+        pid = leftover.name.rpartition("-")[2]
+        if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists():
+            leftover.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _guard(folder: Path) -> Iterator[None]:
+    """Hold ``flock`` on the folder's guard file (created once, never deleted)."""
+    try:
+        fd = os.open(folder / f".{LOCK}.guard", os.O_CREAT | os.O_RDWR, 0o644)
+    except OSError as exc:
+        raise CampaignError(f"{folder}: cannot open the lock guard ({exc.strerror})") from None
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield
+    finally:
+        os.close(fd)
 
 
 @contextlib.contextmanager
