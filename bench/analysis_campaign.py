@@ -37,8 +37,8 @@ from typing import Any
 import numpy as np
 import scipy.stats as st
 
-from ksptrace.trace.io import write_trace
 from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import write_trace
 
 RESULT = Path(__file__).resolve().parent / "results" / "analysis_campaign.json"
 TARGETS = {"one_trace_seconds": 15.0, "big_trace_seconds": 60.0, "big_trace_gib": 4.0,

@@ -24,7 +24,7 @@ from ksptrace.jobs.backends import get_backend
 from ksptrace.jobs.expand import load_spec
 from ksptrace.jobs.runner import run_campaign
 from ksptrace.jobs.spec import RunSpec
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 
 CAMPAIGN = """
 [campaign]

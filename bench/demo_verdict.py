@@ -30,7 +30,7 @@ from typing import Any
 
 from ksptrace.studies.segmentation.segment import SegmentationParams
 from ksptrace.studies.segmentation.series import analyse, collect
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 SOLVER_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",

@@ -26,10 +26,10 @@ import numpy as np
 
 from ksptrace.studies.collectives.synthetic import allreduce_traces
 from ksptrace.trace import collectives
-from ksptrace.trace.io import write_trace
 from ksptrace.trace.model import Solves, Trace
 from ksptrace.trace.probe import PROBE_SECONDS
 from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import write_trace
 
 ROOT = Path(__file__).resolve().parents[1]
 LIMIT = 120.0

@@ -43,7 +43,7 @@ from typing import Any
 import numpy as np
 
 from ksptrace.noise.spec import parse
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 
 RESULTS = Path(__file__).resolve().parent / "results" / "noise_overhead.json"
 VARIANTS: dict[str, list[str]] = {

@@ -81,7 +81,6 @@ def test_import_contracts_catch_a_wrong_import(tmp_path: Path, module: str, impo
 
 MAX_LINES = 400
 LONG_MODULES = {
-    "trace/io.py": "reading, the probe child, writing and publishing; to be split by concern",
     "studies/variability/figures.py": "every figure of the variability study; to be split by "
                                       "figure kind",
     "studies/variability/pipeline.py": "the per-trace analysis and its flags",

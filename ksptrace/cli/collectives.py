@@ -26,7 +26,7 @@ from ksptrace.collectives.params import COLLECTIVE_PARAMS, message_sizes, parse_
 from ksptrace.errors import EnvironmentProblem, KsptraceError, UsageError
 from ksptrace.harness.mpienv import AGREED, launched_size, under_mpi_launcher
 from ksptrace.params import resolve
-from ksptrace.trace import io, temporaries
+from ksptrace.trace import publish, temporaries
 
 FORCING_ENV = "KSPTRACE_COLLECTIVE_FORCING"
 """JSON of the Forcing the launching process chose, so that ranks need not run ompi_info."""
@@ -145,7 +145,7 @@ def _main(args: argparse.Namespace) -> int:
                          f"{args.np}; drop --np")
     check_memory(op, sizes[-1], nprocs, nprocs)
     path = output_path(args.out, op, forcing, nprocs, sizes, values["repetitions"], args.tag)
-    io.check_destination(path, args.overwrite)
+    publish.check_destination(path, args.overwrite)
     temporaries.sweep(path.parent)
     if args.np is not None and not launched:
         return _launch(args, values, forcing, path)

@@ -26,8 +26,8 @@ from ksptrace.studies.decisions.report import (
     runs_from,
 )
 from ksptrace.trace.collectives import is_collectives
-from ksptrace.trace.io import iter_traces
 from ksptrace.trace.ompi import parse_ompi_algorithms
+from ksptrace.trace.read import iter_traces
 
 
 def register(subparsers: Any) -> None:

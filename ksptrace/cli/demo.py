@@ -20,7 +20,7 @@ from ksptrace.cli.campaign import run as run_campaign
 from ksptrace.errors import UsageError
 from ksptrace.jobs.expand import load_spec
 from ksptrace.trace.frame import traces_to_frame
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 
 
 def register(sub: Any) -> None:

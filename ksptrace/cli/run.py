@@ -21,7 +21,7 @@ from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
 from ksptrace.harness.options import CHECK_PARAMS, RUN_PARAMS
 from ksptrace.params import nearest, resolve
 from ksptrace.problems import registry
-from ksptrace.trace import io, temporaries
+from ksptrace.trace import publish, read, temporaries
 
 EXTRA_FLAGS = ("--np", "--out", "--overwrite", "--tag", "--mpiexec")
 MAX_RANKS_PER_CORE = 16
@@ -149,7 +149,7 @@ def main(args: argparse.Namespace) -> int:
     path = output_path(args.out, run, nprocs, args.tag, petsc_options)
     if not args.overwrite:
         _refuse_other_experiment(path, run, problem, petsc_options, nprocs)
-    io.check_destination(path, args.overwrite)
+    publish.check_destination(path, args.overwrite)
     _sweep(path.parent, launched)
     if args.np is not None and not launched:
         return _launch(args, run, problem, petsc_options, path)
@@ -187,7 +187,7 @@ def _refuse_other_experiment(
     if not path.is_file():
         return
     try:
-        stored: dict[str, Any] = io.attrs_of(path)  # either schema's layout, flat
+        stored: dict[str, Any] = read.attrs_of(path)  # either schema's layout, flat
     except TraceError:
         return  # not a readable trace: check_destination says it exists
     differ = []

@@ -19,8 +19,8 @@ from ksptrace.outputs import check_destination, staged_directory
 from ksptrace.report.segmentation import write_segment_report
 from ksptrace.studies.segmentation.segment import SegmentationParams
 from ksptrace.studies.segmentation.series import METRICS
-from ksptrace.trace.io import iter_traces
 from ksptrace.trace.model import Trace
+from ksptrace.trace.read import iter_traces
 
 
 def register(sub: Any) -> None:

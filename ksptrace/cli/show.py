@@ -8,7 +8,7 @@ from typing import Any
 
 from ksptrace.errors import TraceError
 from ksptrace.trace.frame import summary_row
-from ksptrace.trace.io import iter_traces
+from ksptrace.trace.read import iter_traces
 
 HEADLINE = ("problem", "n_global", "nnz", "ksp", "pc", "restart", "iterations_done",
             "converged_reason", "nprocs", "n_nodes", "ranks_per_node", "oversubscribed",

@@ -41,7 +41,7 @@ from ksptrace.errors import KsptraceError, OutputError, UsageError, WrongResult
 from ksptrace.harness import lifeline
 from ksptrace.harness.mpienv import agree_on_error, node_layout
 from ksptrace.trace import collectives as ctrace
-from ksptrace.trace import io
+from ksptrace.trace import publish
 from ksptrace.trace.model import AttrValue
 from ksptrace.version import __version__
 
@@ -273,7 +273,7 @@ def _write(s: BenchSettings, rows: list[tuple[Timings, int, str]],
         lifeline.check_launcher_alive()
         ctrace.write(trace, s.out, s.overwrite)
     except OSError as exc:
-        raise OutputError(io.describe_write_error(exc, s.out, 0)) from None
+        raise OutputError(publish.describe_write_error(exc, s.out, 0)) from None
 
 
 def _given(a: np.ndarray | None) -> np.ndarray:

@@ -36,7 +36,7 @@ from ksptrace.harness import cpuload, eventlog
 from ksptrace.harness.monitor import StampMonitor
 from ksptrace.harness.mpienv import agree_on_error, node_layout
 from ksptrace.harness.run import GMRES_FAMILY, PETSC_DEFAULT_RESTART, _reason_name, _versions
-from ksptrace.trace import io
+from ksptrace.trace import publish, write
 from ksptrace.trace.model import AttrValue, Solves, Trace
 
 _HOOK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
@@ -134,7 +134,7 @@ class Recorder:
         error: KsptraceError | None = None
         if self.mpicomm.Get_rank() == 0:
             try:
-                io.check_destination(self.path, self.overwrite)
+                publish.check_destination(self.path, self.overwrite)
             except KsptraceError as exc:
                 error = exc
         agree_on_error(self.mpicomm, error)
@@ -273,13 +273,13 @@ class Recorder:
                               np.array(self.layout.node_ids), tuple(r[2] for r in rows),
                               seconds.sum(axis=1), attrs, solves=solves)
                 attrs["solve_max"] = float(trace.solve_seconds.max())
-                io.write_trace(Trace(trace.stamps, trace.residual_norms, trace.node_ids,
+                write.write_trace(Trace(trace.stamps, trace.residual_norms, trace.node_ids,
                                      trace.hostnames, trace.solve_seconds, attrs,
                                      solves=solves), self.path, self.overwrite)
             except KsptraceError as exc:
                 error = exc
             except OSError as exc:
-                error = OutputError(io.describe_write_error(exc, self.path, 0))
+                error = OutputError(publish.describe_write_error(exc, self.path, 0))
         agree_on_error(self.mpicomm, error)
 
     def _attrs(self, foreign: cpuload.ForeignLoad | None) -> dict[str, AttrValue]:

@@ -37,7 +37,7 @@ from ksptrace.noise.draw import rank_detours
 from ksptrace.noise.spec import parse as parse_noise
 from ksptrace.params import nearest
 from ksptrace.problems import registry
-from ksptrace.trace import io
+from ksptrace.trace import publish
 from ksptrace.trace.model import AttrValue
 from ksptrace.version import __version__
 
@@ -157,7 +157,7 @@ def _validate(settings: RunSettings, petsc: Any, nprocs: int, rank: int) -> None
             options.delValue(f"-{name}")  # or PetscFinalize fails on it once more
             raise UsageError(f"{problem} (PETSc uses it at exit, after the trace is written)")
     if rank == 0:
-        io.check_destination(settings.out, settings.overwrite)
+        publish.check_destination(settings.out, settings.overwrite)
 
 
 def _versions(petsc: Any) -> dict[str, AttrValue]:

@@ -29,7 +29,7 @@ import numpy as np
 from ksptrace.errors import KsptraceError, OutputError, UsageError
 from ksptrace.harness import lifeline
 from ksptrace.harness.mpienv import agree_on_error
-from ksptrace.trace import io, temporaries
+from ksptrace.trace import layout, publish, temporaries, write
 from ksptrace.trace.model import AttrValue, Trace
 
 FAULT_ENV = "KSPTRACE_FAULT"
@@ -108,7 +108,7 @@ def write_distributed(
     if rank == 0:
         try:
             lifeline.check_launcher_alive()  # a solve whose launcher died leaves no trace
-            io.publish(tmp, path, overwrite)
+            publish.publish(tmp, path, overwrite)
         except KsptraceError as exc:
             error = exc
     _agree(mpicomm, error, tmp)
@@ -137,7 +137,7 @@ def create_on_root(
     error: KsptraceError | None = None
     if rank == 0:
         try:
-            io.write_image(tmp, io.placeholder_image(nprocs, nstamps, attrs,
+            write.write_image(tmp, write.placeholder_image(nprocs, nstamps, attrs,
                                                      injected=injected))
         except KsptraceError as exc:
             error = exc
@@ -171,7 +171,7 @@ def fill_rows(mpicomm: Any, tmp: Path, local: LocalRecord) -> None:
     try:
         _write_rows(f, rank, local)
     except (OSError, RuntimeError) as exc:
-        error = OutputError(f"rank {rank}: {io.describe_write_error(exc, tmp, 0)}")
+        error = OutputError(f"rank {rank}: {publish.describe_write_error(exc, tmp, 0)}")
     try:
         f.close()
     except (OSError, RuntimeError) as exc:
@@ -184,7 +184,7 @@ def _write_rows(f: h5py.File, rank: int, local: LocalRecord) -> None:
     _maybe_fault(rank)
     f["iteration_seconds"][rank] = np.diff(local.stamps)
     f["node_ids"][rank] = local.node_id
-    f["hostnames"][rank : rank + 1] = io.encode_hostnames([local.hostname])  # UTF-8 dtype kept
+    f["hostnames"][rank : rank + 1] = layout.encode_hostnames([local.hostname])  # UTF-8 dtype kept
     f["solve_seconds"][rank] = local.solve_seconds
     if local.injected is not None:
         f["injected_seconds"][rank] = local.injected
@@ -209,7 +209,7 @@ def _write_gathered(
             else np.stack([r.injected for r in rows]),
         )
         try:
-            io.write_file(tmp, trace, midway=lambda: _maybe_fault(0))
+            write.write_file(tmp, trace, midway=lambda: _maybe_fault(0))
         except KsptraceError as exc:
             error = exc
     _agree(mpicomm, error, tmp)

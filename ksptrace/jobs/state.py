@@ -27,7 +27,7 @@ from ksptrace.jobs.spec import (
     RunSpec,
 )
 from ksptrace.trace import temporaries
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 
 SUBMISSIONS = "submissions.jsonl"
 STATES = ("done", "running", "failed", "interrupted", "missing")

@@ -29,8 +29,9 @@ import h5py
 import numpy as np
 
 from ksptrace.errors import TraceError
-from ksptrace.trace import io, probe, temporaries
+from ksptrace.trace import checks, fields, layout, probe, publish, temporaries
 from ksptrace.trace.model import SCHEMA_VERSION, AttrValue
+from ksptrace.trace.write import write_image
 
 KIND = "collectives"
 OVERLAP_DATASETS = ("comm_seconds", "compute_seconds")
@@ -105,7 +106,7 @@ def image(trace: CollectiveTrace) -> memoryview:
     buf = BytesIO()
     p, _m, r = trace.seconds.shape
     with h5py.File(buf, "w") as f:
-        io.write_attrs(f, {**trace.attrs, "kind": KIND})
+        layout.write_attrs(f, {**trace.attrs, "kind": KIND})
         scales = {"rank": _scale(f, "rank", np.arange(p, dtype=np.int64)),
                   "message_bytes": _scale(f, "message_bytes", trace.message_bytes),
                   "repetition": _scale(f, "repetition", np.arange(1, r + 1, dtype=np.int64))}
@@ -119,7 +120,7 @@ def image(trace: CollectiveTrace) -> memoryview:
                 ds.dims[axis].attach_scale(scales[dim])
                 ds.dims[axis].label = dim
         nodes = f.create_dataset("node_ids", data=np.asarray(trace.node_ids, np.int64))
-        f.create_dataset("hostnames", data=io.encode_hostnames(trace.hostnames))
+        f.create_dataset("hostnames", data=layout.encode_hostnames(trace.hostnames))
         f["hostnames"].attrs["_Encoding"] = "utf-8"  # netCDF readers (xarray) show text
         for ds in (nodes, f["hostnames"]):
             ds.dims[0].attach_scale(scales["rank"])
@@ -130,10 +131,10 @@ def image(trace: CollectiveTrace) -> memoryview:
 def write(trace: CollectiveTrace, path: str | os.PathLike[str], overwrite: bool = False) -> Path:
     """Write atomically: a complete file under a temporary name, then renamed."""
     final = Path(path)
-    io.check_destination(final, overwrite)
+    publish.check_destination(final, overwrite)
     tmp = temporaries.temp_path_for(final)
-    io.write_image(tmp, image(trace))
-    io.publish(tmp, final, overwrite)
+    write_image(tmp, image(trace))
+    publish.publish(tmp, final, overwrite)
     return final
 
 
@@ -165,15 +166,15 @@ def read(path: str | os.PathLike[str]) -> CollectiveTrace:
 def _read(p: Path) -> CollectiveTrace:
     try:
         with h5py.File(p, "r") as f:
-            version = io.schema_version_of(f.attrs.get("schema_version"))
+            version = checks.schema_version_of(f.attrs.get("schema_version"))
             if version > SCHEMA_VERSION:
                 raise TraceError(f"{p} has schema {version}, newer than this ksptrace's "
                                  f"{SCHEMA_VERSION}; upgrade ksptrace")
-            attrs = io.file_attrs(f)
+            attrs = fields.file_attrs(f)
             if attrs.get("kind") != KIND:
                 raise TraceError(f"{p} is not a collectives trace (no run/kind = {KIND}); "
                                  "solver traces are read with ksptrace.trace.io.read_trace")
-            limit = io.MAX_SIZE_RATIO * p.stat().st_size + (1 << 20)
+            limit = checks.MAX_SIZE_RATIO * p.stat().st_size + (1 << 20)
             for name in ("seconds", *OVERLAP_DATASETS, "message_bytes", "node_ids"):
                 if name in f and f[name].size * f[name].dtype.itemsize > limit:
                     raise TraceError(f"{p}: dataset {name} declares {f[name].shape}, far more "

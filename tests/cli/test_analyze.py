@@ -12,9 +12,9 @@ import numpy as np
 import pytest
 
 from ksptrace.cli.main import main
-from ksptrace.trace.io import write_trace
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import write_trace
 
 FAST = ["--candidates", "johnsonsu,norm", "--fit-size", "2000", "--mc-runs", "2"]
 

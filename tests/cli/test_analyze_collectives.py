@@ -10,8 +10,8 @@ import pytest
 from ksptrace.cli.main import main
 from ksptrace.studies.collectives.synthetic import allreduce_traces
 from ksptrace.trace import collectives as ctrace
-from ksptrace.trace.io import write_trace
 from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import write_trace
 
 
 def _write(folder: Path) -> list[str]:

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from ksptrace.cli.main import main
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 
 SMALL = """
 [campaign]

@@ -11,8 +11,9 @@ import numpy as np
 import pytest
 
 from ksptrace.cli.main import main
-from ksptrace.trace.io import read_trace, write_trace
+from ksptrace.trace.read import read_trace
 from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import write_trace
 from tests.trace.test_crafted import crafted
 
 SPEED = {"gmres": 1.0, "cg": 1.3, "bcgs": 1.6}

@@ -12,8 +12,8 @@ import pytest
 
 from ksptrace.cli.run import _refuse_other_experiment
 from ksptrace.errors import UsageError
-from ksptrace.trace.io import write_trace
 from ksptrace.trace.model import Trace
+from ksptrace.trace.write import write_trace
 from tests.trace.schema1 import write_schema1
 
 RUN: dict[str, Any] = {"problem": "laplace1d", "n": 100, "ksp": "gmres", "pc": "jacobi",

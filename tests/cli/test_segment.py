@@ -19,8 +19,8 @@ from ksptrace.studies.segmentation.extrap_export import (
     to_extrap_text,
 )
 from ksptrace.studies.segmentation.series import METRICS
-from ksptrace.trace.io import write_trace
 from ksptrace.trace.model import Trace
+from ksptrace.trace.write import write_trace
 from tests.trace.test_crafted import crafted
 
 CORES = 2

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ksptrace.cli.main import main
-from ksptrace.trace.io import write_trace
 from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import write_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -13,8 +13,8 @@ import pytest
 from ksptrace.harness import cpuload
 from ksptrace.harness.cpuload import Sample, busy_seconds, foreign_load
 from ksptrace.studies.variability.pipeline import AnalysisOptions, analyze_trace
-from ksptrace.trace.io import read_trace
 from ksptrace.trace.model import FOREIGN_LOAD_LIMIT
+from ksptrace.trace.read import read_trace
 
 
 def s(wall: float, own: float, busy: float | None, cpus: int = 2) -> Sample:

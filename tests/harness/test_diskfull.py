@@ -20,8 +20,8 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import OutputError
-from ksptrace.trace import io
-from ksptrace.trace.io import read_trace
+from ksptrace.trace import write
+from ksptrace.trace.read import read_trace
 from tests.conftest import ROOT, solver_env
 
 N = 2_000
@@ -131,9 +131,9 @@ def test_disk_filled_after_the_space_check(tmpfs: Path, monkeypatch: pytest.Monk
     from tests.trace.test_io import make_trace
 
     leave_free(tmpfs, free_kib)
-    monkeypatch.setattr(io, "check_space", lambda folder, needed: None, raising=False)
+    monkeypatch.setattr(write, "check_space", lambda folder, needed: None)
     with pytest.raises(OutputError, match=f"no space left on {tmpfs} for the trace"):
-        io.write_trace(make_trace(nprocs=4, k=K), tmpfs / "t.h5")
+        write.write_trace(make_trace(nprocs=4, k=K), tmpfs / "t.h5")
     assert sorted(p.name for p in tmpfs.iterdir()) == ["filler"]
 
 
@@ -142,10 +142,10 @@ def test_space_check_comes_first(tmpfs: Path) -> None:
     from tests.trace.test_io import make_trace
 
     leave_free(tmpfs, 16)
-    image = io.trace_image(make_trace(nprocs=4, k=K))
+    image = write.trace_image(make_trace(nprocs=4, k=K))
     kib = -(-len(image) // 1024)
     with pytest.raises(OutputError, match=rf"\(needs {kib} KiB, 16 KiB free\)"):
-        io.write_image(tmpfs / ".t.h5.tmp-x", image)
+        write.write_image(tmpfs / ".t.h5.tmp-x", image)
     assert sorted(p.name for p in tmpfs.iterdir()) == ["filler"]
 
 

@@ -13,7 +13,7 @@ import pytest
 
 from ksptrace.harness import eventlog
 from ksptrace.studies.variability.pipeline import AnalysisOptions, analyze_trace
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 from ksptrace.trace.synthetic import synthetic_trace
 from tests.conftest import ROOT, solver_env
 

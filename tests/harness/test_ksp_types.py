@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 from tests.conftest import ROOT, solver_env
 
 pytestmark = pytest.mark.mpi

@@ -10,7 +10,7 @@ import pytest
 
 from ksptrace.harness.launch import MpiExec
 from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 from tests.conftest import ROOT, solver_env
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from ksptrace.studies.collectives.reductions import count_from_attrs
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 from ksptrace.trace.solves import split
 from tests.conftest import ROOT, solver_env
 

@@ -12,8 +12,8 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ksptrace.trace.io import read_trace
 from ksptrace.trace.model import Trace
+from ksptrace.trace.read import read_trace
 from tests.conftest import ROOT, solver_env
 
 pytestmark = pytest.mark.mpi

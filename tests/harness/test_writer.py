@@ -8,8 +8,9 @@ from pathlib import Path
 import h5py
 import pytest
 
-from ksptrace.trace.io import DIMENSIONS, read_trace
+from ksptrace.trace.layout import DIMENSIONS
 from ksptrace.trace.model import ATTRIBUTE_GROUPS, attribute_group
+from ksptrace.trace.read import read_trace
 
 pytestmark = pytest.mark.mpi
 

@@ -13,8 +13,8 @@ import pytest
 
 from ksptrace.cli.main import main
 from ksptrace.jobs.analysis import render
-from ksptrace.trace.io import write_trace
 from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import write_trace
 from tests.jobs.test_slurm_real import CONF, MAX_ARRAY, ROOT, slurm  # noqa: F401 (fixture)
 
 FAST = ["--candidates", "norm", "--mc-runs", "1", "--no-figures"]

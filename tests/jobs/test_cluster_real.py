@@ -20,7 +20,7 @@ import pandas as pd
 import pytest
 
 from ksptrace.cli.main import main
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "cluster-local.sh"

@@ -23,7 +23,7 @@ from ksptrace.jobs import state
 from ksptrace.jobs.backends import alive_any
 from ksptrace.jobs.expand import load_spec
 from ksptrace.jobs.runlock import LOCK
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 from tests.conftest import ROOT, ctrl_c_able, solver_env
 
 Text = Callable[..., str]

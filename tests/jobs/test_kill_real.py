@@ -12,7 +12,7 @@ import pytest
 from ksptrace.jobs import state
 from ksptrace.jobs.backends import alive_any
 from ksptrace.jobs.expand import load_spec
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 from tests.conftest import ROOT, solver_env
 from tests.jobs.conftest import kill_mid_campaign
 

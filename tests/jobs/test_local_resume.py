@@ -18,7 +18,7 @@ from ksptrace.jobs.backends import alive_any, get_backend
 from ksptrace.jobs.expand import load_spec
 from ksptrace.jobs.runner import run_campaign
 from ksptrace.jobs.spec import CampaignSpec
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 
 Write = Callable[..., Path]
 Text = Callable[..., str]

@@ -21,7 +21,7 @@ import pytest
 
 from ksptrace.cli.main import main
 from ksptrace.trace import collectives as ctrace
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "slurm-local.sh"

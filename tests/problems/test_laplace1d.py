@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 
 # Residual norms printed by PETSc 3.18.5's C tutorial ex23 (built against Debian's PETSc in a
 # temporary folder: `ex23 -n 100000 -ksp_type T -ksp_rtol 0 -ksp_atol 0 -ksp_divtol 1e300

@@ -13,7 +13,7 @@ import pytest
 from ksptrace.cli.main import main
 from ksptrace.errors import UsageError
 from ksptrace.problems import registry
-from ksptrace.trace.io import read_trace
+from ksptrace.trace.read import read_trace
 from tests.conftest import ROOT
 
 EXAMPLE = ROOT / "examples" / "own_problem"

@@ -17,9 +17,10 @@ from ksptrace.studies.variability import tables
 from ksptrace.studies.variability.pipeline import AnalysisOptions, analyze_trace
 from ksptrace.studies.variability.runs import analyse
 from ksptrace.studies.variability.sections import SECTIONS, omission_section, section_of
-from ksptrace.trace.io import iter_traces, write_trace
 from ksptrace.trace.model import Trace
+from ksptrace.trace.read import iter_traces
 from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import write_trace
 
 FAST = AnalysisOptions(candidates=("johnsonsu", "norm", "gamma"), fit_size=2000, mc_runs=2)
 

@@ -15,7 +15,8 @@ import pytest
 
 from ksptrace.errors import TraceError
 from ksptrace.studies.collectives.synthetic import allreduce_traces
-from ksptrace.trace import collectives, io
+from ksptrace.trace import collectives, write
+from ksptrace.trace.io import attrs_of, read_trace
 from ksptrace.trace.synthetic import synthetic_trace
 from tests.conftest import ROOT
 
@@ -30,7 +31,7 @@ def _collectives_trace(path: Path) -> Path:
 @pytest.fixture(scope="module")
 def originals(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
     folder = tmp_path_factory.mktemp("originals")
-    solver = io.write_trace(synthetic_trace(2, 30, 1, "cg", seed=1), folder / "s.h5")
+    solver = write.write_trace(synthetic_trace(2, 30, 1, "cg", seed=1), folder / "s.h5")
     coll = _collectives_trace(folder / "c.h5")
     return {"solver": solver.read_bytes(), "collectives": coll.read_bytes()}
 
@@ -38,7 +39,7 @@ def originals(tmp_path_factory: pytest.TempPathFactory) -> dict[str, bytes]:
 def _every_reader(path: Path) -> list[str]:
     """What each reader made of ``path``: a result kind or 'refused'; anything else raises."""
     seen = []
-    for read in (io.read_trace, collectives.read, io.attrs_of):
+    for read in (read_trace, collectives.read, attrs_of):
         try:
             read(path)
             seen.append("ok")

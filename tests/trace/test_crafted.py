@@ -16,9 +16,11 @@ import pytest
 
 from ksptrace.cli.main import main
 from ksptrace.errors import TraceError
-from ksptrace.trace.io import HOSTNAME_BYTES, iter_traces, read_trace, write_trace
+from ksptrace.trace.layout import HOSTNAME_BYTES
 from ksptrace.trace.model import attribute_group
+from ksptrace.trace.read import iter_traces, read_trace
 from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import write_trace
 from tests.trace.schema1 import write_schema1
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -259,13 +261,14 @@ def test_a_file_that_crashes_hdf5_is_refused(
     import signal
 
     import ksptrace.trace.io as io
+    from ksptrace.trace import shared_read
 
     path = write_trace(synthetic_trace(2, 10, 1, "cg"), tmp_path / "t.h5")
 
     def segfault(p: Path, file_bytes: int, alloc: object = None) -> None:
         os.kill(os.getpid(), signal.SIGSEGV)
 
-    monkeypatch.setattr(io, "_read_fields", segfault)
+    monkeypatch.setattr(shared_read, "read_fields", segfault)
     with pytest.raises(TraceError, match=r"HDF5 library crashed reading it \(signal 11\)") as info:
         io.read_trace(path)
     assert str(info.value).startswith(f"{path}: ")

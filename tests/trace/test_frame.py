@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 
 from ksptrace.trace.frame import summary_row, traces_to_frame
-from ksptrace.trace.io import read_trace, write_trace
+from ksptrace.trace.read import read_trace
+from ksptrace.trace.write import write_trace
 from tests.trace.test_io import make_trace
 
 

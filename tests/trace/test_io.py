@@ -9,8 +9,10 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import TraceError, UsageError
-from ksptrace.trace.io import check_finite, read_trace, schema_version_of, write_trace
+from ksptrace.trace.checks import check_finite, schema_version_of
 from ksptrace.trace.model import ONE_SOLVE_SCHEMA, SCHEMA_VERSION, Trace
+from ksptrace.trace.read import read_trace
+from ksptrace.trace.write import write_trace
 
 
 def make_trace(nprocs: int = 3, k: int = 5, seed: int = 0) -> Trace:
@@ -195,12 +197,12 @@ def test_a_read_trace_is_a_read_only_view_of_what_the_reader_read(tmp_path: Path
 def test_a_trace_the_shared_map_cannot_hold_is_read_by_the_parent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    import ksptrace.trace.io as io
+    from ksptrace.trace import shared_read
 
     trace = make_trace(nprocs=8, k=300)
     path = write_trace(trace, tmp_path / "t.h5")
     shared = read_trace(path)
-    monkeypatch.setattr(io, "_map_bytes", lambda file_bytes: 4096)
+    monkeypatch.setattr(shared_read, "_map_bytes", lambda file_bytes: 4096)
     back = read_trace(path)
     assert back.stamps.flags.owndata  # read again here, not handed over
     np.testing.assert_array_equal(back.stamps, trace.stamps)

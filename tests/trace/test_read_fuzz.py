@@ -18,9 +18,11 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from ksptrace.errors import TraceError
-from ksptrace.trace.io import COORDINATES, DATASETS, OPTIONAL_DATASETS, read_trace, trace_image
+from ksptrace.trace.layout import COORDINATES, DATASETS, OPTIONAL_DATASETS
 from ksptrace.trace.model import ATTRIBUTE_GROUPS, Trace
+from ksptrace.trace.read import read_trace
 from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import trace_image
 
 VALID = bytes(trace_image(synthetic_trace(3, 12, 2, "cg", seed=7)))
 ATTR_NAMES = ["schema_version", "problem", "n", "ksp", "iterations", "restart", "nprocs", "extra"]

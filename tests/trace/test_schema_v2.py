@@ -13,14 +13,7 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import TraceError
-from ksptrace.trace.io import (
-    COORDINATES,
-    DIMENSIONS,
-    HOSTNAME_BYTES,
-    placeholder_image,
-    read_trace,
-    write_trace,
-)
+from ksptrace.trace.layout import COORDINATES, DIMENSIONS, HOSTNAME_BYTES
 from ksptrace.trace.model import (
     ATTRIBUTE_GROUPS,
     DEFAULT_ATTRIBUTE_GROUP,
@@ -28,7 +21,9 @@ from ksptrace.trace.model import (
     Trace,
     attribute_group,
 )
+from ksptrace.trace.read import read_trace
 from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import placeholder_image, write_trace
 from tests.conftest import ROOT
 from tests.trace.schema1 import FIXTURE, write_schema1
 

@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import TraceError
-from ksptrace.trace.io import read_trace, write_trace
 from ksptrace.trace.model import Solves, Trace
+from ksptrace.trace.read import read_trace
 from ksptrace.trace.solves import split
+from ksptrace.trace.write import write_trace
 
 LENGTHS = (4, 0, 7, 4, 2)
 DATA = Path(__file__).resolve().parents[1] / "data" / "trace"

@@ -11,9 +11,10 @@ import pytest
 
 from ksptrace.errors import EnvironmentProblem
 from ksptrace.trace import to_xarray
-from ksptrace.trace.io import read_trace, write_trace
 from ksptrace.trace.model import Trace
+from ksptrace.trace.read import read_trace
 from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import write_trace
 from tests.trace.schema1 import FIXTURE
 
 

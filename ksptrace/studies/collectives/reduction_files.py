@@ -14,7 +14,7 @@ from ksptrace.errors import KsptraceError
 from ksptrace.studies.collectives.reductions import SolverReductions, reductions_table
 from ksptrace.studies.table import Table
 from ksptrace.trace.collectives import CollectiveTrace
-from ksptrace.trace.io import attrs_of, read_trace
+from ksptrace.trace.read import attrs_of, read_trace
 
 
 def reductions_of_files(solver_paths: Sequence[str | os.PathLike[str]],

@@ -13,7 +13,7 @@ from pathlib import Path
 import h5py
 import numpy as np
 
-from ksptrace.trace.io import fill_file
+from ksptrace.trace.layout import fill_file
 from ksptrace.trace.model import Trace
 from ksptrace.trace.temporaries import temp_path_for
 

@@ -11,8 +11,8 @@ import pytest
 from ksptrace.report.compose import write_report_files
 from ksptrace.studies.variability import batch
 from ksptrace.studies.variability.pipeline import AnalysisOptions
-from ksptrace.trace.io import write_trace
 from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import write_trace
 
 FAST = AnalysisOptions(candidates=("johnsonsu", "norm", "gamma"), fit_size=2000, mc_runs=2)
 

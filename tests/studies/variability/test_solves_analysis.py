@@ -8,7 +8,7 @@ from pathlib import Path
 
 from ksptrace.studies.variability.pipeline import AnalysisOptions
 from ksptrace.studies.variability.runs import Analysed, analyse_files
-from ksptrace.trace.io import write_trace
+from ksptrace.trace.write import write_trace
 from tests.trace.test_solves import LENGTHS, several
 
 OPTIONS = AnalysisOptions(candidates=("norm",), mc_runs=2)

@@ -1,0 +1,142 @@
+"""Reading a trace in a forked child that hands the arrays back through shared memory.
+
+Damaged HDF5 metadata can crash libhdf5 or send it into an endless loop; only the child
+touches the file, and the parent's arrays are views of the shared map (the data are read once
+and never copied).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import faulthandler
+import mmap
+import os
+import pickle
+import struct
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from ksptrace.errors import TraceError
+from ksptrace.trace import probe
+from ksptrace.trace.fields import MapFull, make_trace, read_fields, read_here
+from ksptrace.trace.model import (
+    Trace,
+)
+
+_HEADER = struct.Struct("<QQQ")
+"""The shared map's header: status, offset and length of the pickled result."""
+
+
+_OK, _REFUSED = 1, 2
+
+
+_ALIGN = 64
+
+
+def read_in_child(p: Path, file_bytes: int) -> Trace:
+    """Read ``p`` in a forked child and hand the trace back through shared memory.
+
+    Damaged HDF5 metadata can crash libhdf5 (a segmentation fault while iterating attributes)
+    or send it into an endless loop, both found by ``tests/trace/test_read_fuzz.py``; no Python
+    handler catches either, and one such file would end or hang a whole analysis. So only a
+    child touches the file, and it is killed after :data:`probe.PROBE_SECONDS` (plus a second per
+    50 MB). The child reads each dataset straight into an anonymous shared map and pickles the
+    trace's fields (protocol 5) with the arrays out of band, as spans of that map; the parent's
+    arrays are views of the map. So the data are read once and never copied, and a trace costs
+    its size in memory once, not twice. A trace the map cannot hold (it is sized from the file)
+    is read again by the parent, which is safe once the child has read it without crashing.
+    """
+    shared = mmap.mmap(-1, _map_bytes(file_bytes))  # anonymous and MAP_SHARED: ours too
+    pid = os.fork()
+    if pid == 0:  # the child: read, then leave without exit handlers or crash reports
+        try:
+            faulthandler.disable()
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            os.dup2(devnull, 2)  # libc's own crash reports ("stack smashing detected")
+            with contextlib.suppress(BaseException):
+                _hand_over(shared, p, file_bytes)
+        finally:
+            os._exit(0)
+    limit = probe.limit_for(file_bytes)
+    fault = probe.fault_of(p, probe.wait(pid, limit), limit)
+    if fault is not None:
+        raise TraceError(fault)
+    state, offset, length = _HEADER.unpack_from(shared, 0)
+    if state == _REFUSED:
+        raise TraceError(pickle.loads(shared[offset:offset + length]))
+    if state != _OK:  # the map was too small, or the child ran out of memory: read here
+        return read_here(p, file_bytes)
+    fields, spans = pickle.loads(shared[offset:offset + length])
+    view = memoryview(shared).toreadonly()  # nothing else can write the map: Trace keeps it
+    buffers = [view[start:start + size] for start, size in spans]
+    return make_trace(p, pickle.loads(fields, buffers=buffers))
+
+
+class _Carver:
+    """Hands out aligned arrays from ``shared``, after its header, in the order asked."""
+
+    def __init__(self, shared: mmap.mmap) -> None:
+        self.shared = shared
+        self.end = _ALIGN
+        self.base = np.frombuffer(shared, np.uint8).ctypes.data
+
+    def take(self, nbytes: int) -> int:
+        start = self.end
+        if start + nbytes > len(self.shared):
+            raise MapFull
+        self.end = start + -(-nbytes // _ALIGN) * _ALIGN
+        return start
+
+    def array(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
+        count = int(np.prod(shape, dtype=np.int64))
+        start = self.take(count * dtype.itemsize)
+        return np.ndarray(shape, dtype=dtype, buffer=self.shared, offset=start)
+
+    def span(self, raw: memoryview) -> tuple[int, int]:
+        """Where ``raw`` lies in the map; a buffer from elsewhere is copied in first."""
+        if raw.nbytes:
+            start = np.frombuffer(raw, np.uint8).ctypes.data - self.base
+            if start >= 0 and start + raw.nbytes <= len(self.shared):
+                return start, raw.nbytes
+        start = self.take(raw.nbytes)
+        self.shared[start:start + raw.nbytes] = raw
+        return start, raw.nbytes
+
+
+def _map_bytes(file_bytes: int) -> int:
+    """The shared map's size: room for the data of an uncompressed trace and its pickle.
+
+    Only the pages the child writes cost memory; a compressed trace may not fit, and is then
+    read by the parent.
+    """
+    return 2 * file_bytes + (16 << 20)
+
+
+def _hand_over(shared: mmap.mmap, p: Path, file_bytes: int) -> None:
+    """In the child: read ``p`` into ``shared`` and write the outcome (see :data:`_HEADER`).
+
+    The child hands over the fields of the trace, not a :class:`Trace`: building one copies
+    writable arrays, and the parent builds it (and runs its checks) on read-only views.
+    """
+    carver = _Carver(shared)
+    try:
+        values = read_fields(p, file_bytes, carver.array)
+    except TraceError as exc:
+        message = pickle.dumps(str(exc))
+        shared[_ALIGN:_ALIGN + len(message)] = message
+        _HEADER.pack_into(shared, 0, _REFUSED, _ALIGN, len(message))
+        return
+    except MapFull:
+        return
+    buffers: list[pickle.PickleBuffer] = []
+    fields = pickle.dumps(values, protocol=5, buffer_callback=buffers.append)
+    try:
+        spans = [carver.span(buffer.raw()) for buffer in buffers]
+        result = pickle.dumps((fields, spans))
+        end = carver.take(len(result))
+    except MapFull:
+        return
+    shared[end:end + len(result)] = result
+    _HEADER.pack_into(shared, 0, _OK, end, len(result))
