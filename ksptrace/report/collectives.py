@@ -13,10 +13,13 @@ from pathlib import Path
 from ksptrace.errors import AnalysisError, TraceError
 from ksptrace.outputs import staged_directory
 from ksptrace.report.templating import ENV, css
-from ksptrace.studies.collectives import render
-from ksptrace.studies.collectives import report as cr
-from ksptrace.studies.collectives.reduction_files import reductions_of_files
-from ksptrace.studies.collectives.report import CollectivesReport
+from ksptrace.studies.collectives import (
+    CollectivesReport,
+    build_report,
+    reductions_of_files,
+    report_figures,
+    report_markdown,
+)
 from ksptrace.trace import collectives
 
 
@@ -43,18 +46,18 @@ def write_collectives(out: Path, paths: Sequence[str | os.PathLike[str]], with_f
     if not traces:
         raise AnalysisError("no collectives trace could be read (" + "; ".join(skipped)
                             + "); pass valid collectives traces")
-    report = cr.build(traces)
+    report = build_report(traces)
     if solver_paths:
         table = reductions_of_files(solver_paths, traces)
         report = dataclasses.replace(report, tables=(*report.tables, table))
     if skipped:
         report = dataclasses.replace(
             report, notes=(*report.notes, *(f"skipped {s}" for s in skipped)))
-    pictures = render.figures(report.tables[0].frame) if with_figures else []
+    pictures = report_figures(report.tables[0].frame) if with_figures else []
     with staged_directory(out, ("collectives.html",)) as tmp:
         for t in report.tables:
             (tmp / f"{t.name}.csv").write_text(t.to_csv())
-        (tmp / "collectives.md").write_text(render.markdown(report))
+        (tmp / "collectives.md").write_text(report_markdown(report))
         for op, text in report.rules:
             (tmp / f"ompi_rules_{op}.conf").write_text(text)
         (tmp / "collectives.html").write_text(html(report, len(traces), pictures),

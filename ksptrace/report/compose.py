@@ -25,25 +25,30 @@ from ksptrace.report import studies as study_view
 from ksptrace.report.templating import ENV
 from ksptrace.studies import registry
 from ksptrace.studies.result import StudyResult
-from ksptrace.studies.variability import batch, findings, tables
-from ksptrace.studies.variability.pipeline import (
+from ksptrace.studies.table import Table
+from ksptrace.studies.variability import (
+    SECTIONS,
     AnalysisOptions,
-    TraceAnalysis,
-)
-from ksptrace.studies.variability.runs import (
     Reporter,
     Results,
     Skipped,
+    TraceAnalysis,
     analyse,
     analyse_files,
-    config_key,
-)
-from ksptrace.studies.variability.sections import (
-    SECTIONS,
     anchors,
+    apriori_table,
+    cache_entry_name,
+    config_key,
     finding_row,
     image,
+    ks_alpha_note,
+    model_table,
+    prediction_table,
+    prune_cache,
     run_section,
+    scaling_table,
+    sentences,
+    variability_table,
 )
 from ksptrace.trace.model import Trace
 from ksptrace.version import __version__
@@ -62,20 +67,20 @@ class Report:
 
 
 def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
-               studies: Sequence[StudyResult] = ()) -> list[tables.Table]:
+               studies: Sequence[StudyResult] = ()) -> list[Table]:
     """Every table written as CSV: the variability study's, then each other study's."""
     return [
-        tables.model_table(analyses),
-        tables.prediction_table(analyses),
-        tables.apriori_table(analyses, runs=options.mc_runs, seed=options.seed),
-        tables.scaling_table(analyses, "P"),
-        tables.scaling_table(analyses, "n"),
-        tables.variability_table(analyses),
+        model_table(analyses),
+        prediction_table(analyses),
+        apriori_table(analyses, runs=options.mc_runs, seed=options.seed),
+        scaling_table(analyses, "P"),
+        scaling_table(analyses, "n"),
+        variability_table(analyses),
         *(t for r in studies for t in r.tables),
     ]
 
 
-def render_html(results: Results, table_list: Sequence[tables.Table],
+def render_html(results: Results, table_list: Sequence[Table],
                 metadata: dict[str, Any], links: Sequence[tuple[str, str]] = ()) -> str:
     """The whole report as one HTML string; ``links``: pages beside it (address, title)."""
     rows = anchors(results.analysed)
@@ -85,7 +90,7 @@ def render_html(results: Results, table_list: Sequence[tables.Table],
     return ENV.get_template("report.html.j2").render(
         metadata=metadata,
         findings=[finding_row(f) for f in rows],
-        sentences=findings.sentences(rows),
+        sentences=sentences(rows),
         sections=[run_section(d, f, opt) for d, f in zip(results.analysed, rows, strict=True)],
         section_titles=SECTIONS,
         skipped=results.skipped,
@@ -93,7 +98,7 @@ def render_html(results: Results, table_list: Sequence[tables.Table],
                         "empty": t.empty, "csv": f"{t.name}.csv"} for t in across_tables],
         across_figures=[image(p) for p in results.across],
         across_omitted=results.across_omitted,
-        ks_note=findings.ks_alpha_note(opt.alpha, opt.reference_rank),
+        ks_note=ks_alpha_note(opt.alpha, opt.reference_rank),
         studies=[study_view.context(r) for r in results.studies if study_view.shown(r)],
         standalone=False,
         links=list(links),
@@ -108,7 +113,7 @@ def _jsonable(v: Any) -> Any:
     return v
 
 
-def summary(results: Results, table_list: Sequence[tables.Table],
+def summary(results: Results, table_list: Sequence[Table],
             metadata: dict[str, Any]) -> dict[str, Any]:
     """The machine-readable digest: metadata, each trace's key numbers, tables, skips."""
     out = []
@@ -219,10 +224,10 @@ def write_report_files(
         keep = set()
         for p in paths:
             try:
-                keep.add(batch.entry_name(p, opt, with_figures))
+                keep.add(cache_entry_name(p, opt, with_figures))
             except OSError:
                 continue
-        batch.prune(cache, keep)
+        prune_cache(cache, keep)
     return report
 
 

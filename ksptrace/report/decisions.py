@@ -8,16 +8,16 @@ from pathlib import Path
 from ksptrace.outputs import check_destination, staged_directory
 from ksptrace.report.studies import context
 from ksptrace.report.templating import ENV
-from ksptrace.studies.decisions.entry import result_of
-from ksptrace.studies.decisions.report import (
+from ksptrace.studies.decisions import (
     Run,
     Studies,
     build_studies,
+    ompi_rules,
+    result_of,
     study_figures,
     study_tables,
     write_files,
 )
-from ksptrace.studies.decisions.rules import ompi_rules
 
 
 def write_decision(out: str | Path, runs: Sequence[Run], axes: tuple[str, str],

@@ -18,13 +18,16 @@ import numpy as np
 from ksptrace import escape
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.drawing import bound_texts
-from ksptrace.studies.segmentation.extrap_export import (
+from ksptrace.studies.segmentation import (
     ExtrapSeries,
+    SegmentationParams,
+    SeriesReport,
+    analyse,
+    collect,
     group_repetitions,
     to_extrap_text,
+    to_json,
 )
-from ksptrace.studies.segmentation.segment import SegmentationParams
-from ksptrace.studies.segmentation.series import SeriesReport, analyse, collect, to_json
 from ksptrace.trace.model import Trace
 
 

@@ -238,17 +238,17 @@ def test_a_figure_with_nothing_labelled_draws_no_legend_and_warns_nothing(
 
     import matplotlib.pyplot as plt
 
-    from ksptrace.studies.variability.figures import _legend
+    from ksptrace.studies.variability.figures.axes import legend
 
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1])  # no label
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         logging.getLogger("matplotlib").setLevel(logging.WARNING)
-        _legend(ax)
+        legend(ax)
     assert ax.get_legend() is None
     ax.plot([0, 1], [1, 0], label="x")
-    _legend(ax)
+    legend(ax)
     assert ax.get_legend() is not None
     plt.close(fig)
     assert "No artists" not in capsys.readouterr().err
@@ -258,7 +258,7 @@ def test_a_figure_with_nothing_labelled_draws_no_legend_and_warns_nothing(
 def test_blocked_counts_equal_one_histogram_of_everything(
     log: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ksptrace.studies.variability import figures as fig
+    from ksptrace.studies.variability.figures import axes as fig
 
     rng = np.random.default_rng(5)
     x = np.concatenate([rng.lognormal(-7, 1.5, 10_007), [0.0, -1.0, 1e-12, 5.0, 1e4]])
