@@ -24,7 +24,8 @@ import scipy
 import scipy.stats as st
 
 from ksptrace.studies.variability import models, tables
-from ksptrace.studies.variability.pipeline import AnalysisOptions, analyze_trace
+from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.pipeline import analyze_trace
 from ksptrace.trace.synthetic import synthetic_trace
 
 RESULT = Path(__file__).resolve().parent / "results" / "analysis_scale.json"

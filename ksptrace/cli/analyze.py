@@ -24,7 +24,7 @@ from ksptrace.jobs.analysis import BACKENDS, prepare
 from ksptrace.report.compose import write_report_files
 from ksptrace.studies.variability.batch import CACHE_SUFFIX
 from ksptrace.studies.variability.fitting import DEFAULT_CANDIDATES
-from ksptrace.studies.variability.pipeline import INDEPENDENT_UNITS, AnalysisOptions
+from ksptrace.studies.variability.options import INDEPENDENT_UNITS, AnalysisOptions
 from ksptrace.studies.variability.runs import cache_files
 from ksptrace.trace.collectives import is_collectives
 

@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ksptrace.studies.result import StudyResult
-from ksptrace.studies.variability.pipeline import AnalysisOptions, TraceAnalysis
+from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.pipeline import TraceAnalysis
 
 STUDIES: dict[str, str] = {
     "noise": "ksptrace.studies.noise.entry:study",

@@ -191,7 +191,8 @@ def test_demo_terminal_table1_shows_signed_percentages() -> None:
 
     from ksptrace.cli.demo import table1_lines
     from ksptrace.studies.variability import tables
-    from ksptrace.studies.variability.pipeline import AnalysisOptions, analyze_trace
+    from ksptrace.studies.variability.options import AnalysisOptions
+    from ksptrace.studies.variability.pipeline import analyze_trace
 
     options = AnalysisOptions(candidates=("johnsonsu",), fit_size=2000, mc_runs=2)
     analyses = [analyze_trace(synthetic_trace(8, 60, 4, ksp, seed=1), options)

@@ -12,7 +12,8 @@ from pathlib import Path
 import pytest
 
 from ksptrace.harness import eventlog
-from ksptrace.studies.variability.pipeline import AnalysisOptions, analyze_trace
+from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.pipeline import analyze_trace
 from ksptrace.trace.read import read_trace
 from ksptrace.trace.synthetic import synthetic_trace
 from tests.conftest import ROOT, solver_env

@@ -14,7 +14,8 @@ import pytest
 from ksptrace.errors import AnalysisError, TraceError
 from ksptrace.report.compose import write_report
 from ksptrace.studies.variability import tables
-from ksptrace.studies.variability.pipeline import AnalysisOptions, analyze_trace
+from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.pipeline import analyze_trace
 from ksptrace.studies.variability.runs import analyse
 from ksptrace.studies.variability.sections import SECTIONS, omission_section, section_of
 from ksptrace.trace.model import Trace

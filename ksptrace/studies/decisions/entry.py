@@ -21,7 +21,8 @@ from ksptrace.studies.decisions.report import (
 )
 from ksptrace.studies.result import Figure, Part, StudyResult
 from ksptrace.studies.table import Table
-from ksptrace.studies.variability.pipeline import AnalysisOptions, TraceAnalysis
+from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.pipeline import TraceAnalysis
 
 SHOWN_TABLES = 6
 """Tables of a map shown on the page; the rest (the cells) is written as CSV only."""

@@ -9,7 +9,8 @@ from collections.abc import Sequence
 from ksptrace.studies.noise.compare import NoiseComparison, NoisePair, compare
 from ksptrace.studies.noise.tables import noise_pair_table, noise_table
 from ksptrace.studies.result import Part, StudyResult
-from ksptrace.studies.variability.pipeline import AnalysisOptions, TraceAnalysis
+from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.pipeline import TraceAnalysis
 
 NO_PAIRS = ("no standard method and its pipelined variant ran under the same noise with "
             "noise-free runs beside them")

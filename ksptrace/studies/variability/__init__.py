@@ -4,7 +4,8 @@ the stationary and non-stationary runtime models, Monte Carlo prediction, and th
 from ksptrace.studies.variability.batch import entry_name as cache_entry_name
 from ksptrace.studies.variability.batch import prune as prune_cache
 from ksptrace.studies.variability.findings import ks_alpha_note, sentences
-from ksptrace.studies.variability.pipeline import AnalysisOptions, TraceAnalysis
+from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.pipeline import TraceAnalysis
 from ksptrace.studies.variability.runs import (
     Reporter,
     Results,

@@ -29,7 +29,7 @@ from multiprocessing import get_context
 from pathlib import Path
 
 from ksptrace.errors import KsptraceError
-from ksptrace.studies.variability.pipeline import AnalysisOptions
+from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.version import __version__
 
 CACHE_SUFFIX = ".cache"

@@ -28,7 +28,8 @@ from matplotlib.figure import Figure
 from ksptrace.errors import AnalysisError
 from ksptrace.studies import drawing
 from ksptrace.studies.variability import figures, ks
-from ksptrace.studies.variability.pipeline import Flag, TraceAnalysis
+from ksptrace.studies.variability.flags import Flag
+from ksptrace.studies.variability.pipeline import TraceAnalysis
 from ksptrace.trace.model import Trace
 
 LOG_EDGES = np.logspace(-9.0, 3.0, 12 * 10 + 1)

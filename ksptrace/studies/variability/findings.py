@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ksptrace.studies.variability import ks
-from ksptrace.studies.variability.pipeline import Flag, TraceAnalysis
+from ksptrace.studies.variability.flags import Flag
+from ksptrace.studies.variability.pipeline import TraceAnalysis
 
 FAR = 50.0
 """A prediction more than this many per cent off the measurement is flagged."""

@@ -15,11 +15,12 @@ dropped or shown silently: a prediction more than 50 % off KSPSolve (with the re
 known), a converged fit whose mean is pulled by outliers (kept in Table 1), a Johnson S_U fit of
 a_k or s_k collapsed to its normal limit (the Monte Carlo then draws from the normal fit), N = 1,
 and a fitted family with no finite mean. N is the trace's node count (independent="nodes") or P.
+
+The options live in :mod:`.options`, the flags in :mod:`.flags`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -34,77 +35,25 @@ from ksptrace.studies.variability.cycles import (
     is_pipelined,
 )
 from ksptrace.studies.variability.fitting import (
-    DEFAULT_CANDIDATES,
     MIN_SAMPLES,
     FitRanking,
     fit_candidates,
 )
+from ksptrace.studies.variability.flags import (
+    PREDICTION_TOLERANCE,
+    Flag,
+    _count_flags,
+    _load_flags,
+    _log_flags,
+    _mean_flag,
+    _parameter_flags,
+    _prediction_flags,
+    _t,
+)
 from ksptrace.studies.variability.injected import InjectedNoise, injected_noise
 from ksptrace.studies.variability.nodes import NodeVariance, node_variance
-from ksptrace.studies.variability.outliers import outliers, outliers_explain_mean
-from ksptrace.trace.model import FOREIGN_LOAD_LIMIT, Trace
-
-Progress = Callable[[str, float], None]
-"""Called with (step name, fraction done of that step)."""
-
-INDEPENDENT_UNITS = ("nodes", "ranks")
-
-
-@dataclass(frozen=True)
-class AnalysisOptions:
-    """Knobs of the analysis, each with its default."""
-
-    alpha: float = 0.05
-    """Significance level of the KS tests."""
-    reference_rank: int = 0
-    """Rank tested against all others."""
-    candidates: tuple[str, ...] = DEFAULT_CANDIDATES
-    """Distribution families fitted to the bulk data."""
-    fit_size: int | None = 10_000
-    """Fit on a seeded subsample of this many values (None: all values)."""
-    bins: int = 200
-    independent: str = "nodes"
-    """Independent units in the max: 'nodes' (N = the trace's node count) or 'ranks' (N = P)."""
-    drop_fill: bool = True
-    """Drop pipelined GMRES's pipeline-fill iterations from bulk statistics."""
-    mc_runs: int = 16
-    seed: int = 0
-    iteration: int | None = None
-    """Iteration for per-iteration node variances (default: a mid-cycle one)."""
-    pool_solves: bool = False
-    """In a trace of several solves, analyse the solves of each length together (one after
-    the other) instead of each solve on its own."""
-
-    def __post_init__(self) -> None:
-        if self.independent not in INDEPENDENT_UNITS:
-            raise UsageError(
-                f"independent must be one of {', '.join(INDEPENDENT_UNITS)}, "
-                f"got {self.independent!r}"
-            )
-        if self.mc_runs < 1:
-            raise UsageError(f"mc_runs must be >= 1, got {self.mc_runs}")
-        ks.critical_value(self.alpha)
-
-
-@dataclass(frozen=True)
-class Flag:
-    """A result a reader must not take at face value, and why.
-
-    ``code`` is a stable id: "prediction-far" (a model or the Monte Carlo is more than 50 % off
-    the measured KSPSolve), "fit-mean-outliers" (a converged fit whose mean differs from the
-    sample mean because of outliers), "fit-mean-far" (a converged fit whose mean differs from
-    the sample mean for no reason found), "jsu-collapsed" (a Johnson S_U fit of a_k or s_k
-    collapsed to its normal limit), "one-node" (N = 1: every model is K times the mean),
-    "infinite-mean" (a fitted family with no finite mean: no E[max of N]), "machine-loaded"
-    (other processes used more than 10 % of the node's CPUs during the solve), "log-on" (PETSc's
-    full event log ran during the timed solve).
-    """
-
-    code: str
-    subject: str
-    """What it is about: "Monte Carlo", "stationary model (lognorm)", "JSU fit of s_k"."""
-    message: str
-    """One sentence with the numbers and the reason where known."""
+from ksptrace.studies.variability.options import AnalysisOptions, Progress
+from ksptrace.trace.model import Trace
 
 
 @dataclass(frozen=True)
@@ -186,58 +135,6 @@ class TraceAnalysis:
         return tuple(f for f in self.flags if f.code == code)
 
 
-FIT_MEAN_TOLERANCE = 0.5
-"""A fitted family whose mean is off the sample mean by more than this fraction is flagged."""
-PREDICTION_TOLERANCE = 0.5
-"""A model or Monte Carlo prediction off the measured KSPSolve by more than this is flagged."""
-
-
-def _t(seconds: float) -> str:
-    """A time in the unit that suits it, 3 significant digits: '28 ms', '398 µs'."""
-    size = abs(seconds)
-    if size >= 1.0 or size == 0.0 or not np.isfinite(size):
-        return f"{seconds:.3g} s"
-    if size >= 1e-3:
-        return f"{seconds * 1e3:.3g} ms"
-    if size >= 1e-6:
-        return f"{seconds * 1e6:.3g} µs"
-    return f"{seconds * 1e9:.3g} ns"
-
-
-def _mean_flag(
-    subject: str, name: str, fitted: float, data: np.ndarray, reasons: dict[str, str]
-) -> Flag | None:
-    """A flag when a converged fit's mean is far from the sample mean, with the reason if known.
-
-    Records in ``reasons`` the short reason it gives a prediction that is far off.
-    """
-    sample = float(np.mean(data))
-    if abs(fitted - sample) <= FIT_MEAN_TOLERANCE * abs(sample):
-        return None
-    side = "below" if fitted < sample else "above"
-    off = (
-        f"{abs(fitted / sample - 1):.0%} {side} the sample mean {_t(sample)}"
-        if sample != 0
-        else f"{side} the sample mean 0 s"
-    )
-    gap = f"the fitted mean {_t(fitted)} is {off}"
-    found = outliers_explain_mean(data, fitted, FIT_MEAN_TOLERANCE)
-    if found is not None:
-        where = f"{found.count} of {found.total} values from {_t(found.low)} to {_t(found.high)}"
-        reasons[subject] = (
-            f"{name} follows the bulk (mean {_t(fitted)}) while outliers ({where}) pull the "
-            f"sample mean to {_t(sample)}"
-        )
-        return Flag(
-            "fit-mean-outliers",
-            subject,
-            f"{gap} because of outliers ({where}); without them the sample mean is "
-            f"{_t(found.clean_mean)}, which the fit follows",
-        )
-    reasons[subject] = f"the mean of {name}, {_t(fitted)}, is {off}"
-    return Flag("fit-mean-far", subject, f"{gap}, and outliers do not explain it")
-
-
 def _stationary_models(
     bulk: FitRanking,
     kept: np.ndarray,
@@ -290,130 +187,6 @@ def _stationary_models(
             reasons.update(found)
         stationary.append(model)
     return tuple(stationary)
-
-
-def _parameter_flags(
-    params: montecarlo.ParameterFits, fits: models.UniformFits, reasons: dict[str, str]
-) -> list[Flag]:
-    """Flags on the Johnson S_U fits of a_k and s_k: collapsed, or mean far from the data."""
-    flags = []
-    for what, jsu, normal, data in (
-        ("a_k", params.lower, params.lower_normal, fits.lower),
-        ("s_k", params.span, params.span_normal, fits.span),
-    ):
-        subject = f"JSU fit of {what}"
-        if normal is not None:
-            reasons[subject] = (
-                f"the Johnson S_U fit of {what} collapsed to its normal limit "
-                f"(a = {jsu.a:.3g}, loc = {_t(jsu.loc)}) and {what} was drawn from a normal fit"
-            )
-            flags.append(
-                Flag(
-                    "jsu-collapsed",
-                    subject,
-                    f"the Johnson S_U fit of {what} collapsed to its normal limit "
-                    f"(a = {jsu.a:.3g}, b = {jsu.b:.3g}, loc = {_t(jsu.loc)}, "
-                    f"scale = {_t(jsu.scale)} for data of mean {_t(float(np.mean(data)))}); "
-                    f"the Monte Carlo draws {what} from the normal fit (mean "
-                    f"{_t(normal.mean)}, std {_t(normal.std)}) instead, cut at zero",
-                )
-            )
-            continue
-        flag = _mean_flag(
-            subject, f"the Johnson S_U fit of {what}", float(jsu.frozen().mean()), data, reasons
-        )
-        if flag is not None:
-            flags.append(
-                replace(flag, message=f"{flag.message}; the simulated runtime is unreliable")
-            )
-    return flags
-
-
-def _count_flags(nprocs: int, count: float, reasons: dict[str, str]) -> list[Flag]:
-    """The one-node flag: with N = 1 every model is K times the mean."""
-    if count != 1:
-        return []
-    if nprocs == 1:
-        why = "P = 1"
-    else:
-        why = (
-            f"all {nprocs} ranks share one node and N counts nodes; --independent ranks "
-            "makes N = P"
-        )
-    if nprocs > 1:
-        reasons["N = 1"] = (
-            "with N = 1 the model is K times the mean and misses the wait for the slowest rank"
-        )
-    return [
-        Flag(
-            "one-node",
-            "models",
-            f"N = 1 ({why}): E[max of N] is the mean, so every stationary model is K times the "
-            "mean, the non-stationary Ê[T] equals Ê[T'], both bounds equal K mu and the Monte "
-            "Carlo draws one rank; no model shows the wait for the slowest rank",
-        )
-    ]
-
-
-def _data_outliers(kept: np.ndarray) -> str | None:
-    """A reason when the kept T_p^k hold outliers, for a far prediction with no other reason."""
-    found = outliers(kept)
-    if found is None:
-        return None
-    return (
-        f"the data hold outliers ({found.count} of {found.total} values from {_t(found.low)} "
-        f"to {_t(found.high)}; mean {_t(found.sample_mean)}, {_t(found.clean_mean)} without "
-        "them)"
-    )
-
-
-def _prediction_flags(
-    a: TraceAnalysis, reasons: dict[str, str], kept: np.ndarray
-) -> list[Flag]:
-    """A flag for every model or Monte Carlo prediction more than 50 % off KSPSolve.
-
-    The reason is that of the flags the prediction stems from (a fit pulled by outliers, a
-    collapsed S_U fit, N = 1); failing those, the outliers of the data when there are any.
-    """
-    if not a.measured > 0:
-        return []
-    fallback: list[str | None] = []
-    lockstep = () if a.pipelined else ("N = 1",)
-    candidates: list[tuple[str, float | None, tuple[str, ...]]] = [
-        (
-            f"stationary model ({m.family})",
-            m.pipelined if a.pipelined else m.standard,
-            (f"stationary model ({m.family})", *lockstep),
-        )
-        for m in a.stationary
-    ]
-    candidates.append(
-        (
-            "non-stationary model",
-            a.nonstationary.pipelined if a.pipelined else a.nonstationary.standard,
-            lockstep,
-        )
-    )
-    candidates.append(("Monte Carlo", a.simulated, ("JSU fit of a_k", "JSU fit of s_k", *lockstep)))
-    out = []
-    for subject, value, related in candidates:
-        if value is None or abs(value - a.measured) <= PREDICTION_TOLERANCE * a.measured:
-            continue
-        known = [reasons[r] for r in related if r in reasons]
-        if not known:
-            if not fallback:
-                fallback.append(_data_outliers(kept))
-            known = [r for r in fallback if r is not None]
-        why = "; ".join(known) if known else "no known reason was detected"
-        out.append(
-            Flag(
-                "prediction-far",
-                subject,
-                f"{_t(value)} against the measured KSPSolve {_t(a.measured)} "
-                f"({value / a.measured - 1.0:+.0%}): {why}",
-            )
-        )
-    return out
 
 
 STD_BLOCK_ELEMENTS = 1 << 22
@@ -582,42 +355,6 @@ def analyze_trace(
     )
     far = _prediction_flags(analysis, reasons, kept)
     return replace(analysis, flags=(*flags, *far))
-
-
-def _load_flags(trace: Trace) -> list[Flag]:
-    """The machine-loaded flag: other processes used the node's CPUs during the solve."""
-    share = trace.attr("foreign_cpu_share")
-    if not isinstance(share, int | float) or isinstance(share, bool):
-        return []
-    if not share > FOREIGN_LOAD_LIMIT:
-        return []
-    seconds = trace.attr("foreign_cpu_seconds")
-    spent = f" ({seconds:.2f} CPU s)" if isinstance(seconds, int | float) else ""
-    return [
-        Flag(
-            "machine-loaded",
-            "measurement",
-            f"other processes used {share:.0%} of node {trace.attr('foreign_cpu_node', 0)}'s "
-            f"CPU capacity during the solve{spent}: the timings include their interference; "
-            "rerun on a quiet machine before comparing",
-        )
-    ]
-
-
-def _log_flags(trace: Trace) -> list[Flag]:
-    """The log-on flag: PETSc's full event log timed every event of the timed solve."""
-    log = trace.attr("event_log")
-    cost = ("about 0.9 us more per iteration, 10 % at 10^3 unknowns per rank")
-    if log is None and trace.attr("reductions_blocking") is not None:
-        return [Flag("log-on", "measurement",
-                     f"written by an older ksptrace that ran PETSc's full event log during "
-                     f"the timed solve: {cost}; rerun to measure the solver alone")]
-    if not str(log or "").startswith("all"):
-        return []
-    return [Flag("log-on", "measurement",
-                 f"PETSc's full event log ran during the timed solve (-log_view, or the "
-                 f"program's own log): {cost}; rerun without -log_view to measure the solver "
-                 "alone")]
 
 
 def _injection(trace: Trace, times: np.ndarray, notes: list[str]) -> InjectedNoise | None:

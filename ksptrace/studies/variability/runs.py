@@ -18,7 +18,8 @@ from typing import Protocol
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.studies.result import StudyResult
 from ksptrace.studies.variability import batch, figure_sets, findings
-from ksptrace.studies.variability.pipeline import AnalysisOptions, TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS, Trace
 from ksptrace.trace.read import iter_traces
 from ksptrace.trace.solves import split

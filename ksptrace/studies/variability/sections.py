@@ -11,7 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from ksptrace.studies.variability import findings, tables
-from ksptrace.studies.variability.pipeline import AnalysisOptions, Flag, TraceAnalysis
+from ksptrace.studies.variability.flags import Flag
+from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.pipeline import TraceAnalysis
 from ksptrace.studies.variability.runs import Analysed, Picture, config_key
 
 SECTIONS = (

@@ -12,7 +12,8 @@ from ksptrace.noise.spec import parse
 from ksptrace.report.compose import write_report
 from ksptrace.studies.noise import compare as noise_compare
 from ksptrace.studies.variability.injected import noise_truth
-from ksptrace.studies.variability.pipeline import AnalysisOptions, TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import trace_from_times
 

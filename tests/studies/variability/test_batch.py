@@ -10,7 +10,7 @@ import pytest
 
 from ksptrace.report.compose import write_report_files
 from ksptrace.studies.variability import batch
-from ksptrace.studies.variability.pipeline import AnalysisOptions
+from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.trace.synthetic import synthetic_trace
 from ksptrace.trace.write import write_trace
 

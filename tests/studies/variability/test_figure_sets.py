@@ -7,7 +7,8 @@ import pytest
 
 from ksptrace.studies.variability import figure_sets
 from ksptrace.studies.variability.figure_sets import FigureSet, TraceDigest
-from ksptrace.studies.variability.pipeline import AnalysisOptions, TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import inject_outliers, synthetic_trace, trace_from_times
 

@@ -11,12 +11,9 @@ import pytest
 
 from ksptrace.report.compose import all_tables, metadata_of, render_html
 from ksptrace.studies.variability import findings, ks, tables
-from ksptrace.studies.variability.pipeline import (
-    AnalysisOptions,
-    Flag,
-    TraceAnalysis,
-    analyze_trace,
-)
+from ksptrace.studies.variability.flags import Flag
+from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
 from ksptrace.studies.variability.runs import Results, analyse
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import inject_outliers, synthetic_trace, trace_from_times

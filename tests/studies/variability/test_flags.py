@@ -9,8 +9,9 @@ import pytest
 
 from ksptrace.studies.variability import models, montecarlo, pipeline
 from ksptrace.studies.variability.fitting import fit_johnsonsu
+from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.outliers import jsu_collapsed
-from ksptrace.studies.variability.pipeline import AnalysisOptions, TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import inject_outliers, synthetic_trace, trace_from_times
 

@@ -8,7 +8,8 @@ import numpy as np
 import pytest
 
 from ksptrace.studies.variability import models, pipeline
-from ksptrace.studies.variability.pipeline import AnalysisOptions, analyze_trace
+from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.pipeline import analyze_trace
 from ksptrace.trace.synthetic import synthetic_trace
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from ksptrace.studies.variability.pipeline import AnalysisOptions
+from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.runs import Analysed, analyse_files
 from ksptrace.trace.write import write_trace
 from tests.trace.test_solves import LENGTHS, several
