@@ -20,11 +20,8 @@ from typing import Any
 from ksptrace.cli.progress import Progress
 from ksptrace.errors import AnalysisError, TraceError, UsageError
 from ksptrace.report.decisions import write_decision
-from ksptrace.studies.decisions.report import (
-    DEFAULT_AXES,
-    DEFAULT_METHOD,
-    runs_from,
-)
+from ksptrace.studies.decisions.files import runs_from
+from ksptrace.studies.decisions.grouping import DEFAULT_AXES, DEFAULT_METHOD
 from ksptrace.trace.collectives import is_collectives
 from ksptrace.trace.ompi import parse_ompi_algorithms
 from ksptrace.trace.read import iter_traces

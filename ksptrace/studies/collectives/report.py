@@ -19,8 +19,8 @@ import pandas as pd
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.collectives import models as cm
+from ksptrace.studies.decisions.grouping import Run
 from ksptrace.studies.decisions.maps import decision_map
-from ksptrace.studies.decisions.report import Run
 from ksptrace.studies.segmentation.segment import segment
 from ksptrace.studies.table import Table
 from ksptrace.studies.variability.fitting import fit_candidates

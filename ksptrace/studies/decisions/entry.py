@@ -6,19 +6,17 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ksptrace.errors import KsptraceError
-from ksptrace.studies.decisions.report import (
+from ksptrace.studies.decisions.figures import study_figures
+from ksptrace.studies.decisions.files import options_refused
+from ksptrace.studies.decisions.grouping import (
     DEFAULT_AXES,
     DEFAULT_METHOD,
     Picture,
     Studies,
     build_studies,
-    options_refused,
     run_of,
-    sentences,
-    study_figures,
-    study_tables,
-    summary_of,
 )
+from ksptrace.studies.decisions.tables import sentences, study_tables, summary_of
 from ksptrace.studies.result import Figure, Part, StudyResult
 from ksptrace.studies.table import Table
 from ksptrace.studies.variability.options import AnalysisOptions

@@ -18,7 +18,7 @@ import pytest
 
 from ksptrace.report.decisions import write_decision
 from ksptrace.studies.decisions import synthetic as syn
-from ksptrace.studies.decisions.report import Run
+from ksptrace.studies.decisions.grouping import Run
 
 CONSTRUCTOR = '??/"};__attribute__((constructor)) static void x(void){fopen("/tmp/pwn","w");}//'
 METHODS = ("gmres", "cg\n-log_view :/tmp/ksptrace-pwned", CONSTRUCTOR, 'b\\cg\r"""')

@@ -12,13 +12,9 @@ import pytest
 from ksptrace.errors import AnalysisError, UsageError
 from ksptrace.report.decisions import write_decision
 from ksptrace.studies.decisions import synthetic as syn
-from ksptrace.studies.decisions.report import (
-    Run,
-    build_studies,
-    options_files,
-    sentences,
-    study_tables,
-)
+from ksptrace.studies.decisions.files import options_files
+from ksptrace.studies.decisions.grouping import Run, build_studies
+from ksptrace.studies.decisions.tables import sentences, study_tables
 
 
 def runs(seed: int = 0, n1: int = 5, n2: int = 6, problem: str = "laplace1d") -> list[Run]:
