@@ -83,7 +83,6 @@ def test_import_contracts_catch_a_wrong_import(tmp_path: Path, module: str, impo
 
 MAX_LINES = 400
 LONG_MODULES = {
-    "studies/variability/figure_sets.py": "the per-trace and cross-trace figure sets",
     "harness/run.py": "one timed run: set-up, warm-up, the timed solve, the trace",
     "jobs/schema.py": "the campaign file's schema and its checks",
 }

@@ -1,11 +1,11 @@
 """Which figures a trace (or a set of traces) gets, with their captions, and which are left out.
 
-``trace_figures`` and ``digest`` are called once per trace right after ``analyze_trace``; the
+``trace_figures`` and ``digest_of`` are called once per trace right after ``analyze_trace``; the
 digest keeps the little the cross-configuration figures need (log-binned histograms of T_p^k,
-a_k and s_k, and summary numbers), so that the trace itself need not be kept. ``across_figures``
-draws the paper's Figs. 8-11 kind of comparisons once every trace has been digested. A figure
-that would be degenerate (one rank, one value, one configuration) is not drawn; a one-line
-reason goes to ``FigureSet.omitted`` instead.
+a_k and s_k, and summary numbers; :mod:`.digest`), so that the trace itself need not be kept.
+``across_figures`` (:mod:`.across_sets`) draws the paper's Figs. 8-11 kind of comparisons once
+every trace has been digested. A figure that would be degenerate (one rank, one value, one
+configuration) is not drawn; a one-line reason goes to ``FigureSet.omitted`` instead.
 
 Per trace (keys): "rank-histograms" (Fig. 1; K >= 10), "ks-heatmap" (P >= 3, at most 64 ranks,
 seeded subsample beyond), "iteration-vs-rank" (Fig. 2; P >= 4, node inset with 2+ nodes),
@@ -19,7 +19,6 @@ seeded subsample beyond), "iteration-vs-rank" (Fig. 2; P >= 4, node inset with 2
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,133 +27,30 @@ from matplotlib.figure import Figure
 from ksptrace.errors import AnalysisError
 from ksptrace.studies import drawing
 from ksptrace.studies.variability import figures, ks
+from ksptrace.studies.variability.digest import Drawn, FigureSet, _kept_columns
 from ksptrace.studies.variability.flags import Flag
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 from ksptrace.trace.model import Trace
 
-LOG_EDGES = np.logspace(-9.0, 3.0, 12 * 10 + 1)
-"""Common log-spaced bin edges (1 ns .. 1000 s, 10 bins per decade) of every digest histogram,
-so that histograms of different traces can be overlaid and compared bin by bin."""
-
-
-@dataclass(frozen=True)
-class Drawn:
-    """One drawn figure."""
-
-    key: str
-    """Stable id, e.g. "ks-heatmap", "rank-histograms"."""
-    title: str
-    """Short heading."""
-    caption: str
-    """What is shown, log axis or clip quantile, units, subsampling."""
-    png: bytes
-
-
-@dataclass(frozen=True)
-class FigureSet:
-    """The figures drawn, and one line for each figure left out, saying why."""
-
-    drawn: tuple[Drawn, ...]
-    omitted: tuple[str, ...] = ()
-
-    def get(self, key: str) -> Drawn | None:
-        """The figure with this key, or None."""
-        return next((d for d in self.drawn if d.key == key), None)
-
-
-@dataclass(frozen=True)
-class LogHistogram:
-    """Counts of values in the bins of ``LOG_EDGES``; values below 1 ns (timer resolution: a
-    span s_k of 0) are counted apart, values above 1000 s in the last bin."""
-
-    counts: np.ndarray
-    """int64 [len(LOG_EDGES) - 1]."""
-    below: int
-    """Values below 1 ns, not binned."""
-
-    @property
-    def total(self) -> int:
-        return int(self.counts.sum()) + self.below
-
-    def density(self) -> np.ndarray:
-        """Density per second of each bin (integrates to the binned share of the values)."""
-        total = max(self.total, 1)
-        return self.counts / (total * np.diff(LOG_EDGES))
-
-
-def log_histogram(values: np.ndarray) -> LogHistogram:
-    """The values binned on the common log grid."""
-    x = figures.finite(values)
-    # equal bins in log10, a block at a time: no binary search per value, no copy of the trace
-    counts, below = figures.binned_counts(
-        x, LOG_EDGES.size - 1, float(np.log10(LOG_EDGES[0])), float(np.log10(LOG_EDGES[-1])),
-        log=True, floor=float(LOG_EDGES[0]), ceiling=float(LOG_EDGES[-1]))
-    counts.setflags(write=False)
-    return LogHistogram(counts=counts, below=below)
-
-
-@dataclass(frozen=True)
-class TraceDigest:
-    """What the cross-configuration figures need from one trace."""
-
-    label: str
-    problem: str
-    ksp: str
-    n: float | None
-    nprocs: int
-    pipelined: bool
-    times: LogHistogram
-    """Kept T_p^k."""
-    lower: LogHistogram
-    """a_k of the kept iterations."""
-    span: LogHistogram
-    """s_k of the kept iterations."""
-    mean: float
-    """Mean of the kept T_p^k (s)."""
-    std: float
-    """Standard deviation of the kept T_p^k (s)."""
-
-
-def _kept_columns(a: TraceAnalysis) -> np.ndarray:
-    return a.layout.keep(True) if a.kept < a.iterations else np.arange(a.iterations)
-
-
-def _number(value: object) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return None
-    return float(value)
-
-
-def digest(trace: Trace, a: TraceAnalysis) -> TraceDigest:
-    """The small summary of one trace that ``across_figures`` uses."""
-    keep = _kept_columns(a)
-    times = trace.iteration_seconds
-    kept = times if keep.size == times.shape[1] else times[:, keep]
-    attrs = dict(a.attrs)
-    return TraceDigest(
-        label=a.label,
-        problem=str(attrs.get("problem", "")),
-        ksp=a.ksp,
-        n=_number(attrs.get("n")),
-        nprocs=a.nprocs,
-        pipelined=a.pipelined,
-        times=log_histogram(kept),
-        lower=log_histogram(a.uniform.lower[keep]),
-        span=log_histogram(a.uniform.span[keep]),
-        mean=float(kept.mean()),
-        std=float(kept.std()),
-    )
-
-
 MAX_HEATMAP_RANKS = 64
 """The KS heatmap shows every rank pair up to this many ranks, else a seeded subsample."""
+
+
 HEATMAP_SEED = 0
+
+
 MIN_HEATMAP_RANKS = 3
 """Below this, the single rank pair is stated in a line instead of drawn."""
+
+
 MIN_SCATTER_RANKS = 4
 """Fewer ranks make a scatter of T_p^k against p that shows nothing."""
+
+
 MIN_HISTOGRAM_RANKS = 8
 """Fewer ranks make a histogram over the ranks of one iteration that shows nothing."""
+
+
 MIN_HISTOGRAM_VALUES = 10
 """Fewer values (iterations per rank, a_k or s_k) make a histogram that shows nothing."""
 
@@ -176,7 +72,7 @@ def _why(exc: AnalysisError) -> str:
     return str(exc).split(";")[0]
 
 
-class _Collector:
+class Collector:
     """Draws figures into Drawn records and closes nothing it does not need (Agg, no pyplot)."""
 
     def __init__(self) -> None:
@@ -198,7 +94,7 @@ class _Collector:
         return FigureSet(tuple(self.drawn), tuple(self.omitted))
 
 
-def _rank_figures(out: _Collector, times: np.ndarray, kept: np.ndarray, trace: Trace,
+def _rank_figures(out: Collector, times: np.ndarray, kept: np.ndarray, trace: Trace,
                   a: TraceAnalysis) -> None:
     """Per-rank histograms, the KS heatmap and the rank scatter (P >= 2)."""
     shown = list(dict.fromkeys((0, 1, a.nprocs - 1)))
@@ -292,7 +188,7 @@ def _no_jsu_reason(a: TraceAnalysis) -> str:
     return "see the notes"
 
 
-def _uniform_figures(out: _Collector, times: np.ndarray, a: TraceAnalysis,
+def _uniform_figures(out: Collector, times: np.ndarray, a: TraceAnalysis,
                      keep: np.ndarray) -> None:
     """Iterations with uniform fits (P >= 2) and the a_k / s_k histograms."""
     mid = a.layout.at_position(a.layout.middle_position())
@@ -379,7 +275,7 @@ def _fit_remarks(a: TraceAnalysis, names: Sequence[str]) -> dict[str, Flag]:
     return out
 
 
-def _colormap(out: _Collector, times: np.ndarray, a: TraceAnalysis) -> None:
+def _colormap(out: Collector, times: np.ndarray, a: TraceAnalysis) -> None:
     """The colormap of T_p^k over ranks and equal-work iterations (the paper's Fig. 3)."""
     mid = a.layout.at_position(a.layout.middle_position())
     sel = mid if mid.size > 1 else None
@@ -410,7 +306,7 @@ def _colormap(out: _Collector, times: np.ndarray, a: TraceAnalysis) -> None:
     )
 
 
-def _cycle_figure(out: _Collector, times: np.ndarray, kept: np.ndarray, a: TraceAnalysis) -> None:
+def _cycle_figure(out: Collector, times: np.ndarray, kept: np.ndarray, a: TraceAnalysis) -> None:
     """Histograms by restart-cycle position (the paper's Fig. 12), for restarted methods."""
     if a.layout.cycle_length < 2 or kept.shape[1] < MIN_HISTOGRAM_VALUES or not _varies(kept):
         return
@@ -427,7 +323,7 @@ def _cycle_figure(out: _Collector, times: np.ndarray, kept: np.ndarray, a: Trace
     )
 
 
-def _bulk_figure(out: _Collector, kept: np.ndarray, a: TraceAnalysis) -> None:
+def _bulk_figure(out: Collector, kept: np.ndarray, a: TraceAnalysis) -> None:
     """The bulk histogram with the best fitted families (the paper's Fig. 5)."""
     if a.bulk is None or not _varies(kept):
         return
@@ -450,7 +346,7 @@ def _bulk_figure(out: _Collector, kept: np.ndarray, a: TraceAnalysis) -> None:
 
 def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
     """Every per-trace figure of the paper that makes sense for this trace."""
-    out = _Collector()
+    out = Collector()
     times = trace.iteration_seconds
     keep = _kept_columns(a)
     kept = times if keep.size == times.shape[1] else times[:, keep]
@@ -465,140 +361,4 @@ def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
     out.guarded("bulk fit", _bulk_figure, out, kept, a)
     out.guarded("uniform fits and aₖ/sₖ histograms", _uniform_figures, out, times, a, keep)
     out.guarded("restart-cycle histograms", _cycle_figure, out, times, kept, a)
-    return out.result()
-
-
-def _fmt_n(n: float | None) -> str:
-    if n is None:
-        return "n = ?"
-    return f"n = {int(n)}" if float(n).is_integer() else f"n = {n:g}"
-
-
-def _solver_times(a: TraceAnalysis, label: str) -> figures.SolverTimes:
-    best = a.best_fit_name
-    model = a.model(best) if best is not None else None
-    return figures.SolverTimes(
-        label=label,
-        measured=a.measured,
-        lockstep_sum=a.lockstep_sum,
-        rank_sum_max=a.rank_sum_max,
-        nonstationary=a.nonstationary.pipelined if a.pipelined else a.nonstationary.standard,
-        stationary=None if model is None else (model.pipelined if a.pipelined else model.standard),
-        stationary_name=best,
-        simulated=a.simulated,
-        simulated_stderr=a.simulated_stderr,
-    )
-
-
-def _solver_figures(out: _Collector, items: Sequence[tuple[TraceAnalysis, TraceDigest]]) -> None:
-    """Solvers overlaid for the same problem, n and P (the paper's Figs. 10-11)."""
-    groups: dict[tuple[str, str, int], list[tuple[TraceAnalysis, TraceDigest]]] = {}
-    for a, d in items:
-        groups.setdefault((d.problem, _fmt_n(d.n), d.nprocs), []).append((a, d))
-    single: list[str] = []
-    for (problem, n, nprocs), members in groups.items():
-        solvers = list(dict.fromkeys(d.ksp for _, d in members))
-        name = f"{problem}, {n}, P = {nprocs}"
-        if len(solvers) < 2:
-            single.append(f"{name} ({solvers[0]})")
-            continue
-        slug = f"{problem}-{n.replace(' ', '').replace('=', '')}-P{nprocs}"
-        merged = []
-        for s in solvers:
-            mine = [d for _, d in members if d.ksp == s]
-            merged.append((
-                s if len(mine) == 1 else f"{s} ({len(mine)} runs)",
-                [sum(getattr(d, w).counts for d in mine) for w in ("times", "lower", "span")],
-            ))
-        out.add(
-            f"solvers-distributions-{slug}",
-            f"Solvers compared: {name}",
-            f"Distributions of Tₚᵏ, aₖ and sₖ (kept iterations, repetitions pooled) of each "
-            f"solver for {name} (the paper's Figs. 10-11). Logarithmic time axes, density per "
-            "decade, so that solvers far apart share the axes; values below 1 ns (sₖ = 0) are not "
-            "shown.",
-            figures.solver_distributions(
-                LOG_EDGES, merged, ("iteration time $T_p^k$", "minimum $a_k$", "span $s_k$")
-            ),
-        )
-        seen: dict[str, int] = {}
-        rows = []
-        for a, d in members:
-            seen[d.ksp] = seen.get(d.ksp, 0) + 1
-            label = d.ksp if seen[d.ksp] == 1 else f"{d.ksp} #{seen[d.ksp]}"
-            kind = "pipelined" if d.pipelined else "standard"
-            rows.append(_solver_times(a, f"{label}\n({kind})"))
-        out.add(
-            f"solvers-models-{slug}",
-            f"Measured and modelled KSPSolve: {name}",
-            f"For each run of {name}: the measured KSPSolve (slowest rank), the measured "
-            "Σₖ maxₚ Tₚᵏ and maxₚ Σₖ Tₚᵏ, the non-stationary model, the best stationary model "
-            "(lowest SSE) and the Monte Carlo mean with its standard error, each for the "
-            "method kind the solver is (standard or pipelined).",
-            figures.solver_times(rows),
-        )
-    if single:
-        out.omitted.append(
-            f"one solver only, no solver comparison for: {'; '.join(single)}"
-        )
-
-
-def _scaling_figures(out: _Collector, items: Sequence[tuple[TraceAnalysis, TraceDigest]],
-                     across: str) -> None:
-    """Model parameters across P (fixed n) or across n (fixed P) (the paper's Figs. 8-9)."""
-    groups: dict[tuple[str, str, str], dict[float, list[tuple[TraceAnalysis, TraceDigest]]]] = {}
-    for a, d in items:
-        x = float(d.nprocs) if across == "P" else d.n
-        if x is None:
-            continue
-        fixed = _fmt_n(d.n) if across == "P" else f"P = {d.nprocs}"
-        groups.setdefault((d.problem, d.ksp, fixed), {}).setdefault(x, []).append((a, d))
-    single: list[str] = []
-    for (problem, ksp, fixed), by_x in groups.items():
-        name = f"{problem}, {ksp}, {fixed}"
-        if len(by_x) < 2:
-            single.append(name)
-            continue
-        points = []
-        missing: list[str] = []
-        for x, members in sorted(by_x.items()):
-            params = next((a.parameters for a, _ in members if a.parameters is not None), None)
-            fits = {}
-            for w, name_w in (("lower", "aₖ"), ("span", "sₖ")):
-                collapsed = params is not None and getattr(params, f"{w}_normal") is not None
-                fits[w] = None if params is None or collapsed else getattr(params, w)
-                if fits[w] is None:
-                    why = "collapsed" if collapsed else "none"
-                    missing.append(f"{name_w} at {across} = {x:g} ({why})")
-            points.append(figures.ScalingPoint(
-                x=x,
-                mean=float(np.mean([d.mean for _, d in members])),
-                std=float(np.mean([d.std for _, d in members])),
-                lower=fits["lower"],
-                span=fits["span"],
-            ))
-        slug = f"{problem}-{ksp}-{fixed.replace(' ', '').replace('=', '')}"
-        what = "processor counts P" if across == "P" else "problem sizes n"
-        gaps = f" No Johnson S_U fit drawn for {', '.join(missing)}." if missing else ""
-        out.add(
-            f"scaling-{across}-{slug}",
-            f"Across {what}: {name}",
-            f"Model parameters of {name} at {len(points)} {what}: mean ± standard deviation "
-            "of the kept Tₚᵏ (repetitions averaged), the Johnson S_U shape parameters a and b "
-            "of aₖ and sₖ, and the fitted aₖ and sₖ densities (first repetition; per decade on a "
-            "logarithmic axis when they span orders of magnitude) (the paper's "
-            f"Figs. 8-9).{gaps}",
-            figures.scaling(points, across),
-        )
-    if single:
-        out.omitted.append(f"one {across} only, no scaling plot across {across} for: "
-                           + "; ".join(single))
-
-
-def across_figures(items: Sequence[tuple[TraceAnalysis, TraceDigest]]) -> FigureSet:
-    """Solvers compared (Figs. 10-11) and model parameters across P and across n (Figs. 8-9)."""
-    out = _Collector()
-    out.guarded("solver comparisons", _solver_figures, out, items)
-    out.guarded("scaling across P", _scaling_figures, out, items, "P")
-    out.guarded("scaling across n", _scaling_figures, out, items, "n")
     return out.result()

@@ -17,7 +17,8 @@ from typing import Protocol
 
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.studies.result import StudyResult
-from ksptrace.studies.variability import batch, figure_sets, findings
+from ksptrace.studies.variability import across_sets, batch, figure_sets, findings
+from ksptrace.studies.variability.digest import Drawn, TraceDigest, digest_of
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS, Trace
@@ -60,7 +61,7 @@ class Analysed:
     analysis: TraceAnalysis
     pictures: tuple[Picture, ...] = ()
     omitted: tuple[str, ...] = ()
-    digest: figure_sets.TraceDigest | None = None
+    digest: TraceDigest | None = None
 
 
 @dataclass(frozen=True)
@@ -99,7 +100,7 @@ class Results:
     (:mod:`ksptrace.studies.registry`)."""
 
 
-def _pictures(drawn: Iterable[figure_sets.Drawn]) -> tuple[Picture, ...]:
+def _pictures(drawn: Iterable[Drawn]) -> tuple[Picture, ...]:
     return tuple(Picture(d.key, d.title, d.caption, d.png) for d in drawn)
 
 
@@ -145,7 +146,7 @@ def analyse_one(
         step("figures", 0.0)
         drawn = figure_sets.trace_figures(trace, a)
         pictures, omitted = _pictures(drawn.drawn), tuple(drawn.omitted)
-        digest = figure_sets.digest(trace, a)
+        digest = digest_of(trace, a)
     return Analysed(a, pictures, omitted, digest)
 
 
@@ -268,7 +269,7 @@ def gather(done: list[Analysed], skipped: list[Skipped], opt: AnalysisOptions,
     if with_figures and done:
         if progress is not None:
             progress.step("figures across configurations")
-        fs = figure_sets.across_figures(
+        fs = across_sets.across_figures(
             [(d.analysis, d.digest) for d in done if d.digest is not None])
         across, across_omitted = _pictures(fs.drawn), tuple(fs.omitted)
     return Results(tuple(done), tuple(skipped), opt, across, across_omitted, started,

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ksptrace.studies.variability import figure_sets
-from ksptrace.studies.variability.figure_sets import FigureSet, TraceDigest
+from ksptrace.studies.variability import across_sets, figure_sets
+from ksptrace.studies.variability.digest import FigureSet, TraceDigest, digest_of
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
 from ksptrace.trace.model import Trace
@@ -111,7 +111,7 @@ def campaign() -> list[tuple[TraceAnalysis, TraceDigest]]:
         t = synthetic_trace(nprocs=nprocs, iterations=64, ranks_per_node=4, ksp=ksp, n=n,
                             seed=seed)
         a = analyze_trace(t, LIGHT)
-        out.append((a, figure_sets.digest(t, a)))
+        out.append((a, digest_of(t, a)))
     return out
 
 
@@ -119,7 +119,7 @@ def campaign() -> list[tuple[TraceAnalysis, TraceDigest]]:
 def test_across_configurations_compare_solvers_and_scale_parameters(
     campaign: list[tuple[TraceAnalysis, TraceDigest]],
 ) -> None:
-    fs = figure_sets.across_figures(campaign)
+    fs = across_sets.across_figures(campaign)
     keys = [d.key for d in fs.drawn]
     assert keys == [
         "solvers-distributions-synthetic-n1000-P4",
@@ -145,7 +145,7 @@ def test_digest_keeps_log_binned_counts_of_every_value(
     assert d.span.total == a.kept
     assert d.mean > 0
     assert d.std > 0
-    assert figure_sets.across_figures(campaign[:1]).drawn == ()
+    assert across_sets.across_figures(campaign[:1]).drawn == ()
 
 
 @pytest.mark.slow

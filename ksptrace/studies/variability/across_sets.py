@@ -1,0 +1,152 @@
+"""The figures across traces, drawn once every trace has been digested (the paper's Figs. 8-11
+kind of comparisons): the solvers side by side for one problem, n and P ("solvers-*"), and the
+scaling with P or n ("scaling-P-*", "scaling-n-*"). A comparison with one configuration only
+is not drawn; its reason goes to ``FigureSet.omitted``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ksptrace.studies.variability import figures
+from ksptrace.studies.variability.digest import LOG_EDGES, FigureSet, TraceDigest
+from ksptrace.studies.variability.figure_sets import Collector
+from ksptrace.studies.variability.pipeline import TraceAnalysis
+
+
+def _fmt_n(n: float | None) -> str:
+    if n is None:
+        return "n = ?"
+    return f"n = {int(n)}" if float(n).is_integer() else f"n = {n:g}"
+
+
+def _solver_times(a: TraceAnalysis, label: str) -> figures.SolverTimes:
+    best = a.best_fit_name
+    model = a.model(best) if best is not None else None
+    return figures.SolverTimes(
+        label=label,
+        measured=a.measured,
+        lockstep_sum=a.lockstep_sum,
+        rank_sum_max=a.rank_sum_max,
+        nonstationary=a.nonstationary.pipelined if a.pipelined else a.nonstationary.standard,
+        stationary=None if model is None else (model.pipelined if a.pipelined else model.standard),
+        stationary_name=best,
+        simulated=a.simulated,
+        simulated_stderr=a.simulated_stderr,
+    )
+
+
+def _solver_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceDigest]]) -> None:
+    """Solvers overlaid for the same problem, n and P (the paper's Figs. 10-11)."""
+    groups: dict[tuple[str, str, int], list[tuple[TraceAnalysis, TraceDigest]]] = {}
+    for a, d in items:
+        groups.setdefault((d.problem, _fmt_n(d.n), d.nprocs), []).append((a, d))
+    single: list[str] = []
+    for (problem, n, nprocs), members in groups.items():
+        solvers = list(dict.fromkeys(d.ksp for _, d in members))
+        name = f"{problem}, {n}, P = {nprocs}"
+        if len(solvers) < 2:
+            single.append(f"{name} ({solvers[0]})")
+            continue
+        slug = f"{problem}-{n.replace(' ', '').replace('=', '')}-P{nprocs}"
+        merged = []
+        for s in solvers:
+            mine = [d for _, d in members if d.ksp == s]
+            merged.append((
+                s if len(mine) == 1 else f"{s} ({len(mine)} runs)",
+                [sum(getattr(d, w).counts for d in mine) for w in ("times", "lower", "span")],
+            ))
+        out.add(
+            f"solvers-distributions-{slug}",
+            f"Solvers compared: {name}",
+            f"Distributions of Tₚᵏ, aₖ and sₖ (kept iterations, repetitions pooled) of each "
+            f"solver for {name} (the paper's Figs. 10-11). Logarithmic time axes, density per "
+            "decade, so that solvers far apart share the axes; values below 1 ns (sₖ = 0) are not "
+            "shown.",
+            figures.solver_distributions(
+                LOG_EDGES, merged, ("iteration time $T_p^k$", "minimum $a_k$", "span $s_k$")
+            ),
+        )
+        seen: dict[str, int] = {}
+        rows = []
+        for a, d in members:
+            seen[d.ksp] = seen.get(d.ksp, 0) + 1
+            label = d.ksp if seen[d.ksp] == 1 else f"{d.ksp} #{seen[d.ksp]}"
+            kind = "pipelined" if d.pipelined else "standard"
+            rows.append(_solver_times(a, f"{label}\n({kind})"))
+        out.add(
+            f"solvers-models-{slug}",
+            f"Measured and modelled KSPSolve: {name}",
+            f"For each run of {name}: the measured KSPSolve (slowest rank), the measured "
+            "Σₖ maxₚ Tₚᵏ and maxₚ Σₖ Tₚᵏ, the non-stationary model, the best stationary model "
+            "(lowest SSE) and the Monte Carlo mean with its standard error, each for the "
+            "method kind the solver is (standard or pipelined).",
+            figures.solver_times(rows),
+        )
+    if single:
+        out.omitted.append(
+            f"one solver only, no solver comparison for: {'; '.join(single)}"
+        )
+
+
+def _scaling_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceDigest]],
+                     across: str) -> None:
+    """Model parameters across P (fixed n) or across n (fixed P) (the paper's Figs. 8-9)."""
+    groups: dict[tuple[str, str, str], dict[float, list[tuple[TraceAnalysis, TraceDigest]]]] = {}
+    for a, d in items:
+        x = float(d.nprocs) if across == "P" else d.n
+        if x is None:
+            continue
+        fixed = _fmt_n(d.n) if across == "P" else f"P = {d.nprocs}"
+        groups.setdefault((d.problem, d.ksp, fixed), {}).setdefault(x, []).append((a, d))
+    single: list[str] = []
+    for (problem, ksp, fixed), by_x in groups.items():
+        name = f"{problem}, {ksp}, {fixed}"
+        if len(by_x) < 2:
+            single.append(name)
+            continue
+        points = []
+        missing: list[str] = []
+        for x, members in sorted(by_x.items()):
+            params = next((a.parameters for a, _ in members if a.parameters is not None), None)
+            fits = {}
+            for w, name_w in (("lower", "aₖ"), ("span", "sₖ")):
+                collapsed = params is not None and getattr(params, f"{w}_normal") is not None
+                fits[w] = None if params is None or collapsed else getattr(params, w)
+                if fits[w] is None:
+                    why = "collapsed" if collapsed else "none"
+                    missing.append(f"{name_w} at {across} = {x:g} ({why})")
+            points.append(figures.ScalingPoint(
+                x=x,
+                mean=float(np.mean([d.mean for _, d in members])),
+                std=float(np.mean([d.std for _, d in members])),
+                lower=fits["lower"],
+                span=fits["span"],
+            ))
+        slug = f"{problem}-{ksp}-{fixed.replace(' ', '').replace('=', '')}"
+        what = "processor counts P" if across == "P" else "problem sizes n"
+        gaps = f" No Johnson S_U fit drawn for {', '.join(missing)}." if missing else ""
+        out.add(
+            f"scaling-{across}-{slug}",
+            f"Across {what}: {name}",
+            f"Model parameters of {name} at {len(points)} {what}: mean ± standard deviation "
+            "of the kept Tₚᵏ (repetitions averaged), the Johnson S_U shape parameters a and b "
+            "of aₖ and sₖ, and the fitted aₖ and sₖ densities (first repetition; per decade on a "
+            "logarithmic axis when they span orders of magnitude) (the paper's "
+            f"Figs. 8-9).{gaps}",
+            figures.scaling(points, across),
+        )
+    if single:
+        out.omitted.append(f"one {across} only, no scaling plot across {across} for: "
+                           + "; ".join(single))
+
+
+def across_figures(items: Sequence[tuple[TraceAnalysis, TraceDigest]]) -> FigureSet:
+    """Solvers compared (Figs. 10-11) and model parameters across P and across n (Figs. 8-9)."""
+    out = Collector()
+    out.guarded("solver comparisons", _solver_figures, out, items)
+    out.guarded("scaling across P", _scaling_figures, out, items, "P")
+    out.guarded("scaling across n", _scaling_figures, out, items, "n")
+    return out.result()
