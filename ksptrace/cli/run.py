@@ -217,7 +217,8 @@ def _run_here(
     path: Path,
     overwrite: bool,
 ) -> int:
-    from ksptrace.harness.run import RunSettings, execute
+    from ksptrace.harness.run import execute
+    from ksptrace.harness.settings import RunSettings
 
     settings = RunSettings(
         out=path, overwrite=overwrite, problem_options=problem, petsc_options=petsc_options, **run
@@ -270,7 +271,7 @@ def _launch(
     from ksptrace.harness.launch import find_mpiexec, is_root
     from ksptrace.harness.lifeline import Supervised
     from ksptrace.harness.petscenv import force_solver_env, locate_petsc4py
-    from ksptrace.harness.run import LAUNCH_ENV
+    from ksptrace.harness.provenance import LAUNCH_ENV
 
     env = dict(os.environ)
     locate_petsc4py(env)

@@ -33,9 +33,10 @@ from petsc4py import PETSc
 
 from ksptrace.errors import KsptraceError, OutputError, SolverError, UsageError
 from ksptrace.harness import cpuload, eventlog
+from ksptrace.harness.kspsetup import GMRES_FAMILY, PETSC_DEFAULT_RESTART, reason_name
 from ksptrace.harness.monitor import StampMonitor
 from ksptrace.harness.mpienv import agree_on_error, node_layout
-from ksptrace.harness.run import GMRES_FAMILY, PETSC_DEFAULT_RESTART, _reason_name, _versions
+from ksptrace.harness.provenance import versions
 from ksptrace.trace import publish, write
 from ksptrace.trace.model import AttrValue, Solves, Trace
 
@@ -264,7 +265,7 @@ class Recorder:
             assert rows is not None
             offsets = np.concatenate([[0], np.cumsum(lengths)])
             seconds = np.stack([r[1] for r in rows])
-            names = {code: _reason_name(PETSc.KSP.ConvergedReason, code)
+            names = {code: reason_name(PETSc.KSP.ConvergedReason, code)
                      for code in set(self._reasons)}
             solves = Solves(offsets, seconds, tuple(names[c] for c in self._reasons),
                             np.array(self._its))
@@ -321,7 +322,7 @@ class Recorder:
         if op.getType() not in ("python", "shell"):
             nnz = op.getInfo(PETSc.Mat.InfoType.GLOBAL_SUM)["nz_used"]
         attrs["nnz"] = None if nnz is None else int(nnz)
-        attrs.update(_versions(PETSc))
+        attrs.update(versions(PETSc))
         attrs.update(self.extra)
         return {k: v for k, v in attrs.items() if v is not None}
 

@@ -24,7 +24,8 @@ from ksptrace.collectives.params import COLLECTIVE_PARAMS
 from ksptrace.errors import CampaignError
 from ksptrace.harness.options import RUN_PARAMS
 from ksptrace.harness.petsc_types import PetscTypes, current
-from ksptrace.jobs.schema import NPROCS, CampaignFile, check_types, load_campaign_file
+from ksptrace.jobs.campaign_file import check_types, load_campaign_file
+from ksptrace.jobs.schema import NPROCS, CampaignFile
 from ksptrace.jobs.spec import COLLECTIVES, SOLVER, CampaignSpec, RunSpec, SchedulerSpec
 from ksptrace.problems import registry
 

@@ -5,8 +5,8 @@ name and hard-linked into place, so no runner ever reads a half-written lock and
 a stale one. It holds the holder's pid, host, identity (pid and start time) and start time, and,
 while a solve runs, the process group of that solve. A lock whose holder is dead (``kill -9``, a
 reboot) is stale: the next runner kills whatever is left of the dead holder's solves, then takes
-the lock over. Looking at a lock and taking it over happen under ``flock`` on a guard file that is
-never deleted, so two runners that both find a stale lock cannot both take it.
+the lock over. Looking at a lock and taking it over happen under ``flock`` on the campaign folder
+itself (no extra file), so two runners that both find a stale lock cannot both take it.
 """
 
 from __future__ import annotations
@@ -106,7 +106,10 @@ class CampaignLock:
         os.replace(tmp, self.path)
 
     def release(self) -> None:
-        with _guard(self.path.parent):
+        folder = self.path.parent
+        if not folder.is_dir():
+            return  # removed while held (a rejected first submission): nothing to release
+        with _guard(folder):
             held = _read(self.path)
             if held is not None and held.get("identity") == self.data["identity"]:
                 self.path.unlink(missing_ok=True)
@@ -122,11 +125,11 @@ def _sweep_private(folder: Path) -> None:
 
 @contextlib.contextmanager
 def _guard(folder: Path) -> Iterator[None]:
-    """Hold ``flock`` on the folder's guard file (created once, never deleted)."""
+    """Hold ``flock`` on the campaign folder (a directory can be locked like a file)."""
     try:
-        fd = os.open(folder / f".{LOCK}.guard", os.O_CREAT | os.O_RDWR, 0o644)
+        fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
     except OSError as exc:
-        raise CampaignError(f"{folder}: cannot open the lock guard ({exc.strerror})") from None
+        raise CampaignError(f"{folder}: cannot open the campaign folder ({exc.strerror})") from None
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
         yield

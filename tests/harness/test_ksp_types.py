@@ -52,7 +52,8 @@ import json, sys
 from pathlib import Path
 from ksptrace.errors import KsptraceError
 from ksptrace.harness.petscenv import init_petsc
-from ksptrace.harness.run import RunSettings, execute
+from ksptrace.harness.run import execute
+from ksptrace.harness.settings import RunSettings
 
 out, n, k = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 petsc = init_petsc([])

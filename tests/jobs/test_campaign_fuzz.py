@@ -21,14 +21,9 @@ from hypothesis import strategies as st
 from ksptrace.errors import CampaignError, UsageError
 from ksptrace.harness.petsc_types import BUILTIN
 from ksptrace.jobs.backends import get_backend
+from ksptrace.jobs.campaign_file import control_character
 from ksptrace.jobs.expand import load_spec
-from ksptrace.jobs.schema import (
-    CAMPAIGN_KEYS,
-    SCHEDULER_KEYS,
-    SECTIONS,
-    control_character,
-    sweep_keys,
-)
+from ksptrace.jobs.schema import CAMPAIGN_KEYS, SCHEDULER_KEYS, SECTIONS, sweep_keys
 from ksptrace.jobs.spec import CampaignSpec
 
 FUZZ = settings(max_examples=150, deadline=timedelta(seconds=5), database=None,

@@ -12,8 +12,8 @@ import pytest
 from ksptrace.cli.main import main
 from ksptrace.errors import CampaignError
 from ksptrace.jobs.backends import get_backend
+from ksptrace.jobs.campaign_file import load_campaign_file
 from ksptrace.jobs.expand import build_spec, check_algorithms, load_spec
-from ksptrace.jobs.schema import load_campaign_file
 from ksptrace.trace import collectives as ctrace
 
 CAMPAIGN = """

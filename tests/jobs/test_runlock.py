@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import shutil
 import socket
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
@@ -98,4 +99,11 @@ def test_private_files_of_killed_runners_are_swept(tmp_path: Path) -> None:
         (tmp_path / name).write_text("{}")
     with campaign_lock(tmp_path):
         pass
-    assert sorted(p.name for p in tmp_path.iterdir()) == [f".{LOCK}.guard"]
+    assert not list(tmp_path.iterdir())  # and the lock leaves no file behind
+
+
+def test_a_folder_removed_while_held_is_released_quietly(tmp_path: Path) -> None:
+    folder = tmp_path / "out"
+    with campaign_lock(folder):
+        shutil.rmtree(folder)  # what a rejected first submission does
+    assert not folder.exists()

@@ -11,12 +11,12 @@ from ksptrace.cli.main import main
 from ksptrace.errors import CampaignError
 from ksptrace.harness.options import RUN_PARAMS
 from ksptrace.harness.petsc_types import BUILTIN, KSP_TYPES, PC_TYPES, SOURCE_ENV, PetscTypes
+from ksptrace.jobs.campaign_file import load_campaign_file
 from ksptrace.jobs.schema import (
     CAMPAIGN_KEYS,
     KEY_ALIASES,
     SCHEDULER_KEYS,
     find_line,
-    load_campaign_file,
     parse_walltime,
     sweep_keys,
 )

@@ -17,7 +17,7 @@ from ksptrace.errors import CampaignError, EnvironmentProblem, Interrupted
 from ksptrace.harness.lifeline import Supervised
 from ksptrace.harness.mpienv import without_mpi_runtime
 from ksptrace.harness.petscenv import force_solver_env, locate_petsc4py
-from ksptrace.harness.run import LAUNCH_ENV
+from ksptrace.harness.provenance import LAUNCH_ENV
 from ksptrace.jobs import state
 from ksptrace.jobs.backends.base import Backend, Progress, Script
 from ksptrace.jobs.script import TaskFlavour, render_script

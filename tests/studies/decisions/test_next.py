@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import AnalysisError
-from ksptrace.jobs.schema import load_campaign_file
+from ksptrace.jobs.campaign_file import load_campaign_file
 from ksptrace.studies.decisions.maps import DecisionMap, decision_map
 from ksptrace.studies.decisions.next_points import campaign_toml, suggest_next
 

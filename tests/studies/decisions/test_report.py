@@ -171,7 +171,7 @@ def test_the_analysis_report_shows_the_map_when_runs_span_p_and_n(tmp_path: Path
 
 
 def test_the_follow_up_campaign_of_a_real_problem_loads(tmp_path: Path) -> None:
-    from ksptrace.jobs.schema import load_campaign_file
+    from ksptrace.jobs.campaign_file import load_campaign_file
 
     lap = [Run({**r.attrs, "problem_config": "{}", "noise": "exponential:scale=1ms"},
                r.seconds) for r in runs(5)]
