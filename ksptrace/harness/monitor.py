@@ -68,6 +68,7 @@ class StampMonitor:
     __slots__ = (
         "__weakref__",
         "_bound",
+        "_homes",
         "_ksp",
         "_owner",
         "_unbind",
@@ -90,6 +91,7 @@ class StampMonitor:
         self._ksp: Any = None
         self.impl = "python"
         self.why_python = "not attached"
+        self._homes: tuple[Any, Any, int, int, int] | None = None
         self._allocate(capacity)
 
     def _allocate(self, capacity: int) -> None:
@@ -150,6 +152,32 @@ class StampMonitor:
             _remove_callback(self._ksp, old)
             self._ksp.setMonitor(self.callback)
 
+    def window(self, stamps: np.ndarray, norms: np.ndarray, start: int, capacity: int) -> None:
+        """Stamp into ``stamps[start:start + capacity]`` and ``norms[...]`` (the caller's
+        float64 arrays, NaN where nothing was reported) from the next call on.
+
+        ``ksptrace.record`` keeps every solve in one buffer this way, with nothing copied or
+        reset between solves; for the C monitor a move costs one foreign call (the arrays'
+        addresses are looked up once per buffer), for the Python fallback a new callback.
+        """
+        self.stamps = stamps[start:start + capacity]
+        self.norms = norms[start:start + capacity]
+        if self._bound is not None:
+            homes = self._homes
+            if homes is None or homes[0] is not stamps or homes[1] is not norms:
+                homes = (stamps, norms, stamps.ctypes.data, norms.ctypes.data,
+                         self.beyond.ctypes.data)
+                self._homes = homes
+            lib, ctx = self._bound
+            lib.ksptrace_stamp_target(ctx, homes[2] + 8 * start, homes[3] + 8 * start, homes[4],
+                                      capacity, self._owner)
+            return
+        old = self.callback
+        self.callback = _stamping_callback(self.stamps, self.norms, self.beyond, self.wtime)
+        if self._ksp is not None:
+            _remove_callback(self._ksp, old)
+            self._ksp.setMonitor(self.callback)
+
     def reset(self) -> None:
         self.stamps.fill(np.nan)
         self.norms.fill(np.nan)
@@ -158,29 +186,7 @@ class StampMonitor:
     def check(self, ksp_type: str, upto: int) -> None:
         """Raise a SolverError that says why, unless iterations 0..``upto`` were all reported
         and none beyond the capacity."""
-        forced = self.stamps.shape[0] - 1
-        upto = min(upto, forced)
-        seen = np.flatnonzero(~np.isnan(self.stamps[: upto + 1]))
-        steps = np.unique(np.diff(seen))
-        if seen.size >= 2 and seen[0] == 0 and steps.size == 1 and steps[0] > 1:
-            shown = ", ".join(str(int(i)) for i in seen[:4])
-            raise SolverError(
-                f"{ksp_type} reports only one iteration in {int(steps[0])} to the monitor "
-                f"({shown}, ...), so single iterations cannot be timed; use another KSP type"
-            )
-        if self.beyond[0]:
-            raise SolverError(
-                f"{ksp_type} reported iteration {self.beyond[0]}, more than the {forced} "
-                "forced; remove -ksp_max_it from the PETSc options"
-            )
-        if seen.size == upto + 1:
-            return
-        missing = int(np.flatnonzero(np.isnan(self.stamps[: upto + 1]))[0])
-        raise SolverError(
-            f"{ksp_type} never reported iteration {missing} of 0..{upto} to the monitor"
-            f"{' (the start of the first iteration)' if missing == 0 else ''}, so it cannot "
-            "be timed per iteration; use another KSP type"
-        )
+        check_reported(self.stamps, int(self.beyond[0]), ksp_type, upto)
 
     def recorded(
         self, iterations: int, ksp_type: str = "the KSP"
@@ -191,3 +197,31 @@ class StampMonitor:
             self.beyond[0] = max(self.beyond[0], iterations)
         self.check(ksp_type, iterations)
         return self.stamps[:count].copy(), self.norms[:count].copy()
+
+
+def check_reported(stamps: np.ndarray, beyond: int, ksp_type: str, upto: int) -> None:
+    """Raise a SolverError that says why, unless ``stamps`` (one solve's slots) hold
+    iterations 0..``upto`` and no iteration was reported beyond them (``beyond``)."""
+    forced = stamps.shape[0] - 1
+    upto = min(upto, forced)
+    seen = np.flatnonzero(~np.isnan(stamps[: upto + 1]))
+    steps = np.unique(np.diff(seen))
+    if seen.size >= 2 and seen[0] == 0 and steps.size == 1 and steps[0] > 1:
+        shown = ", ".join(str(int(i)) for i in seen[:4])
+        raise SolverError(
+            f"{ksp_type} reports only one iteration in {int(steps[0])} to the monitor "
+            f"({shown}, ...), so single iterations cannot be timed; use another KSP type"
+        )
+    if beyond:
+        raise SolverError(
+            f"{ksp_type} reported iteration {beyond}, more than the {forced} "
+            "forced; remove -ksp_max_it from the PETSc options"
+        )
+    if seen.size == upto + 1:
+        return
+    missing = int(np.flatnonzero(np.isnan(stamps[: upto + 1]))[0])
+    raise SolverError(
+        f"{ksp_type} never reported iteration {missing} of 0..{upto} to the monitor"
+        f"{' (the start of the first iteration)' if missing == 0 else ''}, so it cannot "
+        "be timed per iteration; use another KSP type"
+    )

@@ -8,12 +8,15 @@
 
 The block attaches the stamping monitor of :mod:`ksptrace.harness.monitor` (the same
 allocation-free hot path as ``ksptrace run``) and a pre- and post-solve hook (``KSPSetPreSolve``
-and ``KSPSetPostSolve``, through ctypes: petsc4py 3.18 wraps neither). At each solve's end the
-post-solve hook copies the solve's stamps out and reads its iteration count, its converged
-reason and its KSPSolve time from PETSc's event log (the ``KSPSolve`` event, which PETSc has
-closed by then). Solves run as the program asks: nothing is forced. On leaving the block the
-ranks write one trace of several solves (schema 3) collectively and atomically, or, when an
-exception escaped on any rank, nothing.
+and ``KSPSetPostSolve``, through ctypes: petsc4py 3.18 wraps neither). Every solve stamps into
+one growing buffer: the pre-solve hook points the monitor at the free slots after the last
+solve, the post-solve hook reads the solve's iteration count, its converged reason and its
+KSPSolve time from PETSc's event log (the ``KSPSolve`` event, which PETSc has closed by then)
+and moves the free slots on. Nothing is copied or reset between solves, and whether every
+iteration was reported is checked once, on leaving the block, so that a program of many small
+solves pays a few microseconds per solve. Solves run as the program asks: nothing is forced. On
+leaving the block the ranks write one trace of several solves (schema 3) collectively and
+atomically, or, when an exception escaped on any rank, nothing.
 """
 
 from __future__ import annotations
@@ -34,7 +37,7 @@ from petsc4py import PETSc
 from ksptrace.errors import KsptraceError, OutputError, SolverError, UsageError
 from ksptrace.harness import cpuload, eventlog
 from ksptrace.harness.kspsetup import GMRES_FAMILY, PETSC_DEFAULT_RESTART, reason_name
-from ksptrace.harness.monitor import StampMonitor
+from ksptrace.harness.monitor import StampMonitor, check_reported
 from ksptrace.harness.mpienv import agree_on_error, node_layout
 from ksptrace.harness.provenance import versions
 from ksptrace.trace import publish, write
@@ -113,8 +116,12 @@ class Recorder:
         self._before_reductions = (0.0, 0.0)
         self._lib = ctypes.CDLL(PETSc.__file__)  # libpetsc's symbols, through its dependencies
         self._hooks = (_HOOK(self._pre), _HOOK(self._post))  # kept alive while attached
-        self._stamps: list[np.ndarray] = []
-        self._norms: list[np.ndarray] = []
+        self._buffer = (np.full(0, np.nan), np.full(0, np.nan))
+        """Stamps and norms of every solve, one after the other (NaN: not reported)."""
+        self._ends: list[int] = []
+        """Where each recorded solve's slots end in the buffer (the next one starts there)."""
+        self._open = False
+        """A solve started and has not ended (its post-solve hook never ran)."""
         self._seconds: list[float] = []
         self._reasons: list[int] = []
         self._its: list[int] = []
@@ -126,7 +133,7 @@ class Recorder:
     @property
     def solves(self) -> int:
         """The solves recorded so far."""
-        return len(self._stamps)
+        return len(self._ends)
 
     def __enter__(self) -> Recorder:
         if int(self.ksp.handle) in _RECORDING:
@@ -147,8 +154,8 @@ class Recorder:
         own = PETSc.Log.isActive() and not eventlog.narrowed_here()
         self.event_log = (eventlog.ALL + " (the program's own log)" if own
                           else eventlog.keep_only_needed(PETSc))
-        self.monitor.resize(int(self.ksp.getTolerances()[3]) + 1 + SPARE)
         self.monitor.attach(self.ksp)
+        self._make_room(int(self.ksp.getTolerances()[3]) + 1 + SPARE)
         handle = ctypes.c_void_p(self.ksp.handle)
         self._lib.KSPSetPreSolve(handle, self._hooks[0], None)
         self._lib.KSPSetPostSolve(handle, self._hooks[1], None)
@@ -158,11 +165,27 @@ class Recorder:
         self.load_start = cpuload.sample()
         return self
 
+    def _start(self) -> int:
+        return self._ends[-1] if self._ends else 0
+
+    def _make_room(self, needed: int) -> None:
+        """Point the monitor at ``needed`` free slots after the last recorded solve."""
+        start = self._start()
+        stamps, norms = self._buffer
+        if start + needed > stamps.shape[0]:
+            size = max(2 * stamps.shape[0], start + needed, 4096)
+            grown = (np.full(size, np.nan), np.full(size, np.nan))
+            grown[0][:start], grown[1][:start] = stamps[:start], norms[:start]
+            self._buffer = stamps, norms = grown
+        elif self._open:  # the last solve never ended (an exception inside KSPSolve)
+            stamps[start:start + needed] = np.nan
+            norms[start:start + needed] = np.nan
+        self.monitor.window(stamps, norms, start, needed)
+
     def _pre(self, *_: Any) -> int:
         try:
-            needed = int(self.ksp.getTolerances()[3]) + 1 + SPARE
-            if needed > self.monitor.stamps.shape[0]:
-                self.monitor.resize(needed)
+            self._make_room(int(self.ksp.getTolerances()[3]) + 1 + SPARE)
+            self._open = True
             info = self._event.getPerfInfo()
             self._before = info["time"]
             self._before_reductions = (info["numReductions"],
@@ -178,25 +201,37 @@ class Recorder:
             blocking = info["numReductions"] - self._before_reductions[0]
             split = float(self._split_event.getPerfInfo()["count"]) - self._before_reductions[1]
             its = int(self.ksp.getIterationNumber())
-            last = self._last_call(its)
             st = self.monitor.stamps
-            if self.monitor.beyond[0] or np.isnan(st[: last + 1]).any():
+            # PETSc's count is the last call the monitor saw, unless a method says otherwise
+            usual = its + 1 < st.shape[0] and st[its] == st[its] and st[its + 1] != st[its + 1]
+            last = its if usual else self._last_call(its)
+            if self.monitor.beyond[0]:
                 self.monitor.check(self.ksp.getType(), last)  # raises, saying why
-            stamps, norms = st[: last + 1].copy(), self.monitor.norms[: last + 1].copy()
-            self._stamps.append(stamps)
-            self._norms.append(norms)
+            self._ends.append(self._start() + last + 1)
+            self._open = False
             self._seconds.append(seconds)
             self._reasons.append(int(self.ksp.getConvergedReason()))  # named at the end
             self._its.append(its)
             self._reductions[0] += blocking
             self._reductions[1] += split
-            self.monitor.stamps[: last + 1] = np.nan
-            self.monitor.norms[: last + 1] = np.nan
         except KsptraceError as exc:
             self._fail(exc)
         except BaseException as exc:  # nothing may escape into PETSc's C code
             self._fail(SolverError(f"ksptrace.record: {type(exc).__name__}: {exc}"))
         return 0
+
+    def _check_all(self) -> None:
+        """Every iteration of every recorded solve was reported (SolverError, saying which
+        solve and why, when not)."""
+        stamps = self._buffer[0]
+        start = 0
+        for number, end in enumerate(self._ends):
+            if np.isnan(stamps[start:end]).any():
+                try:
+                    check_reported(stamps[start:end], 0, self.ksp.getType(), end - start - 1)
+                except SolverError as exc:
+                    raise SolverError(f"solve {number + 1}: {exc}") from None
+            start = end
 
     def _last_call(self, its: int) -> int:
         """The last iteration number the monitor saw: usually PETSc's count, else found."""
@@ -240,14 +275,21 @@ class Recorder:
                                   f"block; no trace written to {self.path}")
             return
         load_end = cpuload.sample()
+        if self._error is None:
+            try:
+                self._check_all()
+            except KsptraceError as exc:
+                self._error = exc
         agree_on_error(self.mpicomm, self._error)
-        if not self._stamps:
+        if not self._ends:
             raise SolverError(f"no KSPSolve ran inside the ksptrace.record block; no trace "
                               f"written to {self.path}")
         self._write(load_end)
 
     def _write(self, load_end: cpuload.Sample) -> None:
-        lengths = [int(s.shape[0]) for s in self._stamps]
+        lengths = list(np.diff([0, *self._ends]).tolist())
+        used = self._start()
+        stamps, norms = self._buffer[0][:used], self._buffer[1][:used]
         found = self.mpicomm.allgather(lengths)
         error: KsptraceError | None = None
         if any(f != found[0] for f in found):
@@ -258,7 +300,7 @@ class Recorder:
         foreign = cpuload.foreign_load([s for s, _ in samples], [e for _, e in samples],
                                        list(self.layout.node_ids))
         rows = self.mpicomm.gather(
-            (np.concatenate(self._stamps), np.array(self._seconds), self.layout.hostname),
+            (stamps, np.array(self._seconds), self.layout.hostname),
             root=0)
         attrs = self._attrs(foreign)
         if self.mpicomm.Get_rank() == 0:
@@ -270,7 +312,7 @@ class Recorder:
             solves = Solves(offsets, seconds, tuple(names[c] for c in self._reasons),
                             np.array(self._its))
             try:
-                trace = Trace(np.stack([r[0] for r in rows]), np.concatenate(self._norms),
+                trace = Trace(np.stack([r[0] for r in rows]), norms.copy(),
                               np.array(self.layout.node_ids), tuple(r[2] for r in rows),
                               seconds.sum(axis=1), attrs, solves=solves)
                 attrs["solve_max"] = float(trace.solve_seconds.max())
@@ -297,11 +339,10 @@ class Recorder:
             "ksp_requested": self.ksp.getType(), "pc": pc.getType(), "noise": "none",
             "restart": _restart(self.ksp), "warmup": False,
             "petsc_options": _options_line(), "problem_config": "{}",
-            "solves": len(self._stamps), "iterations_done": int(sum(s.shape[0] - 1
-                                                                  for s in self._stamps)),
+            "solves": len(self._ends), "iterations_done": self._start() - len(self._ends),
             "petsc_iterations": int(sum(self._its)),
             "reductions_blocking": int(self._reductions[0]),
-            "reductions_split": int(self._reductions[1]), "ksp_solves": len(self._stamps),
+            "reductions_split": int(self._reductions[1]), "ksp_solves": len(self._ends),
             "event_log": self.event_log,
             "solve_time_source": "PETSc's KSPSolve event on each rank",
             "reductions_source": eventlog.REDUCTIONS_SOURCE,

@@ -165,5 +165,45 @@ def blocks() -> None:
          its=inst.ksp.getIterationNumber())
 
 
-for case in (loop, raising, raising_on_one_rank, no_comm, newton, timestepping, blocks):
+def many() -> None:
+    """400 solves of 20 forced iterations: more slots than the first buffer holds."""
+    inst = laplacian()
+    inst.ksp.setTolerances(rtol=0.0, atol=0.0, divtol=1e300, max_it=20)
+    with ksptrace.record(inst.ksp, OUT / "many.h5", comm=COMM) as rec:
+        for _ in range(400):
+            inst.reset()
+            inst.solve()
+        inside = rec.solves
+    emit(case="many", inside=inside)
+
+
+def aborted() -> None:
+    """A solve stopped at iteration 30 of 50 by an exception the program catches, then a
+    solve of 10 iterations: the stopped solve's stamps must not be read as the next one's."""
+    inst = laplacian()
+    inst.ksp.setTolerances(rtol=0.0, atol=0.0, divtol=1e300, max_it=50)
+    armed = [True]
+
+    def stop(ksp: Any, its: int, rnorm: float) -> None:
+        if armed[0] and its == 30:
+            raise RuntimeError("stop at 30")
+
+    inst.ksp.setMonitor(stop)
+    error = ""
+    with ksptrace.record(inst.ksp, OUT / "aborted.h5", comm=COMM) as rec:
+        inst.reset()
+        try:
+            inst.solve()
+        except Exception as exc:  # petsc4py hands the monitor's exception on
+            error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        armed[0] = False
+        inst.ksp.setTolerances(max_it=10)
+        inst.reset()
+        inst.solve()
+        inside = rec.solves
+    emit(case="aborted", inside=inside, error=error)
+
+
+for case in (loop, raising, raising_on_one_rank, no_comm, newton, timestepping, blocks, many,
+             aborted):
     case()

@@ -181,3 +181,28 @@ def test_ksptrace_analyze_reports_on_recorded_traces(
         snes = read_trace(out / "snes.h5")
         assert snes.solves is not None
         assert len([n for n in names if n.startswith("snes.h5#")]) == snes.solves.count
+
+
+def test_many_solves_outgrow_the_first_buffer_and_stay_apart(
+    recorded: tuple[int, Path, dict[str, dict[str, object]]]
+) -> None:
+    nprocs, out, rows = recorded
+    assert rows["many"]["inside"] == 400
+    trace = read_trace(out / "many.h5")
+    assert trace.solves is not None
+    assert trace.solves.count == 400
+    assert trace.solves.iterations.tolist() == [20] * 400
+    assert trace.stamps.shape == (nprocs, 400 * 21)
+    assert (np.diff(trace.stamps, axis=1) > 0).all()  # every slot written, solve after solve
+
+
+def test_a_solve_stopped_by_an_exception_leaves_no_stamps_in_the_next(
+    recorded: tuple[int, Path, dict[str, dict[str, object]]]
+) -> None:
+    nprocs, out, rows = recorded
+    assert "stop at 30" in str(rows["aborted"]["error"])
+    assert rows["aborted"]["inside"] == 1  # the stopped solve never ended
+    trace = read_trace(out / "aborted.h5")
+    assert trace.solves is not None
+    assert trace.solves.iterations.tolist() == [10]
+    assert trace.stamps.shape == (nprocs, 11)
