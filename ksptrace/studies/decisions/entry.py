@@ -11,7 +11,6 @@ from ksptrace.studies.decisions.files import options_refused
 from ksptrace.studies.decisions.grouping import (
     DEFAULT_AXES,
     DEFAULT_METHOD,
-    Picture,
     Studies,
     build_studies,
     run_of,
@@ -37,7 +36,7 @@ def studies_of(analyses: Sequence[TraceAnalysis]) -> Studies:
 
 
 def result_of(studies: Studies, tables_of: Sequence[Sequence[Table]] | None = None,
-              pictures_of: Sequence[Sequence[Picture]] | None = None) -> StudyResult:
+              pictures_of: Sequence[Sequence[Figure]] | None = None) -> StudyResult:
     """The maps as a study result (``tables_of`` and ``pictures_of`` per map: computed here
     when not given; pass empty lists to leave the figures out)."""
     parts = []
@@ -47,7 +46,7 @@ def result_of(studies: Studies, tables_of: Sequence[Sequence[Table]] | None = No
         parts.append(Part(
             title=s.title, anchor=f"decision-{k + 1}", findings=tuple(sentences(s)),
             tables=tuple(tables[:SHOWN_TABLES]), unshown=tuple(tables[SHOWN_TABLES:]),
-            figures=tuple(Figure(p.key, p.title, p.caption, p.png) for p in pictures)))
+            figures=tuple(pictures)))
     a1, a2 = studies.axes
     return StudyResult(
         key="decision", title=f"Decision maps: which {studies.method} where",
@@ -66,6 +65,6 @@ def study(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
           with_figures: bool = True) -> StudyResult:
     """The maps of ``analyses``; with no map, a result with no parts (nothing is shown)."""
     studies = studies_of(analyses)
-    pictures: list[list[Picture]] | None = (
+    pictures: list[list[Figure]] | None = (
         None if with_figures else [[] for _ in studies.studies])
     return result_of(studies, None, pictures)

@@ -12,10 +12,10 @@ from matplotlib.colors import BoundaryNorm, ListedColormap
 from matplotlib.lines import Line2D
 from matplotlib.patches import Patch
 
-from ksptrace.studies.decisions.grouping import Picture
 from ksptrace.studies.decisions.study import DecisionStudy
 from ksptrace.studies.decisions.tables import fmt_number, percent
 from ksptrace.studies.drawing import _figure, to_png
+from ksptrace.studies.result import Figure
 
 PALETTE = ("#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2",
            "#7f7f7f", "#bcbd22", "#17becf")
@@ -30,7 +30,7 @@ def _cells_axes(ax: Any, s: DecisionStudy) -> None:
     ax.set_ylabel(dm.axis_names[0])
 
 
-def maps_figure(s: DecisionStudy) -> Picture:
+def maps_figure(s: DecisionStudy) -> Figure:
     """The exact map and the depth-limited trees' maps (the paper's Figure 2)."""
     dm = s.dm
     rows = [s.exact, *[r for r in s.by_depth if r.value < s.exact.tree.stats.max_depth]]
@@ -62,13 +62,13 @@ def maps_figure(s: DecisionStudy) -> Picture:
     if dm.filled.any():
         handles.append(Line2D([], [], marker="x", color="k", ls="", label="not measured"))
     axs[len(rows)].legend(handles=handles, loc="center", fontsize=9, title="method")
-    return Picture("decision_maps", f"{s.title}: decision maps",
+    return Figure("decision_maps", f"{s.title}: decision maps",
                    "The fastest method per measured cell (exact map) and the map each "
                    "depth-limited quadtree encodes, with its leaves and mean penalty. Rows and "
                    "columns are the measured values (not to scale).", to_png(fig))
 
 
-def penalty_figure(s: DecisionStudy) -> Picture:
+def penalty_figure(s: DecisionStudy) -> Figure:
     """The penalty of each depth-limited tree per cell (the paper's Figure 3)."""
     rows = list(s.by_depth)[:8]
     cols = min(4, len(rows))
@@ -90,13 +90,13 @@ def penalty_figure(s: DecisionStudy) -> Picture:
         _cells_axes(ax, s)
     if image is not None:
         fig.colorbar(image, ax=axs, label="penalty (%)", shrink=0.8)
-    return Picture("decision_penalty", f"{s.title}: performance penalty per cell",
+    return Figure("decision_penalty", f"{s.title}: performance penalty per cell",
                    "Time of the method each depth-limited tree chooses over the cell's best, "
                    "minus 1, in per cent (0: the tree chooses the fastest method). Blank: not "
                    "measured.", to_png(fig))
 
 
-def depth_figure(s: DecisionStudy) -> Picture:
+def depth_figure(s: DecisionStudy) -> Figure:
     """Mean penalty against mean depth, depth-limited and threshold-limited (Figure 5)."""
     fig = _figure(height=3.6)
     ax = fig.subplots()
@@ -112,11 +112,11 @@ def depth_figure(s: DecisionStudy) -> Picture:
     ax.set_ylabel("mean penalty (%)")
     ax.legend()
     ax.grid(alpha=0.3)
-    return Picture("decision_depth", f"{s.title}: penalty against tree size",
+    return Figure("decision_depth", f"{s.title}: penalty against tree size",
                    "Mean penalty over measured cells against the trees' mean leaf depth, for "
                    "trees limited by maximum depth (labels: the limit) and by accuracy threshold "
                    "(labels: the threshold).", to_png(fig))
 
 
-def study_figures(s: DecisionStudy) -> list[Picture]:
+def study_figures(s: DecisionStudy) -> list[Figure]:
     return [maps_figure(s), penalty_figure(s), depth_figure(s)]

@@ -13,11 +13,12 @@ from typing import Any
 
 from ksptrace import escape
 from ksptrace.studies.decisions.codegen import c_source, python_source
-from ksptrace.studies.decisions.grouping import OPTION_OF_METHOD, Picture, Run, Studies, run_of
+from ksptrace.studies.decisions.grouping import OPTION_OF_METHOD, Run, Studies, run_of
 from ksptrace.studies.decisions.next_points import campaign_toml
 from ksptrace.studies.decisions.rules import ompi_rules
 from ksptrace.studies.decisions.study import DecisionStudy
 from ksptrace.studies.decisions.tables import fmt_number, limit_name, range_text, summary_of
+from ksptrace.studies.result import Figure
 from ksptrace.studies.table import Table
 
 
@@ -61,7 +62,7 @@ def options_refused(s: DecisionStudy, method: str) -> list[str]:
 
 
 def write_files(folder: Path, studies: Studies, tables_of: Sequence[Sequence[Table]],
-                pictures_of: Sequence[Sequence[Picture]],
+                pictures_of: Sequence[Sequence[Figure]],
                 rules: tuple[str, Mapping[str, int]] | None = None) -> list[Path]:
     """Write everything ``decide`` produces for each study into ``folder`` (already staged)."""
     written: list[Path] = []

@@ -44,13 +44,6 @@ class Run:
     path: str = ""
 
 
-@dataclass(frozen=True)
-class Picture:
-    key: str
-    title: str
-    caption: str
-    png: bytes
-
 
 @dataclass(frozen=True)
 class Studies:

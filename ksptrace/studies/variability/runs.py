@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Protocol
 
 from ksptrace.errors import AnalysisError, KsptraceError
-from ksptrace.studies.result import StudyResult
+from ksptrace.studies.result import Figure, StudyResult
 from ksptrace.studies.variability import across_sets, batch, figure_sets, findings
 from ksptrace.studies.variability.digest import Drawn, TraceDigest, digest_of
 from ksptrace.studies.variability.options import AnalysisOptions
@@ -44,22 +44,13 @@ class Skipped:
     reason: str
 
 
-@dataclass(frozen=True)
-class Picture:
-    """A figure as the report shows it."""
-
-    key: str
-    title: str
-    caption: str
-    png: bytes
-
 
 @dataclass(frozen=True)
 class Analysed:
     """What is kept of one trace once it has been analysed and drawn: no raw timings."""
 
     analysis: TraceAnalysis
-    pictures: tuple[Picture, ...] = ()
+    pictures: tuple[Figure, ...] = ()
     omitted: tuple[str, ...] = ()
     digest: TraceDigest | None = None
 
@@ -91,7 +82,7 @@ class Results:
     analysed: tuple[Analysed, ...]
     skipped: tuple[Skipped, ...]
     options: AnalysisOptions
-    across: tuple[Picture, ...] = ()
+    across: tuple[Figure, ...] = ()
     across_omitted: tuple[str, ...] = ()
     started: float = field(default_factory=time.time)
     with_figures: bool = True
@@ -100,8 +91,8 @@ class Results:
     (:mod:`ksptrace.studies.registry`)."""
 
 
-def _pictures(drawn: Iterable[Drawn]) -> tuple[Picture, ...]:
-    return tuple(Picture(d.key, d.title, d.caption, d.png) for d in drawn)
+def _pictures(drawn: Iterable[Drawn]) -> tuple[Figure, ...]:
+    return tuple(Figure(d.key, d.title, d.caption, d.png) for d in drawn)
 
 
 def _order(a: TraceAnalysis) -> tuple[str, str, float, int, str]:
@@ -139,7 +130,7 @@ def analyse_one(
         a = analyze_trace(trace, opt, step)
     except AnalysisError as exc:
         return Skipped(name, str(exc))
-    pictures: tuple[Picture, ...] = ()
+    pictures: tuple[Figure, ...] = ()
     omitted: tuple[str, ...] = ()
     digest = None
     if with_figures:
@@ -264,7 +255,7 @@ def gather(done: list[Analysed], skipped: list[Skipped], opt: AnalysisOptions,
     """The per-trace results in report order, with the figures and comparisons across them."""
     done.sort(key=lambda d: _order(d.analysis))
     skipped.sort(key=lambda k: k.path)
-    across: tuple[Picture, ...] = ()
+    across: tuple[Figure, ...] = ()
     across_omitted: tuple[str, ...] = ()
     if with_figures and done:
         if progress is not None:

@@ -10,11 +10,12 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from ksptrace.studies.result import Figure
 from ksptrace.studies.variability import findings, tables
 from ksptrace.studies.variability.flags import Flag
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import TraceAnalysis
-from ksptrace.studies.variability.runs import Analysed, Picture, config_key
+from ksptrace.studies.variability.runs import Analysed, config_key
 
 SECTIONS = (
     ("distributions", "Distributions of Tₚᵏ"),
@@ -42,7 +43,7 @@ def section_of(key: str) -> str:
     return "distributions"
 
 
-def image(p: Picture) -> dict[str, str]:
+def image(p: Figure) -> dict[str, str]:
     return {"key": p.key, "title": p.title, "caption": p.caption,
             "src": "data:image/png;base64," + base64.b64encode(p.png).decode("ascii")}
 
