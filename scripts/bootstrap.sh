@@ -38,6 +38,24 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$SYSPY" -m venv --system-site-packages "$VENV"
 fi
 
+# Debian's petsc4py is importable only with PETSC_DIR naming its PETSc (its petsc4py.pth
+# defaults to /usr/lib/petsc, an alternatives link only petsc-dev installs). A .pth in the venv,
+# read before the system's, sets that default for every python of the venv, so a user's own
+# program ('mpiexec -n 2 .venv/bin/python prog.py') imports petsc4py with no variable set;
+# a PETSC_DIR the user sets still wins.
+"$VENV/bin/python" - <<'PY'
+import glob, os, sysconfig
+found = [d for d in sorted(glob.glob("/usr/lib/petscdir/petsc3.*/x86_64-linux-gnu-real"), reverse=True)
+         if os.path.isdir(os.path.join(d, "lib", "python3", "dist-packages", "petsc4py"))]
+pth = os.path.join(sysconfig.get_paths()["purelib"], "00-ksptrace-petsc-dir.pth")
+if found:
+    line = f"import os; os.environ.setdefault('PETSC_DIR', {found[0]!r})\n"
+    if not os.path.exists(pth) or open(pth).read() != line:
+        with open(pth + ".new", "w") as f:
+            f.write(line)
+        os.replace(pth + ".new", pth)
+PY
+
 # Pin every package that Debian compiled against its numpy, so pip never replaces them.
 constraints="$VENV/ksptrace-constraints.txt"
 "$VENV/bin/python" - > "$constraints.new" <<'PY'

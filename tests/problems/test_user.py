@@ -274,3 +274,28 @@ def test_scheduler_scripts_carry_the_user_problem_and_its_flags(
     assert "--problem poisson2d:build" in text
     assert "--nx 48" in text
     assert "--nx 64" in text
+
+
+@pytest.mark.mpi
+def test_the_documented_record_example_runs_with_petsc_dir_unset(tmp_path: Path) -> None:
+    """docs/own-solver.md's command as written, in the venv ``make setup`` made, with no
+    PETSC_DIR and no PYTHONPATH: the venv's own python finds Debian's petsc4py."""
+    import shutil
+    import subprocess
+
+    from tests.conftest import solver_env
+
+    mpiexec = shutil.which("mpiexec")
+    if mpiexec is None:
+        pytest.skip("mpiexec not found")
+    env = solver_env()
+    env.pop("PETSC_DIR", None)
+    env.pop("PYTHONPATH", None)
+    path = tmp_path / "timeloop.h5"
+    proc = subprocess.run(
+        [mpiexec, "-n", "2", sys.executable, "timeloop.py", str(path), "-ksp_type", "cg"],
+        env=env, cwd=EXAMPLE, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    trace = read_trace(path)
+    assert trace.nprocs == 2
+    assert trace.solves is not None and trace.solves.count == 5
