@@ -88,22 +88,37 @@ def init_petsc(argv: list[str]) -> ModuleType:
         try:
             petsc4py.init([program, *argv])  # a program name such as '-c' would be an option
             from petsc4py import PETSc
-        except Exception:
-            failed = True
+        except Exception as exc:
+            failed: BaseException | None = exc
         else:
-            failed = False
+            failed = None
         finally:
             os.dup2(saved, 2)
             os.close(saved)
         capture.seek(0)
         printed = capture.read().decode(errors="replace")
-    if failed:
+    if failed is not None:
+        if "PETSC ERROR:" not in printed and not _is_petsc_error(failed):
+            # petsc4py itself could not be loaded: say what Python said, not "the options"
+            reason = (str(failed).splitlines() or [""])[0] or type(failed).__name__
+            raise EnvironmentProblem(
+                f"petsc4py could not be loaded ({type(failed).__name__}: {reason}); it was "
+                "built for another numpy or PETSc than this Python has: use the venv 'make "
+                "setup' makes (Debian's numpy), or reinstall petsc4py for this numpy"
+            )
         raise UsageError(
             f"PETSc did not start with these options ({_initialisation_error(printed)}); "
             "correct the PETSc options"
         )
     sys.stderr.write(printed)
     return PETSc
+
+
+def _is_petsc_error(exc: BaseException) -> bool:
+    """Whether ``exc`` is petsc4py's PETSc.Error (PETSc itself refused), by its type's name:
+    the PETSc module may be what failed to load."""
+    return any(t.__name__ == "Error" and t.__module__.startswith("petsc4py")
+               for t in type(exc).__mro__)
 
 
 def _initialisation_error(printed: str) -> str:

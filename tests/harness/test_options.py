@@ -194,3 +194,26 @@ def test_unknown_type_names_get_a_suggestion_before_mpiexec(
     with pytest.raises(UsageError, match=r"unknown PC type 'jacobbi'; did you mean 'jacobi'\?"):
         _check_type_names("gmres", "jacobbi")
     _check_type_names("pipecg", "none")
+
+
+def test_a_petsc4py_that_cannot_load_says_why_not_the_options(tmp_path: Path) -> None:
+    """A petsc4py built for another numpy fails on import with numpy's ValueError; that was
+    reported as 'PETSc did not start with these options (no message)'."""
+    fake = tmp_path / "fake" / "petsc4py"
+    fake.mkdir(parents=True)
+    (fake / "__init__.py").write_text("def init(args=None):\n    pass\n")
+    (fake / "PETSc.py").write_text(
+        'raise ValueError("numpy.dtype size changed, may indicate binary incompatibility. '
+        'Expected 96 from C header, got 88 from PyObject")\n')
+    out = tmp_path / "out"
+    out.mkdir()
+    proc = subprocess.run(
+        [sys.executable, "-m", "ksptrace", "run", "--n", "100", "--iterations", "5", "--out",
+         str(out)], env={**solver_env(), "PYTHONPATH": f"{tmp_path / 'fake'}:{ROOT}"},
+        capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode != 0
+    line = one_error_line(proc.stderr)
+    assert "petsc4py could not be loaded (ValueError: numpy.dtype size changed" in line
+    assert "make setup" in line
+    assert "PETSc options" not in line
+    assert list(out.iterdir()) == []
