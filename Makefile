@@ -38,6 +38,6 @@ lint: setup
 bench: setup
 	for b in bench/*.py; do $(PY) $$b || exit 1; done
 
-# The noise demo (issue 14, docs/noise.md): 32 solves with injected detours, about 3 minutes.
+# The noise demo (issue 14, docs/noise.md): 32 solves with injected detours, about 6 minutes on 2 cores.
 noise-demo: setup
 	$(PY) -m ksptrace demo --out $(DEMO_OUT)/noise --campaign examples/noise.toml --scaling none

@@ -298,4 +298,5 @@ def test_the_documented_record_example_runs_with_petsc_dir_unset(tmp_path: Path)
     assert proc.returncode == 0, proc.stderr[-2000:]
     trace = read_trace(path)
     assert trace.nprocs == 2
-    assert trace.solves is not None and trace.solves.count == 5
+    assert trace.solves is not None
+    assert trace.solves.count == 5

@@ -181,6 +181,10 @@ def next_table(s: DecisionStudy, name: str) -> Table:
         "Unmeasured cells first, then points between neighbouring cells with different "
         "fastest methods, then cells whose two fastest methods are within 5 % (measure "
         "again). `ksptrace decide` writes them as a campaign file, next.toml.",)
+    if not s.next_points.points and not s.next_points.dropped:
+        notes = ("Nothing to measure next: every cell is measured, no two neighbouring cells "
+                 "have different fastest methods, and no cell's two fastest methods are within "
+                 "5 % of each other; so `ksptrace decide` writes no next.toml.",)
     if s.next_points.dropped:
         notes += (f"{s.next_points.dropped} more points left out.",)
     return Table(name, f"{s.title}: where to measure next", frame, notes=notes)

@@ -136,3 +136,17 @@ def test_the_campaign_file_loads_and_sweeps_the_points(tmp_path: Path) -> None:
     assert "nprocs = [2, 8, 32]" in text
     assert "n = [8000, 8000, 8000]" in text
     assert 'ksp = ["gmres", "bcgs"]' in text
+
+
+def test_nothing_to_measure_says_so_and_why_there_is_no_campaign_file() -> None:
+    from types import SimpleNamespace
+
+    from ksptrace.studies.decisions.tables import next_table
+
+    dm = labelled(np.zeros((2, 3), dtype=int), [2, 8], [1000, 4000, 16000])
+    table = next_table(SimpleNamespace(dm=dm, next_points=suggest_next(dm), title="t"),  # type: ignore[arg-type]
+                       "next")
+    assert table.frame.empty
+    assert len(table.notes) == 1
+    assert table.notes[0].startswith("Nothing to measure next")
+    assert "writes no next.toml" in table.notes[0]
