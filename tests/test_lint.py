@@ -99,3 +99,27 @@ def test_the_package_map_in_the_docs_is_the_code_s() -> None:
     proc = subprocess.run([sys.executable, "scripts/package_map.py", "--check"], cwd=ROOT,
                           capture_output=True, text=True, check=False)
     assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize("package", ["variability", "collectives", "decisions", "segmentation"])
+def test_each_public_study_name_resolves_and_is_listed(package: str) -> None:
+    """A study's public surface is lazy: each name listed in PUBLIC is in __all__ and resolves
+    to the object of the module it names (a typo would only fail when the report asks)."""
+    import importlib
+
+    pkg = importlib.import_module(f"ksptrace.studies.{package}")
+    assert sorted(pkg.__all__) == sorted(pkg.PUBLIC)
+    for name, (module, attr) in pkg.PUBLIC.items():
+        real = getattr(importlib.import_module(f"ksptrace.studies.{package}.{module}"), attr)
+        assert getattr(pkg, name) is real
+    with pytest.raises(AttributeError, match="no attribute 'nope'"):
+        _ = pkg.nope
+
+
+def test_importing_one_study_module_does_not_import_the_study() -> None:
+    """``ksptrace analyze --help`` needs the options, not matplotlib."""
+    code = ("import sys; import ksptrace.studies.variability.options, ksptrace.studies.decisions"
+            ".grouping; print('matplotlib' in sys.modules)")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
+                          check=False)
+    assert proc.stdout.strip() == "False", proc.stderr

@@ -16,17 +16,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from scipy.integrate import IntegrationWarning
-
 from ksptrace.cli.progress import Progress
 from ksptrace.errors import UsageError
 from ksptrace.jobs.analysis import BACKENDS, prepare
-from ksptrace.report.compose import write_report_files
-from ksptrace.studies.variability.batch import CACHE_SUFFIX
-from ksptrace.studies.variability.fitting import DEFAULT_CANDIDATES
-from ksptrace.studies.variability.options import INDEPENDENT_UNITS, AnalysisOptions
-from ksptrace.studies.variability.runs import cache_files
-from ksptrace.trace.collectives import is_collectives
+from ksptrace.studies.variability.choices import (
+    CACHE_SUFFIX,
+    DEFAULT_CANDIDATES,
+    INDEPENDENT_UNITS,
+)
 
 
 def register(subparsers: Any) -> None:
@@ -102,6 +99,14 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    # the analysis (scipy, pandas, matplotlib) is imported here, not for --help
+    from scipy.integrate import IntegrationWarning
+
+    from ksptrace.report.compose import write_report_files
+    from ksptrace.studies.variability.options import AnalysisOptions
+    from ksptrace.studies.variability.runs import cache_files
+    from ksptrace.trace.collectives import is_collectives
+
     options = AnalysisOptions(
         alpha=args.alpha,
         reference_rank=args.reference_rank,

@@ -21,7 +21,6 @@ from typing import Any
 from ksptrace import escape
 from ksptrace.cli.common import add_params, output_target
 from ksptrace.collectives import algorithms as alg
-from ksptrace.collectives.operations import buffer_bytes
 from ksptrace.collectives.params import COLLECTIVE_PARAMS, message_sizes, parse_bytes
 from ksptrace.errors import EnvironmentProblem, KsptraceError, UsageError
 from ksptrace.harness.mpienv import AGREED, launched_size, under_mpi_launcher
@@ -86,6 +85,8 @@ def available_bytes() -> int | None:
 
 
 def check_memory(op: str, max_bytes: int, nprocs: int, ranks_here: int) -> None:
+    from ksptrace.collectives.operations import buffer_bytes  # numpy: not for --help
+
     need = buffer_bytes(op, max_bytes, nprocs) * ranks_here
     free = available_bytes()
     if free is not None and need > MEMORY_SHARE * free:

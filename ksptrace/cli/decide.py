@@ -19,12 +19,8 @@ from typing import Any
 
 from ksptrace.cli.progress import Progress
 from ksptrace.errors import AnalysisError, TraceError, UsageError
-from ksptrace.report.decisions import write_decision
-from ksptrace.studies.decisions.files import runs_from
-from ksptrace.studies.decisions.grouping import DEFAULT_AXES, DEFAULT_METHOD
-from ksptrace.trace.collectives import is_collectives
+from ksptrace.studies.decisions.defaults import DEFAULT_AXES, DEFAULT_METHOD
 from ksptrace.trace.ompi import parse_ompi_algorithms
-from ksptrace.trace.read import iter_traces
 
 
 def register(subparsers: Any) -> None:
@@ -105,6 +101,12 @@ def collective_runs(paths: list[Path], skipped: list[str], progress: Progress) -
 
 
 def main(args: argparse.Namespace) -> int:
+    # the study (numpy, pandas, matplotlib, h5py) is imported here, not for --help
+    from ksptrace.report.decisions import write_decision
+    from ksptrace.studies.decisions.files import runs_from
+    from ksptrace.trace.collectives import is_collectives
+    from ksptrace.trace.read import iter_traces
+
     axes = tuple(a.strip() for a in args.axes.split(",") if a.strip())
     if len(axes) != 2:
         raise UsageError(f"--axes takes two keys separated by a comma, got {args.axes!r} "

@@ -19,8 +19,6 @@ from ksptrace.cli import analyze, segment
 from ksptrace.cli.campaign import run as run_campaign
 from ksptrace.errors import UsageError
 from ksptrace.jobs.expand import load_spec
-from ksptrace.trace.frame import traces_to_frame
-from ksptrace.trace.read import read_trace
 
 
 def register(sub: Any) -> None:
@@ -72,6 +70,9 @@ def _campaign(path: Path, out: Path) -> list[Path]:
 
 
 def main(args: argparse.Namespace) -> int:
+    from ksptrace.trace.frame import traces_to_frame  # pandas, h5py: not for --help
+    from ksptrace.trace.read import read_trace
+
     out: Path = args.out
     print(f"== demo campaign ({args.campaign}) -> {out / 'campaign'}", file=sys.stderr)
     traces = _campaign(args.campaign, out / "campaign")

@@ -6,8 +6,6 @@ import argparse
 import sys
 from typing import Any
 
-import numpy as np
-
 from ksptrace.errors import UsageError
 from ksptrace.inputs import read_bounded
 
@@ -33,6 +31,8 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    import numpy as np  # not for --help
+
     from ksptrace.studies.collectives.reductions import (
         count_from_attrs,
         count_reductions,

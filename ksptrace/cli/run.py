@@ -21,7 +21,7 @@ from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
 from ksptrace.harness.options import CHECK_PARAMS, RUN_PARAMS
 from ksptrace.params import nearest, resolve
 from ksptrace.problems import registry
-from ksptrace.trace import publish, read, temporaries
+from ksptrace.trace import publish, temporaries
 
 EXTRA_FLAGS = ("--np", "--out", "--overwrite", "--tag", "--mpiexec")
 MAX_RANKS_PER_CORE = 16
@@ -187,7 +187,9 @@ def _refuse_other_experiment(
     if not path.is_file():
         return
     try:
-        stored: dict[str, Any] = read.attrs_of(path)  # either schema's layout, flat
+        from ksptrace.trace.read import attrs_of  # h5py: only when a trace is there
+
+        stored: dict[str, Any] = attrs_of(path)  # either schema's layout, flat
     except TraceError:
         return  # not a readable trace: check_destination says it exists
     differ = []

@@ -12,15 +12,14 @@ import argparse
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ksptrace.errors import TraceError, UsageError
 from ksptrace.outputs import check_destination, staged_directory
-from ksptrace.report.segmentation import write_segment_report
-from ksptrace.studies.segmentation.segment import SegmentationParams
-from ksptrace.studies.segmentation.series import METRICS
-from ksptrace.trace.model import Trace
-from ksptrace.trace.read import iter_traces
+from ksptrace.studies.segmentation.choices import METRIC_NAMES
+
+if TYPE_CHECKING:
+    from ksptrace.trace.model import Trace
 
 
 def register(sub: Any) -> None:
@@ -47,15 +46,14 @@ def register(sub: Any) -> None:
     )
     p.add_argument(
         "--metrics",
-        default=",".join(m[0] for m in METRICS),
-        help="comma-separated metrics to model (default: all of "
-        f"{', '.join(m[0] for m in METRICS)})",
+        default=",".join(METRIC_NAMES),
+        help=f"comma-separated metrics to model (default: all of {', '.join(METRIC_NAMES)})",
     )
     p.set_defaults(func=main)
 
 
 def _metrics(text: str) -> tuple[str, ...]:
-    known = [m[0] for m in METRICS]
+    known = list(METRIC_NAMES)
     metrics = tuple(m.strip() for m in text.split(",") if m.strip())
     unknown = [m for m in metrics if m not in known]
     if unknown or not metrics:
@@ -67,6 +65,8 @@ def _metrics(text: str) -> tuple[str, ...]:
 
 def read_good(paths: list[str | os.PathLike[str]]) -> list[Trace]:
     """The traces that pass the reader's checks; each bad one is named once on stderr."""
+    from ksptrace.trace.read import iter_traces  # h5py: not for --help
+
     traces: list[Trace] = []
     for item in iter_traces(paths):
         if isinstance(item, TraceError):
@@ -86,6 +86,9 @@ EARLIER = ("segment.json",)
 
 
 def main(args: argparse.Namespace) -> int:
+    from ksptrace.report.segmentation import write_segment_report  # matplotlib
+    from ksptrace.studies.segmentation.segment import SegmentationParams  # numpy
+
     params = SegmentationParams.paper() if args.paper else SegmentationParams()
     if args.criterion != params.criterion:
         params = SegmentationParams(**{**params.__dict__, "criterion": args.criterion})

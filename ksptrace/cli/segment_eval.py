@@ -8,12 +8,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from ksptrace.errors import UsageError
-from ksptrace.studies.segmentation import evaluation as ev
-from ksptrace.studies.segmentation import synthetic as syn
-from ksptrace.studies.segmentation.segment import SegmentationParams
 
 
 def register(sub: Any) -> None:
@@ -52,6 +47,12 @@ def register(sub: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    import numpy as np  # the study: not for --help
+
+    from ksptrace.studies.segmentation import evaluation as ev
+    from ksptrace.studies.segmentation import synthetic as syn
+    from ksptrace.studies.segmentation.segment import SegmentationParams
+
     if args.series < 10:
         raise UsageError(f"--series {args.series} is too few for percentages; use at least 10")
     split_series = args.split_series or args.series

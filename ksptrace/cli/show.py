@@ -7,8 +7,6 @@ import sys
 from typing import Any
 
 from ksptrace.errors import TraceError
-from ksptrace.trace.frame import summary_row
-from ksptrace.trace.read import iter_traces
 
 HEADLINE = ("problem", "n_global", "nnz", "ksp", "pc", "restart", "iterations_done",
             "converged_reason", "nprocs", "n_nodes", "ranks_per_node", "oversubscribed",
@@ -58,6 +56,9 @@ def show_collectives(path: str, every: bool) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from ksptrace.trace.frame import summary_row  # pandas, h5py: not for --help
+    from ksptrace.trace.read import iter_traces
+
     """Print each trace's summary; a bad trace is named on stderr and the others still shown."""
     from ksptrace.trace.collectives import is_collectives
 

@@ -27,7 +27,6 @@ from ksptrace.jobs.spec import (
     RunSpec,
 )
 from ksptrace.trace import temporaries
-from ksptrace.trace.read import read_trace
 
 SUBMISSIONS = "submissions.jsonl"
 STATES = ("done", "running", "failed", "interrupted", "missing")
@@ -160,6 +159,8 @@ def check_trace(folder: Path, run_id: str, nprocs: int, iterations: int | None) 
         return "no trace"
     if iterations is None:
         return _check_collectives(path, run_id, nprocs)
+    from ksptrace.trace.read import read_trace  # h5py: only once a trace is there to check
+
     try:
         trace = read_trace(path)
     except TraceError as exc:

@@ -17,7 +17,6 @@ from ksptrace.errors import CampaignError, EnvironmentProblem, Interrupted
 from ksptrace.harness.lifeline import Supervised
 from ksptrace.harness.mpienv import without_mpi_runtime
 from ksptrace.harness.petscenv import force_solver_env, locate_petsc4py
-from ksptrace.harness.provenance import LAUNCH_ENV
 from ksptrace.jobs import state
 from ksptrace.jobs.backends.base import Backend, Progress, Script
 from ksptrace.jobs.script import TaskFlavour, render_script
@@ -63,6 +62,8 @@ class LocalBackend(Backend):
 
     def submit(self, spec: CampaignSpec, scripts: Sequence[Script],
                progress: Progress | None = None) -> list[str]:
+        from ksptrace.harness.provenance import LAUNCH_ENV  # numpy: not for --help
+
         env = without_mpi_runtime()
         locate_petsc4py(env)
         force_solver_env(env)

@@ -16,15 +16,10 @@ from typing import Any
 import numpy as np
 
 from ksptrace.errors import AnalysisError, UsageError
+from ksptrace.studies.decisions.defaults import DEFAULT_AXES, DEFAULT_METHOD
 from ksptrace.studies.decisions.maps import decision_map
 from ksptrace.studies.decisions.study import DecisionStudy, study
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS
-
-DEFAULT_AXES = ("nprocs", "n")
-
-
-DEFAULT_METHOD = "ksp"
-
 
 IGNORED_FOR_GROUPING = ("ranks_per_node", "restart")
 """Configuration keys that follow from the axes or the method: ranks per node changes with P

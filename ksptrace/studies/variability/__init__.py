@@ -1,38 +1,90 @@
 """The paper's variability analysis: KS between ranks, node variance, distribution fits,
 the stationary and non-stationary runtime models, Monte Carlo prediction, and their figures."""
 
-from ksptrace.studies.variability.batch import entry_name as cache_entry_name
-from ksptrace.studies.variability.batch import prune as prune_cache
-from ksptrace.studies.variability.findings import ks_alpha_note, sentences
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import TraceAnalysis
-from ksptrace.studies.variability.runs import (
-    Reporter,
-    Results,
-    Skipped,
-    analyse,
-    analyse_files,
-    config_key,
-)
-from ksptrace.studies.variability.sections import (
-    SECTIONS,
-    anchors,
-    finding_row,
-    image,
-    run_section,
-)
-from ksptrace.studies.variability.tables import (
-    apriori_table,
-    model_table,
-    prediction_table,
-    scaling_table,
-    variability_table,
-)
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from ksptrace.studies.public import lazy
+
+if TYPE_CHECKING:
+    from ksptrace.studies.variability.batch import entry_name as cache_entry_name
+    from ksptrace.studies.variability.batch import prune as prune_cache
+    from ksptrace.studies.variability.findings import ks_alpha_note, sentences
+    from ksptrace.studies.variability.options import AnalysisOptions
+    from ksptrace.studies.variability.pipeline import TraceAnalysis
+    from ksptrace.studies.variability.runs import (
+        Reporter,
+        Results,
+        Skipped,
+        analyse,
+        analyse_files,
+        config_key,
+    )
+    from ksptrace.studies.variability.sections import (
+        SECTIONS,
+        anchors,
+        finding_row,
+        image,
+        run_section,
+    )
+    from ksptrace.studies.variability.tables import (
+        apriori_table,
+        model_table,
+        prediction_table,
+        scaling_table,
+        variability_table,
+    )
+
+PUBLIC: dict[str, tuple[str, str]] = {
+    "analyse": ("runs", "analyse"),
+    "analyse_files": ("runs", "analyse_files"),
+    "AnalysisOptions": ("options", "AnalysisOptions"),
+    "anchors": ("sections", "anchors"),
+    "apriori_table": ("tables", "apriori_table"),
+    "cache_entry_name": ("batch", "entry_name"),
+    "config_key": ("runs", "config_key"),
+    "finding_row": ("sections", "finding_row"),
+    "image": ("sections", "image"),
+    "ks_alpha_note": ("findings", "ks_alpha_note"),
+    "model_table": ("tables", "model_table"),
+    "prediction_table": ("tables", "prediction_table"),
+    "prune_cache": ("batch", "prune"),
+    "Reporter": ("runs", "Reporter"),
+    "Results": ("runs", "Results"),
+    "run_section": ("sections", "run_section"),
+    "scaling_table": ("tables", "scaling_table"),
+    "SECTIONS": ("sections", "SECTIONS"),
+    "sentences": ("findings", "sentences"),
+    "Skipped": ("runs", "Skipped"),
+    "TraceAnalysis": ("pipeline", "TraceAnalysis"),
+    "variability_table": ("tables", "variability_table"),
+}
+"""The public surface: what the report may use (an import-linter contract checks it),
+name -> (module, name there), imported when first asked for."""
 
 __all__ = [
-    "SECTIONS", "AnalysisOptions", "Reporter", "Results", "Skipped", "TraceAnalysis",
-    "analyse", "analyse_files", "anchors", "apriori_table", "cache_entry_name", "config_key",
-    "finding_row", "image", "ks_alpha_note", "model_table", "prediction_table", "prune_cache",
-    "run_section", "scaling_table", "sentences", "variability_table",
+    "SECTIONS",
+    "AnalysisOptions",
+    "Reporter",
+    "Results",
+    "Skipped",
+    "TraceAnalysis",
+    "analyse",
+    "analyse_files",
+    "anchors",
+    "apriori_table",
+    "cache_entry_name",
+    "config_key",
+    "finding_row",
+    "image",
+    "ks_alpha_note",
+    "model_table",
+    "prediction_table",
+    "prune_cache",
+    "run_section",
+    "scaling_table",
+    "sentences",
+    "variability_table",
 ]
-"""The public surface: what the report may use (an import-linter contract checks it)."""
+__getattr__ = lazy(__name__, PUBLIC)

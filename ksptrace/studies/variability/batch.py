@@ -32,8 +32,6 @@ from ksptrace.errors import KsptraceError
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.version import __version__
 
-CACHE_SUFFIX = ".cache"
-"""The default cache folder is the report folder's name plus this suffix, beside it."""
 HASH_BLOCK = 1 << 22
 
 

@@ -19,18 +19,10 @@ import numpy as np
 import scipy.stats as st
 
 from ksptrace.errors import AnalysisError
+from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES
 
-DEFAULT_CANDIDATES: tuple[str, ...] = (
-    "johnsonsu",
-    "nct",
-    "lognorm",
-    "gamma",
-    "norm",
-    "genextreme",
-    "exponweib",
-)
-"""The families the paper tried: Johnson SU first, non-central t second, and the usual others."""
 DEFAULT_BINS = 200
+
 SLOW_FAMILY_CAP: dict[str, int] = {"nct": 600}
 """Families whose scipy pdf is about a hundred times slower than the others are fitted on a
 seeded subsample of at most this many values (the effect is measured by subsampling_effect)."""

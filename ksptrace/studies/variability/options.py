@@ -9,15 +9,12 @@ from dataclasses import dataclass
 
 from ksptrace.errors import UsageError
 from ksptrace.studies.variability import ks
-from ksptrace.studies.variability.fitting import (
-    DEFAULT_CANDIDATES,
-)
+from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES, INDEPENDENT_UNITS
 
 Progress = Callable[[str, float], None]
 """Called with (step name, fraction done of that step)."""
 
 
-INDEPENDENT_UNITS = ("nodes", "ranks")
 
 
 @dataclass(frozen=True)

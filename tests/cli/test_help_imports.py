@@ -1,0 +1,34 @@
+"""``ksptrace COMMAND --help`` answers at once: building a subcommand's parser imports none of
+the analysis libraries (issue 31: analyze, decide and demo took 2-4 s, importing matplotlib,
+scipy and pandas before parsing). bench/help_speed.py times it."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from ksptrace.cli.main import SUBCOMMANDS
+from tests.conftest import ROOT
+
+HEAVY = ("numpy", "matplotlib", "scipy", "pandas", "h5py", "petsc4py", "mpi4py", "sklearn")
+
+
+@pytest.mark.parametrize("command", sorted(SUBCOMMANDS))
+def test_a_subcommand_parser_imports_no_heavy_library(command: str) -> None:
+    code = ("import sys\nfrom ksptrace.cli.main import build_parser\n"
+            f"build_parser({command!r})\n"
+            f"print(','.join(m for m in {HEAVY!r} if m in sys.modules))")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True,
+                          text=True, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "", f"{command} --help imports {proc.stdout.strip()}"
+
+
+@pytest.mark.parametrize("command", ["analyze", "decide", "demo", "segment", "show"])
+def test_help_still_describes_the_command(command: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "ksptrace", command, "--help"], cwd=ROOT,
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith(f"usage: ksptrace {command}")
