@@ -19,10 +19,12 @@ def add_params(parser: argparse.ArgumentParser, params: Iterable[Param]) -> None
                 help=f"{p.help} (default: {p.default})",
             )
         else:
-            choices = f"; one of {', '.join(map(str, p.choices))}" if p.choices else ""
+            # a parameter without a default says in its help what happens when it is unset
+            told = [f"default: {p.default}"] if p.default is not None else []
+            told += [f"one of {', '.join(map(str, p.choices))}"] if p.choices else []
             parser.add_argument(
                 p.flag, dest=p.name, default=None, metavar=p.name.upper(),
-                help=f"{p.help} (default: {p.default}{choices})",
+                help=f"{p.help} ({'; '.join(told)})" if told else p.help,
             )
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any
@@ -53,8 +54,17 @@ class _HelpFromTable:
 
     def add_parser(self, name: str, **kwargs: Any) -> argparse.ArgumentParser:
         kwargs.setdefault("help", SUBCOMMANDS[name][1])
+        text = kwargs.get("description") or kwargs["help"][:1].upper() + kwargs["help"][1:] + "."
+        kwargs["description"] = plain(text)
         parser: argparse.ArgumentParser = self.sub.add_parser(name, **kwargs)
         return parser
+
+
+def plain(text: str) -> str:
+    """A module docstring as terminal text: reStructuredText's ``literals`` and :role:`x`
+    become plain words."""
+    text = re.sub(r":[a-z]+:`~?([^`]+)`", r"\1", text)
+    return text.replace("``", "")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:

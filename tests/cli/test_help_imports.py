@@ -32,3 +32,16 @@ def test_help_still_describes_the_command(command: str) -> None:
                           capture_output=True, text=True, check=False, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith(f"usage: ksptrace {command}")
+
+
+@pytest.mark.parametrize("command", sorted(SUBCOMMANDS))
+def test_every_help_has_a_plain_description_and_no_empty_default(command: str) -> None:
+    proc = subprocess.run([sys.executable, "-m", "ksptrace", command, "--help"], cwd=ROOT,
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    paragraphs = proc.stdout.split("\n\n")
+    assert len(paragraphs) > 2, proc.stdout  # usage, a description, the arguments
+    assert not paragraphs[1].lstrip().startswith(("positional", "options")), proc.stdout
+    assert "``" not in proc.stdout
+    assert ":func:" not in proc.stdout
+    assert "(default: None)" not in proc.stdout
