@@ -16,6 +16,7 @@ from typing import Any
 
 from ksptrace import escape
 from ksptrace.cli.common import add_params, output_target
+from ksptrace.cli.display import seconds, stop_reason
 from ksptrace.errors import EnvironmentProblem, TraceError, UsageError
 from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
 from ksptrace.harness.options import CHECK_PARAMS, RUN_PARAMS
@@ -227,10 +228,11 @@ def _run_here(
     )
     outcome = execute(settings)
     if outcome.rank == 0:
-        print(
-            f"wrote {outcome.path} ({run['ksp']}, {outcome.iterations_done} iterations, "
-            f"KSPSolve {outcome.solve_max:.4g} s, {outcome.converged_reason})"
-        )
+        stop = stop_reason(outcome.converged_reason, {"iterations": outcome.iterations_done})
+        if stop == outcome.converged_reason:  # not the forced K: say PETSc's reason
+            stop = f"{outcome.iterations_done} iterations, {stop}"
+        print(f"wrote {outcome.path} ({run['ksp']}, {stop}, KSPSolve "
+              f"{seconds(outcome.solve_max)})")
         if outcome.monitor_note is not None:
             print(f"ksptrace: note: {outcome.monitor_note}", file=sys.stderr)
         if outcome.foreign is not None and outcome.foreign.loaded:
