@@ -3,15 +3,17 @@
 from __future__ import annotations
 
 import argparse
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from ksptrace.errors import UsageError
 from ksptrace.params import Param
 
 
-def add_params(parser: argparse.ArgumentParser, params: Iterable[Param]) -> None:
-    """One flag per declared parameter; values are checked later by ``Param.check``."""
+def add_params(parser: argparse.ArgumentParser, params: Iterable[Param],
+               other_defaults: Mapping[str, str] | None = None) -> None:
+    """One flag per declared parameter; values are checked later by ``Param.check``.
+    ``other_defaults`` adds to a parameter's default where some cases differ (by name)."""
     for p in params:
         if p.type is bool:
             parser.add_argument(
@@ -21,6 +23,8 @@ def add_params(parser: argparse.ArgumentParser, params: Iterable[Param]) -> None
         else:
             # a parameter without a default says in its help what happens when it is unset
             told = [f"default: {p.default}"] if p.default is not None else []
+            if other_defaults and p.name in other_defaults:
+                told[-1:] = [f"{(told or ['default: none'])[-1]}, {other_defaults[p.name]}"]
             told += [f"one of {', '.join(map(str, p.choices))}"] if p.choices else []
             parser.add_argument(
                 p.flag, dest=p.name, default=None, metavar=p.name.upper(),

@@ -37,7 +37,11 @@ def register(sub: Any) -> None:
         "options are passed to PETSc as written, e.g. -ksp_gmres_restart 30.",
         allow_abbrev=False,
     )
-    add_params(p, RUN_PARAMS)
+    special: dict[str, list[str]] = {}
+    for info in (registry.get(name) for name in registry.names()):
+        for name, value in info.run_defaults.items():
+            special.setdefault(name, []).append(f"{value} for {info.name}")
+    add_params(p, RUN_PARAMS, {k: "; ".join(v) for k, v in special.items()})
     add_params(p, CHECK_PARAMS)
     add_params(p, registry.all_params())
     p.add_argument("--np", type=int, default=None, help="launch mpiexec with this many ranks")
@@ -64,8 +68,12 @@ def _petsc_options(extra: list[str], known: list[str]) -> tuple[str, ...]:
 
 def _settings_values(args: argparse.Namespace) -> tuple[dict[str, Any], dict[str, Any]]:
     declared = (*RUN_PARAMS, *CHECK_PARAMS)
-    run = resolve(declared, {p.name: getattr(args, p.name) for p in declared})
+    given = {p.name: getattr(args, p.name) for p in declared}
+    run = resolve(declared, given)
     info = registry.get(run["problem"])
+    unset = {k: v for k, v in info.run_defaults.items() if given.get(k) is None}
+    if unset:  # the problem's own defaults where the user set nothing
+        run = resolve(declared, {**given, **unset})
     own = {p.name for p in info.params}
     for p in registry.all_params():
         if p.name not in own and getattr(args, p.name) is not None:

@@ -8,6 +8,8 @@ from __future__ import annotations
 import difflib
 from typing import Any
 
+import numpy as np
+
 from ksptrace.errors import KsptraceError, SolverError, UsageError
 from ksptrace.harness.monitor import StampMonitor
 from ksptrace.harness.mpienv import agree_on_error
@@ -144,26 +146,42 @@ def check_iterations(settings: RunSettings, petsc: Any, ksp: Any, monitor: Stamp
     done = int(ksp.getIterationNumber())
     code = int(ksp.getConvergedReason())
     reason = reason_name(petsc.KSP.ConvergedReason, code)
+    stopped = SolverError(
+        f"{settings.ksp} stopped after {done} of {settings.iterations} iterations "
+        f"({reason}); {_why_stopped(settings, code, reason, monitor)}"
+    )
     try:
         monitor.check(settings.ksp, min(done, settings.iterations))
     except SolverError as exc:
+        # a stop before K whose only gap is the last iteration (a breakdown is not monitored)
+        # is the cause; a method that skips iterations all along is the monitor's problem
+        if done < settings.iterations and np.isfinite(monitor.stamps[:done]).all():
+            raise stopped from None
         hint = TRACE_HINTS.get(settings.ksp)
         if hint is None:
             raise
         raise SolverError(f"{exc}, {hint}") from None
     if done < settings.iterations:
-        if code > 0:
-            why = "a forced run must not converge: use a larger n or fewer iterations"
-        elif reason in ("DIVERGED_ITS", "DIVERGED_MAX_IT"):
-            why = "its iteration limit was lower: remove -ksp_max_it from the PETSc options"
-        else:
-            why = (f"{settings.ksp} broke down on this problem and cannot be forced to "
-                   f"{settings.iterations} iterations: use fewer iterations or another KSP or PC")
-        raise SolverError(
-            f"{settings.ksp} stopped after {done} of {settings.iterations} iterations "
-            f"({reason}); {why}"
-        )
+        raise stopped
     return reason
+
+
+def _why_stopped(settings: RunSettings, code: int, reason: str, monitor: StampMonitor) -> str:
+    """What to do about a forced run that stopped early, from PETSc's reason and how far the
+    residual fell (the monitor's norms)."""
+    if code > 0:
+        return "a forced run must not converge: use a larger n or fewer iterations"
+    if reason in ("DIVERGED_ITS", "DIVERGED_MAX_IT"):
+        return "its iteration limit was lower: remove -ksp_max_it from the PETSc options"
+    norms = monitor.norms[np.isfinite(monitor.norms)]
+    seen = int(np.flatnonzero(np.isfinite(monitor.norms))[-1]) if norms.size else 0
+    if norms.size >= 2 and norms[0] > 0 and norms[-1] / norms[0] < 1e-10:
+        fell = norms[-1] / norms[0]
+        return (f"the residual fell to {fell:.0e} of its start by iteration {seen} (the solve "
+                f"was done to machine precision), then {settings.ksp} broke down: use "
+                f"--iterations {max(1, seen // 2)} or fewer, or a larger --n")
+    return (f"{settings.ksp} broke down on this problem and cannot be forced to "
+            f"{settings.iterations} iterations: use fewer iterations or another KSP or PC")
 
 
 def check_unused(

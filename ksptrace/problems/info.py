@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ksptrace.errors import UsageError
@@ -27,6 +27,10 @@ class ProblemInfo:
     """Problem-specific parameters; they become CLI flags and trace attributes."""
     function: str = "build"
     """The name of the build function in :attr:`module`."""
+    run_defaults: Mapping[str, Any] = field(default_factory=dict)
+    """Run parameters whose default differs for this problem (``ksptrace run`` uses them when
+    the flag is not given), e.g. fewer forced iterations where the default would take the
+    solve to machine precision and a breakdown."""
 
     def builder(self) -> ProblemBuilder:
         mod = importlib.import_module(self.module)
