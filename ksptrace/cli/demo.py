@@ -16,9 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from ksptrace.cli import analyze, segment
-from ksptrace.cli.campaign import run as run_campaign
 from ksptrace.errors import UsageError
-from ksptrace.jobs.expand import load_spec
 
 
 def register(sub: Any) -> None:
@@ -59,6 +57,9 @@ def format_table(rows: list[dict[str, Any]]) -> str:
 
 
 def _campaign(path: Path, out: Path) -> list[Path]:
+    from ksptrace.cli.campaign import run as run_campaign  # the jobs layer: not for --help
+    from ksptrace.jobs.expand import load_spec
+
     if not path.is_file():
         raise UsageError(f"campaign file {path} not found; run the demo from the repository root")
     spec = load_spec(path, out)
