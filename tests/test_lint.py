@@ -123,3 +123,16 @@ def test_importing_one_study_module_does_not_import_the_study() -> None:
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           check=False)
     assert proc.stdout.strip() == "False", proc.stderr
+
+
+def test_the_readme_stays_short() -> None:
+    """At most 150 lines, and none over 120 characters outside code blocks (issue 31): the
+    reference lives in docs/."""
+    lines = (ROOT / "README.md").read_text().splitlines()
+    assert len(lines) <= 150, f"README.md has {len(lines)} lines; move detail to docs/"
+    in_code = False
+    for number, line in enumerate(lines, start=1):
+        if line.startswith("```"):
+            in_code = not in_code
+        elif not in_code:
+            assert len(line) <= 120, f"README.md:{number} has {len(line)} characters"

@@ -71,7 +71,7 @@ def locate_petsc4py(env: dict[str, str] | None = None) -> None:
     raise EnvironmentProblem(
         "petsc4py is not importable; on Debian run 'make setup' (apt-get install python3-petsc4py "
         "python3-mpi4py python3-h5py-mpi openmpi-bin), elsewhere set PETSC_DIR or "
-        "'pip install petsc petsc4py' (see README)"
+        "'pip install petsc petsc4py' (see docs/install.md)"
     )
 
 

@@ -178,7 +178,7 @@ def _solve_and_write(
     if monitor.impl != "c" and native.mode() == "auto":
         note = (f"the C stamping monitor is unavailable ({monitor.why_python}); the Python "
                 "monitor stamped this run, about 0.45 us more per iteration (trace attribute "
-                "monitor; README: the stamping monitor)")
+                "monitor; docs/running.md: the stamping monitor)")
     elif native.build_notes():
         note = "; ".join(native.build_notes())
     return RunOutcome(path, done, reason, float(max(solves)), solution_error, rank, foreign,

@@ -136,7 +136,7 @@ def test_without_a_compiler_the_python_monitor_stamps(ksptrace_cli, tmp_path: Pa
     assert notes == ["ksptrace: note: the C stamping monitor is unavailable (/nonexistent/cc "
                      "did not run: [Errno 2] No such file or directory: '/nonexistent/cc'); the "
                      "Python monitor stamped this run, about 0.45 us more per iteration (trace "
-                     "attribute monitor; README: the stamping monitor)"]
+                     "attribute monitor; docs/running.md: the stamping monitor)"]
     forced = ksptrace_cli("run", "--n", "100", "--iterations", "5", "--out", str(path),
                           "--overwrite", KSPTRACE_MONITOR="python")
     assert forced.returncode == 0, forced.stderr

@@ -1,4 +1,4 @@
-"""Schema 2: attributes in the groups the README documents, dimension scales, host names that
+"""Schema 2: attributes in the groups docs/trace.md documents, dimension scales, host names that
 other tools show cleanly; and schema-1 files (flat attributes) still read to the same Trace."""
 
 from __future__ import annotations
@@ -95,7 +95,7 @@ def test_unlisted_attributes_go_to_run() -> None:
 
 
 def _readme_groups() -> dict[str, set[str]]:
-    text = (ROOT / "README.md").read_text()
+    text = (ROOT / "docs" / "trace.md").read_text()
     table = text[text.index("| where | attributes |"):]
     table = table[: table.index("\n\n")]
     rows: dict[str, set[str]] = {}
