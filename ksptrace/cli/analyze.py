@@ -88,6 +88,10 @@ def register(subparsers: Any) -> None:
                    help="time limit of each analysis job (slurm, pbs), HH:MM:SS")
     p.add_argument("--max-array", type=int, default=None,
                    help="most tasks in one job array (default: $KSPTRACE_SLURM_MAX_ARRAY or 1000)")
+    p.add_argument("--scheduler", type=Path, default=None, metavar="CAMPAIGN",
+                   help="with --backend slurm|pbs: a campaign file whose [scheduler] table "
+                   "(partition, account, sbatch_directives or pbs_directives) the analysis jobs "
+                   "use too")
     p.add_argument("--dry-run", action="store_true",
                    help="slurm, pbs: write the job scripts into <out>.jobs/ but submit nothing")
     p.add_argument("--cache-only", action="store_true",
@@ -209,7 +213,8 @@ def _submit(args: argparse.Namespace, traces: list[str], cache: Path | None) -> 
     jobs = prepare(args.backend, Path(str(out) + ".jobs"), absolute,
                    [*base, "--cache-only", "--cache", str(cache), *flags],
                    [*base, *absolute, "--out", str(out), "--cache", str(cache), *flags],
-                   walltime=args.walltime, max_array=max_array, dry_run=args.dry_run)
+                   walltime=args.walltime, max_array=max_array,
+                   directives=_site_directives(args), dry_run=args.dry_run)
     if args.dry_run:
         print(f"wrote {len(jobs.arrays)} array script(s) and {jobs.merge} (nothing submitted)")
         return 0
@@ -217,6 +222,15 @@ def _submit(args: argparse.Namespace, traces: list[str], cache: Path | None) -> 
           f"{', '.join(jobs.job_ids[:-1])} and the merge as job {jobs.job_ids[-1]}, which "
           f"writes {out}/report.html; logs in {jobs.folder / 'logs'}")
     return 0
+
+
+def _site_directives(args: argparse.Namespace) -> list[str]:
+    """The partition, account and extra directives of ``--scheduler``'s [scheduler] table."""
+    if args.scheduler is None:
+        return []
+    from ksptrace.jobs.expand import load_spec
+
+    return load_spec(args.scheduler).scheduler.site_lines(args.backend)
 
 
 class _Named:

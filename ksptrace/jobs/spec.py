@@ -121,6 +121,17 @@ class SchedulerSpec:
     sbatch_directives: tuple[str, ...] = ()
     pbs_directives: tuple[str, ...] = ()
 
+    def site_lines(self, backend: str) -> list[str]:
+        """The site's own directives for ``backend`` (without the ``#SBATCH``/``#PBS``
+        prefix): the partition or queue, the account, and the extra directives declared."""
+        if backend == "slurm":
+            lines = [f"--partition={self.partition}"] if self.partition else []
+            lines += [f"--account={self.account}"] if self.account else []
+            return lines + [d.removeprefix("#SBATCH").strip() for d in self.sbatch_directives]
+        lines = [f"-q {self.partition}"] if self.partition else []
+        lines += [f"-A {self.account}"] if self.account else []
+        return lines + [d.removeprefix("#PBS").strip() for d in self.pbs_directives]
+
     def nodes(self, nprocs: int) -> int:
         if self.node_count is not None:
             return self.node_count

@@ -62,6 +62,39 @@ def test_dry_run_writes_the_jobs_folder_and_submits_nothing(
     assert not out.exists()
 
 
+SITE = """
+[campaign]
+name = "site"
+[sweep]
+n = 1000
+nprocs = 2
+[scheduler]
+partition = "debug"
+account = "proj42"
+sbatch_directives = ["--qos=low"]
+pbs_directives = ["-l place=pack"]
+"""
+
+
+@pytest.mark.parametrize(("backend", "lines"), [
+    ("slurm", ["#SBATCH --partition=debug", "#SBATCH --account=proj42", "#SBATCH --qos=low"]),
+    ("pbs", ["#PBS -q debug", "#PBS -A proj42", "#PBS -l place=pack"]),
+])
+def test_the_jobs_use_the_campaign_s_scheduler_table(tmp_path: Path, backend: str,
+                                                      lines: list[str]) -> None:
+    """A site that requires --account refused the analysis jobs, which could not set it."""
+    site = tmp_path / "site.toml"
+    site.write_text(SITE)
+    paths = traces(tmp_path / "t", 2)
+    out = tmp_path / "report"
+    assert main(["analyze", *paths, "--out", str(out), "--backend", backend, "--dry-run",
+                 "--scheduler", str(site), *FAST]) == 0
+    suffix = "sbatch" if backend == "slurm" else "pbs"
+    for script in (f"analyze-0.{suffix}", f"merge.{suffix}"):
+        text = Path(f"{out}.jobs", script).read_text().splitlines()
+        assert all(line in text for line in lines), text
+
+
 @pytest.mark.parametrize(("args", "message"), [
     (["--backend", "slurm", "--no-cache"], "drop --no-cache"),
     (["--cache-only"], "--cache-only needs --cache DIR"),

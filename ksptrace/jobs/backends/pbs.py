@@ -47,11 +47,7 @@ class PbsBackend(Backend):
         lines += ["-j oe", f"-o {LOGS_DIR}/"]
         if s.exclusive:
             lines.append("-l place=scatter:excl")
-        if s.partition:
-            lines.append(f"-q {s.partition}")
-        if s.account:
-            lines.append(f"-A {s.account}")
-        lines += [d.removeprefix("#PBS").strip() for d in s.pbs_directives]
+        lines += s.site_lines("pbs")
         return ["#PBS " + line for line in lines]
 
     def render(self, spec: CampaignSpec, runs: Sequence[RunSpec]) -> list[Script]:

@@ -92,11 +92,7 @@ class SlurmBackend(Backend):
         ]
         if s.exclusive:
             lines.append("--exclusive")
-        if s.partition:
-            lines.append(f"--partition={s.partition}")
-        if s.account:
-            lines.append(f"--account={s.account}")
-        lines += [d.removeprefix("#SBATCH").strip() for d in s.sbatch_directives]
+        lines += s.site_lines("slurm")
         return ["#SBATCH " + line for line in lines]
 
     def render(self, spec: CampaignSpec, runs: Sequence[RunSpec]) -> list[Script]:
