@@ -71,3 +71,8 @@ class Interrupted(KsptraceError):
     """The user stopped the work (Ctrl-C, SIGTERM); what was running was stopped cleanly."""
 
     exit_code = 130
+
+
+class ContaminatedTimings(UserWarning):
+    """Other processes used the node's CPUs during a recorded solve (a warning, not an error:
+    the trace is written and says so in foreign_cpu_share)."""

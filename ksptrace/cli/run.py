@@ -244,9 +244,7 @@ def _run_here(
         if outcome.monitor_note is not None:
             print(f"ksptrace: note: {outcome.monitor_note}", file=sys.stderr)
         if outcome.foreign is not None and outcome.foreign.loaded:
-            print(f"ksptrace: warning: {outcome.foreign.message()}; these timings are "
-                  "contaminated: rerun on a quiet machine or compare with care "
-                  "(trace attribute foreign_cpu_share)", file=sys.stderr)
+            print(f"ksptrace: warning: {outcome.foreign.warning()}", file=sys.stderr)
     return 0
 
 

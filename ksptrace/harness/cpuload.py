@@ -60,6 +60,11 @@ class ForeignLoad:
             f"the solve ({self.seconds:.2f} CPU s in {self.wall:.2f} s on {self.cpus} CPUs)"
         )
 
+    def warning(self) -> str:
+        """What ``ksptrace run`` and ``ksptrace.record`` say of a loaded solve."""
+        return (f"{self.message()}; these timings are contaminated: rerun on a quiet machine "
+                "or compare with care (trace attribute foreign_cpu_share)")
+
 
 def busy_seconds(stat: str, only: Collection[int] = (), tick: float = 0.01
                  ) -> tuple[float | None, int]:

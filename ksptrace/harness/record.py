@@ -26,6 +26,7 @@ import datetime as dt
 import os
 import shlex
 import sys
+import warnings
 from pathlib import Path
 from types import TracebackType
 from typing import Any
@@ -34,7 +35,13 @@ import numpy as np
 from mpi4py import MPI
 from petsc4py import PETSc
 
-from ksptrace.errors import KsptraceError, OutputError, SolverError, UsageError
+from ksptrace.errors import (
+    ContaminatedTimings,
+    KsptraceError,
+    OutputError,
+    SolverError,
+    UsageError,
+)
 from ksptrace.harness import cpuload, eventlog
 from ksptrace.harness.kspsetup import GMRES_FAMILY, PETSC_DEFAULT_RESTART, reason_name
 from ksptrace.harness.monitor import StampMonitor, check_reported
@@ -324,6 +331,10 @@ class Recorder:
             except OSError as exc:
                 error = OutputError(publish.describe_write_error(exc, self.path, 0))
         agree_on_error(self.mpicomm, error)
+        if self.mpicomm.Get_rank() == 0 and foreign is not None and foreign.loaded:
+            # as ksptrace run warns; a program can filter ksptrace.errors.ContaminatedTimings
+            warnings.warn(f"ksptrace.record: {foreign.warning()}", ContaminatedTimings,
+                          stacklevel=3)
 
     def _attrs(self, foreign: cpuload.ForeignLoad | None) -> dict[str, AttrValue]:
         """The trace's attributes (collective: the operator's size and nonzeros)."""

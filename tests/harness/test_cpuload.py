@@ -16,6 +16,7 @@ from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import analyze_trace
 from ksptrace.trace.model import FOREIGN_LOAD_LIMIT
 from ksptrace.trace.read import read_trace
+from tests.conftest import ROOT, solver_env
 
 
 def s(wall: float, own: float, busy: float | None, cpus: int = 2) -> Sample:
@@ -123,3 +124,39 @@ def test_a_sample_of_this_process_cpus() -> None:
     assert one.cpus == 1
     assert one.node_busy is not None
     assert cpuload.sample(cpus).cpus == len(cpus)
+
+
+RECORDED = """
+import sys
+from ksptrace.harness.petscenv import init_petsc
+PETSc = init_petsc([])
+import ksptrace
+from ksptrace.problems import registry
+inst = registry.get("laplace1d").build(PETSc.COMM_WORLD, 100000, {})
+inst.ksp.setTolerances(rtol=0.0, atol=0.0, divtol=1e300, max_it=1500)
+with ksptrace.record(inst.ksp, sys.argv[1]):
+    inst.solve()
+"""
+
+
+@pytest.mark.mpi
+def test_a_recorded_solve_beside_a_busy_process_warns_as_run_does(tmp_path: Path) -> None:
+    """ksptrace.record stored foreign_cpu_share but said nothing (issue 31)."""
+    cpus = sorted(os.sched_getaffinity(0))[:2]
+    hogs = [subprocess.Popen(["taskset", "-c", str(c), sys.executable, "-c", "while True: pass"])
+            for c in cpus]
+    try:
+        path = tmp_path / "loaded.h5"
+        proc = subprocess.run([sys.executable, "-c", RECORDED, str(path)], cwd=ROOT,
+                              env=solver_env(PYTHONPATH=str(ROOT)), capture_output=True,
+                              text=True, timeout=300, check=False)
+    finally:
+        for h in hogs:
+            h.kill()
+            h.wait()
+    assert proc.returncode == 0, proc.stderr
+    share = read_trace(path).attr("foreign_cpu_share")
+    assert isinstance(share, float)
+    assert share > FOREIGN_LOAD_LIMIT, share
+    assert "ContaminatedTimings: ksptrace.record: other processes used" in proc.stderr
+    assert "contaminated" in proc.stderr
