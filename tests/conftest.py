@@ -54,6 +54,17 @@ def ctrl_c_able() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def dies_with_the_suite() -> None:
+    """A ``preexec_fn`` for a helper process that must not outlive the test run (a CPU hog):
+    the kernel kills it when its parent, pytest, ends, even by SIGTERM or SIGKILL, where a
+    ``finally`` never runs (Linux's PR_SET_PDEATHSIG; elsewhere nothing is done)."""
+    if sys.platform == "linux":
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        libc.prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+
+
 def sigint_ignored() -> None:
     """A ``preexec_fn``: start the child as a script's background job is started."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)

@@ -16,7 +16,7 @@ from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import analyze_trace
 from ksptrace.trace.model import FOREIGN_LOAD_LIMIT
 from ksptrace.trace.read import read_trace
-from tests.conftest import ROOT, solver_env
+from tests.conftest import ROOT, dies_with_the_suite, solver_env
 
 
 def s(wall: float, own: float, busy: float | None, cpus: int = 2) -> Sample:
@@ -74,8 +74,8 @@ def test_a_solve_beside_a_busy_process_is_recorded_warned_and_flagged(
     # to, a hog shares it. Only the rank's own CPUs are read, so unpinned hogs that the kernel
     # happened to put on the other core would (rightly) not count.
     cpus = sorted(os.sched_getaffinity(0))[:2]
-    hogs = [subprocess.Popen(["taskset", "-c", str(c), sys.executable, "-c", "while True: pass"])
-            for c in cpus]
+    hogs = [subprocess.Popen(["taskset", "-c", str(c), sys.executable, "-c", "while True: pass"],
+                             preexec_fn=dies_with_the_suite) for c in cpus]
     try:
         path = tmp_path / "loaded.h5"
         proc = ksptrace_cli("run", "--n", "100000", "--ksp", "gmres", "--iterations", "1500",
@@ -143,8 +143,8 @@ with ksptrace.record(inst.ksp, sys.argv[1]):
 def test_a_recorded_solve_beside_a_busy_process_warns_as_run_does(tmp_path: Path) -> None:
     """ksptrace.record stored foreign_cpu_share but said nothing (issue 31)."""
     cpus = sorted(os.sched_getaffinity(0))[:2]
-    hogs = [subprocess.Popen(["taskset", "-c", str(c), sys.executable, "-c", "while True: pass"])
-            for c in cpus]
+    hogs = [subprocess.Popen(["taskset", "-c", str(c), sys.executable, "-c", "while True: pass"],
+                             preexec_fn=dies_with_the_suite) for c in cpus]
     try:
         path = tmp_path / "loaded.h5"
         proc = subprocess.run([sys.executable, "-c", RECORDED, str(path)], cwd=ROOT,
