@@ -160,3 +160,13 @@ def test_a_recorded_solve_beside_a_busy_process_warns_as_run_does(tmp_path: Path
     assert share > FOREIGN_LOAD_LIMIT, share
     assert "ContaminatedTimings: ksptrace.record: other processes used" in proc.stderr
     assert "contaminated" in proc.stderr
+
+
+def test_a_share_from_a_tick_or_two_is_not_a_loaded_machine() -> None:
+    """A 10 ms recorded block read 18 % foreign from one clock tick and warned; a share that
+    high over a real duration still does."""
+    from ksptrace.harness.cpuload import ForeignLoad
+
+    assert not ForeignLoad(share=0.18, seconds=0.0036, node=0, wall=0.01, cpus=2).loaded
+    assert ForeignLoad(share=0.18, seconds=0.36, node=0, wall=1.0, cpus=2).loaded
+    assert not ForeignLoad(share=0.05, seconds=0.1, node=0, wall=1.0, cpus=2).loaded
