@@ -38,7 +38,7 @@ def register(sub: Any) -> None:
         allow_abbrev=False,
     )
     special: dict[str, list[str]] = {}
-    for info in (registry.get(name) for name in registry.names()):
+    for info in registry.registered():
         for name, value in info.run_defaults.items():
             special.setdefault(name, []).append(f"{value} for {info.name}")
     add_params(p, RUN_PARAMS, {k: "; ".join(v) for k, v in special.items()})

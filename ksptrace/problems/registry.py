@@ -46,6 +46,13 @@ def names() -> list[str]:
     return sorted({*PROBLEMS, *user.entry_point_names()})
 
 
+def registered() -> list[ProblemInfo]:
+    """The built-in problems and those already named (an installed entry point is loaded only
+    when it is asked for by name: a broken one must not break ``--help``)."""
+    _load_builtin()
+    return list(PROBLEMS.values())
+
+
 def all_params() -> list[Param]:
     """Every problem-specific parameter of every registered problem, each name once (user
     problems are registered once named, by :func:`get`)."""
