@@ -60,12 +60,17 @@ def bulk_fit(
         remark = (remarks or {}).get(f.name)
         label = f"{f.name} (SSE {f.sse:.3g}" + (f"; {remark})" if remark else ")")
         pdf_curve(ax, f.frozen(), axis, label, ceiling)
+    _finish_density(ax, axis, ceiling, "iteration time $T_p^k$")
+    return fig
+
+
+def _finish_density(ax: Axes, axis: TimeAxis, ceiling: float, quantity: str) -> None:
+    """A density panel's axes: the time axis, room above the tallest bar, labels, legend."""
     axis.apply(ax)
     ax.set_ylim(0, 1.25 * ceiling)
-    ax.set_xlabel(f"iteration time $T_p^k$ ({axis.unit_label})")
+    ax.set_xlabel(f"{quantity} ({axis.unit_label})")
     ax.set_ylabel(axis.density_label)
     legend(ax, fontsize="small")
-    return fig
 
 
 def uniform_fits(times: np.ndarray, iterations: Sequence[int], bins: int = 30) -> Figure:
@@ -112,11 +117,7 @@ def _parameter_panel(
                   ceiling)
     elif jsu is not None:
         pdf_curve(ax, jsu.frozen(), axis, "Johnson $S_U$", ceiling)
-    axis.apply(ax)
-    ax.set_ylim(0, 1.25 * ceiling)
-    ax.set_xlabel(f"{name} ({axis.unit_label})")
-    ax.set_ylabel(axis.density_label)
-    legend(ax, fontsize="small")
+    _finish_density(ax, axis, ceiling, name)
     return axis
 
 
