@@ -32,7 +32,7 @@ test:
 	if [ $$code -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$code
 
 lint: setup
-	$(VENV)/bin/ruff check ksptrace tests bench
+	$(VENV)/bin/ruff check ksptrace tests bench conftest.py
 	$(VENV)/bin/mypy
 
 bench: setup

@@ -19,9 +19,10 @@ def check_destination(path: Path, overwrite: bool) -> None:
     """Fail early, before any work, if ``path`` cannot be written."""
     parent = path.parent
     if not parent.is_dir():
-        raise UsageError(f"output folder {parent} does not exist; create it or pick another --out")
+        raise UsageError(f"output folder {parent} does not exist; create it or write the trace "
+                         "elsewhere")
     if not os.access(parent, os.W_OK | os.X_OK):
-        raise UsageError(f"output folder {parent} is not writable; pick another --out")
+        raise UsageError(f"output folder {parent} is not writable; write the trace elsewhere")
     if path.exists() and not overwrite:
         raise UsageError(f"{path} already exists; pass --overwrite to replace it")
 

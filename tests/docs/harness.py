@@ -1,0 +1,156 @@
+"""Every fenced ``sh`` and ``python`` block of README.md and docs/*.md runs as a test (issue 31).
+
+Sybil (a well-kept library for exactly this) finds the blocks; the root ``conftest.py`` hands
+them to pytest, one test per block, named by file and line. Each document runs in its own
+temporary folder holding copies of the repository's ``examples/``, ``scripts/``, ``Makefile`` and
+``pyproject.toml`` and a link to its ``.venv``, so nothing a documented command writes lands in
+the clone. In that copy the example campaigns are the small ones of ``tests/docs/small/`` (same
+names, fewer and smaller runs): that is the one way sizes shrink, and the commands are the
+documents' own, character for character.
+
+- ``sh`` blocks run in a new ``bash -euo pipefail`` each, in the document's folder, with
+  ``.venv/bin`` first on ``PATH``, Open MPI's root variables set and ``PETSC_DIR`` unset (what a
+  user's shell has after ``source .venv/bin/activate``).
+- ``python`` blocks run in a new ``.venv/bin/python`` each. An
+  ``<!-- invisible-code-block: python ... -->`` before them is prepended to every later python
+  block of that document (the matrix a fragment assumes, say); an invisible ``sh`` block runs.
+- After each block the copy's ``git status`` must be clean: the copy is committed to a git
+  repository of its own at the start, with the repository's ``.gitignore``, so a documented
+  command that leaves files .gitignore does not cover fails its test.
+- ``<!-- skip: next "reason" -->`` skips the next block with that reason (an ``sbatch``
+  submission to a real cluster). A block that stops with exit 3 and the local cluster's
+  "cannot run here" message is skipped with that message.
+
+The count of run and skipped blocks is printed at the end of the test run.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
+from typing import Any
+from unittest import SkipTest
+
+from sybil import Example, Sybil
+from sybil.parsers.markdown import CodeBlockParser, SkipParser
+
+ROOT = Path(__file__).resolve().parents[2]
+SMALL = Path(__file__).resolve().parent / "small"
+COPIED = ("examples", "scripts", "Makefile", "pyproject.toml", ".gitignore")
+CANNOT_RUN = 3  # scripts/slurm-local.sh and scripts/cluster-local.sh: "cannot run here"
+BLOCK_TIMEOUT = 900.0
+
+
+def _environment(work: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items()
+           if k != "PETSC_DIR" and not k.startswith(("PYTEST_", "KSPTRACE_"))}
+    env.update(PATH=f"{work / '.venv' / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}",
+               VIRTUAL_ENV=str(work / ".venv"), OMPI_ALLOW_RUN_AS_ROOT="1",
+               OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OPENBLAS_NUM_THREADS="1",
+               OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1")
+    return env
+
+
+def _venv_is_current() -> None:
+    """The documents' ``make`` commands run the bootstrap in the copy: were the venv's install
+    older than pyproject.toml, it would reinstall ksptrace from the copy, which is then deleted.
+    ``make test`` bootstraps first; a bare ``pytest`` after editing pyproject.toml stops here."""
+    stamp = ROOT / ".venv" / ".ksptrace-installed"
+    if not stamp.exists() or stamp.stat().st_mtime < (ROOT / "pyproject.toml").stat().st_mtime:
+        raise RuntimeError("the venv is older than pyproject.toml: run `bash scripts/bootstrap.sh "
+                           "--test` (make test does) before the documentation tests")
+
+
+def setup(namespace: dict[str, Any]) -> None:
+    _venv_is_current()
+    work = Path(tempfile.mkdtemp(prefix="ksptrace-docs-"))
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, work / name, symlinks=True,
+                            ignore=shutil.ignore_patterns("runs", "__pycache__"))
+        else:
+            shutil.copy2(source, work / name)
+    for small in SMALL.glob("*.toml"):
+        shutil.copy2(small, work / "examples" / small.name)
+    (work / ".venv").symlink_to(ROOT / ".venv")
+    _git(work, "init", "-q")
+    (work / ".git" / "info" / "exclude").write_text(".venv\n")
+    _git(work, "add", "-A")
+    _git(work, "-c", "user.name=docs", "-c", "user.email=docs@ksptrace", "commit", "-qm", "copy")
+    scratch = Path(tempfile.mkdtemp(prefix="ksptrace-docs-py-"))
+    namespace.update(work=work, scratch=scratch, env=_environment(work), prelude=[])
+
+
+def teardown(namespace: dict[str, Any]) -> None:
+    shutil.rmtree(namespace["work"], ignore_errors=True)
+    shutil.rmtree(namespace["scratch"], ignore_errors=True)
+
+
+def _git(work: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=work, capture_output=True, text=True,
+                          check=True).stdout
+
+
+def _dirt(example: Example) -> None:
+    """The copy is a git checkout: what a documented command leaves that .gitignore does not
+    cover would leave a user's clone unclean (issue 31)."""
+    left = _git(example.namespace["work"], "status", "--porcelain").splitlines()
+    if left:
+        raise AssertionError(f"{_where(example)}: git status is not clean after the block: "
+                             + "; ".join(left[:10]))
+
+
+def _where(example: Example) -> str:
+    return f"{Path(example.path).relative_to(ROOT)}:{example.line}"
+
+
+def _run(example: Example, argv: list[str]) -> None:
+    namespace = example.namespace
+    proc = subprocess.run(argv, cwd=namespace["work"], env=namespace["env"], capture_output=True,
+                          text=True, timeout=BLOCK_TIMEOUT, check=False,
+                          stdin=subprocess.DEVNULL)
+    if proc.returncode == 0:
+        _dirt(example)
+        return
+    why = re.search(r"^(?:cluster|slurm)-local: error: (.*)$", proc.stderr, re.MULTILINE)
+    if proc.returncode == CANNOT_RUN and why:
+        raise SkipTest(f"{_where(example)}: the local cluster cannot run here: {why.group(1)}")
+    tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-25:])
+    raise AssertionError(f"{_where(example)}: the documented block exited {proc.returncode}:\n"
+                         f"{tail}")
+
+
+def _invisible(example: Example) -> bool:
+    return "invisible" in str(example.region.lexemes.get("directive") or "")
+
+
+def run_shell(example: Example) -> None:
+    _run(example, ["bash", "-euo", "pipefail", "-c", str(example.parsed)])
+
+
+def run_python(example: Example) -> None:
+    prelude: list[str] = example.namespace["prelude"]
+    if _invisible(example):
+        prelude.append(str(example.parsed))
+        return
+    script = example.namespace["scratch"] / f"block-{example.line}.py"
+    script.write_text("\n".join([*prelude, str(example.parsed)]))
+    try:
+        _run(example, [str(ROOT / ".venv" / "bin" / "python"), str(script)])
+    finally:
+        script.unlink(missing_ok=True)
+
+
+DOCS = Sybil(
+    parsers=[CodeBlockParser("sh", run_shell), CodeBlockParser("python", run_python),
+             SkipParser()],
+    patterns=["README.md", "docs/*.md"],
+    path=str(ROOT),
+    setup=setup,
+    teardown=teardown,
+)
