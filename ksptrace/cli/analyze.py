@@ -53,8 +53,9 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--independent",
         choices=INDEPENDENT_UNITS,
-        default="nodes",
-        help="independent units N in the max: nodes (the trace's node count) or ranks (P)",
+        default="auto",
+        help="independent units N in the max: nodes (the trace's node count), ranks (P), or "
+             "auto: ranks for a trace from one node, nodes for one from several",
     )
     p.add_argument(
         "--keep-fill",
@@ -73,6 +74,9 @@ def register(subparsers: Any) -> None:
                    help="in traces of several solves (ksptrace.record), analyse the solves of "
                         "each length together instead of each solve on its own")
     p.add_argument("--no-figures", action="store_true", help="tables only (faster)")
+    p.add_argument("--single-file", action="store_true",
+                   help="one report.html with every run's section and figure inside it "
+                        "(default: a page per run and the figures as PNG files beside them)")
     p.add_argument("--jobs", type=int, default=1, metavar="N",
                    help="analyse traces in N processes (results do not depend on N; memory "
                         "grows with N times the largest trace)")
@@ -156,7 +160,10 @@ def main(args: argparse.Namespace) -> int:
                   f"Collective operations: {len(collective_paths)} trace"
                   f"{'s' if len(collective_paths) != 1 else ''}")] if collective_paths else []
         report = write_report_files(args.out, paths, options, _Named(progress),
-                                    not args.no_figures, args.jobs, cache, links)
+                                    not args.no_figures, args.jobs, cache, links,
+                                    args.single_file)
+    if report.units:
+        print(report.units)
     print(f"wrote {report.html} ({report.analysed} traces analysed, {len(report.skipped)} skipped"
           + (f"; per-trace results in {cache}" if cache is not None else "") + ")")
     if collective_paths:
@@ -194,6 +201,8 @@ def _option_flags(args: argparse.Namespace) -> list[str]:
         flags += ["--iteration", str(args.iteration)]
     if args.no_figures:
         flags.append("--no-figures")
+    if args.single_file:
+        flags.append("--single-file")
     return flags
 
 

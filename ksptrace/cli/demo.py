@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import csv
+import os
 import sys
 from pathlib import Path
 from typing import Any
@@ -71,13 +72,20 @@ def _campaign(path: Path, out: Path) -> list[Path]:
 
 
 def main(args: argparse.Namespace) -> int:
+    import contextlib
+    import json
+
+    from ksptrace.report.index import render_index  # not for --help
+    from ksptrace.report.terminal import MAX_LINES, summary_lines
     from ksptrace.trace.frame import traces_to_frame  # pandas, h5py: not for --help
     from ksptrace.trace.read import read_trace
 
     out: Path = args.out
     print(f"== demo campaign ({args.campaign}) -> {out / 'campaign'}", file=sys.stderr)
     traces = _campaign(args.campaign, out / "campaign")
-    print(format_table(traces_to_frame(read_trace(p) for p in traces).to_dict("records")))
+    # The details go to stderr with the progress; stdout holds the summary (at most 25 lines).
+    print(format_table(traces_to_frame(read_trace(p) for p in traces).to_dict("records")),
+          file=sys.stderr)
 
     print(f"\n== analysis report -> {out / 'report'}", file=sys.stderr)
     parser = argparse.ArgumentParser(allow_abbrev=False)
@@ -85,54 +93,41 @@ def main(args: argparse.Namespace) -> int:
     analyze.register(sub)
     segment.register(sub)
     # Progress on stderr: one line per trace (elapsed, ETA), or a bar on a terminal.
-    code = analyze.main(parser.parse_args(
-        ["analyze", *map(str, traces), "--out", str(out / "report"),
-         # One node here: N = the node count would be 1 for every run.
-         "--independent", "ranks"]))
+    with contextlib.redirect_stdout(sys.stderr):
+        # A process per core (at most 4): the results do not depend on the number.
+        jobs = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+                          else os.cpu_count() or 1))
+        code = analyze.main(parser.parse_args(
+            ["analyze", *map(str, traces), "--out", str(out / "report"), "--jobs", str(jobs)]))
     if code != 0:
         return code
-    _print_table1(out / "report" / "table1_models.csv")
     pairs = out / "report" / "noise_pairs.csv"
+    noise = []
     if pairs.is_file():
         with pairs.open() as f:
-            print()
-            print("\n".join(noise_lines(list(csv.DictReader(f)))))
+            noise = ["", *noise_lines(list(csv.DictReader(f)))]
 
+    extra = []
     if str(args.scaling) != "none":
         print(f"\n== oversubscription sweep ({args.scaling}) -> {out / 'scaling'}", file=sys.stderr)
         scaling = _campaign(args.scaling, out / "scaling")
-        code = segment.main(parser.parse_args(
-            ["segment", *map(str, scaling), "--out", str(out / "segment"),
-             "--metrics", "undisturbed_time,solve_time,mean_iteration_time"]))
+        with contextlib.redirect_stdout(sys.stderr):
+            code = segment.main(parser.parse_args(
+                ["segment", *map(str, scaling), "--out", str(out / "segment"),
+                 "--metrics", "undisturbed_time,solve_time,mean_iteration_time"]))
         if code != 0:
             return code
-    print(f"\nreport: {out / 'report' / 'report.html'}")
+        extra.append(f"where scaling changes (segmentation): {out / 'segment' / 'segment.html'}")
+    pages = [("report/report.html", "The variability report",
+              "the answers, a page per run, the studies")]
     if str(args.scaling) != "none":
-        print(f"segmentation: {out / 'segment' / 'segment.html'}")
+        pages.append(("segment/segment.html", "Where scaling changes",
+                      "segmentation of the P = 1..8 sweep"))
+    (out / "index.html").write_text(render_index("ksptrace demo", pages), encoding="utf-8")
+    digest = json.loads((out / "report" / "summary.json").read_text())
+    lines = summary_lines(digest, str(out / "report" / "report.html"))
+    print("\n".join([*lines[: MAX_LINES - len(extra)], *extra, *noise]))
     return 0
-
-
-def table1_lines(rows: list[dict[str, str]]) -> list[str]:
-    """The Table 1 analogue in short (from table1_models.csv): measured KSPSolve, Ê(unif), the
-    Johnson S_U model, the Cramér bound and the Monte Carlo, each with its signed % error."""
-    def cell(r: dict[str, str], value_key: str, err_key: str) -> str:
-        value, err = r.get(value_key, ""), r.get(err_key, "")
-        if not value or not err:
-            return f"{'-':>19}"
-        return f"{float(value):>9.4f} ({float(err):+6.1f} %)"
-
-    lines = ["Table 1 analogue (seconds; signed error in per cent of KSPSolve in brackets)",
-             f"{'problem':<10} {'solver':<9} {'P':>2} {'N':>3} {'KSPSolve':>9} {'E^unif':>19} "
-             f"{'E JohnsonSU':>19} {'Cramer':>19} {'Monte Carlo':>19}"]
-    for r in sorted(rows, key=lambda r: (r["problem"], r["ksp"], int(r["P"]))):
-        lines.append(
-            f"{r['problem']:<10} {r['ksp']:<9} {r['P']:>2} {float(r['N']):>3g} "
-            f"{float(r['KSPSolve_s']):>9.4f} "
-            f"{cell(r, 'E_hat_unif_s', 'err_pct_hat_unif')} "
-            f"{cell(r, 'E_johnsonsu_s', 'err_pct_johnsonsu')} "
-            f"{cell(r, 'cramer_s', 'err_pct_cramer')} "
-            f"{cell(r, 'montecarlo_s', 'err_pct_montecarlo')}")
-    return lines
 
 
 def _pct(value: str) -> str:
@@ -170,10 +165,3 @@ def noise_lines(rows: list[dict[str, str]]) -> list[str]:
     if any(r.get("oversubscribed") == "True" for r in rows):
         lines.append("* oversubscribed: more ranks than cores")
     return lines
-
-
-def _print_table1(path: Path) -> None:
-    with path.open() as f:
-        rows = list(csv.DictReader(f))
-    print()
-    print("\n".join(table1_lines(rows)))

@@ -21,13 +21,11 @@ import numpy as np
 
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.outputs import check_destination, staged_directory
-from ksptrace.report import studies as study_view
-from ksptrace.report.templating import ENV
+from ksptrace.report.pages import MAIN, Site, render_site
 from ksptrace.studies import registry
 from ksptrace.studies.result import StudyResult
 from ksptrace.studies.table import Table
 from ksptrace.studies.variability import (
-    SECTIONS,
     AnalysisOptions,
     Reporter,
     Results,
@@ -35,19 +33,19 @@ from ksptrace.studies.variability import (
     TraceAnalysis,
     analyse,
     analyse_files,
-    anchors,
+    answer_all,
     apriori_table,
     cache_entry_name,
+    caveats,
     config_key,
-    finding_row,
-    image,
-    ks_alpha_note,
+    headline,
     model_table,
+    n_of,
     prediction_table,
+    problem_of,
     prune_cache,
-    run_section,
     scaling_table,
-    sentences,
+    units_line,
     variability_table,
 )
 from ksptrace.trace.model import Trace
@@ -64,6 +62,8 @@ class Report:
     csv: tuple[Path, ...]
     analysed: int
     skipped: tuple[Skipped, ...]
+    units: str | None = None
+    """The line on the independent units the default chose (None when the user chose)."""
 
 
 def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
@@ -81,28 +81,11 @@ def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
 
 
 def render_html(results: Results, table_list: Sequence[Table],
-                metadata: dict[str, Any], links: Sequence[tuple[str, str]] = ()) -> str:
-    """The whole report as one HTML string; ``links``: pages beside it (address, title)."""
-    rows = anchors(results.analysed)
-    opt = results.options
-    across_tables = [t for t in table_list if t.name in ("table1_models", "apriori",
-                                                         "scaling_nprocs", "scaling_n")]
-    return ENV.get_template("report.html.j2").render(
-        metadata=metadata,
-        findings=[finding_row(f) for f in rows],
-        sentences=sentences(rows),
-        sections=[run_section(d, f, opt) for d, f in zip(results.analysed, rows, strict=True)],
-        section_titles=SECTIONS,
-        skipped=results.skipped,
-        across_tables=[{"title": t.title, "html": t.to_html(), "notes": t.notes,
-                        "empty": t.empty, "csv": f"{t.name}.csv"} for t in across_tables],
-        across_figures=[image(p) for p in results.across],
-        across_omitted=results.across_omitted,
-        ks_note=ks_alpha_note(opt.alpha, opt.reference_rank),
-        studies=[study_view.context(r) for r in results.studies if study_view.shown(r)],
-        standalone=False,
-        links=list(links),
-    )
+                metadata: dict[str, Any], links: Sequence[tuple[str, str]] = (),
+                single_file: bool = True) -> str:
+    """The main page as one HTML string (by default with every run's section and figure
+    inline); ``links``: pages beside it (address, title)."""
+    return render_site(results, table_list, metadata, links, single_file).pages[MAIN]
 
 
 def _jsonable(v: Any) -> Any:
@@ -119,9 +102,12 @@ def summary(results: Results, table_list: Sequence[Table],
     out = []
     for d in results.analysed:
         a = d.analysis
+        chosen = headline(a)
         out.append({
             "trace": a.path or a.label,
             "label": a.label,
+            "problem": problem_of(a),
+            "n": n_of(a),
             "ksp": a.ksp,
             "pipelined": a.pipelined,
             "nprocs": a.nprocs,
@@ -140,12 +126,17 @@ def summary(results: Results, table_list: Sequence[Table],
             "simulated": a.simulated,
             "simulated_stderr": a.simulated_stderr,
             "ks_fraction_rejected": None if a.ks_all is None else a.ks_all.fraction_rejected,
+            "headline_model": None if chosen is None else chosen.key,
+            "headline_error_pct": None if chosen is None else chosen.error_pct,
+            "caveats": list(caveats(a)),
             "flags": [{"code": f.code, "subject": f.subject, "message": f.message}
                       for f in a.flags],
             "notes": list(a.notes),
         })
     return {
         "metadata": metadata,
+        "answers": [{"key": q.key, "question": q.question, "sentences": list(q.sentences)}
+                    for q in answer_all([d.analysis for d in results.analysed])],
         "traces": out,
         "tables": {t.name: t.records() for t in table_list},
         "skipped": [{"path": s.path, "reason": s.reason} for s in results.skipped],
@@ -210,6 +201,7 @@ def write_report_files(
     jobs: int = 1,
     cache: Path | None = None,
     links: Sequence[tuple[str, str]] = (),
+    single_file: bool = False,
 ) -> Report:
     """``write_report`` for trace files: in ``jobs`` processes, with the per-trace results
     kept in ``cache`` (None: no cache) for the next run; entries of traces no longer given
@@ -218,7 +210,7 @@ def write_report_files(
     out = Path(out_dir)
     check_destination(out, EARLIER)
     results = analyse_files(paths, options, progress, with_figures, jobs, cache)
-    report = write_results(out, results, progress, links)
+    report = write_results(out, results, progress, links, single_file)
     if cache is not None:
         opt = results.options
         keep = set()
@@ -231,10 +223,20 @@ def write_report_files(
     return report
 
 
+def _write_site(folder: Path, site: Site) -> None:
+    for name, data in site.files.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_bytes(data)
+    for name, text in site.pages.items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text, encoding="utf-8")
+
+
 def write_results(out: Path, results: Results, progress: Reporter | None = None,
-                  links: Sequence[tuple[str, str]] = ()) -> Report:
-    """Write the report of analysed ``results`` (whole or not at all); ``links`` as in
-    :func:`write_report_files`."""
+                  links: Sequence[tuple[str, str]] = (), single_file: bool = False) -> Report:
+    """Write the report of analysed ``results`` (whole or not at all): report.html, a page per
+    run and per study with their figures as files (``single_file``: one page, figures
+    inline), one CSV per table and summary.json; ``links`` as in :func:`write_report_files`."""
     if not results.analysed:
         if progress is not None and results.skipped:  # each was named as it was skipped
             reasons = f"{len(results.skipped)} skipped, each named above"
@@ -251,7 +253,7 @@ def write_results(out: Path, results: Results, progress: Reporter | None = None,
         progress.step("tables and report")
     table_list = all_tables(analyses, results.options, results.studies)
     metadata = metadata_of(results)
-    page = render_html(results, table_list, metadata, links)
+    site = render_site(results, table_list, metadata, links, single_file)
     digest = summary(results, table_list, metadata)
     digest["pages"] = [{"href": href, "title": title} for href, title in links]
     for r in results.studies:
@@ -260,8 +262,8 @@ def write_results(out: Path, results: Results, progress: Reporter | None = None,
     with staged_directory(out, EARLIER) as tmp:
         for t in table_list:
             (tmp / f"{t.name}.csv").write_text(t.to_csv())
-        (tmp / "report.html").write_text(page, encoding="utf-8")
+        _write_site(tmp, site)
         (tmp / "summary.json").write_text(doc + "\n")
-    return Report(out, out / "report.html", out / "summary.json",
+    return Report(out, out / MAIN, out / "summary.json",
                   tuple(out / f"{t.name}.csv" for t in table_list), len(results.analysed),
-                  results.skipped)
+                  results.skipped, units_line(analyses, results.options.independent))

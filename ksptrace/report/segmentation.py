@@ -4,19 +4,19 @@ provides (the CLI stages it)."""
 
 from __future__ import annotations
 
-import html
 import json
 import re
 import textwrap
 from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 
 import numpy as np
 
 from ksptrace import escape
 from ksptrace.errors import AnalysisError
+from ksptrace.report.templating import ENV
 from ksptrace.studies.drawing import bound_texts
 from ksptrace.studies.segmentation import (
     ExtrapSeries,
@@ -29,6 +29,7 @@ from ksptrace.studies.segmentation import (
     to_json,
 )
 from ksptrace.trace.model import Trace
+from ksptrace.version import __version__
 
 
 def _slug(text: str) -> str:
@@ -88,7 +89,7 @@ def write_segment_report(
 ) -> SegmentReport:
     """Segment every series of ``traces`` and write the report's files into ``folder``."""
     md = ["## Segmentation over process counts", ""]
-    body: list[str] = []
+    groups: list[dict[str, Any]] = []
     records = []
     texts: list[str] = []
     for group, members in sorted(collect(list(traces)).items()):
@@ -97,7 +98,10 @@ def write_segment_report(
             f"P = {sorted({t.nprocs for t in members})})",
             "",
         ]
-        body.append(f"<h3>{html.escape(group[0])} / {html.escape(group[1])}</h3>")
+        series: list[dict[str, Any]] = []
+        counts = ", ".join(str(p) for p in sorted({t.nprocs for t in members}))
+        groups.append({"title": f"{group[0]} / {group[1]} ({len(members)} traces, P = {counts})",
+                       "series": series})
         for rep in analyse(group, members, params, metrics, reduce):
             stem = _slug(f"{group[0]}_{group[1]}_{rep.metric}")
             record = to_json(rep)
@@ -106,13 +110,15 @@ def write_segment_report(
                 text += "".join(f"\n{note}" for note in rep.load.notes())
             texts.append(f"{group[0]} / {group[1]} / {rep.label}:\n  " + text.replace("\n", "\n  "))
             md += [f"#### {rep.label}", "", "```", text, "```", ""]
-            body.append(f"<h4>{html.escape(rep.label)}</h4><pre>{html.escape(text)}</pre>")
+            shown: dict[str, Any] = {"label": rep.label, "lines": text.splitlines(), "png": None,
+                                     "why": "no points" if plots else "figures were not asked for"}
+            series.append(shown)
             if plots and rep.result.p.size:
                 png = folder / f"{stem}.png"
                 plot(rep, png)
                 record["plot"] = png.name
                 md += [f"![{rep.label}]({png.name})", ""]
-                body.append(f'<img src="{html.escape(png.name)}" alt="{html.escape(rep.label)}">')
+                shown["png"] = png.name
             if rep.result.p.size:
                 try:
                     pts, reps = group_repetitions(rep.p, rep.y)
@@ -132,8 +138,6 @@ def write_segment_report(
         json.dumps({"params": params.__dict__, "series": records}, indent=1) + "\n"
     )
     (folder / "segment.md").write_text("\n".join(md) + "\n")
-    (folder / "segment.html").write_text(
-        "<!doctype html><html><head><meta charset='utf-8'><title>ksptrace segment</title></head>"
-        "<body><h2>Segmentation over process counts</h2>" + "\n".join(body) + "</body></html>\n"
-    )
+    (folder / "segment.html").write_text(ENV.get_template("segment.html.j2").render(
+        groups=groups, version=__version__, home=None), encoding="utf-8")
     return SegmentReport(tuple(texts), tuple(sorted(p.name for p in folder.iterdir())))

@@ -14,8 +14,8 @@ def _table(t: Table) -> dict[str, Any]:
             "csv": f"{t.name}.csv"}
 
 
-def _figure(f: Figure) -> dict[str, str]:
-    return {"key": f.key, "title": f.title, "caption": f.caption,
+def _figure(f: Figure) -> dict[str, Any]:
+    return {"key": f.key, "title": f.title, "caption": f.caption, "png": f.png,
             "src": "data:image/png;base64," + base64.b64encode(f.png).decode("ascii")}
 
 

@@ -185,29 +185,6 @@ def test_out_naming_the_traces_folder_is_refused_and_the_traces_stay(
     assert sorted(p.name for p in tmp_path.iterdir()) == before
 
 
-def test_demo_terminal_table1_shows_signed_percentages() -> None:
-    import csv
-    import io
-
-    from ksptrace.cli.demo import table1_lines
-    from ksptrace.studies.variability import tables
-    from ksptrace.studies.variability.options import AnalysisOptions
-    from ksptrace.studies.variability.pipeline import analyze_trace
-
-    options = AnalysisOptions(candidates=("johnsonsu",), fit_size=2000, mc_runs=2)
-    analyses = [analyze_trace(synthetic_trace(8, 60, 4, ksp, seed=1), options)
-                for ksp in ("gmres", "pipebcgs")]
-    rows = list(csv.DictReader(io.StringIO(tables.model_table(analyses).to_csv())))
-    lines = table1_lines(rows)
-    assert "signed error in per cent" in lines[0]
-    gmres = next(ln for ln in lines if " gmres " in ln)
-    err = float(rows[0]["err_pct_hat_unif"])
-    assert f"({err:+6.1f} %)" in gmres
-    pipe = next(ln for ln in lines if " pipebcgs " in ln)
-    assert " " * 18 + "-" in pipe  # no Cramér bound for a pipelined method
-    assert " " * 18 + "-" not in gmres
-
-
 def test_jobs_and_the_cache_beside_the_report(tmp_path: Path,
                                               capsys: pytest.CaptureFixture[str]) -> None:
     paths = []

@@ -45,8 +45,10 @@ def test_report_from_harness_traces(
     assert "Traceback" not in proc.stderr
     assert "trace 5 of 5" in proc.stderr  # the progress display, one line per trace in logs
     html = (out / "report.html").read_text()
-    assert "<img" in html
-    assert "data:image/png;base64," in html
+    assert "data:image/png;base64," not in html  # figures are files beside their pages
+    run_page = (out / "runs" / "run-1.html").read_text()
+    assert "<img" in run_page
+    assert len(list((out / "runs").glob("run-1-*.png"))) >= 3
     summary = json.loads((out / "summary.json").read_text())
     assert len(summary["traces"]) == 4
     assert len(summary["skipped"]) == 1

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import AnalysisError, TraceError
-from ksptrace.report.compose import write_report
+from ksptrace.report.compose import write_report, write_report_files
 from ksptrace.studies.variability import tables
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import analyze_trace
@@ -81,17 +81,35 @@ def test_report_from_trace_files(tmp_path: Path) -> None:
     rec = Recorder()
     report = write_report(tmp_path / "out", iter_traces(paths), FAST, rec)
     page = report.html.read_text()
-    assert page.count("data:image/png;base64,") >= 3 * 4
-    assert "src='http" not in page
-    assert 'src="http' not in page
-    assert "<script" not in page
-    # Findings first, then the contents, then one section per run, then across configurations.
-    order = [page.index(s) for s in ('id="findings"', 'id="toc"', 'id="run-1"', 'id="across"')]
+    # Issue 30: the main page answers the questions first; each run has its own page, and
+    # every figure is a PNG file beside the page that shows it (nothing inline, nothing remote).
+    assert "data:image/png;base64," not in page
+    order = [page.index(s) for s in ('id="answers"', 'id="runs"', 'id="failures"',
+                                     'id="methods"')]
     assert order == sorted(order)
-    for i, (_, title) in enumerate(SECTIONS):
-        assert page.count(f"{i + 1}. {title}</h3>") == 3
-    assert "t0.h5" in page
-    assert "synthetic gmres n=10⁶ P=32" in page
+    out = report.directory
+    runs = sorted((out / "runs").glob("*.html"))
+    assert [r.name for r in runs] == ["run-1.html", "run-2.html", "run-3.html"]
+    for i, run in enumerate(runs):
+        assert f'href="runs/{run.name}"' in page
+        text = run.read_text()
+        assert 'href="../report.html"' in text
+        assert "data:image" not in text
+        assert "<script" not in text
+        assert 'src="http' not in text
+        for _, title in SECTIONS:
+            assert f". {title}</h3>" in text
+        figures = re.findall(r'<img alt="[^"]*" src="\./([^"]+)"', text)
+        assert len(figures) >= 4, (run.name, figures)
+        assert all((out / "runs" / f).read_bytes().startswith(b"\x89PNG") for f in figures)
+        assert f"t{i}.h5" in text or f"run-{i + 1}" in run.name
+    assert "synthetic gmres n=10⁶ P=32" in (out / "runs" / "run-1.html").read_text()
+    single = write_report_files(tmp_path / "one", paths[:1], FAST, single_file=True)
+    inline = single.html.read_text()
+    assert inline.count("data:image/png;base64,") >= 4
+    assert 'id="run-1"' in inline
+    assert 'href="#run-1"' in inline
+    assert not (single.directory / "runs").exists()
     summary = json.loads(report.summary.read_text())
     assert len(summary["traces"]) == 3
     assert {Path(p.name).stem for p in report.csv} >= {"table1_models", "scaling_nprocs"}
@@ -123,7 +141,8 @@ def test_bad_traces_are_named_once_and_single_rank_says_why(tmp_path: Path) -> N
     notes = json.loads(report.summary.read_text())["traces"][0]["notes"]
     assert any("P = 1" in n for n in notes)
     page = report.html.read_text()
-    assert page.count("P = 1: no rank pairs") >= 3  # findings KS, findings nodes, sections
+    run_page = (report.directory / "runs" / "run-1.html").read_text()
+    assert run_page.count("P = 1: no rank pairs") >= 2  # the KS and node variance sections
     assert "gone.h5" in page
     assert "nan.h5" in page
     with pytest.raises(AnalysisError, match="no trace could be analysed"):
@@ -164,7 +183,7 @@ def test_omission_lines_land_in_one_section(line: str, section: str) -> None:
 def test_an_empty_table_says_why_instead_of_showing_headers(tmp_path: Path) -> None:
     tiny = synthetic_trace(2, 3, 2, "bcgs", seed=1)  # 6 values: too few for any fit
     report = write_report(tmp_path / "r", [tiny], FAST, with_figures=False)
-    page = report.html.read_text()
+    page = (report.directory / "runs" / "run-1.html").read_text()
     fits = page[page.index("4. Bulk distribution fits"):page.index("5. Stationary")]
     assert "<table" not in fits
     assert "too few for distribution fits" in fits
@@ -199,3 +218,14 @@ def test_analyse_file_lets_go_of_its_trace(tmp_path: Path, monkeypatch: pytest.M
         assert seen[0]() is None
     finally:
         gc.enable()
+
+
+def test_a_figure_left_out_says_why_on_its_page(tmp_path: Path) -> None:
+    """Issue 30: no empty plots. At P = 1 every sₖ is 0, so the sₖ histogram is not drawn and
+    the run's page gives the reason where the figure would be; the figures drawn are files."""
+    report = write_report(tmp_path / "r", [synthetic_trace(1, 120, 1, "gmres", seed=2)], FAST)
+    page = (report.directory / "runs" / "run-1.html").read_text()
+    assert re.search(r'class="why">P = 1: sₖ is constant \(0 s\): no sₖ histogram<', page)
+    alts = re.findall(r'<img alt="([^"]*)"', page)
+    assert alts
+    assert not any("sₖ" in alt and "aₖ" not in alt for alt in alts)

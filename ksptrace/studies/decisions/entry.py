@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ksptrace.errors import KsptraceError
-from ksptrace.studies.decisions.figures import study_figures
+from ksptrace.studies.decisions.figures import left_out, study_figures
 from ksptrace.studies.decisions.files import options_refused
 from ksptrace.studies.decisions.grouping import (
     DEFAULT_AXES,
@@ -44,7 +44,8 @@ def result_of(studies: Studies, tables_of: Sequence[Sequence[Table]] | None = No
         tables = list(tables_of[k]) if tables_of is not None else study_tables(s, k)
         pictures = pictures_of[k] if pictures_of is not None else study_figures(s)
         parts.append(Part(
-            title=s.title, anchor=f"decision-{k + 1}", findings=tuple(sentences(s)),
+            title=s.title, anchor=f"decision-{k + 1}",
+            findings=(*sentences(s), *(left_out(s) if pictures else ())),
             tables=tuple(tables[:SHOWN_TABLES]), unshown=tuple(tables[SHOWN_TABLES:]),
             figures=tuple(pictures)))
     a1, a2 = studies.axes

@@ -118,5 +118,20 @@ def depth_figure(s: DecisionStudy) -> Figure:
                    "(labels: the threshold).", to_png(fig))
 
 
+def _tree_sizes(s: DecisionStudy) -> set[tuple[float, float]]:
+    rows = (*s.by_depth, *s.by_threshold)
+    return {(round(r.tree.stats.mean_depth, 6), round(percent(r.penalty.mean), 6)) for r in rows}
+
+
+def left_out(s: DecisionStudy) -> list[str]:
+    """Why a figure of ``s`` is not drawn (no plot of a single point under many labels)."""
+    sizes = _tree_sizes(s)
+    if len(sizes) < 2:
+        depth, pen = next(iter(sizes), (0.0, 0.0))
+        return [f"No plot of the penalty against tree size: every depth and threshold limit "
+                f"gives the same tree (mean leaf depth {depth:g}, mean penalty {pen:g} %)."]
+    return []
+
+
 def study_figures(s: DecisionStudy) -> list[Figure]:
-    return [maps_figure(s), penalty_figure(s), depth_figure(s)]
+    return [maps_figure(s), penalty_figure(s), *([] if left_out(s) else [depth_figure(s)])]

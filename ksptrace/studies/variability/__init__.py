@@ -8,10 +8,18 @@ from typing import TYPE_CHECKING
 from ksptrace.studies.public import lazy
 
 if TYPE_CHECKING:
+    from ksptrace.studies.variability.answers import answer_all, caveats
     from ksptrace.studies.variability.batch import entry_name as cache_entry_name
     from ksptrace.studies.variability.batch import prune as prune_cache
-    from ksptrace.studies.variability.findings import ks_alpha_note, sentences
+    from ksptrace.studies.variability.findings import (
+        headline,
+        ks_alpha_note,
+        n_of,
+        problem_of,
+        sentences,
+    )
     from ksptrace.studies.variability.options import AnalysisOptions
+    from ksptrace.studies.variability.overview import failure_rows, run_rows, units_line
     from ksptrace.studies.variability.pipeline import TraceAnalysis
     from ksptrace.studies.variability.runs import (
         Reporter,
@@ -37,6 +45,11 @@ if TYPE_CHECKING:
     )
 
 PUBLIC: dict[str, tuple[str, str]] = {
+    "answer_all": ("answers", "answer_all"),
+    "caveats": ("answers", "caveats"),
+    "failure_rows": ("overview", "failure_rows"),
+    "run_rows": ("overview", "run_rows"),
+    "units_line": ("overview", "units_line"),
     "analyse": ("runs", "analyse"),
     "analyse_files": ("runs", "analyse_files"),
     "AnalysisOptions": ("options", "AnalysisOptions"),
@@ -47,6 +60,9 @@ PUBLIC: dict[str, tuple[str, str]] = {
     "finding_row": ("sections", "finding_row"),
     "image": ("sections", "image"),
     "ks_alpha_note": ("findings", "ks_alpha_note"),
+    "headline": ("findings", "headline"),
+    "n_of": ("findings", "n_of"),
+    "problem_of": ("findings", "problem_of"),
     "model_table": ("tables", "model_table"),
     "prediction_table": ("tables", "prediction_table"),
     "prune_cache": ("batch", "prune"),
@@ -73,18 +89,26 @@ __all__ = [
     "analyse",
     "analyse_files",
     "anchors",
+    "answer_all",
     "apriori_table",
     "cache_entry_name",
+    "caveats",
     "config_key",
+    "failure_rows",
     "finding_row",
+    "headline",
     "image",
     "ks_alpha_note",
     "model_table",
+    "n_of",
     "prediction_table",
+    "problem_of",
     "prune_cache",
+    "run_rows",
     "run_section",
     "scaling_table",
     "sentences",
+    "units_line",
     "variability_table",
 ]
 __getattr__ = lazy(__name__, PUBLIC)

@@ -54,9 +54,14 @@ def content_key(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
+RESULTS_FORMAT = 2
+"""The layout of a cached result: raised whenever TraceAnalysis or what it holds gains or loses
+a field (2: the waiting penalties and spreads), so no entry of an older layout is read back."""
+
+
 def options_key(options: AnalysisOptions, with_figures: bool) -> str:
     """A hash of everything besides the trace that changes its results."""
-    text = f"{__version__}|{options!r}|figures={with_figures}"
+    text = f"{__version__}|{RESULTS_FORMAT}|{options!r}|figures={with_figures}"
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 

@@ -20,6 +20,7 @@ import scipy.stats as st
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES
+from ksptrace.studies.variability.startmoments import remembered_moments
 
 DEFAULT_BINS = 200
 
@@ -165,7 +166,8 @@ def fit_one(name: str, sample: np.ndarray, hist: Histogram) -> Fit:
     z = (x - centre) / spread
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        pz = tuple(float(v) for v in dist.fit(z))
+        with remembered_moments(dist):
+            pz = tuple(float(v) for v in dist.fit(z))
         loglik_z = float(np.sum(dist.logpdf(z, *pz)))
         params = (*pz[:-2], centre + spread * pz[-2], spread * pz[-1])
         frozen = dist(*params)

@@ -30,8 +30,10 @@ class AnalysisOptions:
     fit_size: int | None = 10_000
     """Fit on a seeded subsample of this many values (None: all values)."""
     bins: int = 200
-    independent: str = "nodes"
-    """Independent units in the max: 'nodes' (N = the trace's node count) or 'ranks' (N = P)."""
+    independent: str = "auto"
+    """Independent units in the max: 'nodes' (N = the trace's node count), 'ranks' (N = P) or
+    'auto': ranks for a trace from one node (on one node, N = 1 would make every model K times
+    the mean), nodes for a trace from several."""
     drop_fill: bool = True
     """Drop pipelined GMRES's pipeline-fill iterations from bulk statistics."""
     mc_runs: int = 16
@@ -51,3 +53,11 @@ class AnalysisOptions:
         if self.mc_runs < 1:
             raise UsageError(f"mc_runs must be >= 1, got {self.mc_runs}")
         ks.critical_value(self.alpha)
+
+
+def units(independent: str, n_nodes: int, nprocs: int) -> int:
+    """N for ``--independent`` ``independent``: the node count, P, or ("auto") P on one node
+    and the node count on several."""
+    if independent == "nodes" or (independent == "auto" and n_nodes > 1):
+        return n_nodes
+    return nprocs

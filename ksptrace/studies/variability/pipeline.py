@@ -52,7 +52,8 @@ from ksptrace.studies.variability.flags import (
 )
 from ksptrace.studies.variability.injected import InjectedNoise, injected_noise
 from ksptrace.studies.variability.nodes import NodeVariance, node_variance
-from ksptrace.studies.variability.options import AnalysisOptions, Progress
+from ksptrace.studies.variability.options import AnalysisOptions, Progress, units
+from ksptrace.studies.variability.penalty import Penalty, wait_penalty
 from ksptrace.trace.model import Trace
 
 
@@ -98,6 +99,8 @@ class TraceAnalysis:
     """The trace's node count (distinct node ids)."""
     injection: InjectedNoise | None = None
     """The injected noise (spec 'none' for a noise-free run) and the natural iteration times."""
+    penalty: Penalty | None = None
+    """What waiting costs a standard and a pipelined method on these iterations."""
 
     @property
     def noisy(self) -> bool:
@@ -253,7 +256,7 @@ def analyze_trace(
     n_nodes = trace.n_nodes
     # N is a whole number of independent units: the nodes the trace ran on (P = 200 on 16-core
     # nodes is 13 nodes, not P / ranks-per-node = 12.5), or every rank.
-    count = float(n_nodes) if opt.independent == "nodes" else float(nprocs)
+    count = float(units(opt.independent, n_nodes, nprocs))
     layout = layout_of(trace)
     keep = layout.keep(opt.drop_fill)
     kept = times if keep.size == k_all else times[:, keep]
@@ -346,6 +349,7 @@ def analyze_trace(
         nonstationary=nonstationary,
         lockstep_sum=models.measured_standard(kept),
         rank_sum_max=models.measured_pipelined(kept),
+        penalty=wait_penalty(kept, opt.seed),
         bounds=bounds,
         notes=tuple(notes),
         attrs=tuple(sorted((str(a), v) for a, v in trace.attrs.items())),

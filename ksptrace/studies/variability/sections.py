@@ -43,8 +43,10 @@ def section_of(key: str) -> str:
     return "distributions"
 
 
-def image(p: Figure) -> dict[str, str]:
-    return {"key": p.key, "title": p.title, "caption": p.caption,
+def image(p: Figure) -> dict[str, Any]:
+    """A figure as the templates show it: inline (``src``, a data URI) and as the PNG bytes
+    a page written beside its figures uses instead (``png``)."""
+    return {"key": p.key, "title": p.title, "caption": p.caption, "png": p.png,
             "src": "data:image/png;base64," + base64.b64encode(p.png).decode("ascii")}
 
 

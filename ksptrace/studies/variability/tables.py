@@ -37,8 +37,10 @@ __all__ = ["Table"]
 
 
 JSU_PARAMS = ("a", "b", "loc", "scale")
-JSU_COLUMNS = tuple(f"{v}_{p}" for v in ("a_k", "s_k") for p in JSU_PARAMS)
-"""Johnson S_U parameters (scipy's a, b, loc, scale) of a_k and then of s_k."""
+JSU_COLUMNS = tuple(f"{v}_{p}" + ("_s" if p in ("loc", "scale") else "")
+                    for v in ("a_k", "s_k") for p in JSU_PARAMS)
+"""Johnson S_U parameters (scipy's a, b, loc, scale) of a_k and then of s_k; loc and scale are
+times, in seconds (the ``_s`` suffix, as every time column of the CSV files)."""
 
 
 def run_name(a: TraceAnalysis) -> str:
@@ -164,9 +166,29 @@ def jsu_table(a: TraceAnalysis) -> Table:
                  "loc and scale)", frame=pd.DataFrame(rows))
 
 
+def neighbours(src: TraceAnalysis, dst: TraceAnalysis,
+               analyses: Sequence[TraceAnalysis]) -> bool:
+    """Whether ``dst`` is next to ``src``: same problem and solver, the same n at the nearest
+    other P measured, or the same P at the nearest other n."""
+    def where(a: TraceAnalysis) -> tuple[int, int]:
+        return a.nprocs, n_of(a) or 0
+
+    kind = (problem_of(src), src.ksp)
+    (p0, n0), (p1, n1) = where(src), where(dst)
+    if (p0 == p1) == (n0 == n1):
+        return False
+    axis = 0 if n0 == n1 else 1
+    lo, hi = sorted((where(src)[axis], where(dst)[axis]))
+    return not any((problem_of(a), a.ksp) == kind and where(a)[1 - axis] == where(src)[1 - axis]
+                   and lo < where(a)[axis] < hi for a in analyses)
+
+
 def apriori_table(analyses: Sequence[TraceAnalysis], runs: int = 16, seed: int = 0) -> Table:
-    """Parameters fitted on one trace predict every other trace of the same problem and KSP."""
-    rows, shown = [], []
+    """Parameters fitted on one trace predict every other trace of the same problem and KSP.
+
+    Every pair is a row of the CSV; the page shows the neighbouring ones (the next P or n),
+    where a priori prediction is meant to be used, and the median error of the others."""
+    rows, shown, far_errors = [], [], []
     for src in analyses:
         if src.parameters is None:
             continue
@@ -178,20 +200,30 @@ def apriori_table(analyses: Sequence[TraceAnalysis], runs: int = 16, seed: int =
                 src.parameters, dst.kept, max(1, int(dst.count)), dst.measured, dst.pipelined,
                 src.label, dst.label, runs=runs, seed=seed)
             err = 100.0 * pred.relative_error
+            near = neighbours(src, dst, analyses)
             rows.append({"fitted_on": file_name(src), "predicts": file_name(dst),
                          "simulated_s": pred.simulated, "KSPSolve_s": pred.measured,
-                         "err_pct": err})
+                         "err_pct": err, "neighbour": near})
+            if not near:
+                far_errors.append(abs(err))
+                continue
             shown.append({"fitted on": run_name(src), "predicts": run_name(dst),
                           "simulated": fmt_time(pred.simulated),
                           "KSPSolve": fmt_time(pred.measured), "error": fmt_pct(err)})
+    notes: tuple[str, ...] = ()
+    if not rows:
+        notes = ("Needs two traces of the same problem and solver.",)
+    elif far_errors:
+        notes = (f"{len(far_errors)} pairs farther apart (not the next P or n) are in the CSV; "
+                 f"their median |error| is {float(np.median(far_errors)):.0f} %.",)
     return Table(
         name="apriori",
-        title="A priori prediction: fits of one configuration predict another's runtime",
+        title="A priori prediction: one run's fits predict its neighbours (next P or n)",
         frame=pd.DataFrame(rows, columns=["fitted_on", "predicts", "simulated_s", "KSPSolve_s",
-                                          "err_pct"]),
+                                          "err_pct", "neighbour"]),
         display=pd.DataFrame(shown, columns=["fitted on", "predicts", "simulated", "KSPSolve",
                                              "error"]),
-        notes=() if rows else ("Needs two traces of the same problem and solver.",),
+        notes=notes,
     )
 
 
@@ -216,6 +248,11 @@ def scaling_table(analyses: Sequence[TraceAnalysis], across: str = "P") -> Table
                          key: m.nprocs if key == "P" else n_of(m), **_jsu(m.parameters)})
     frame = pd.DataFrame(rows, columns=["problem", "ksp", fixed, key, *JSU_COLUMNS])
     display = map_cells(frame.astype(object), _short)
+    for column in JSU_COLUMNS:  # times in the unit that suits them, as everywhere on the pages
+        if column.endswith("_s"):
+            display[column] = [fmt_time(v) if isinstance(v, float) and np.isfinite(v)
+                               else "no fit" for v in frame[column]]
+    display.columns = [c.removesuffix("_s") for c in display.columns]
     return Table(
         name=f"scaling_{'nprocs' if key == 'P' else 'n'}",
         title=f"Johnson S_U parameters of a_k and s_k across {across}",

@@ -157,8 +157,9 @@ def test_the_analysis_report_shows_the_map_when_runs_span_p_and_n(tmp_path: Path
                                                                       ("bcgs", 1.5))]
     report = write_report(tmp_path / "r", traces, fast, with_figures=False)
     html = report.html.read_text()
-    assert 'id="decision"' in html
-    assert 'href="#decision"' in html
+    assert 'id="q-decision"' in html  # the main page answers "which solver where"
+    assert 'href="studies/decision.html"' in html
+    assert 'id="decision"' in (tmp_path / "r" / "studies" / "decision.html").read_text()
     summary = json.loads(report.summary.read_text())
     [m] = summary["decision_maps"]
     assert m["best"] == [["gmres", "bcgs"], ["gmres", "bcgs"]]
@@ -166,7 +167,8 @@ def test_the_analysis_report_shows_the_map_when_runs_span_p_and_n(tmp_path: Path
     # one solver only: no map and no section
     single = write_report(tmp_path / "s", [t for t in traces if t.attrs["ksp"] == "gmres"],
                           fast, with_figures=False)
-    assert 'id="decision"' not in single.html.read_text()
+    assert 'id="q-decision"' not in single.html.read_text()
+    assert not (tmp_path / "s" / "studies" / "decision.html").exists()
     assert json.loads(single.summary.read_text())["decision_maps"] == []
 
 

@@ -120,13 +120,16 @@ def test_the_report_has_the_noise_section_and_its_csv(tmp_path: Path) -> None:
     traces = [run(ksp, noise, seed) for seed, ksp in ((1, "gmres"), (2, "pgmres"))
               for noise in ("none", SPEC)]
     report = write_report(tmp_path / "r", traces, OPTIONS, with_figures=False)
-    page = report.html.read_text()
+    main = report.html.read_text()
+    assert main.count('id="q-noise"') == 1  # the question, answered on the main page
+    assert "GMRES against PGMRES: GMRES slowed down more than PGMRES in 1 of 1" in main
+    assert 'href="studies/noise.html"' in main
+    assert "noise exponential scale=1ms p=0.2" in main  # the run table says which noise
+    page = (tmp_path / "r" / "studies" / "noise.html").read_text()
     assert page.count('id="noise"') == 1
     assert "Injected noise: prediction vs measurement" in page
-    assert "GMRES against PGMRES: GMRES slowed down more than PGMRES in 1 of 1" in page
     assert "inside its runs, GMRES paid 0.95 × Σₖ maxₚ D of its detours and PGMRES 0.33 ×" in page
     assert "KS told ranks apart in" in page
-    assert "noise: exponential scale=1ms p=0.2" in page  # the findings row says which noise
     noise_csv = (tmp_path / "r" / "noise.csv").read_text().splitlines()
     assert len(noise_csv) == 3
     assert "err_pct_truth" in noise_csv[0]
@@ -136,5 +139,6 @@ def test_the_report_has_the_noise_section_and_its_csv(tmp_path: Path) -> None:
 def test_a_report_without_noise_has_no_noise_section(tmp_path: Path) -> None:
     report = write_report(tmp_path / "r", [run("gmres", "none", 1)], OPTIONS,
                           with_figures=False)
-    assert 'id="noise"' not in report.html.read_text()
+    assert 'id="q-noise"' not in report.html.read_text()
+    assert not (tmp_path / "r" / "studies").exists()
     assert not (tmp_path / "r" / "noise.csv").exists()

@@ -9,7 +9,7 @@ import pytest
 
 from ksptrace.studies.variability import models, montecarlo, pipeline
 from ksptrace.studies.variability.fitting import fit_johnsonsu
-from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.options import AnalysisOptions, units
 from ksptrace.studies.variability.outliers import jsu_collapsed
 from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
 from ksptrace.trace.model import Trace
@@ -113,7 +113,7 @@ def test_p1_and_one_node_collapse_every_model_to_k_times_the_mean() -> None:
     assert _codes(single, "models") == ["one-node"]
     assert "P = 1" in single.flagged("one-node")[0].message
     node = synthetic_trace(4, 200, 4, "gmres", seed=2)
-    shared = analyze_trace(node, options)
+    shared = analyze_trace(node, dataclasses.replace(options, independent="nodes"))
     assert (shared.n_nodes, shared.count) == (1, 1.0)
     assert "all 4 ranks share one node" in shared.flagged("one-node")[0].message
     norm = shared.model("norm")
@@ -122,6 +122,20 @@ def test_p1_and_one_node_collapse_every_model_to_k_times_the_mean() -> None:
     ranks = analyze_trace(node, dataclasses.replace(options, independent="ranks"))
     assert ranks.count == 4.0
     assert ranks.flagged("one-node") == ()
+
+
+def test_by_default_ranks_are_the_units_on_one_node_and_nodes_on_several() -> None:
+    """Issue 30: one default for everyone. A workstation's traces (one node) get N = P, so the
+    models keep the wait for the slowest rank; a cluster's get N = their node count."""
+    assert AnalysisOptions().independent == "auto"
+    assert [units("auto", 1, 4), units("auto", 3, 12), units("nodes", 1, 4),
+            units("ranks", 3, 12)] == [4, 3, 1, 12]
+    options = AnalysisOptions(candidates=("norm",), mc_runs=2)
+    one_node = analyze_trace(synthetic_trace(4, 200, 4, "gmres", seed=2), options)
+    assert (one_node.n_nodes, one_node.count) == (1, 4.0)
+    assert one_node.flagged("one-node") == ()
+    two_nodes = analyze_trace(synthetic_trace(8, 200, 4, "gmres", seed=2), options)
+    assert (two_nodes.n_nodes, two_nodes.count) == (2, 2.0)
 
 
 def test_thirteen_nodes_of_p200_give_n_13_to_every_model_and_the_monte_carlo() -> None:

@@ -1,0 +1,246 @@
+"""The report's first screen: the study's questions, each answered in sentences with numbers.
+
+Pure: analyses in, frozen dataclasses out. Every headline rests on the clean runs (no
+``machine-loaded`` or ``log-on`` flag, not oversubscribed) when there are any, and says which
+runs it rests on; when there are none, the sentence says so and names the caveat. Predictions
+more than 50 % off are counted in the headline but shown under "Where the models fail".
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from ksptrace.studies.variability.cycles import is_pipelined
+from ksptrace.studies.variability.findings import (
+    FAR,
+    attr,
+    finding,
+    fmt_n,
+    headline,
+    ks_sentence,
+    n_of,
+    problem_of,
+)
+from ksptrace.studies.variability.pipeline import TraceAnalysis
+
+CAVEATS = {"machine-loaded": "machine-loaded", "log-on": "PETSc's event log on",
+           "oversubscribed": "oversubscribed"}
+"""Run conditions that make a timing unrepresentative, and how a sentence names them."""
+STANDARD_OF = {"pgmres": "gmres", "pipefgmres": "fgmres", "pipebcgs": "bcgs", "pipecg": "cg",
+               "pipecr": "cr", "pipelcg": "cg", "groppcg": "cg", "pipecgrr": "cg"}
+"""The standard method each pipelined one reorganises (the pairs the paper compares)."""
+MAX_PAIRS_SHOWN = 4
+"""The largest-P pairs the answer spells out; the count covers all of them."""
+MIN_PAIR_RANKS = 3
+"""Below this P the wait for the slowest rank is the larger of one or two draws: too little
+to tell how the methods compare at scale."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One question and its answer in sentences (each with its numbers and caveats)."""
+
+    key: str
+    question: str
+    sentences: tuple[str, ...]
+
+
+def caveats(a: TraceAnalysis) -> tuple[str, ...]:
+    """The conditions of ``a``'s run that a finding drawn from it must state."""
+    found = [CAVEATS[f.code] for f in a.flags if f.code in CAVEATS]
+    if str(attr(a, "oversubscribed")).lower() in ("true", "1", "yes"):
+        found.append(CAVEATS["oversubscribed"])
+    return tuple(dict.fromkeys(found))
+
+
+@dataclass(frozen=True)
+class Basis:
+    """The runs a headline rests on, and the clause that says which they are."""
+
+    runs: tuple[TraceAnalysis, ...]
+    clause: str
+
+
+def basis(analyses: Sequence[TraceAnalysis]) -> Basis:
+    """The clean runs, or all runs with their caveats named when none is clean."""
+    clean = tuple(a for a in analyses if not caveats(a))
+    if clean:
+        left = len(analyses) - len(clean)
+        return Basis(clean, f"{len(clean)} clean run{'s' if len(clean) != 1 else ''}"
+                     + (f"; {left} flagged run{'s' if left != 1 else ''} left out" if left
+                        else ""))
+    counts: dict[str, int] = {}
+    for a in analyses:
+        for c in caveats(a):
+            counts[c] = counts.get(c, 0) + 1
+    named = ", ".join(f"{v} {k}" for k, v in counts.items())
+    return Basis(tuple(analyses), f"all {len(analyses)} runs, none clean ({named}): "
+                 "treat these numbers as the loaded machine's, not the solver's")
+
+
+def _spread(a: TraceAnalysis) -> float | None:
+    return None if a.penalty is None else a.penalty.spread_pct
+
+
+def _tail(a: TraceAnalysis) -> float | None:
+    return None if a.penalty is None else a.penalty.tail_pct
+
+
+def _median(values: Sequence[float | None]) -> float:
+    return float(statistics.median([v for v in values if v is not None] or [0.0]))
+
+
+def variability(analyses: Sequence[TraceAnalysis]) -> Answer:
+    base = basis(analyses)
+    by_solver: dict[str, list[TraceAnalysis]] = {}
+    for a in base.runs:
+        by_solver.setdefault(a.ksp.upper(), []).append(a)
+    parts = ", ".join(f"{_median([_spread(a) for a in v]):.0f} % for {k}"
+                      for k, v in sorted(by_solver.items()))
+    tails = ", ".join(f"{_median([_tail(a) for a in v]):.0f} % for {k}"
+                      for k, v in sorted(by_solver.items()))
+    out = [f"The middle half of an iteration's times spans {parts} of the median iteration "
+           f"(interquartile range over median, median over {base.clause}); the 99th percentile "
+           f"lies {tails} above the median."]
+    by_p: dict[int, list[TraceAnalysis]] = {}
+    for a in base.runs:
+        by_p.setdefault(a.nprocs, []).append(a)
+    if len(by_p) > 1:
+        lo, hi = min(by_p), max(by_p)
+        out.append(f"From P = {lo} to P = {hi} that spread goes from "
+                   f"{_median([_spread(a) for a in by_p[lo]]):.0f} % to "
+                   f"{_median([_spread(a) for a in by_p[hi]]):.0f} %.")
+    by_n: dict[tuple[str, int], list[TraceAnalysis]] = {}
+    for a in base.runs:
+        n = n_of(a)
+        if n is not None:
+            by_n.setdefault((problem_of(a), n), []).append(a)
+    for problem in sorted({p for p, _ in by_n}):
+        sizes = sorted(n for p, n in by_n if p == problem)
+        if len(sizes) > 1:
+            first, last = by_n[(problem, sizes[0])], by_n[(problem, sizes[-1])]
+            out.append(f"On {problem}, from n = {fmt_n(sizes[0])} to n = {fmt_n(sizes[-1])} it "
+                       f"goes from {_median([_spread(a) for a in first]):.0f} % to "
+                       f"{_median([_spread(a) for a in last]):.0f} %.")
+    ks = ks_sentence([finding(a, "") for a in base.runs])
+    if ks:
+        out.append(ks)
+    return Answer("variability", "How variable are iteration times?", tuple(out))
+
+
+def _pairs(analyses: Sequence[TraceAnalysis]) -> list[tuple[TraceAnalysis, TraceAnalysis]]:
+    """(standard, pipelined) runs of the same problem, n and P, in that order."""
+    out = []
+    for p in analyses:
+        std = STANDARD_OF.get(p.ksp.lower())
+        if not is_pipelined(p.ksp) or std is None:
+            continue
+        for s in analyses:
+            if (s.ksp.lower() == std and (problem_of(s), n_of(s), s.nprocs)
+                    == (problem_of(p), n_of(p), p.nprocs)):
+                out.append((s, p))
+                break
+    return sorted(out, key=lambda sp: (problem_of(sp[0]), sp[0].nprocs, n_of(sp[0]) or 0))
+
+
+def _pair_sentence(s: TraceAnalysis, p: TraceAnalysis) -> str:
+    assert s.penalty is not None
+    assert p.penalty is not None
+    std, pipe = s.penalty.lockstep, p.penalty.rank_sum
+    if pipe.high < std.low:
+        verdict = f"{p.ksp.upper()} paid less"
+    elif std.high < pipe.low:
+        verdict = f"{p.ksp.upper()} paid more"
+    else:
+        verdict = "the intervals overlap: no difference can be told"
+    noted = sorted(set(caveats(s)) | set(caveats(p)))
+    caveat = f" (runs {', '.join(noted)})" if noted else ""
+    return (f"{problem_of(s)} n = {fmt_n(n_of(s))}, P = {s.nprocs}{caveat}: waiting for the "
+            f"slowest rank cost {s.ksp.upper()} {std.text()} above its mean iterations, "
+            f"{p.ksp.upper()} {pipe.text()}; {verdict}.")
+
+
+def pipelined(analyses: Sequence[TraceAnalysis]) -> Answer:
+    question = "Do the pipelined methods pay less for variability?"
+    pairs = [(s, p) for s, p in _pairs(analyses) if s.penalty and p.penalty]
+    lead = ("The paper's comparison: a standard method waits for the slowest rank at every "
+            "iteration (Σₖ maxₚ Tₚᵏ), a pipelined one only at the end (maxₚ Σₖ Tₚᵏ); each is "
+            "given above Σₖ meanₚ Tₚᵏ with a 95 % interval from resampling iterations.")
+    if not pairs:
+        return Answer("pipelined", question, (
+            "Cannot tell on this data: no standard and pipelined pair (such as GMRES and "
+            "PGMRES) ran at the same problem, n and P.",))
+    usable = [(s, p) for s, p in pairs
+              if s.nprocs >= MIN_PAIR_RANKS and not caveats(s) and not caveats(p)]
+    if usable:
+        shown = usable[-MAX_PAIRS_SHOWN:]
+        out = [lead, *(_pair_sentence(s, p) for s, p in shown)]
+        less = sum(1 for s, p in usable
+                   if p.penalty and s.penalty and p.penalty.rank_sum.high < s.penalty.lockstep.low)
+        out.append(f"In {less} of {len(usable)} clean pair{'s' if len(usable) != 1 else ''} at "
+                   f"P ≥ {MIN_PAIR_RANKS} the pipelined "
+                   "method paid less, its interval wholly below the standard one's"
+                   + (f" ({len(shown)} largest-P pairs above)." if len(usable) > len(shown)
+                      else "."))
+        return Answer("pipelined", question, tuple(out))
+    why = []
+    if all(s.nprocs < MIN_PAIR_RANKS for s, _ in pairs):
+        why.append(f"every pair ran at P < {MIN_PAIR_RANKS}, where the slowest of one or two "
+                   "ranks says little about the wait at scale")
+    else:
+        why.append(f"every pair at P ≥ {MIN_PAIR_RANKS} includes a run that was "
+                   + " or ".join(sorted({c for s, p in pairs for c in caveats(s) + caveats(p)})))
+    s, p = max(pairs, key=lambda sp: sp[0].nprocs)
+    return Answer("pipelined", question, (
+        f"Cannot tell on this data: {'; '.join(why)}.", lead,
+        "For what it shows: " + _pair_sentence(s, p)))
+
+
+def models(analyses: Sequence[TraceAnalysis]) -> Answer:
+    question = "How well do the models predict KSPSolve?"
+    base = basis(analyses)
+    scored = [(a, p) for a in base.runs if (p := headline(a)) is not None
+              and p.error_pct is not None]
+    if not scored:
+        return Answer("models", question, ("No run has a non-stationary prediction.",))
+    errors = [abs(p.error_pct or 0.0) for _, p in scored]
+    close = sum(1 for e in errors if e <= 10.0)
+    far = sum(1 for e in errors if e > FAR)
+    out = [f"The non-stationary model Σₖ E[max of N] of U(aₖ, aₖ + sₖ) (for pipelined methods "
+           f"Σₖ μₖ), chosen in advance as the headline model, is within 10 % of the measured "
+           f"KSPSolve in {close} of {len(scored)} runs; its median error is "
+           f"{_median(errors):.1f} % ({base.clause})."]
+    if far:
+        out.append(f"In {far} of them it is more than {FAR:.0f} % off: see “Where the models "
+                   "fail, and why”.")
+    out.append("Table 1 gives every model and bound with its signed error.")
+    return Answer("models", question, tuple(out))
+
+
+def fastest(analyses: Sequence[TraceAnalysis]) -> Answer:
+    question = "Which solver is fastest where?"
+    base = basis(analyses)
+    groups: dict[tuple[str, int | None, int], dict[str, list[float]]] = {}
+    for a in base.runs:
+        key = (problem_of(a), n_of(a), a.nprocs)
+        groups.setdefault(key, {}).setdefault(a.ksp.upper(), []).append(a.measured / a.kept
+                                                                          if a.kept else 0.0)
+    compared = {k: v for k, v in groups.items() if len(v) > 1}
+    if not compared:
+        return Answer("fastest", question, (
+            "No configuration (problem, n, P) ran two solvers, so none can be ranked.",))
+    wins: dict[str, int] = {}
+    for solvers in compared.values():
+        best = min(solvers, key=lambda k: _median(solvers[k]))
+        wins[best] = wins.get(best, 0) + 1
+    ranked = ", ".join(f"{k} in {v}" for k, v in sorted(wins.items(), key=lambda kv: -kv[1]))
+    return Answer("fastest", question, (
+        f"Per iteration (KSPSolve over K), the fastest solver is {ranked} of the "
+        f"{len(compared)} configurations that ran two or more ({base.clause}).",))
+
+
+def answer_all(analyses: Sequence[TraceAnalysis]) -> tuple[Answer, ...]:
+    """The variability study's answers, in the report's order."""
+    return (variability(analyses), pipelined(analyses), models(analyses), fastest(analyses))
