@@ -10,7 +10,7 @@ from ksptrace.errors import UsageError
 from ksptrace.params import Param
 
 
-def add_params(parser: argparse.ArgumentParser, params: Iterable[Param],
+def add_params(parser: argparse.ArgumentParser | argparse._ArgumentGroup, params: Iterable[Param],
                other_defaults: Mapping[str, str] | None = None) -> None:
     """One flag per declared parameter; values are checked later by ``Param.check``.
     ``other_defaults`` adds to a parameter's default where some cases differ (by name)."""

@@ -43,7 +43,14 @@ def register(sub: Any) -> None:
             special.setdefault(name, []).append(f"{value} for {info.name}")
     add_params(p, RUN_PARAMS, {k: "; ".join(v) for k, v in special.items()})
     add_params(p, CHECK_PARAMS)
-    add_params(p, registry.all_params())
+    # Each problem's own flags under its name, so that --help tells which problem takes them.
+    seen: set[str] = set()
+    for info in registry.registered():
+        own = [q for q in info.params if q.name not in seen]
+        if own:
+            add_params(p.add_argument_group(f"{info.name} only (--problem {info.name})"), own)
+            seen.update(q.name for q in own)
+    add_params(p, [q for q in registry.all_params() if q.name not in seen])
     p.add_argument("--np", type=int, default=None, help="launch mpiexec with this many ranks")
     p.add_argument("--out", default="traces", help="output folder, or a file name ending in .h5")
     p.add_argument("--overwrite", action="store_true", help="replace an existing trace file")

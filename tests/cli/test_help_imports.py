@@ -45,3 +45,17 @@ def test_every_help_has_a_plain_description_and_no_empty_default(command: str) -
     assert "``" not in proc.stdout
     assert ":func:" not in proc.stdout
     assert "(default: None)" not in proc.stdout
+
+
+def test_run_help_puts_each_problems_flags_under_its_name() -> None:
+    """Issue 31: run --help listed every iceflow flag among the general ones."""
+    proc = subprocess.run([sys.executable, "-m", "ksptrace", "run", "--help"], cwd=ROOT,
+                          capture_output=True, text=True, check=False, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    options = proc.stdout[proc.stdout.index("\noptions:\n"):]  # after the usage line
+    general, _, iceflow = options.partition("\niceflow only (--problem iceflow):\n")
+    assert iceflow, proc.stdout
+    assert "--hom" not in general
+    assert "--mx" not in general
+    assert "--hom HOM" in iceflow
+    assert "--iterations" in general
