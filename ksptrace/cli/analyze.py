@@ -159,9 +159,15 @@ def main(args: argparse.Namespace) -> int:
         links = [(f"{COLLECTIVES_FOLDER}/collectives.html",
                   f"Collective operations: {len(collective_paths)} trace"
                   f"{'s' if len(collective_paths) != 1 else ''}")] if collective_paths else []
+        extra = []
+        if collective_paths:
+            from ksptrace.report.collectives import share_answer
+
+            answer = share_answer(collective_paths, paths)
+            extra = [answer] if answer is not None else []
         report = write_report_files(args.out, paths, options, _Named(progress),
                                     not args.no_figures, args.jobs, cache, links,
-                                    args.single_file)
+                                    args.single_file, extra)
     if report.units:
         print(report.units)
     print(f"wrote {report.html} ({report.analysed} traces analysed, {len(report.skipped)} skipped"

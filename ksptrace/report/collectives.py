@@ -12,13 +12,15 @@ from pathlib import Path
 
 from ksptrace.errors import AnalysisError, TraceError
 from ksptrace.outputs import staged_directory
-from ksptrace.report.templating import ENV, css
+from ksptrace.report.templating import ENV
 from ksptrace.studies.collectives import (
+    SHARE_QUESTION,
     CollectivesReport,
     build_report,
     reductions_of_files,
     report_figures,
     report_markdown,
+    share_sentences,
 )
 from ksptrace.trace import collectives
 
@@ -60,16 +62,34 @@ def write_collectives(out: Path, paths: Sequence[str | os.PathLike[str]], with_f
         (tmp / "collectives.md").write_text(report_markdown(report))
         for op, text in report.rules:
             (tmp / f"ompi_rules_{op}.conf").write_text(text)
-        (tmp / "collectives.html").write_text(html(report, len(traces), pictures),
-                                              encoding="utf-8")
+        page = html(report, len(traces), pictures, "../report.html" if solver_paths else None)
+        (tmp / "collectives.html").write_text(page, encoding="utf-8")
     return Written(out / "collectives.html", len(traces), tuple(skipped))
 
 
-def html(report: CollectivesReport, count: int, pictures: list[tuple[str, bytes]]) -> str:
-    """The page for ``count`` traces, with ``pictures`` as (title, PNG bytes)."""
+def share_answer(paths: Sequence[str | os.PathLike[str]],
+                 solver_paths: Sequence[str | os.PathLike[str]]) -> dict[str, object] | None:
+    """The main page's answer on collectives (None without a readable collectives trace)."""
+    traces = []
+    for p in paths:
+        try:
+            traces.append(collectives.read(p))
+        except TraceError:
+            continue
+    if not traces or not solver_paths:
+        return None
+    table = reductions_of_files(solver_paths, traces)
+    return {"key": "collectives", "question": SHARE_QUESTION,
+            "sentences": share_sentences(table)}
+
+
+def html(report: CollectivesReport, count: int, pictures: list[tuple[str, bytes]],
+         home: str | None = None) -> str:
+    """The page for ``count`` traces, with ``pictures`` as (title, PNG bytes); ``home``: the
+    solver report it sits beside (a link back), if any."""
     figs = [{"title": t, "src": "data:image/png;base64," + base64.b64encode(b).decode()}
             for t, b in pictures]
     tabs = [{"title": t.title, "empty": t.empty, "html": t.to_html(), "notes": t.notes,
              "csv": f"{t.name}.csv"} for t in report.tables]
     return ENV.get_template("collectives.html.j2").render(
-        css=css(), count=count, notes=report.notes, figures=figs, tables=tabs)
+        count=count, notes=report.notes, figures=figs, tables=tabs, home=home)

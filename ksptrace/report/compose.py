@@ -97,7 +97,7 @@ def _jsonable(v: Any) -> Any:
 
 
 def summary(results: Results, table_list: Sequence[Table],
-            metadata: dict[str, Any]) -> dict[str, Any]:
+            metadata: dict[str, Any], extra: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
     """The machine-readable digest: metadata, each trace's key numbers, tables, skips."""
     out = []
     for d in results.analysed:
@@ -135,8 +135,9 @@ def summary(results: Results, table_list: Sequence[Table],
         })
     return {
         "metadata": metadata,
-        "answers": [{"key": q.key, "question": q.question, "sentences": list(q.sentences)}
-                    for q in answer_all([d.analysis for d in results.analysed])],
+        "answers": [*({"key": q.key, "question": q.question, "sentences": list(q.sentences)}
+                      for q in answer_all([d.analysis for d in results.analysed])),
+                    *({**e, "sentences": list(e["sentences"])} for e in extra)],
         "traces": out,
         "tables": {t.name: t.records() for t in table_list},
         "skipped": [{"path": s.path, "reason": s.reason} for s in results.skipped],
@@ -202,15 +203,17 @@ def write_report_files(
     cache: Path | None = None,
     links: Sequence[tuple[str, str]] = (),
     single_file: bool = False,
+    extra: Sequence[dict[str, Any]] = (),
 ) -> Report:
     """``write_report`` for trace files: in ``jobs`` processes, with the per-trace results
     kept in ``cache`` (None: no cache) for the next run; entries of traces no longer given
     are removed once the report is written. ``links`` are (relative address, title) of pages
-    written beside the report (the collectives page), listed in its contents."""
+    written beside the report (the collectives page), listed in its contents; ``extra`` are
+    answers of other studies (key, question, sentences) shown after the report's own."""
     out = Path(out_dir)
     check_destination(out, EARLIER)
     results = analyse_files(paths, options, progress, with_figures, jobs, cache)
-    report = write_results(out, results, progress, links, single_file)
+    report = write_results(out, results, progress, links, single_file, extra)
     if cache is not None:
         opt = results.options
         keep = set()
@@ -233,7 +236,8 @@ def _write_site(folder: Path, site: Site) -> None:
 
 
 def write_results(out: Path, results: Results, progress: Reporter | None = None,
-                  links: Sequence[tuple[str, str]] = (), single_file: bool = False) -> Report:
+                  links: Sequence[tuple[str, str]] = (), single_file: bool = False,
+                  extra: Sequence[dict[str, Any]] = ()) -> Report:
     """Write the report of analysed ``results`` (whole or not at all): report.html, a page per
     run and per study with their figures as files (``single_file``: one page, figures
     inline), one CSV per table and summary.json; ``links`` as in :func:`write_report_files`."""
@@ -253,8 +257,8 @@ def write_results(out: Path, results: Results, progress: Reporter | None = None,
         progress.step("tables and report")
     table_list = all_tables(analyses, results.options, results.studies)
     metadata = metadata_of(results)
-    site = render_site(results, table_list, metadata, links, single_file)
-    digest = summary(results, table_list, metadata)
+    site = render_site(results, table_list, metadata, links, single_file, extra)
+    digest = summary(results, table_list, metadata, extra)
     digest["pages"] = [{"href": href, "title": title} for href, title in links]
     for r in results.studies:
         digest.update(r.summary)

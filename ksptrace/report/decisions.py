@@ -35,7 +35,7 @@ def write_decision(out: str | Path, runs: Sequence[Run], axes: tuple[str, str],
     pictures_of = [study_figures(s) for s in studies.studies]
     page = ENV.get_template("decision.html.j2").render(
         study=context(result_of(studies, tables_of, pictures_of)), axes=studies.axes,
-        method=studies.method, skipped=list(skipped), standalone=True)
+        method=studies.method, skipped=list(skipped), standalone=True, home=None)
     with staged_directory(folder, ("decision.json",)) as tmp:
         write_files(tmp, studies, tables_of, pictures_of, rules)
         (tmp / "decision.html").write_text(page, encoding="utf-8")

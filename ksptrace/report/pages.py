@@ -93,8 +93,10 @@ def _studies(results: Results, single: bool, files: dict[str, bytes]
 
 
 def render_site(results: Results, tables: Sequence[Table], metadata: dict[str, Any],
-                links: Sequence[tuple[str, str]] = (), single_file: bool = False) -> Site:
-    """The report's pages and figure files."""
+                links: Sequence[tuple[str, str]] = (), single_file: bool = False,
+                extra: Sequence[dict[str, Any]] = ()) -> Site:
+    """The report's pages and figure files; ``extra``: other studies' answers (key, question,
+    sentences), shown after the report's own."""
     rows = anchors(results.analysed)
     analyses = [d.analysis for d in results.analysed]
     files: dict[str, bytes] = {}
@@ -126,7 +128,7 @@ def render_site(results: Results, tables: Sequence[Table], metadata: dict[str, A
     model_tables = [_table(t) for t in tables if t.name in MAIN_TABLES]
     common = {"metadata": metadata, "standalone": True}
     pages = {MAIN: ENV.get_template("report.html.j2").render(
-        **common, home=None, answers=answer_all(analyses),
+        **common, home=None, answers=[*answer_all(analyses), *extra],
         units=units_line(analyses, results.options.independent),
         studies=study_answers, model_tables=model_tables,
         runs=run_rows(rows, analyses, href), failures=failure_rows(rows, analyses, href),

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from importlib.resources import files
-
 import jinja2
 
 ENV = jinja2.Environment(
@@ -15,7 +13,3 @@ ENV = jinja2.Environment(
 )
 """Autoescape is on for every template: text from a trace reaches HTML only escaped."""
 
-
-def css() -> str:
-    """The report's style sheet, for pages that inline it."""
-    return files("ksptrace.report").joinpath("templates/report.css").read_text()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import re
 from pathlib import Path
 
 import pytest
@@ -94,3 +96,12 @@ def test_runs_count_their_reductions_and_analyze_reports_the_shares(
     assert [row.split(",")[:3] for row in table[1:]] == [["cg.h5", "cg", "2"],
                                                         ["pipecg.h5", "pipecg", "2"]]
     assert "Reductions in the solves" in (page / "collectives.html").read_text()
+    # Issue 30: the main page answers "how much of an iteration do the collectives explain?"
+    main = (tmp_path / "rep" / "report.html").read_text()
+    assert "How much of an iteration do the collectives explain?" in main
+    assert re.search(r"CG at P = 2: 3(\.0\d*)? reductions per iteration of [\d.]+ µs each "
+                     r"explain [\d.]+ % of the mean iteration", main)
+    assert "PIPECG at P = 2: " in main
+    assert "each explain at most" in main  # pipelined: an upper bound
+    answers = json.loads((tmp_path / "rep" / "summary.json").read_text())["answers"]
+    assert answers[-1]["key"] == "collectives"
