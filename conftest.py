@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.docs import cleanliness
+from tests.docs import ahead, cleanliness
 from tests.docs.harness import DOCS
 
 ROOT = Path(__file__).resolve().parent
@@ -34,6 +34,12 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
             reporter.write_line("the test run left the clone's git status changed: "
                                 + "; ".join(added[:20]), red=True)
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The documents this run collected: only they run (tests/docs/ahead.py)."""
+    ahead.SELECTED[:] = sorted({Path(str(item.path)) for item in items
+                                if str(item.path).endswith(".md")})
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

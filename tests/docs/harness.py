@@ -22,7 +22,8 @@ documents' own, character for character.
   "cannot run here" message is skipped with that message, as is the browser check of the demo's
   report (README.md's hidden block after ``make demo``) where Chromium is missing.
 
-The count of run and skipped blocks is printed at the end of the test run.
+The documents run two at a time (tests/docs/ahead.py); each block's test reports its block's
+outcome. The count of run and skipped blocks is printed at the end of the test run.
 """
 
 from __future__ import annotations
@@ -38,6 +39,8 @@ from unittest import SkipTest
 
 from sybil import Example, Sybil
 from sybil.parsers.markdown import CodeBlockParser, SkipParser
+
+from tests.docs import ahead
 
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = Path(__file__).resolve().parent / "small"
@@ -132,11 +135,22 @@ def _invisible(example: Example) -> bool:
     return "invisible" in str(example.region.lexemes.get("directive") or "")
 
 
+def _replayed(example: Example) -> bool:
+    """In the tests pytest runs, a block reports what its document's run found (ahead.py)."""
+    if example.namespace.get("mode") == "run":
+        return False
+    ahead.outcome(example.path, example.line)
+    return True
+
+
 def run_shell(example: Example) -> None:
-    _run(example, ["bash", "-euo", "pipefail", "-c", str(example.parsed)])
+    if not _replayed(example):
+        _run(example, ["bash", "-euo", "pipefail", "-c", str(example.parsed)])
 
 
 def run_python(example: Example) -> None:
+    if _replayed(example):
+        return
     prelude: list[str] = example.namespace["prelude"]
     if _invisible(example):
         prelude.append(str(example.parsed))
@@ -149,11 +163,23 @@ def run_python(example: Example) -> None:
         script.unlink(missing_ok=True)
 
 
-DOCS = Sybil(
-    parsers=[CodeBlockParser("sh", run_shell), CodeBlockParser("python", run_python),
-             SkipParser()],
-    patterns=["README.md", "docs/*.md"],
-    path=str(ROOT),
-    setup=setup,
-    teardown=teardown,
-)
+PARSERS = [CodeBlockParser("sh", run_shell), CodeBlockParser("python", run_python),
+           SkipParser()]
+DOCUMENTS = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+
+
+def _parse(path: Path) -> Any:
+    return RUNNER.parse(path)
+
+
+def _replay_setup(namespace: dict[str, Any]) -> None:
+    """pytest's view of a document: start every document's run (once), then replay."""
+    namespace["mode"] = "replay"
+    ahead.start(DOCUMENTS, _parse, setup, teardown)
+
+
+RUNNER = Sybil(parsers=PARSERS, patterns=["README.md", "docs/*.md"], path=str(ROOT))
+"""Parses a document for its run in ahead.py (setup and teardown are called there)."""
+DOCS = Sybil(parsers=PARSERS, patterns=["README.md", "docs/*.md"], path=str(ROOT),
+             setup=_replay_setup)
+"""What pytest collects (conftest.py): each block a test that reports its run's outcome."""

@@ -161,9 +161,10 @@ def test_a_two_node_job_array_is_traced_and_analysed_across_nodes(
     assert table["var_between_all_k_s2"].notna().all()
     assert (table["var_between_all_k_s2"] > 0).all()
     assert table["mean_var_within_all_k_s2"].notna().all()
-    html = (report / "report.html").read_text()
-    assert "Within- and between-node variance" in html
-    assert "one node: no between-node variance" not in html
+    for run_page in sorted((report / "runs").glob("run-*.html")):  # each run's own page
+        html = run_page.read_text()
+        assert "Within- and between-node variance" in html
+        assert "one node: no between-node variance" not in html
 
 
 def _wait_for_a_rank_on_node2() -> None:

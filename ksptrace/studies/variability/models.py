@@ -15,6 +15,7 @@ above).
 from __future__ import annotations
 
 import warnings
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -71,8 +72,37 @@ def expected_max(dist: Any, count: float) -> float:
     return _expected_max(dist, n)
 
 
+def _quantiles(dist: Any) -> tuple[Callable[[float], float], Callable[[float], float]]:
+    """``dist.ppf`` and ``dist.isf`` for one probability at a time, for the quadrature.
+
+    A frozen scipy distribution's public ppf checks and broadcasts its arguments on every call
+    (most of the time of E[max]); with valid shapes, loc and scale, and 0 < q < 1, it computes
+    exactly ``_ppf(q, *shapes) * scale + loc``, which is what this calls. Anything else (a
+    non-finite result, an argument scipy would refuse) goes through the public method."""
+    family = getattr(dist, "dist", None)
+    try:
+        shapes, loc, scale = family._parse_args(*dist.args, **dist.kwds)  # type: ignore[union-attr]
+        valid = bool(np.all(family._argcheck(*shapes))) and scale > 0  # type: ignore[union-attr]
+    except (AttributeError, TypeError, ValueError):
+        valid = False
+    if not valid:
+        return (lambda q: float(dist.ppf(q))), (lambda q: float(dist.isf(q)))
+    direct_ppf, direct_isf = family._ppf, family._isf  # type: ignore[union-attr]
+
+    def ppf(q: float) -> float:
+        x = float(direct_ppf(np.float64(q), *shapes) * scale + loc) if 0.0 < q < 1.0 else np.nan
+        return x if np.isfinite(x) else float(dist.ppf(q))
+
+    def isf(q: float) -> float:
+        x = float(direct_isf(np.float64(q), *shapes) * scale + loc) if 0.0 < q < 1.0 else np.nan
+        return x if np.isfinite(x) else float(dist.isf(q))
+
+    return ppf, isf
+
+
 def _expected_max(dist: Any, n: float) -> float:
     """expected_max for a distribution known to have a finite mean."""
+    ppf, isf = _quantiles(dist)
 
     def integrand(w: float) -> float:
         weight = np.exp(-w)
@@ -80,7 +110,7 @@ def _expected_max(dist: Any, n: float) -> float:
             return 0.0
         u = np.exp(-w / n)
         # Each tail through the function that keeps its precision there.
-        x = dist.ppf(u) if u < 0.5 else dist.isf(-np.expm1(-w / n))
+        x = ppf(u) if u < 0.5 else isf(-np.expm1(-w / n))
         return float(x) * weight
 
     with warnings.catch_warnings():
