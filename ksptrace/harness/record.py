@@ -7,16 +7,17 @@
             ksp.solve(b, x)
 
 The block attaches the stamping monitor of :mod:`ksptrace.harness.monitor` (the same
-allocation-free hot path as ``ksptrace run``) and a pre- and post-solve hook (``KSPSetPreSolve``
-and ``KSPSetPostSolve``, through ctypes: petsc4py 3.18 wraps neither). Every solve stamps into
-one growing buffer: the pre-solve hook points the monitor at the free slots after the last
-solve, the post-solve hook reads the solve's iteration count, its converged reason and its
-KSPSolve time from PETSc's event log (the ``KSPSolve`` event, which PETSc has closed by then)
-and moves the free slots on. Nothing is copied or reset between solves, and whether every
-iteration was reported is checked once, on leaving the block, so that a program of many small
-solves pays a few microseconds per solve. Solves run as the program asks: nothing is forced. On
-leaving the block the ranks write one trace of several solves (schema 3) collectively and
-atomically, or, when an exception escaped on any rank, nothing.
+allocation-free hot path as ``ksptrace run``) and a pre- and post-solve hook
+(``KSPSetPreSolve`` and ``KSPSetPostSolve``, through ctypes: petsc4py 3.18 wraps neither).
+Every solve stamps into one growing buffer: the pre-solve hook points the monitor at the free
+slots after the last solve, the post-solve hook reads the solve's iteration count, its
+converged reason, its time (``MPI_Wtime`` in the two hooks) and its reductions (PETSc's message
+counters, with no event log running: :mod:`ksptrace.harness.counters`) and moves the free slots
+on. Nothing is copied or reset between solves, and whether every iteration was reported is
+checked once, on leaving the block, so that a program of many small solves pays a few
+microseconds per solve. Solves run as the program asks: nothing is forced. On leaving the block
+the ranks write one trace of several solves (schema 3) collectively and atomically, or, when an
+exception escaped on any rank, nothing.
 """
 
 from __future__ import annotations
@@ -114,13 +115,11 @@ class Recorder:
         self.overwrite = overwrite
         self.extra = dict(attrs or {})
         self.monitor = StampMonitor(1, MPI.Wtime)
-        self._event = PETSc.Log.Event("KSPSolve")
-        self._split_event = PETSc.Log.Event("VecReduceBegin")
-        self.event_log = eventlog.ONLY
-        """What PETSc's event log timed during the block (trace attribute event_log)."""
+        self._log: eventlog.SolveLog | None = None
+        """How the solves are counted (trace attributes event_log, reductions_source)."""
         self._reductions = [0.0, 0.0]
         """Blocking and split-phase reductions of the recorded solves (PETSc's counts)."""
-        self._before_reductions = (0.0, 0.0)
+        self._before_count: eventlog.Snapshot | None = None
         self._lib = ctypes.CDLL(PETSc.__file__)  # libpetsc's symbols, through its dependencies
         self._hooks = (_HOOK(self._pre), _HOOK(self._post))  # kept alive while attached
         self._buffer = (np.full(0, np.nan), np.full(0, np.nan))
@@ -159,8 +158,7 @@ class Recorder:
         # the KSPSolve event's times: only the events ksptrace reads, unless the program logs
         # already (its own log stays as it is) or asked for the full log (-log_view)
         own = PETSc.Log.isActive() and not eventlog.narrowed_here()
-        self.event_log = (eventlog.ALL + " (the program's own log)" if own
-                          else eventlog.keep_only_needed(PETSc))
+        self._log = eventlog.SolveLog(PETSc, needs_event=False, program_logs=own)
         self.monitor.attach(self.ksp)
         self._make_room(int(self.ksp.getTolerances()[3]) + 1 + SPARE)
         handle = ctypes.c_void_p(self.ksp.handle)
@@ -193,20 +191,21 @@ class Recorder:
         try:
             self._make_room(int(self.ksp.getTolerances()[3]) + 1 + SPARE)
             self._open = True
-            info = self._event.getPerfInfo()
-            self._before = info["time"]
-            self._before_reductions = (info["numReductions"],
-                                       float(self._split_event.getPerfInfo()["count"]))
+            assert self._log is not None
+            self._before_count = self._log.read()
+            self._before = self.monitor.wtime()
         except BaseException as exc:  # nothing may escape into PETSc's C code
             self._fail(SolverError(f"ksptrace.record: {type(exc).__name__}: {exc}"))
         return 0
 
     def _post(self, *_: Any) -> int:
         try:
-            info = self._event.getPerfInfo()
-            seconds = info["time"] - self._before
-            blocking = info["numReductions"] - self._before_reductions[0]
-            split = float(self._split_event.getPerfInfo()["count"]) - self._before_reductions[1]
+            seconds = self.monitor.wtime() - self._before
+            assert self._log is not None
+            assert self._before_count is not None
+            count = self._log.read()
+            blocking = count.blocking - self._before_count.blocking
+            split = count.split - self._before_count.split
             its = int(self.ksp.getIterationNumber())
             st = self.monitor.stamps
             # PETSc's count is the last call the monitor saw, unless a method says otherwise
@@ -354,9 +353,9 @@ class Recorder:
             "petsc_iterations": int(sum(self._its)),
             "reductions_blocking": int(self._reductions[0]),
             "reductions_split": int(self._reductions[1]), "ksp_solves": len(self._ends),
-            "event_log": self.event_log,
-            "solve_time_source": "PETSc's KSPSolve event on each rank",
-            "reductions_source": eventlog.REDUCTIONS_SOURCE,
+            "event_log": None if self._log is None else self._log.event_log,
+            "solve_time_source": eventlog.HOOK_TIME_SOURCE,
+            "reductions_source": None if self._log is None else self._log.reductions_source,
             "nprocs": nprocs, "n_nodes": len(set(ids)),
             "ranks_per_node": max(ids.count(i) for i in set(ids)),
             "cpu_count": os.cpu_count() or 0, "oversubscribed": self.layout.oversubscribed,

@@ -100,19 +100,20 @@ def _solve_and_write(
         monitor.reset()
         if detour is not None:
             detour.reset()
-    event_log = eventlog.keep_only_needed(petsc)  # set up: every event is registered by now
-    event = petsc.Log.Event("KSPSolve")
-    split_event = petsc.Log.Event("VecReduceBegin")
+    # set up: every event is registered by now (for the log, when the solve needs it)
+    log = eventlog.SolveLog(petsc, needs_event=not instance.solve_is_kspsolve)
     loadavg = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
     mpicomm.Barrier()
     load_start = cpuload.sample(layout.node_cpus)
-    before, split_before = event.getPerfInfo(), split_event.getPerfInfo()
+    before = log.read()
     started = wtime()
     instance.solve()
     ended = wtime()
-    after, split_after = event.getPerfInfo(), split_event.getPerfInfo()
-    event_seconds = after["time"] - before["time"]
-    solve_seconds = ended - started if instance.solve_is_kspsolve else event_seconds
+    after = log.read()
+    event_seconds = (None if after.seconds is None or before.seconds is None
+                     else after.seconds - before.seconds)
+    solve_seconds = ended - started if event_seconds is None or instance.solve_is_kspsolve \
+        else event_seconds
     load_end = cpuload.sample(layout.node_cpus)
     samples = mpicomm.allgather((load_start, load_end))
     foreign = cpuload.foreign_load([s for s, _ in samples], [e for _, e in samples],
@@ -135,9 +136,10 @@ def _solve_and_write(
             # PETSc's own count of the timed solve's global reductions (-log_view's Reduct
             # column of KSPSolve) and of the split-phase ones of pipelined methods, which that
             # column misses (VecReduceBegin: one MPI_Iallreduce each)
-            reductions_blocking=int(after["numReductions"] - before["numReductions"]),
-            reductions_split=int(split_after["count"] - split_before["count"]),
-            ksp_solves=int(after["count"] - before["count"]),
+            reductions_blocking=int(after.blocking - before.blocking),
+            reductions_split=int(after.split - before.split),
+            ksp_solves=(1 if after.solves is None or before.solves is None
+                        else int(after.solves - before.solves)),
             converged_reason=reason,
             solution_error=solution_error,
         )
@@ -154,11 +156,11 @@ def _solve_and_write(
         solve_max=float(max(solves)),
         solve_min=float(min(solves)),
         solve_mean=float(np.mean(solves)),
-        solve_event_max=float(max(events)),
+        solve_event_max=None if None in events else max(float(e or 0.0) for e in events),
         solve_time_source=(eventlog.SOLVE_TIME_SOURCE if instance.solve_is_kspsolve
-                           else "PETSc's KSPSolve event on each rank"),
-        reductions_source=eventlog.REDUCTIONS_SOURCE,
-        event_log=event_log,
+                           else eventlog.EVENT_TIME_SOURCE),
+        reductions_source=log.reductions_source,
+        event_log=log.event_log,
         petsc_options_unused=shlex.join(f"-{name}" for name in unused),
         allow_unused_options=settings.allow_unused_options,
         loadavg_before=loadavg,

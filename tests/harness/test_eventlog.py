@@ -1,6 +1,7 @@
-"""PETSc's event log during the timed solve (issue 28): only KSPSolve and VecReduceBegin are
-logged, the solve is timed with MPI_Wtime, the trace says how each figure was obtained, and a
-run with the full log (-log_view) is recorded and flagged."""
+"""PETSc's event log during the timed solve (issue 28): off by default (reductions from PETSc's
+message counters, equal to the event log's counts), only KSPSolve and VecReduceBegin where the
+KSPSolve event is needed, the solve timed with MPI_Wtime, the trace says how each figure was
+obtained, and a run with the full log (-log_view) is recorded and flagged."""
 
 from __future__ import annotations
 
@@ -8,10 +9,11 @@ import dataclasses
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from ksptrace.harness import eventlog
+from ksptrace.harness import counters, eventlog
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import analyze_trace
 from ksptrace.trace.read import read_trace
@@ -23,7 +25,7 @@ FAST = AnalysisOptions(candidates=("norm",), fit_size=1000, mc_runs=2)
 
 COUNTING = """
 from petsc4py import PETSc
-from ksptrace.harness import eventlog
+from ksptrace.harness import counters, eventlog
 from ksptrace.problems import registry
 inst = registry.get("laplace1d").build(PETSc.COMM_WORLD, 1000, {})
 inst.ksp.setTolerances(rtol=0.0, atol=0.0, divtol=1e300, max_it=50)
@@ -45,27 +47,65 @@ def test_only_the_needed_events_are_logged() -> None:
     assert counts == "KSPSolve=1 MatMult=0 VecNorm=0 PCApply=0"
 
 
+LOG_OFF = """
+from petsc4py import PETSc
+from ksptrace.harness import eventlog
+from ksptrace.problems import registry
+inst = registry.get("laplace1d").build(PETSc.COMM_WORLD, 1000, {})
+inst.ksp.setTolerances(rtol=0.0, atol=0.0, divtol=1e300, max_it=50)
+inst.prepare()
+log = eventlog.SolveLog(PETSc, needs_event=False)
+before = log.read()
+inst.solve()
+after = log.read()
+print(log.event_log, PETSc.Log.isActive(), after.blocking - before.blocking, after.seconds)
+"""
+
+
+@pytest.mark.usefixtures("require_petsc")
+def test_by_default_no_event_log_runs_and_the_counters_count() -> None:
+    proc = subprocess.run([sys.executable, "-c", LOG_OFF], env=solver_env(PYTHONPATH=str(ROOT)),
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
+    assert proc.returncode == 0, proc.stderr
+    # one rank: PETSc reduces nothing across processes, yet nothing is logged either
+    assert proc.stdout.split() == [eventlog.OFF, "False", "0.0", "None"]
+
+
+def _run(ksptrace_cli: Any, path: Path, ksp: str, *extra: str) -> Any:
+    proc = ksptrace_cli("run", "--n", "200000", "--ksp", ksp, "--iterations", "2000",
+                        "--np", "2", "--out", str(path), *extra)
+    assert proc.returncode == 0, proc.stderr
+    return read_trace(path)
+
+
 @pytest.mark.usefixtures("require_petsc")
 def test_a_run_records_its_sources_and_wtime_agrees_with_the_event(
         ksptrace_cli, tmp_path: Path) -> None:
-    path = tmp_path / "t.h5"
-    proc = ksptrace_cli("run", "--n", "200000", "--ksp", "cg", "--iterations", "2000",
-                        "--np", "2", "--out", str(path))
-    assert proc.returncode == 0, proc.stderr
-    trace = read_trace(path)
-    assert trace.attrs["event_log"] == eventlog.ONLY
+    trace = _run(ksptrace_cli, tmp_path / "t.h5", "cg")
+    assert trace.attrs["event_log"] == eventlog.OFF
     assert trace.attrs["solve_time_source"] == eventlog.SOLVE_TIME_SOURCE
-    assert trace.attrs["reductions_source"] == eventlog.REDUCTIONS_SOURCE
-    wtime, event = trace.solve_max, float(trace.attrs["solve_event_max"])  # type: ignore[arg-type]
-    assert abs(wtime - event) <= 0.01 * event, (wtime, event)
+    assert trace.attrs["reductions_source"] == counters.SOURCE
+    assert "solve_event_max" not in trace.attrs  # no log, no event time
     counted = int(trace.attrs["reductions_blocking"])  # type: ignore[call-overload]
     assert 3 * 2000 <= counted <= 3 * 2000 + 5  # CG: 3 per iteration, a few to start
-    full = tmp_path / "full.h5"
-    proc = ksptrace_cli("run", "--n", "200000", "--ksp", "cg", "--iterations", "2000",
-                        "--np", "2", "--out", str(full), "-log_view", ":/dev/null")
-    assert proc.returncode == 0, proc.stderr
-    assert read_trace(full).attrs["event_log"] == eventlog.ALL
-    assert read_trace(full).attrs["reductions_blocking"] == counted  # PETSc's count, log or not
+    full = _run(ksptrace_cli, tmp_path / "full.h5", "cg", "-log_view", ":/dev/null")
+    assert full.attrs["event_log"] == eventlog.ALL
+    assert full.attrs["reductions_source"] == eventlog.REDUCTIONS_SOURCE
+    assert full.attrs["reductions_blocking"] == counted  # the counters equal PETSc's event
+    wtime, event = full.solve_max, float(full.attrs["solve_event_max"])  # type: ignore[arg-type]
+    assert abs(wtime - event) <= 0.01 * event, (wtime, event)  # both measured: they agree
+
+
+@pytest.mark.usefixtures("require_petsc")
+def test_split_phase_counts_equal_the_event_logs_for_pipecg(ksptrace_cli, tmp_path: Path) -> None:
+    off = _run(ksptrace_cli, tmp_path / "off.h5", "pipecg")
+    on = _run(ksptrace_cli, tmp_path / "on.h5", "pipecg", "-log_view", ":/dev/null")
+    assert (off.attrs["event_log"], on.attrs["event_log"]) == (eventlog.OFF, eventlog.ALL)
+    for name in ("reductions_blocking", "reductions_split", "ksp_solves"):
+        assert off.attrs[name] == on.attrs[name], name
+    split = int(off.attrs["reductions_split"])  # type: ignore[call-overload]
+    assert 2000 <= split <= 2005
+    assert int(off.attrs["reductions_blocking"]) <= 5
 
 
 @pytest.mark.usefixtures("require_petsc")
@@ -86,13 +126,14 @@ def test_a_log_view_run_is_recorded_and_flagged(ksptrace_cli, tmp_path: Path) ->
 def test_only_full_log_traces_are_flagged() -> None:
     base = synthetic_trace(nprocs=4, iterations=200, ranks_per_node=2)
     flagged = {}
-    for value in (eventlog.ONLY, eventlog.ALL, eventlog.ALL + " (the program's own log)", None):
+    own = eventlog.ALL + " (the program's own log)"
+    for value in (eventlog.OFF, eventlog.ONLY, eventlog.ALL, own, None):
         attrs = {**base.attrs, "reductions_blocking": 10}
         if value is not None:
             attrs["event_log"] = value
         trace = dataclasses.replace(base, attrs=attrs)
         flagged[value] = "log-on" in [f.code for f in analyze_trace(trace, FAST).flags]
-    assert flagged == {eventlog.ONLY: False, eventlog.ALL: True,
+    assert flagged == {eventlog.OFF: False, eventlog.ONLY: False, eventlog.ALL: True,
                        eventlog.ALL + " (the program's own log)": True,
                        None: True}  # an older ksptrace always ran the full log
     assert "log-on" not in [f.code for f in analyze_trace(base, FAST).flags]  # synthetic
@@ -107,19 +148,30 @@ from ksptrace.problems import registry
 inst = registry.get("laplace1d").build(PETSc.COMM_WORLD, 1000, {})
 inst.ksp.setTolerances(rtol=1e-6)
 inst.prepare()
-for k in range(2):
+inst.solve()  # the first solve sets the PC up (2 more reductions): every block times the same
+for k in range(3):
+    if k == 2:
+        PETSc.Log.begin()  # the program's own log
     with ksptrace.record(inst.ksp, f"{sys.argv[1]}/b{k}.h5", comm=MPI.COMM_WORLD):
         inst.reset(); inst.solve()
 """
 
 
 @pytest.mark.usefixtures("require_petsc")
-def test_a_second_record_block_knows_the_log_is_its_own(tmp_path: Path) -> None:
-    """The first block begins and narrows the log; the second must not take that running log
-    for the program's own full log."""
-    proc = subprocess.run([sys.executable, "-c", TWO_BLOCKS, str(tmp_path)],
+def test_record_logs_nothing_and_counts_as_a_programs_own_log_does(tmp_path: Path) -> None:
+    """Blocks run with no log and count with PETSc's counters; a program that logs keeps its
+    log, the trace says so, and the counts agree."""
+    proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, "-c", TWO_BLOCKS,
+                           str(tmp_path)],
                           env=solver_env(PYTHONPATH=str(ROOT)), cwd=ROOT, capture_output=True,
                           text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
-    logs = [read_trace(tmp_path / f"b{k}.h5").attrs["event_log"] for k in range(2)]
-    assert logs == [eventlog.ONLY, eventlog.ONLY]
+    traces = [read_trace(tmp_path / f"b{k}.h5") for k in range(3)]
+    assert [t.attrs["event_log"] for t in traces] == [
+        eventlog.OFF, eventlog.OFF, eventlog.ALL + " (the program's own log)"]
+    assert [t.attrs["reductions_source"] for t in traces] == [
+        counters.SOURCE, counters.SOURCE, eventlog.REDUCTIONS_SOURCE]
+    counts = {t.attrs["reductions_blocking"] for t in traces}
+    assert len(counts) == 1, [t.attrs for t in traces]
+    assert counts.pop() > 0
+    assert traces[0].attrs["solve_time_source"] == eventlog.HOOK_TIME_SOURCE

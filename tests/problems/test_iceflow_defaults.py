@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from ksptrace.harness import eventlog
 from ksptrace.trace.read import read_trace
 
 pytestmark = pytest.mark.mpi
@@ -21,6 +22,10 @@ def test_the_plainest_iceflow_run_works_with_the_default_solver(ksptrace_cli,
     trace = read_trace(path)
     assert trace.attrs["ksp"] == "gmres"
     assert trace.iterations == 300  # iceflow's own default K
+    # the timed solve is a Newton step: its KSPSolve comes from the event, the only one logged
+    assert trace.attrs["event_log"] == eventlog.ONLY
+    assert trace.attrs["solve_time_source"] == eventlog.EVENT_TIME_SOURCE
+    assert float(trace.attrs["solve_event_max"]) == trace.solve_max  # type: ignore[arg-type]
 
 
 def test_a_solve_done_to_machine_precision_says_so_and_the_advice_works(ksptrace_cli,
