@@ -18,9 +18,10 @@ from typing import Any
 
 BLOCKING = ("petsc_allreduce_ct", "petsc_gather_ct", "petsc_scatter_ct")
 SPLIT = "petsc_wait_ct"
-SOURCE = ("PETSc's message counters around the timed solve, the event log off: allreduce, "
-          "gather and scatter calls (blocking: what the KSPSolve event's reductions count) "
-          "and MPI_Wait calls (split-phase: each VecReduceBegin's reduction ends in one)")
+SOURCE = ("PETSc's message counters around the timed solve (they count with or without "
+          "the event log): allreduce, gather and scatter calls (blocking: what the KSPSolve "
+          "event's reductions count) and MPI_Wait calls (split-phase: each VecReduceBegin's "
+          "reduction ends in one)")
 
 
 @dataclass(frozen=True)

@@ -120,6 +120,13 @@ class StampMonitor:
         self._ksp, self.impl, self.why_python = ksp, "python", found
         return self.impl
 
+    def native_context(self) -> tuple[Any, int, int] | None:
+        """The C library, the C context and this monitor's owner number while the C monitor
+        stamps for it (ksptrace.record's C hooks move its window), else None."""
+        if self._bound is None:
+            return None
+        return self._bound[0], self._bound[1], self._owner
+
     def detach(self) -> None:
         """Stop stamping (the C context is kept for the KSP's next monitor)."""
         if self._ksp is None:

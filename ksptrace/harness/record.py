@@ -6,18 +6,19 @@
         for step in range(nsteps):
             ksp.solve(b, x)
 
-The block attaches the stamping monitor of :mod:`ksptrace.harness.monitor` (the same
-allocation-free hot path as ``ksptrace run``) and a pre- and post-solve hook
-(``KSPSetPreSolve`` and ``KSPSetPostSolve``, through ctypes: petsc4py 3.18 wraps neither).
-Every solve stamps into one growing buffer: the pre-solve hook points the monitor at the free
-slots after the last solve, the post-solve hook reads the solve's iteration count, its
-converged reason, its time (``MPI_Wtime`` in the two hooks) and its reductions (PETSc's message
-counters, with no event log running: :mod:`ksptrace.harness.counters`) and moves the free slots
-on. Nothing is copied or reset between solves, and whether every iteration was reported is
-checked once, on leaving the block, so that a program of many small solves pays a few
-microseconds per solve. Solves run as the program asks: nothing is forced. On leaving the block
-the ranks write one trace of several solves (schema 3) collectively and atomically, or, when an
-exception escaped on any rank, nothing.
+The block attaches the stamping monitor of :mod:`ksptrace.harness.monitor` (the same allocation-
+free hot path as ``ksptrace run``) and a pre- and post-solve hook (``KSPSetPreSolve`` and
+``KSPSetPostSolve``, through ctypes: petsc4py 3.18 wraps neither), in C beside the C monitor
+(:mod:`ksptrace.harness.solvehooks`), else in Python (:mod:`ksptrace.harness.pyhooks`). Every
+solve stamps into one growing buffer: the pre-solve hook points the monitor at the free slots
+after the last solve, the post-solve hook reads the solve's iteration count, its converged
+reason, its time (``MPI_Wtime`` in the two hooks) and its reductions (PETSc's message counters,
+with no event log running: :mod:`ksptrace.harness.counters`) and moves the free slots on.
+Nothing is copied or reset between solves, and whether every iteration was reported is checked
+once, on leaving the block, so that a program of many small solves pays well under a microsecond
+per solve with the C hooks. Solves run as the program asks: nothing is forced. On leaving the
+block the ranks write one trace of several solves (schema 3) collectively and atomically, or,
+when an exception escaped on any rank, nothing.
 """
 
 from __future__ import annotations
@@ -43,17 +44,16 @@ from ksptrace.errors import (
     SolverError,
     UsageError,
 )
-from ksptrace.harness import cpuload, eventlog
+from ksptrace.harness import counters, cpuload, eventlog, native
 from ksptrace.harness.kspsetup import GMRES_FAMILY, PETSC_DEFAULT_RESTART, reason_name
 from ksptrace.harness.monitor import StampMonitor, check_reported
 from ksptrace.harness.mpienv import agree_on_error, node_layout
 from ksptrace.harness.provenance import versions
+from ksptrace.harness.pyhooks import PythonHooks
+from ksptrace.harness.solvehooks import NativeHooks, Recorded
 from ksptrace.trace import publish, write
 from ksptrace.trace.model import AttrValue, Solves, Trace
 
-_HOOK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
-                         ctypes.c_void_p)
-"""``PetscErrorCode (*)(KSP, Vec, Vec, void *)``: KSPSetPreSolve's and KSPSetPostSolve's hook."""
 SPARE = 2
 """Monitor slots beyond max_it: pipelined CG-type methods report one iteration more."""
 _RECORDING: set[int] = set()
@@ -115,23 +115,13 @@ class Recorder:
         self.overwrite = overwrite
         self.extra = dict(attrs or {})
         self.monitor = StampMonitor(1, MPI.Wtime)
+        self._hooks: NativeHooks | PythonHooks | None = None
+        """The C hooks, where the C monitor stamps and PETSc counts, else the Python ones."""
         self._log: eventlog.SolveLog | None = None
         """How the solves are counted (trace attributes event_log, reductions_source)."""
-        self._reductions = [0.0, 0.0]
-        """Blocking and split-phase reductions of the recorded solves (PETSc's counts)."""
-        self._before_count: eventlog.Snapshot | None = None
         self._lib = ctypes.CDLL(PETSc.__file__)  # libpetsc's symbols, through its dependencies
-        self._hooks = (_HOOK(self._pre), _HOOK(self._post))  # kept alive while attached
-        self._buffer = (np.full(0, np.nan), np.full(0, np.nan))
-        """Stamps and norms of every solve, one after the other (NaN: not reported)."""
-        self._ends: list[int] = []
-        """Where each recorded solve's slots end in the buffer (the next one starts there)."""
-        self._open = False
-        """A solve started and has not ended (its post-solve hook never ran)."""
-        self._seconds: list[float] = []
-        self._reasons: list[int] = []
-        self._its: list[int] = []
-        self._before = 0.0
+        self._got: Recorded | None = None
+        """What the hooks recorded, taken over after the block."""
         self._error: KsptraceError | None = None
         self._attached = 0
         """The handle of the KSP the hooks are on (0: none)."""
@@ -139,7 +129,7 @@ class Recorder:
     @property
     def solves(self) -> int:
         """The solves recorded so far."""
-        return len(self._ends)
+        return 0 if self._hooks is None else self._hooks.solves
 
     def __enter__(self) -> Recorder:
         if int(self.ksp.handle) in _RECORDING:
@@ -160,100 +150,50 @@ class Recorder:
         own = PETSc.Log.isActive() and not eventlog.narrowed_here()
         self._log = eventlog.SolveLog(PETSc, needs_event=False, program_logs=own)
         self.monitor.attach(self.ksp)
-        self._make_room(int(self.ksp.getTolerances()[3]) + 1 + SPARE)
-        handle = ctypes.c_void_p(self.ksp.handle)
-        self._lib.KSPSetPreSolve(handle, self._hooks[0], None)
-        self._lib.KSPSetPostSolve(handle, self._hooks[1], None)
-        self._attached = int(self.ksp.handle)
+        self._hooks = self._native_hooks() or PythonHooks(self.ksp, self.monitor, self._log,
+                                                          SPARE)
+        self._hooks.attach(self._lib, ctypes.c_void_p(self.ksp.handle))
+        self._attached = self._handle = int(self.ksp.handle)
+        self._type = str(self.ksp.getType())
+        """The KSP's handle and type when the block began (a KSP destroyed inside the block
+        has neither after it)."""
         _RECORDING.add(self._attached)
         self.mpicomm.Barrier()
         self.load_start = cpuload.sample()
         return self
 
-    def _start(self) -> int:
-        return self._ends[-1] if self._ends else 0
+    def _native_hooks(self) -> NativeHooks | None:
+        """The C hooks, when the C monitor stamps and PETSc has its counters."""
+        context = self.monitor.native_context()
+        found = native.native(self.monitor.wtime)
+        if context is None or self._log is None or self._log.counters is None \
+                or isinstance(found, str):
+            return None
+        return NativeHooks(context, self.monitor.beyond, self._log.counters, self._lib,
+                           found.wtime, SPARE)
 
-    def _make_room(self, needed: int) -> None:
-        """Point the monitor at ``needed`` free slots after the last recorded solve."""
-        start = self._start()
-        stamps, norms = self._buffer
-        if start + needed > stamps.shape[0]:
-            size = max(2 * stamps.shape[0], start + needed, 4096)
-            grown = (np.full(size, np.nan), np.full(size, np.nan))
-            grown[0][:start], grown[1][:start] = stamps[:start], norms[:start]
-            self._buffer = stamps, norms = grown
-        elif self._open:  # the last solve never ended (an exception inside KSPSolve)
-            stamps[start:start + needed] = np.nan
-            norms[start:start + needed] = np.nan
-        self.monitor.window(stamps, norms, start, needed)
-
-    def _pre(self, *_: Any) -> int:
-        try:
-            self._make_room(int(self.ksp.getTolerances()[3]) + 1 + SPARE)
-            self._open = True
-            assert self._log is not None
-            self._before_count = self._log.read()
-            self._before = self.monitor.wtime()
-        except BaseException as exc:  # nothing may escape into PETSc's C code
-            self._fail(SolverError(f"ksptrace.record: {type(exc).__name__}: {exc}"))
-        return 0
-
-    def _post(self, *_: Any) -> int:
-        try:
-            seconds = self.monitor.wtime() - self._before
-            assert self._log is not None
-            assert self._before_count is not None
-            count = self._log.read()
-            blocking = count.blocking - self._before_count.blocking
-            split = count.split - self._before_count.split
-            its = int(self.ksp.getIterationNumber())
-            st = self.monitor.stamps
-            # PETSc's count is the last call the monitor saw, unless a method says otherwise
-            usual = its + 1 < st.shape[0] and st[its] == st[its] and st[its + 1] != st[its + 1]
-            last = its if usual else self._last_call(its)
-            if self.monitor.beyond[0]:
-                self.monitor.check(self.ksp.getType(), last)  # raises, saying why
-            self._ends.append(self._start() + last + 1)
-            self._open = False
-            self._seconds.append(seconds)
-            self._reasons.append(int(self.ksp.getConvergedReason()))  # named at the end
-            self._its.append(its)
-            self._reductions[0] += blocking
-            self._reductions[1] += split
-        except KsptraceError as exc:
-            self._fail(exc)
-        except BaseException as exc:  # nothing may escape into PETSc's C code
-            self._fail(SolverError(f"ksptrace.record: {type(exc).__name__}: {exc}"))
-        return 0
+    def _take(self) -> Recorded:
+        """Take over what the hooks recorded (after they are detached) and free them."""
+        if self._got is None:
+            assert self._hooks is not None
+            alive = self.ksp.handle and int(self.ksp.handle) == self._handle
+            self._got = self._hooks.results(self.ksp.getType() if alive else self._type)
+            self._hooks.free()
+            self._error = self._error or self._got.error
+        return self._got
 
     def _check_all(self) -> None:
         """Every iteration of every recorded solve was reported (SolverError, saying which
         solve and why, when not)."""
-        stamps = self._buffer[0]
+        stamps = self._take().stamps
         start = 0
-        for number, end in enumerate(self._ends):
+        for number, end in enumerate(self._take().ends):
             if np.isnan(stamps[start:end]).any():
                 try:
                     check_reported(stamps[start:end], 0, self.ksp.getType(), end - start - 1)
                 except SolverError as exc:
                     raise SolverError(f"solve {number + 1}: {exc}") from None
             start = end
-
-    def _last_call(self, its: int) -> int:
-        """The last iteration number the monitor saw: usually PETSc's count, else found."""
-        st = self.monitor.stamps
-        if its < st.shape[0] and not np.isnan(st[its]) and (
-                its + 1 == st.shape[0] or np.isnan(st[its + 1])):
-            return its
-        seen = np.flatnonzero(~np.isnan(st))
-        if seen.size == 0:
-            raise SolverError(f"KSP type {self.ksp.getType()} reported no iteration to the "
-                              "monitor; ksptrace.record needs a Krylov method")
-        return int(seen[-1])
-
-    def _fail(self, error: KsptraceError) -> None:
-        self._error = self._error or error
-        self.monitor.reset()
 
     def _detach(self) -> None:
         """Take the hooks and the monitor off the KSP; a KSP destroyed inside the block (its
@@ -273,7 +213,10 @@ class Recorder:
 
     def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
                  tb: TracebackType | None) -> None:
-        self._detach()
+        try:
+            self._detach()
+        finally:
+            self._take()
         failed = self.mpicomm.allreduce(exc_type is not None, op=MPI.LOR)
         if failed:  # nothing is written; the ranks that raised nothing say why they stop
             if exc_type is None:
@@ -287,15 +230,16 @@ class Recorder:
             except KsptraceError as exc:
                 self._error = exc
         agree_on_error(self.mpicomm, self._error)
-        if not self._ends:
+        if not self._take().ends:
             raise SolverError(f"no KSPSolve ran inside the ksptrace.record block; no trace "
                               f"written to {self.path}")
         self._write(load_end)
 
     def _write(self, load_end: cpuload.Sample) -> None:
-        lengths = list(np.diff([0, *self._ends]).tolist())
-        used = self._start()
-        stamps, norms = self._buffer[0][:used], self._buffer[1][:used]
+        got = self._take()
+        lengths = list(np.diff([0, *got.ends]).tolist())
+        used = got.ends[-1]
+        stamps, norms = got.stamps[:used], got.norms[:used]
         found = self.mpicomm.allgather(lengths)
         error: KsptraceError | None = None
         if any(f != found[0] for f in found):
@@ -306,7 +250,7 @@ class Recorder:
         foreign = cpuload.foreign_load([s for s, _ in samples], [e for _, e in samples],
                                        list(self.layout.node_ids))
         rows = self.mpicomm.gather(
-            (stamps, np.array(self._seconds), self.layout.hostname),
+            (stamps, np.array(got.seconds), self.layout.hostname),
             root=0)
         attrs = self._attrs(foreign)
         if self.mpicomm.Get_rank() == 0:
@@ -314,9 +258,9 @@ class Recorder:
             offsets = np.concatenate([[0], np.cumsum(lengths)])
             seconds = np.stack([r[1] for r in rows])
             names = {code: reason_name(PETSc.KSP.ConvergedReason, code)
-                     for code in set(self._reasons)}
-            solves = Solves(offsets, seconds, tuple(names[c] for c in self._reasons),
-                            np.array(self._its))
+                     for code in set(got.reasons)}
+            solves = Solves(offsets, seconds, tuple(names[c] for c in got.reasons),
+                            np.array(got.its))
             try:
                 trace = Trace(np.stack([r[0] for r in rows]), norms.copy(),
                               np.array(self.layout.node_ids), tuple(r[2] for r in rows),
@@ -342,6 +286,7 @@ class Recorder:
         op = self.ksp.getOperators()[0]
         pc = self.ksp.getPC()
         impls = set(self.mpicomm.allgather(self.monitor.impl))
+        got = self._take()
         attrs: dict[str, AttrValue | None] = {
             "monitor": impls.pop() if len(impls) == 1 else "mixed",
             "problem": self.name, "recorded": True, "n": int(op.getSize()[0]),
@@ -349,13 +294,15 @@ class Recorder:
             "ksp_requested": self.ksp.getType(), "pc": pc.getType(), "noise": "none",
             "restart": _restart(self.ksp), "warmup": False,
             "petsc_options": _options_line(), "problem_config": "{}",
-            "solves": len(self._ends), "iterations_done": self._start() - len(self._ends),
-            "petsc_iterations": int(sum(self._its)),
-            "reductions_blocking": int(self._reductions[0]),
-            "reductions_split": int(self._reductions[1]), "ksp_solves": len(self._ends),
+            "solves": len(got.ends), "iterations_done": got.ends[-1] - len(got.ends),
+            "petsc_iterations": int(sum(got.its)),
+            "reductions_blocking": int(got.blocking), "reductions_split": int(got.split),
+            "ksp_solves": len(got.ends),
             "event_log": None if self._log is None else self._log.event_log,
             "solve_time_source": eventlog.HOOK_TIME_SOURCE,
-            "reductions_source": None if self._log is None else self._log.reductions_source,
+            "reductions_source": (counters.SOURCE if isinstance(self._hooks, NativeHooks)
+                                  else None if self._log is None
+                                  else self._log.reductions_source),
             "nprocs": nprocs, "n_nodes": len(set(ids)),
             "ranks_per_node": max(ids.count(i) for i in set(ids)),
             "cpu_count": os.cpu_count() or 0, "oversubscribed": self.layout.oversubscribed,

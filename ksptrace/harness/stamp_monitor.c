@@ -151,3 +151,186 @@ int ksptrace_stamp(void *ksp, KSPTRACE_INT its, KSPTRACE_REAL rnorm, void *vctx)
   }
   return 0;
 }
+
+/* ---- ksptrace.record's pre- and post-solve hooks (KSPSetPreSolve, KSPSetPostSolve) ----
+
+   Every recorded solve stamps into one buffer that Python owns: the pre-solve hook points the
+   monitor at the free slots after the last solve and notes the clock and PETSc's message
+   counters; the post-solve hook notes them again, with the iteration count and the converged
+   reason, in per-solve arrays that Python owns, and moves the free slots on. Nothing enters
+   the interpreter unless the buffer or the per-solve arrays are full: then `grow` (a Python
+   callback) gives larger ones through ksptrace_record_buffers. A solve that cannot be recorded
+   (no room, no iteration reported, more iterations than its slots) stops the recording with
+   an error code that Python turns into a message after the block. */
+
+typedef int (*ksp_count_fn)(void *ksp, KSPTRACE_INT *value);
+typedef int (*ksp_reason_fn)(void *ksp, int *reason);
+typedef int (*ksp_tolerances_fn)(void *ksp, KSPTRACE_REAL *rtol, KSPTRACE_REAL *abstol,
+                                 KSPTRACE_REAL *dtol, KSPTRACE_INT *maxits);
+typedef int (*grow_fn)(long long slots_needed);
+
+enum { REC_OK = 0, REC_NO_ROOM = 1, REC_NONE_REPORTED = 2, REC_BEYOND = 3, REC_PETSC = 4 };
+
+struct record_ctx {
+  struct stamp_ctx *monitor;
+  long long owner;           /* the Python monitor whose window is moved */
+  long long *beyond;         /* that monitor's count of iterations beyond its window */
+  double *stamps, *norms;    /* the buffer: `slots` of each */
+  long long slots;
+  double *seconds, *blocking, *split;   /* per solve: `rows` of each */
+  long long *ends, *its, *reasons;
+  long long rows;
+  long long solves;          /* solves recorded so far */
+  long long start;           /* first free slot of the buffer */
+  long long window;          /* slots of the solve now open */
+  int open;                  /* a solve began and has not ended (an error inside KSPSolve) */
+  int error;                 /* REC_*: the recording stopped */
+  long long failed_solve;    /* which solve stopped it */
+  long long spare;           /* slots beyond max_it (pipelined methods report one more) */
+  const double *counted[4];  /* PETSc's allreduce, gather, scatter and wait counters */
+  double t0, blocking0, split0;
+  clock_fn wtime;
+  ksp_count_fn iterations;
+  ksp_reason_fn reason;
+  ksp_tolerances_fn tolerances;
+  grow_fn grow;
+};
+
+struct record_ctx *ksptrace_record_new(struct stamp_ctx *monitor, long long owner,
+                                       long long *beyond, const double *allreduce,
+                                       const double *gather, const double *scatter,
+                                       const double *wait, long long spare, clock_fn wtime,
+                                       ksp_count_fn iterations, ksp_reason_fn reason,
+                                       ksp_tolerances_fn tolerances, grow_fn grow) {
+  struct record_ctx *r = calloc(1, sizeof(struct record_ctx));
+  if (!r) return 0;
+  r->monitor = monitor;
+  r->owner = owner;
+  r->beyond = beyond;
+  r->counted[0] = allreduce;
+  r->counted[1] = gather;
+  r->counted[2] = scatter;
+  r->counted[3] = wait;
+  r->spare = spare;
+  r->wtime = wtime;
+  r->iterations = iterations;
+  r->reason = reason;
+  r->tolerances = tolerances;
+  r->grow = grow;
+  return r;
+}
+
+void ksptrace_record_free(struct record_ctx *r) {
+  free(r);
+}
+
+/* Python's arrays, first and after each growth (the contents up to `start` and `solves` were
+   copied by Python). */
+void ksptrace_record_buffers(struct record_ctx *r, double *stamps, double *norms,
+                             long long slots, double *seconds, double *blocking,
+                             double *split, long long *ends, long long *its,
+                             long long *reasons, long long rows) {
+  r->stamps = stamps;
+  r->norms = norms;
+  r->slots = slots;
+  r->seconds = seconds;
+  r->blocking = blocking;
+  r->split = split;
+  r->ends = ends;
+  r->its = its;
+  r->reasons = reasons;
+  r->rows = rows;
+}
+
+/* solves, start, error, failed_solve, window: what Python reads after the block. */
+void ksptrace_record_state(const struct record_ctx *r, long long *out) {
+  out[0] = r->solves;
+  out[1] = r->start;
+  out[2] = r->error;
+  out[3] = r->failed_solve;
+  out[4] = r->window;
+}
+
+static double blocking_now(const struct record_ctx *r) {
+  return *r->counted[0] + *r->counted[1] + *r->counted[2];
+}
+
+static void stop(struct record_ctx *r, int error) {
+  r->error = error;
+  r->failed_solve = r->solves;
+  ksptrace_stamp_disable(r->monitor, r->owner);
+}
+
+int ksptrace_presolve(void *ksp, void *b, void *x, void *vctx) {
+  struct record_ctx *r = vctx;
+  KSPTRACE_INT maxits = 0;
+  long long need, k;
+  (void)b;
+  (void)x;
+  if (r->error) return 0;
+  if (r->tolerances(ksp, 0, 0, 0, &maxits)) {
+    stop(r, REC_PETSC);
+    return 0;
+  }
+  need = (long long)maxits + 1 + r->spare;
+  if (r->open) /* the last solve never ended: its slots are free again */
+    for (k = r->start; k < r->start + r->window && k < r->slots; ++k)
+      r->stamps[k] = r->norms[k] = 0.0 / 0.0;
+  if ((r->start + need > r->slots || r->solves >= r->rows) &&
+      (r->grow(need) || r->start + need > r->slots || r->solves >= r->rows)) {
+    stop(r, REC_NO_ROOM);
+    return 0;
+  }
+  r->window = need;
+  ksptrace_stamp_target(r->monitor, r->stamps + r->start, r->norms + r->start, r->beyond,
+                        need, r->owner);
+  r->open = 1;
+  r->blocking0 = blocking_now(r);
+  r->split0 = *r->counted[3];
+  r->t0 = r->wtime();
+  return 0;
+}
+
+int ksptrace_postsolve(void *ksp, void *b, void *x, void *vctx) {
+  struct record_ctx *r = vctx;
+  double t = r->wtime();
+  const double *w;
+  KSPTRACE_INT its = 0;
+  int reason = 0;
+  long long last, row;
+  (void)b;
+  (void)x;
+  if (r->error || !r->open) return 0;
+  if (r->iterations(ksp, &its) || r->reason(ksp, &reason)) {
+    stop(r, REC_PETSC);
+    return 0;
+  }
+  if (*r->beyond) {
+    stop(r, REC_BEYOND);
+    return 0;
+  }
+  w = r->stamps + r->start;
+  /* PETSc's count is the last call the monitor saw, unless a method says otherwise */
+  if (its >= 0 && its < r->window && w[its] == w[its] &&
+      (its + 1 == r->window || w[its + 1] != w[its + 1])) {
+    last = its;
+  } else {
+    for (last = r->window - 1; last >= 0 && w[last] != w[last]; --last) {
+    }
+    if (last < 0) {
+      stop(r, REC_NONE_REPORTED);
+      return 0;
+    }
+  }
+  row = r->solves;
+  r->seconds[row] = t - r->t0;
+  r->blocking[row] = blocking_now(r) - r->blocking0;
+  r->split[row] = *r->counted[3] - r->split0;
+  r->its[row] = its;
+  r->reasons[row] = reason;
+  r->ends[row] = r->start + last + 1;
+  r->start = r->ends[row];
+  r->solves = row + 1;
+  r->open = 0;
+  return 0;
+}

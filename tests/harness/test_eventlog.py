@@ -158,19 +158,24 @@ for k in range(3):
 
 
 @pytest.mark.usefixtures("require_petsc")
-def test_record_logs_nothing_and_counts_as_a_programs_own_log_does(tmp_path: Path) -> None:
+@pytest.mark.parametrize("monitor", ["c", "python"])
+def test_record_logs_nothing_and_counts_as_a_programs_own_log_does(
+        tmp_path: Path, monitor: str) -> None:
     """Blocks run with no log and count with PETSc's counters; a program that logs keeps its
-    log, the trace says so, and the counts agree."""
+    log, the trace says so, and the counts agree: with the C hooks (the counters always) and
+    with the Python ones (the program's log's events when it logs)."""
     proc = subprocess.run(["mpiexec", "-n", "2", sys.executable, "-c", TWO_BLOCKS,
                            str(tmp_path)],
-                          env=solver_env(PYTHONPATH=str(ROOT)), cwd=ROOT, capture_output=True,
-                          text=True, timeout=120, check=False)
+                          env=solver_env(PYTHONPATH=str(ROOT), KSPTRACE_MONITOR=monitor),
+                          cwd=ROOT, capture_output=True, text=True, timeout=120, check=False)
     assert proc.returncode == 0, proc.stderr
     traces = [read_trace(tmp_path / f"b{k}.h5") for k in range(3)]
+    assert {t.attrs["monitor"] for t in traces} == {monitor}
     assert [t.attrs["event_log"] for t in traces] == [
         eventlog.OFF, eventlog.OFF, eventlog.ALL + " (the program's own log)"]
+    last = counters.SOURCE if monitor == "c" else eventlog.REDUCTIONS_SOURCE
     assert [t.attrs["reductions_source"] for t in traces] == [
-        counters.SOURCE, counters.SOURCE, eventlog.REDUCTIONS_SOURCE]
+        counters.SOURCE, counters.SOURCE, last]
     counts = {t.attrs["reductions_blocking"] for t in traces}
     assert len(counts) == 1, [t.attrs for t in traces]
     assert counts.pop() > 0

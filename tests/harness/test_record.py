@@ -22,20 +22,23 @@ pytestmark = [pytest.mark.mpi, pytest.mark.usefixtures("require_petsc")]
 SCRIPT = Path(__file__).with_name("record_check.py")
 
 
-@pytest.fixture(scope="module", params=[1, 2], ids=["P1", "P2"])
+@pytest.fixture(scope="module", params=[(1, "c"), (2, "c"), (2, "python")],
+                ids=["P1", "P2", "P2-python-hooks"])
 def recorded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
              ) -> tuple[int, Path, dict[str, dict[str, object]]]:
-    nprocs = int(request.param)
+    """Every case run by the C hooks (the C monitor) and by the Python ones."""
+    nprocs, monitor = request.param
     mpiexec = shutil.which("mpiexec")
     if mpiexec is None:
         pytest.skip("mpiexec not found")
     out = tmp_path_factory.mktemp(f"record{nprocs}")
     proc = subprocess.run(
         [mpiexec, "-n", str(nprocs), sys.executable, str(SCRIPT), str(out)],
-        env=solver_env(PYTHONPATH=str(ROOT)), capture_output=True, text=True, timeout=300,
-        check=False, cwd=ROOT,
+        env=solver_env(PYTHONPATH=str(ROOT), KSPTRACE_MONITOR=monitor), capture_output=True,
+        text=True, timeout=300, check=False, cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
+    assert read_trace(out / "loop.h5").attrs["monitor"] == monitor
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     return nprocs, out, {str(r["case"]): r for r in rows}
 
@@ -103,13 +106,14 @@ def test_one_ksp_recorded_in_many_blocks_keeps_the_programs_monitor(
 ) -> None:
     _, out, rows = recorded
     row = rows["blocks"]
+    monitor = read_trace(out / "loop.h5").attrs["monitor"]
     assert row["solves"] == [1] * 7
-    assert row["impls"] == ["c"] * 7  # the C monitor, reused from block to block
+    assert row["impls"] == [monitor] * 7  # the C monitor is reused from block to block
     its = int(row["its"])  # type: ignore[call-overload]
     assert row["own_calls"] == 8 * (its + 1)  # the program's monitor saw every solve
     for block in range(7):
         trace = read_trace(out / f"block{block}.h5")
-        assert trace.attrs["monitor"] == "c"
+        assert trace.attrs["monitor"] == monitor
         assert trace.iterations == its
 
 
@@ -206,3 +210,36 @@ def test_a_solve_stopped_by_an_exception_leaves_no_stamps_in_the_next(
     assert trace.solves is not None
     assert trace.solves.iterations.tolist() == [10]
     assert trace.stamps.shape == (nprocs, 11)
+
+
+CANCELLED = """
+import sys
+from petsc4py import PETSc
+from mpi4py import MPI
+import ksptrace
+from ksptrace.errors import KsptraceError
+from ksptrace.problems import registry
+inst = registry.get("laplace1d").build(PETSc.COMM_WORLD, 100, {})
+inst.prepare()
+try:
+    with ksptrace.record(inst.ksp, sys.argv[1], comm=MPI.COMM_WORLD):
+        inst.solve()
+        inst.ksp.cancelMonitor()  # the program takes every monitor off: nothing is stamped
+        inst.reset()
+        inst.solve()
+except KsptraceError as exc:
+    print(exc)
+"""
+
+
+def test_a_solve_that_reports_no_iteration_is_named_by_the_c_hooks(tmp_path: Path) -> None:
+    """The C hooks stop the recording and name the cause after the block (no trace)."""
+    path = tmp_path / "p.h5"
+    monitor = "c"
+    proc = subprocess.run([sys.executable, "-c", CANCELLED, str(path)],
+                          env=solver_env(PYTHONPATH=str(ROOT), KSPTRACE_MONITOR=monitor),
+                          capture_output=True, text=True, timeout=120, check=False, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.strip() == ("KSP type gmres reported no iteration to the monitor; "
+                                   "ksptrace.record needs a Krylov method")
+    assert not path.exists()
