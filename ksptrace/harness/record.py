@@ -129,6 +129,8 @@ class Recorder:
     @property
     def solves(self) -> int:
         """The solves recorded so far."""
+        if self._got is not None:
+            return len(self._got.ends)
         return 0 if self._hooks is None else self._hooks.solves
 
     def __enter__(self) -> Recorder:

@@ -4,10 +4,12 @@ Hooks written in Python cost some 20 µs per solve (two ctypes callbacks and the
 of a 0.7 ms solve. The C hooks do the same work without entering the interpreter: the
 pre-solve hook moves the C monitor's window to the free slots of one buffer and notes the clock
 and PETSc's message counters (:mod:`ksptrace.harness.counters`), the post-solve hook notes them
-again with the iteration count and the converged reason, in per-solve arrays. Python is called
-only when the buffer or the per-solve arrays are full, to give larger ones. After the block,
-:meth:`NativeHooks.results` hands the recording to :class:`ksptrace.harness.record.Recorder` in
-the form its Python hooks keep, so both paths share the rest.
+again with the iteration count and the converged reason, in per-solve arrays. The buffers are
+the C context's own and grow by ``realloc`` (pages remapped, not copied), NaN-filled only as
+far as the next solve may reach: growing them inside a solve once cost that solve 2-4 ms with
+numpy arrays filled whole (bench/record_spikes.py found the spikes at solves 128, 256, 512 and
+1024). After the block, :meth:`NativeHooks.results` copies the recording out in the form the
+Python hooks keep, so both paths share the rest of :class:`ksptrace.harness.record.Recorder`.
 """
 
 from __future__ import annotations
@@ -24,10 +26,8 @@ from ksptrace.harness.monitor import check_reported
 
 _vp = ctypes.c_void_p
 _ll = ctypes.c_longlong
-_GROW = ctypes.CFUNCTYPE(ctypes.c_int, _ll)
 NO_ROOM, NONE_REPORTED, BEYOND, PETSC = 1, 2, 3, 4
 """The C hooks' error codes (REC_* in stamp_monitor.c)."""
-FIRST_SLOTS, FIRST_ROWS = 4096, 64
 
 
 @dataclass(frozen=True)
@@ -49,12 +49,11 @@ class Recorded:
 def _declare(lib: Any) -> None:
     lib.ksptrace_record_new.restype = _vp
     lib.ksptrace_record_new.argtypes = [_vp, _ll, _vp, _vp, _vp, _vp, _vp, _ll, _vp, _vp, _vp,
-                                        _vp, _GROW]
+                                        _vp]
     lib.ksptrace_record_free.restype = None
     lib.ksptrace_record_free.argtypes = [_vp]
-    lib.ksptrace_record_buffers.restype = None
-    lib.ksptrace_record_buffers.argtypes = [_vp, _vp, _vp, _ll, _vp, _vp, _vp, _vp, _vp, _vp,
-                                            _ll]
+    lib.ksptrace_record_copy.restype = None
+    lib.ksptrace_record_copy.argtypes = [_vp, _ll, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp]
     lib.ksptrace_record_state.restype = None
     lib.ksptrace_record_state.argtypes = [_vp, _vp]
 
@@ -72,18 +71,15 @@ class NativeHooks:
                  petsc: Any, wtime: int, spare: int) -> None:
         lib, monitor_ctx, owner = context
         _declare(lib)
-        self._lib, self._petsc = lib, petsc
-        self._grow_hook = _GROW(self._grow)  # kept alive while the C code may call it
+        self._lib = lib
         self._ctx = lib.ksptrace_record_new(
             monitor_ctx, owner, beyond.ctypes.data, *counters.addresses, spare, wtime,
             _address(petsc.KSPGetIterationNumber), _address(petsc.KSPGetConvergedReason),
-            _address(petsc.KSPGetTolerances), self._grow_hook)
+            _address(petsc.KSPGetTolerances))
         if not self._ctx:
             raise OutputError("ksptrace.record: no memory for its solve hooks")
         self._beyond = beyond
-        self._state = np.zeros(5, dtype=np.int64)
-        self._arrays: tuple[np.ndarray, ...] = ()
-        self._give(FIRST_SLOTS, FIRST_ROWS)
+        self._state = np.zeros(6, dtype=np.int64)
         self.pre, self.post = _address(lib.ksptrace_presolve), _address(lib.ksptrace_postsolve)
         """The hooks' addresses, for KSPSetPreSolve and KSPSetPostSolve with :attr:`ctx`."""
 
@@ -95,49 +91,28 @@ class NativeHooks:
 
     @property
     def solves(self) -> int:
-        """Solves recorded so far."""
-        return self._read_state()[0]
+        """Solves recorded so far (0 once freed)."""
+        return self._read_state()[0] if self._ctx else 0
 
     @property
     def ctx(self) -> int:
         return int(self._ctx)
 
-    def _read_state(self) -> tuple[int, int, int, int, int]:
+    def _read_state(self) -> tuple[int, ...]:
+        """solves, start, error, failed solve, window, filled (see stamp_monitor.c)."""
         self._lib.ksptrace_record_state(self._ctx, self._state.ctypes.data)
-        solves, start, error, failed, window = (int(v) for v in self._state)
-        return solves, start, error, failed, window
-
-    def _give(self, slots: int, rows: int) -> None:
-        """Arrays of ``slots`` and ``rows``, holding what the old ones held."""
-        solves, start = self._read_state()[:2] if self._arrays else (0, 0)
-        grown = (np.full(slots, np.nan), np.full(slots, np.nan), np.zeros(rows),
-                 np.zeros(rows), np.zeros(rows), np.zeros(rows, dtype=np.int64),
-                 np.zeros(rows, dtype=np.int64), np.zeros(rows, dtype=np.int64))
-        for new, old, used in zip(grown, self._arrays, (start, start) + (solves,) * 6,
-                                  strict=False):
-            new[:used] = old[:used]
-        self._arrays = grown
-        stamps, norms, seconds, blocking, split, ends, its, reasons = grown
-        self._lib.ksptrace_record_buffers(
-            self._ctx, stamps.ctypes.data, norms.ctypes.data, slots, seconds.ctypes.data,
-            blocking.ctypes.data, split.ctypes.data, ends.ctypes.data, its.ctypes.data,
-            reasons.ctypes.data, rows)
-
-    def _grow(self, needed: int) -> int:
-        """The C hooks ran out of room: larger arrays (0), or 1 when there is no memory."""
-        try:
-            solves, start = self._read_state()[:2]
-            slots, rows = self._arrays[0].shape[0], self._arrays[2].shape[0]
-            self._give(max(2 * slots, start + int(needed)),
-                       2 * rows if solves >= rows else rows)
-            return 0
-        except BaseException:  # nothing may escape into PETSc's C code
-            return 1
+        return tuple(int(v) for v in self._state)
 
     def results(self, ksp_type: str) -> Recorded:
         """The recording, after the block (the hooks are detached)."""
-        solves, start, code, failed, window = self._read_state()
-        stamps, norms, seconds, blocking, split, ends, its, reasons = self._arrays
+        solves, start, code, failed, window, filled = self._read_state()
+        upto = min(filled, start + window if code == BEYOND else start)
+        stamps, norms = np.full(upto, np.nan), np.full(upto, np.nan)
+        seconds, blocking, split = np.zeros(solves), np.zeros(solves), np.zeros(solves)
+        ends, its, reasons = (np.zeros(solves, dtype=np.int64) for _ in range(3))
+        self._lib.ksptrace_record_copy(
+            self._ctx, upto, *(a.ctypes.data for a in (stamps, norms, seconds, blocking, split,
+                                                        ends, its, reasons)))
         error: KsptraceError | None = None
         if code == NO_ROOM:
             error = OutputError(f"ksptrace.record: no memory for the stamps of solve "
@@ -154,10 +129,8 @@ class NativeHooks:
         elif code == PETSC:
             error = SolverError(f"ksptrace.record: PETSc refused to report solve "
                                 f"{failed + 1}'s iterations")
-        return Recorded(stamps, norms, [int(e) for e in ends[:solves]],
-                        [float(s) for s in seconds[:solves]], [int(i) for i in its[:solves]],
-                        [int(r) for r in reasons[:solves]], float(blocking[:solves].sum()),
-                        float(split[:solves].sum()), error)
+        return Recorded(stamps, norms, ends.tolist(), seconds.tolist(), its.tolist(),
+                        reasons.tolist(), float(blocking.sum()), float(split.sum()), error)
 
     def free(self) -> None:
         """Give back the C context (after the hooks are off the KSP)."""

@@ -21,7 +21,9 @@
 #endif
 
 void *calloc(unsigned long count, unsigned long size);
+void *realloc(void *ptr, unsigned long size);
 void free(void *ptr);
+void *memcpy(void *dest, const void *src, unsigned long n);
 
 typedef double (*clock_fn)(void);
 typedef int (*gil_ensure_fn)(void);
@@ -154,20 +156,21 @@ int ksptrace_stamp(void *ksp, KSPTRACE_INT its, KSPTRACE_REAL rnorm, void *vctx)
 
 /* ---- ksptrace.record's pre- and post-solve hooks (KSPSetPreSolve, KSPSetPostSolve) ----
 
-   Every recorded solve stamps into one buffer that Python owns: the pre-solve hook points the
-   monitor at the free slots after the last solve and notes the clock and PETSc's message
-   counters; the post-solve hook notes them again, with the iteration count and the converged
-   reason, in per-solve arrays that Python owns, and moves the free slots on. Nothing enters
-   the interpreter unless the buffer or the per-solve arrays are full: then `grow` (a Python
-   callback) gives larger ones through ksptrace_record_buffers. A solve that cannot be recorded
-   (no room, no iteration reported, more iterations than its slots) stops the recording with
-   an error code that Python turns into a message after the block. */
+   Every recorded solve stamps into one buffer: the pre-solve hook points the monitor at the
+   free slots after the last solve and notes the clock and PETSc's message counters; the
+   post-solve hook notes them again, with the iteration count and the converged reason, in
+   per-solve arrays, and moves the free slots on. Nothing enters the interpreter. The buffers
+   are this context's own and grow by realloc, which moves large blocks by remapping pages
+   rather than copying them; slots are set to NaN ("not reported") only as far as the next
+   solve may reach, so a solve never pays for a whole growth at once. A solve that cannot be
+   recorded (no memory, no iteration reported, more iterations than its slots) stops the
+   recording with an error code that Python turns into a message after the block, where it
+   also copies the buffers out (ksptrace_record_copy). */
 
 typedef int (*ksp_count_fn)(void *ksp, KSPTRACE_INT *value);
 typedef int (*ksp_reason_fn)(void *ksp, int *reason);
 typedef int (*ksp_tolerances_fn)(void *ksp, KSPTRACE_REAL *rtol, KSPTRACE_REAL *abstol,
                                  KSPTRACE_REAL *dtol, KSPTRACE_INT *maxits);
-typedef int (*grow_fn)(long long slots_needed);
 
 enum { REC_OK = 0, REC_NO_ROOM = 1, REC_NONE_REPORTED = 2, REC_BEYOND = 3, REC_PETSC = 4 };
 
@@ -175,8 +178,8 @@ struct record_ctx {
   struct stamp_ctx *monitor;
   long long owner;           /* the Python monitor whose window is moved */
   long long *beyond;         /* that monitor's count of iterations beyond its window */
-  double *stamps, *norms;    /* the buffer: `slots` of each */
-  long long slots;
+  double *stamps, *norms;    /* the buffer: `slots` of each, NaN or stamped up to `filled` */
+  long long slots, filled;
   double *seconds, *blocking, *split;   /* per solve: `rows` of each */
   long long *ends, *its, *reasons;
   long long rows;
@@ -193,7 +196,6 @@ struct record_ctx {
   ksp_count_fn iterations;
   ksp_reason_fn reason;
   ksp_tolerances_fn tolerances;
-  grow_fn grow;
 };
 
 struct record_ctx *ksptrace_record_new(struct stamp_ctx *monitor, long long owner,
@@ -201,7 +203,7 @@ struct record_ctx *ksptrace_record_new(struct stamp_ctx *monitor, long long owne
                                        const double *gather, const double *scatter,
                                        const double *wait, long long spare, clock_fn wtime,
                                        ksp_count_fn iterations, ksp_reason_fn reason,
-                                       ksp_tolerances_fn tolerances, grow_fn grow) {
+                                       ksp_tolerances_fn tolerances) {
   struct record_ctx *r = calloc(1, sizeof(struct record_ctx));
   if (!r) return 0;
   r->monitor = monitor;
@@ -216,39 +218,82 @@ struct record_ctx *ksptrace_record_new(struct stamp_ctx *monitor, long long owne
   r->iterations = iterations;
   r->reason = reason;
   r->tolerances = tolerances;
-  r->grow = grow;
   return r;
 }
 
 void ksptrace_record_free(struct record_ctx *r) {
+  free(r->stamps);
+  free(r->norms);
+  free(r->seconds);
+  free(r->blocking);
+  free(r->split);
+  free(r->ends);
+  free(r->its);
+  free(r->reasons);
   free(r);
 }
 
-/* Python's arrays, first and after each growth (the contents up to `start` and `solves` were
-   copied by Python). */
-void ksptrace_record_buffers(struct record_ctx *r, double *stamps, double *norms,
-                             long long slots, double *seconds, double *blocking,
-                             double *split, long long *ends, long long *its,
-                             long long *reasons, long long rows) {
-  r->stamps = stamps;
-  r->norms = norms;
-  r->slots = slots;
-  r->seconds = seconds;
-  r->blocking = blocking;
-  r->split = split;
-  r->ends = ends;
-  r->its = its;
-  r->reasons = reasons;
-  r->rows = rows;
-}
-
-/* solves, start, error, failed_solve, window: what Python reads after the block. */
+/* solves, start, error, failed_solve, window, filled: what Python reads after the block. */
 void ksptrace_record_state(const struct record_ctx *r, long long *out) {
   out[0] = r->solves;
   out[1] = r->start;
   out[2] = r->error;
   out[3] = r->failed_solve;
   out[4] = r->window;
+  out[5] = r->filled;
+}
+
+/* Copy the first `upto` slots (at most `filled`) and every solve's row into Python's arrays. */
+void ksptrace_record_copy(const struct record_ctx *r, long long upto, double *stamps,
+                          double *norms, double *seconds, double *blocking, double *split,
+                          long long *ends, long long *its, long long *reasons) {
+  unsigned long n = (unsigned long)r->solves;
+  if (upto > r->filled) upto = r->filled;
+  if (upto > 0) {
+    memcpy(stamps, r->stamps, (unsigned long)upto * sizeof(double));
+    memcpy(norms, r->norms, (unsigned long)upto * sizeof(double));
+  }
+  if (n) {
+    memcpy(seconds, r->seconds, n * sizeof(double));
+    memcpy(blocking, r->blocking, n * sizeof(double));
+    memcpy(split, r->split, n * sizeof(double));
+    memcpy(ends, r->ends, n * sizeof(long long));
+    memcpy(its, r->its, n * sizeof(long long));
+    memcpy(reasons, r->reasons, n * sizeof(long long));
+  }
+}
+
+static int grow(void **p, long long count, unsigned long size) {
+  void *q = realloc(*p, (unsigned long)count * size);
+  if (!q) return 1;
+  *p = q;
+  return 0;
+}
+
+/* Room for `need` slots after `start` and one more row; 1 when there is no memory. */
+static int make_room(struct record_ctx *r, long long need) {
+  long long k, slots = r->slots, rows = r->rows;
+  if (r->start + need > slots) {
+    slots = 2 * slots > r->start + need ? 2 * slots : r->start + need;
+    if (grow((void **)&r->stamps, slots, sizeof(double)) ||
+        grow((void **)&r->norms, slots, sizeof(double)))
+      return 1;
+    r->slots = slots;
+  }
+  if (r->solves >= rows) {
+    rows = rows ? 2 * rows : 64;
+    if (grow((void **)&r->seconds, rows, sizeof(double)) ||
+        grow((void **)&r->blocking, rows, sizeof(double)) ||
+        grow((void **)&r->split, rows, sizeof(double)) ||
+        grow((void **)&r->ends, rows, sizeof(long long)) ||
+        grow((void **)&r->its, rows, sizeof(long long)) ||
+        grow((void **)&r->reasons, rows, sizeof(long long)))
+      return 1;
+    r->rows = rows;
+  }
+  for (k = r->filled; k < r->start + need; ++k) r->stamps[k] = r->norms[k] = 0.0 / 0.0;
+  if (r->filled < r->start + need) r->filled = r->start + need;
+  return 0;
 }
 
 static double blocking_now(const struct record_ctx *r) {
@@ -274,10 +319,8 @@ int ksptrace_presolve(void *ksp, void *b, void *x, void *vctx) {
   }
   need = (long long)maxits + 1 + r->spare;
   if (r->open) /* the last solve never ended: its slots are free again */
-    for (k = r->start; k < r->start + r->window && k < r->slots; ++k)
-      r->stamps[k] = r->norms[k] = 0.0 / 0.0;
-  if ((r->start + need > r->slots || r->solves >= r->rows) &&
-      (r->grow(need) || r->start + need > r->slots || r->solves >= r->rows)) {
+    for (k = r->start; k < r->start + r->window; ++k) r->stamps[k] = r->norms[k] = 0.0 / 0.0;
+  if (make_room(r, need)) {
     stop(r, REC_NO_ROOM);
     return 0;
   }

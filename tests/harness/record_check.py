@@ -52,7 +52,7 @@ def loop() -> None:
             inst.solve()
             its.append(inst.ksp.getIterationNumber())
         inside = rec.solves
-    emit(case="loop", its=its, inside=inside)
+    emit(case="loop", its=its, inside=inside, after=rec.solves)
 
 
 def raising() -> None:

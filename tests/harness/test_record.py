@@ -49,6 +49,7 @@ def test_every_solve_of_a_loop_has_its_own_iteration_count(
     nprocs, out, rows = recorded
     its = rows["loop"]["its"]
     assert rows["loop"]["inside"] == 5
+    assert rows["loop"]["after"] == 5  # still known once the hooks are freed
     assert isinstance(its, list)
     assert len(set(its)) >= 3  # the right-hand sides make the counts differ
     trace = read_trace(out / "loop.h5")
