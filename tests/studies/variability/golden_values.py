@@ -1,0 +1,95 @@
+"""Every number an analysis computes, flattened to ``{path: value}``, to hold the analysis to
+the numbers it gave before a change (issue 35: throughput work must not move a result by more
+than 1e-6 relative).
+
+``python -m tests.studies.variability.golden_values write`` analyses the stored demo traces in
+``golden/`` with the default options and writes ``golden/<trace>.json``; the test compares a
+fresh analysis with those files (:func:`differences`).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import math
+import sys
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+FOLDER = Path(__file__).with_name("golden")
+SKIPPED = {"path", "label", "attrs"}
+"""Fields that name the file or repeat the trace's attributes, not computed values."""
+RELATIVE = 1e-6
+ABSOLUTE = 1e-12
+"""Values this close to zero (seconds of a sub-nanosecond spread, p-values) compare absolutely."""
+
+
+def flatten(value: Any, prefix: str = "", out: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``value`` as ``{path: number or string}``: dataclass fields, sequences, mappings and
+    arrays element by element."""
+    out = {} if out is None else out
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        for f in dataclasses.fields(value):
+            if f.name not in SKIPPED:
+                flatten(getattr(value, f.name), f"{prefix}.{f.name}", out)
+    elif isinstance(value, dict):
+        for key in sorted(value, key=str):
+            flatten(value[key], f"{prefix}[{key}]", out)
+    elif isinstance(value, np.ndarray):
+        for i, v in enumerate(value.ravel().tolist()):
+            out[f"{prefix}[{i}]"] = v
+    elif isinstance(value, list | tuple):
+        for i, v in enumerate(value):
+            flatten(v, f"{prefix}[{i}]", out)
+    elif isinstance(value, bool | int | float | str) or value is None:
+        out[prefix] = value
+    elif isinstance(value, np.generic):
+        out[prefix] = value.item()
+    else:
+        out[prefix] = repr(value)
+    return out
+
+
+def _close(a: Any, b: Any) -> bool:
+    if isinstance(a, float) or isinstance(b, float):
+        if not isinstance(a, int | float) or not isinstance(b, int | float):
+            return False
+        if math.isnan(a) or math.isnan(b):
+            return math.isnan(a) and math.isnan(b)
+        if math.isinf(a) or math.isinf(b):
+            return a == b
+        return abs(a - b) <= max(RELATIVE * max(abs(a), abs(b)), ABSOLUTE)
+    return bool(a == b)
+
+
+def differences(expected: dict[str, Any], got: dict[str, Any]) -> list[str]:
+    """The paths where ``got`` differs from ``expected`` (missing, extra, or not close)."""
+    bad = [f"missing {k}" for k in expected if k not in got]
+    bad += [f"extra {k}" for k in got if k not in expected]
+    bad += [f"{k}: {expected[k]!r} -> {got[k]!r}" for k in expected
+            if k in got and not _close(expected[k], got[k])]
+    return bad
+
+
+def analysed(path: Path) -> dict[str, Any]:
+    from ksptrace.studies.variability.pipeline import analyze_trace
+    from ksptrace.trace.read import read_trace
+
+    return flatten(analyze_trace(read_trace(path)))
+
+
+def main(argv: list[str]) -> int:
+    if argv[1:] != ["write"]:
+        print("usage: python -m tests.studies.variability.golden_values write", file=sys.stderr)
+        return 2
+    for path in sorted(FOLDER.glob("*.h5")):
+        values = analysed(path)
+        path.with_suffix(".json").write_text(json.dumps(values, indent=0, sort_keys=True) + "\n")
+        print(f"{path.name}: {len(values)} values")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
