@@ -7,14 +7,12 @@ forced iterations, ``MPI_Wtime`` around ``KSPSolve``), ``ksptrace run`` (its tra
 (``MPI_Wtime`` around the call, as the program sees it).
 
 This machine's speed drifts by 10-30 % over seconds (one process's 10^5-unknown solves, back to
-back: 0.75 to 1.04 s), more than the 1-2 % to be shown, so a pair is measured where the drift
-hits both alike:
-
-- P = 1: the bare process and the instrumented one run **at the same time**, one on each core
-  (``taskset``), swapping cores every round (in-process runs, ``ksptrace run`` without
-  ``--np``; two bare processes side by side agree within 1 % in 5 of 6 tries);
-- P = 2 (both cores): one after the other, **bare, X, X, bare** (then X, bare, bare, X), so
-  that a drift linear over the four cancels; the pair's ratio is (X1 + X2) / (B1 + B2).
+back: 0.75 to 1.04 s), more than the 1-2 % to be shown. Each pair is therefore measured in
+turn as **bare, X, X, bare** (then X, bare, bare, X), so that a drift linear over the four
+cancels; the pair's ratio is (X1 + X2) / (B1 + B2). (Running the two side by side, one per
+core, was tried: with the solves overlapping, the two cores slow each other unevenly, and the
+intervals grew to [1.01, 1.27].) ``bench/instructions.py`` measures the same ratios in
+instructions, which drift does not touch.
 
 Per case (unknowns per rank, P) and instrument: the median paired ratio over the rounds, its
 bootstrap 95 % interval, and the extra microseconds per iteration.
@@ -58,7 +56,7 @@ petsc4py.init([])
 from petsc4py import PETSc
 from mpi4py import MPI
 from ksptrace.problems import registry
-import ksptrace  # every kind alike: side by side, the two solves start together
+import ksptrace  # every kind alike
 kind, n, k, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 inst = registry.get("laplace1d").build(PETSc.COMM_WORLD, n, {})
 ksp = inst.ksp
@@ -94,12 +92,10 @@ def _env() -> dict[str, str]:
 def _command(kind: str, per_rank: int, nprocs: int, k: int, out: Path) -> list[str]:
     n = str(per_rank * nprocs)
     if kind == "run":
-        launch = ["--np", str(nprocs)] if nprocs > 1 else []  # P = 1: in process, pinned
         return [sys.executable, "-m", "ksptrace", "run", "--n", n, "--iterations", str(k),
-                *launch, "--out", str(out), "--overwrite"]
-    solve = [sys.executable, "-c", SOLVE, kind, n, str(k), str(out)]
-    return [shutil.which("mpiexec") or "mpiexec", "-n", str(nprocs), *solve] if nprocs > 1 \
-        else solve
+                "--np", str(nprocs), "--out", str(out), "--overwrite"]
+    return [shutil.which("mpiexec") or "mpiexec", "-n", str(nprocs), sys.executable, "-c",
+            SOLVE, kind, n, str(k), str(out)]
 
 
 def _seconds(kind: str, proc: subprocess.CompletedProcess[str], out: Path) -> float:
@@ -124,26 +120,6 @@ def measure(kind: str, per_rank: int, nprocs: int, k: int, folder: Path) -> floa
     return _seconds(kind, proc, out)
 
 
-def side_by_side(kind: str, per_rank: int, k: int, folder: Path, swap: bool
-                 ) -> tuple[float, float]:
-    """A bare and a ``kind`` process of one rank at the same time, one on each core; their
-    seconds (bare, kind)."""
-    outs = (folder / "bare.h5", folder / f"{kind}.h5")
-    cores = ("1", "0") if swap else ("0", "1")
-    procs = []
-    for which, out, core in zip(("bare", kind), outs, cores, strict=True):
-        out.unlink(missing_ok=True)
-        procs.append(subprocess.Popen(
-            ["taskset", "-c", core, *_command(which, per_rank, 1, k, out)], env=_env(),
-            cwd=ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True))
-    done = []
-    for which, proc, out in zip(("bare", kind), procs, outs, strict=True):
-        stdout, stderr = proc.communicate(timeout=600)
-        done.append(_seconds(which, subprocess.CompletedProcess(proc.args, proc.returncode,
-                                                                stdout, stderr), out))
-    return done[0], done[1]
-
-
 def bootstrap(ratios: np.ndarray, draws: int = 10_000, seed: int = 0) -> tuple[float, float]:
     """95 % percentile interval of the median of ``ratios``."""
     rng = np.random.default_rng(seed)
@@ -157,23 +133,19 @@ def run_case(per_rank: int, nprocs: int, k: int, target: float, rounds: int,
     pairs: dict[str, list[tuple[float, float]]] = {kind: [] for kind in KINDS[1:]}
     for r in range(rounds):
         for kind in (KINDS[1:] if r % 2 == 0 else KINDS[:0:-1]):
-            if nprocs == 1:
-                pairs[kind].append(side_by_side(kind, per_rank, k, folder, swap=r % 2 == 1))
-                continue
             order = ("bare", kind, kind, "bare") if r % 2 == 0 else (kind, "bare", "bare", kind)
             timed = [(which, measure(which, per_rank, nprocs, k, folder)) for which in order]
             pairs[kind].append((sum(t for w, t in timed if w == "bare"),
                                 sum(t for w, t in timed if w == kind)))
     case: dict[str, Any] = {"unknowns_per_rank": per_rank, "nprocs": nprocs, "iterations": k,
                             "rounds": rounds, "target": target,
-                            "pairing": "side by side, one core each" if nprocs == 1
-                            else "bare, X, X, bare in turn (sums)"}
+                            "pairing": "bare, X, X, bare in turn (sums)"}
     for kind, got in pairs.items():
         bare, inst = np.array([b for b, _ in got]), np.array([i for _, i in got])
         ratios = inst / bare
         low, high = bootstrap(ratios)
         median = float(np.median(ratios))
-        per_pair = 1 if nprocs == 1 else 2
+        per_pair = 2
         case[kind] = {
             "median_ratio": median, "ci95": [low, high],
             "us_per_iteration": float(np.median(inst - bare)) / per_pair / k * 1e6,
@@ -203,8 +175,7 @@ def main() -> int:
                       f"{'met' if c['met'] else 'MISSED'}", flush=True)
     result: dict[str, Any] = {
         "what": "ksptrace run and ksptrace.record end to end against a bare petsc4py solve "
-                "with the event log off; separate processes, side by side at P = 1, "
-                "bare-X-X-bare at P = 2",
+                "with the event log off; separate processes, bare-X-X-bare in turn",
         "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
         "cpu_count": os.cpu_count(), "minutes": (time.time() - started) / 60,
         "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
