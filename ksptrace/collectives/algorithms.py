@@ -120,6 +120,9 @@ def openmpi_forcing(operation: str, algorithm: int | str, catalogue: Mapping[int
                          f"segmented ones: {takes}")
     if segment_bytes < 0:
         raise UsageError(f"--segment-bytes must be >= 0, got {segment_bytes}")
+    if name == "segmented_ring" and not segment_bytes:
+        raise UsageError(f"Open MPI's {coll} segmented_ring needs --segment-bytes: without a "
+                         "segment size it runs as a plain ring (add e.g. --segment-bytes 8192)")
     env = [("OMPI_MCA_coll_tuned_use_dynamic_rules", "1"),
            (f"OMPI_MCA_coll_tuned_{coll}_algorithm", str(number))]
     if segment_bytes:

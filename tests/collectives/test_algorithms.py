@@ -62,6 +62,9 @@ def test_unknown_library_runs_defaults_and_says_so() -> None:
     ("openmpi", "allreduce", "ring", 64, "takes no segment size; segmented ones: "
      "segmented_ring"),
     ("openmpi", "bcast", "0", 64, "--segment-bytes needs a forced algorithm"),
+    # without a segment size Open MPI runs segmented_ring as a plain ring (issue 32)
+    ("openmpi", "allreduce", "segmented_ring", 0, "segmented_ring needs --segment-bytes: "
+     "without a segment size it runs as a plain ring"),
     ("mpich", "allreduce", "rabenseifner", 0, "unknown MPICH allreduce algorithm"),
     ("mpich", "allreduce", "ring", 64, "--segment-bytes is Open MPI's"),
     ("openmpi", "alltoall", "1", 0, "unknown operation 'alltoall'"),

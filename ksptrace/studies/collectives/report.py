@@ -273,7 +273,8 @@ def segmentation_over_p(frame: pd.DataFrame) -> pd.DataFrame:
 def ompi_rules_files(traces: Sequence[CollectiveTrace]) -> tuple[tuple[str, str], ...]:
     """An Open MPI rules file per blocking collective whose map has 2+ algorithms over 2+ P and
     2+ sizes: the exact quadtree of the best-algorithm map (``ksptrace decide``'s code), with
-    the algorithm numbers the traces forced (segment sizes are left at their default)."""
+    the algorithm numbers the traces forced, with the segment size a segmented winner was
+    measured with."""
     from ksptrace.studies.decisions.maps import square_map
     from ksptrace.studies.decisions.quadtree import build_quadtree
     from ksptrace.studies.decisions.rules import COLLECTIVE_IDS, ompi_rules
@@ -283,7 +284,9 @@ def ompi_rules_files(traces: Sequence[CollectiveTrace]) -> tuple[tuple[str, str]
         mine = [t for t in traces if t.operation == op and "algorithm" in t.attrs]
         if op not in COLLECTIVE_IDS or not mine:
             continue
-        numbers = {_label(t): str(int(t.attrs["algorithm"])) for t in mine}
+        numbers = {_label(t): str(int(t.attrs["algorithm"])) + (
+            f"/seg{int(t.attrs.get('segment_bytes', 0) or 0)}"
+            if t.attrs.get("segment_bytes") else "") for t in mine}
         p, m, label, sec = [], [], [], []
         for t in mine:
             med = np.median(t.call_seconds(), axis=1)

@@ -13,7 +13,9 @@ built here and sees the algorithm change.
 
 The algorithm numbers come from ``ompi_info --param coll tuned --level 9`` ("Valid values:
 0:"ignore", 1:"basic_linear", ..."), parsed by ``parse_ompi_algorithms``; method labels that
-are numbers are taken as algorithm numbers directly.
+are numbers are taken as algorithm numbers directly. A label ``ALGORITHM/segBYTES`` (a
+segmented algorithm measured with that segment size, such as ``segmented_ring/seg8192``) writes
+that segment size into its rules: without it Open MPI runs ``segmented_ring`` as a plain ring.
 """
 
 from __future__ import annotations
@@ -25,13 +27,19 @@ from ksptrace.errors import AnalysisError
 from ksptrace.studies.decisions.quadtree import QuadTree
 from ksptrace.trace.ompi import COLLECTIVE_IDS, parse_ompi_algorithms
 
-__all__ = ["COLLECTIVE_IDS", "decide_with_rules", "ompi_rules", "parse_ompi_algorithms"]
+__all__ = ["COLLECTIVE_IDS", "decide_with_rules", "ompi_rules", "parse_ompi_algorithms",
+           "rule_with_segment"]
 
-def _algorithm(label: str, algorithms: Mapping[str, int]) -> int:
-    if label.isdigit():
-        return int(label)
-    if label in algorithms:
-        return algorithms[label]
+def _algorithm(label: str, algorithms: Mapping[str, int]) -> tuple[int, int]:
+    """The algorithm number and segment size (0: Open MPI's default) of a method label."""
+    name, _, seg = label.partition("/seg")
+    if seg and not seg.isdigit():
+        raise AnalysisError(f"method {label!r}: the segment size after /seg must be a whole "
+                            "number of bytes")
+    if name.isdigit():
+        return int(name), int(seg or 0)
+    if name in algorithms:
+        return algorithms[name], int(seg or 0)
     known = ", ".join(f"{k}={v}" for k, v in sorted(algorithms.items(), key=lambda kv: kv[1]))
     raise AnalysisError(f"method {label!r} is not an Open MPI algorithm name or number; "
                         f"known: {known or 'none'}")
@@ -39,9 +47,9 @@ def _algorithm(label: str, algorithms: Mapping[str, int]) -> int:
 
 def rule_rows(
     tree: QuadTree, algorithms: Mapping[str, int]
-) -> list[tuple[int, list[tuple[int, int]]]]:
-    """Per communicator size (the first written as 1): (message size, algorithm) from which
-    that algorithm applies, equal neighbours merged."""
+) -> list[tuple[int, list[tuple[int, tuple[int, int]]]]]:
+    """Per communicator size (the first written as 1): (message size, (algorithm, segment
+    size)) from which that choice applies, equal neighbours merged."""
     for name, values in zip(tree.axis_names, (tree.axis1, tree.axis2), strict=True):
         if (values < 0).any() or (values != values.round()).any():
             raise AnalysisError(f"axis {name!r} must hold whole non-negative numbers (process "
@@ -49,7 +57,7 @@ def rule_rows(
     numbers = [_algorithm(m, algorithms) for m in tree.methods]
     rows = []
     for i, comm in enumerate(tree.axis1):
-        rules: list[tuple[int, int]] = []
+        rules: list[tuple[int, tuple[int, int]]] = []
         for j, size in enumerate(tree.axis2):
             alg = numbers[tree.query(float(comm), float(size))]
             if not rules or rules[-1][1] != alg:
@@ -70,25 +78,35 @@ def ompi_rules(tree: QuadTree, collective: str, algorithms: Mapping[str, int]) -
     for comm, rules in rows:
         out.append(f"{comm} # communicator size")
         out.append(f"{len(rules)} # number of message sizes")
-        out.extend(f"{size} {alg} 0 0 # from {size} bytes: algorithm {alg}, topology and "
-                   "segment size default" for size, alg in rules)
+        out.extend(f"{size} {alg} 0 {seg} # from {size} bytes: algorithm {alg}, topology "
+                   + (f"default, segments of {seg} bytes" if seg else
+                      "and segment size default") for size, (alg, seg) in rules)
     return "\n".join(out) + "\n"
 
 
 def decide_with_rules(text: str, comm_size: int, message_bytes: int) -> int | None:
     """The algorithm a rules file written by ``ompi_rules`` gives (None: no rule applies)."""
+    found = rule_with_segment(text, comm_size, message_bytes)
+    return None if found is None else found[0]
+
+
+def rule_with_segment(text: str, comm_size: int, message_bytes: int
+                      ) -> tuple[int, int] | None:
+    """The algorithm and segment size a rules file written by ``ompi_rules`` gives (None: no
+    rule applies)."""
     tokens = [line.split("#", 1)[0].split() for line in text.splitlines()]
     fields = [t for t in tokens if t]
     pos = 2
     n_comms = int(fields[pos][0])
     pos += 1
     comms: list[int] = []
-    tables: list[tuple[list[int], list[int]]] = []
+    tables: list[tuple[list[int], list[tuple[int, int]]]] = []
     for _ in range(n_comms):
         comms.append(int(fields[pos][0]))
         count = int(fields[pos + 1][0])
         rules = fields[pos + 2:pos + 2 + count]
-        tables.append(([int(r[0]) for r in rules], [int(r[1]) for r in rules]))
+        tables.append(([int(r[0]) for r in rules],
+                       [(int(r[1]), int(r[3]) if len(r) > 3 else 0) for r in rules]))
         pos += 2 + count
     c = bisect_right(comms, comm_size) - 1
     if c < 0:

@@ -20,6 +20,7 @@ import scipy.stats as st
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES
+from ksptrace.studies.variability.models import mean_of
 from ksptrace.studies.variability.startmoments import remembered_moments
 
 DEFAULT_BINS = 200
@@ -71,7 +72,7 @@ class Fit:
 
     @property
     def mean(self) -> float:
-        return float(self.frozen().mean())
+        return mean_of(self.frozen())
 
     @property
     def std(self) -> float:
@@ -299,8 +300,8 @@ def subsampling_effect(
     hist = histogram(flat, bins=DEFAULT_BINS)
     fits = [fit_one(name, subsample(flat, s, seed), hist) for s in all_sizes]
     ref = fits[-1].frozen()
-    ref_mean, ref_q99 = float(ref.mean()), float(ref.ppf(0.99))
-    means = tuple(abs(float(f.frozen().mean()) / ref_mean - 1.0) for f in fits)
+    ref_mean, ref_q99 = mean_of(ref), float(ref.ppf(0.99))
+    means = tuple(abs(mean_of(f.frozen()) / ref_mean - 1.0) for f in fits)
     q99s = tuple(abs(float(f.frozen().ppf(0.99)) / ref_q99 - 1.0) for f in fits)
     return SubsampleEffect(
         name=name,

@@ -120,7 +120,7 @@ def _parameter_flags(
             )
             continue
         flag = _mean_flag(
-            subject, f"the Johnson S_U fit of {what}", float(jsu.frozen().mean()), data, reasons
+            subject, f"the Johnson S_U fit of {what}", models.mean_of(jsu.frozen()), data, reasons
         )
         if flag is not None:
             flags.append(

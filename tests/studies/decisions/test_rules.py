@@ -19,6 +19,7 @@ from ksptrace.studies.decisions.rules import (
     ompi_rules,
     parse_ompi_algorithms,
     rule_rows,
+    rule_with_segment,
 )
 from tests.conftest import solver_env
 
@@ -148,3 +149,15 @@ def test_open_mpi_accepts_the_file_and_uses_its_algorithms(tmp_path: Path) -> No
     # the file makes Open MPI use basic linear at 512 B and ring at 32 KiB
     assert ruled[64] == forced["basic_linear"][64]
     assert ruled[4096] == forced["ring"][4096]
+
+
+def test_a_segmented_winner_keeps_its_segment_size_in_the_rules() -> None:
+    dm = collective_map(0, small="segmented_ring/seg8192")
+    text = ompi_rules(build_quadtree(square_map(dm)), "allreduce", ALGS)
+    assert " 5 0 8192 # " in text  # algorithm 5, topology default, segments of 8192 bytes
+    found = {rule_with_segment(text, p, m) for p in (2, 4, 8) for m in (8, 1 << 20)}
+    assert (5, 8192) in found
+    assert all(seg == 0 for alg, seg in found if alg != 5)
+    with pytest.raises(AnalysisError, match="whole number of bytes"):
+        ompi_rules(build_quadtree(square_map(collective_map(0, small="ring/segX"))),
+                   "allreduce", ALGS)

@@ -139,3 +139,16 @@ def test_the_fast_quantiles_give_the_public_methods_numbers() -> None:
                  st.exponweib(1.5, 2.0, 1e-4, 1e-5), st.nct(8, 1.0, 1e-4, 1e-5)):
         for n in (1.0, 13.0, 8192.0):
             assert models.expected_max(dist, n) == pytest.approx(public(dist, n), rel=1e-12)
+
+
+@pytest.mark.parametrize(("a", "b", "loc", "scale"),
+                         [(0.0, 1.0, 0.0, 1.0), (-1.3, 0.9, 2e-5, 3e-6), (2.5, 2.0, 1.0, 0.1),
+                          (0.4, 0.55, -3.0, 7.0)])
+def test_johnsonsu_mean_in_closed_form_equals_scipys_integral(
+        a: float, b: float, loc: float, scale: float) -> None:
+    """The closed form replaces scipy 1.10's numerical integration (issue 35): the same mean."""
+    dist = st.johnsonsu(a, b, loc=loc, scale=scale)
+    assert models.mean_of(dist) == pytest.approx(float(dist.mean()), rel=1e-9, abs=1e-15)
+    positional = st.johnsonsu(a, b, loc, scale)  # as Fit.frozen() makes it
+    assert models.mean_of(positional) == pytest.approx(float(dist.mean()), rel=1e-9, abs=1e-15)
+    assert models.mean_of(st.norm(loc, scale)) == loc  # other families: scipy's own
