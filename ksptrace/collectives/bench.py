@@ -27,6 +27,7 @@ from typing import Any
 
 import numpy as np
 
+from ksptrace.collectives import fallbacks
 from ksptrace.collectives.algorithms import OMPI_COLLECTIVE, Forcing
 from ksptrace.collectives.mpit import read_int_cvars
 from ksptrace.collectives.operations import (
@@ -242,6 +243,10 @@ def execute(s: BenchSettings, comm: Any) -> Path:
     timings = _measure(comm, s, MPI.Wtime)
     attrs = _attributes(s, layout, comm.Get_size(), start_utc, timings.compute_units)
     attrs["algorithm_held"] = json.dumps(held) if held else None
+    if s.forcing.forced:  # what ran at each message size, by the library's fallback rules
+        ran = fallbacks.ran_per_size(s.forcing.library, s.operation, s.forcing.name, s.sizes,
+                                     comm.Get_size(), s.forcing.segment_bytes)
+        attrs["algorithm_ran"] = json.dumps({str(k): v for k, v in ran.items()})
     if comm.Get_size() == 1 and s.forcing.forced:
         attrs["algorithm_note"] = ("P = 1: no algorithm applies (a one-rank collective is a "
                                    "local copy; Open MPI uses its self component)")

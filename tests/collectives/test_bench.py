@@ -70,6 +70,8 @@ def test_forced_algorithm_is_in_the_trace(tmp_path: Path) -> None:
     held = json.loads(str(t.attrs["algorithm_held"]))  # read back from Open MPI (MPI_T)
     assert held == {"coll_tuned_use_dynamic_rules": 1, "coll_tuned_allreduce_algorithm": 5,
                     "coll_tuned_allreduce_algorithm_segmentsize": 4096}
+    ran = json.loads(str(t.attrs["algorithm_ran"]))  # 512 elements a segment, >= 2 x 512 each
+    assert ran == {str(int(m)): "segmented_ring" for m in t.message_bytes}
     seen = json.loads(str(t.attrs["algorithm_env"]))  # as the rank's environment had it
     assert seen == {"OMPI_MCA_coll_tuned_use_dynamic_rules": "1",
                     "OMPI_MCA_coll_tuned_allreduce_algorithm": "5",

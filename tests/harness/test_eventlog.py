@@ -71,8 +71,8 @@ def test_by_default_no_event_log_runs_and_the_counters_count() -> None:
     assert proc.stdout.split() == [eventlog.OFF, "False", "0.0", "None"]
 
 
-def _run(ksptrace_cli: Any, path: Path, ksp: str, *extra: str) -> Any:
-    proc = ksptrace_cli("run", "--n", "200000", "--ksp", ksp, "--iterations", "2000",
+def _run(ksptrace_cli: Any, path: Path, ksp: str, *extra: str, n: int = 200_000) -> Any:
+    proc = ksptrace_cli("run", "--n", str(n), "--ksp", ksp, "--iterations", "2000",
                         "--np", "2", "--out", str(path), *extra)
     assert proc.returncode == 0, proc.stderr
     return read_trace(path)
@@ -98,8 +98,8 @@ def test_a_run_records_its_sources_and_wtime_agrees_with_the_event(
 
 @pytest.mark.usefixtures("require_petsc")
 def test_split_phase_counts_equal_the_event_logs_for_pipecg(ksptrace_cli, tmp_path: Path) -> None:
-    off = _run(ksptrace_cli, tmp_path / "off.h5", "pipecg")
-    on = _run(ksptrace_cli, tmp_path / "on.h5", "pipecg", "-log_view", ":/dev/null")
+    off = _run(ksptrace_cli, tmp_path / "off.h5", "pipecg", n=20_000)
+    on = _run(ksptrace_cli, tmp_path / "on.h5", "pipecg", "-log_view", ":/dev/null", n=20_000)
     assert (off.attrs["event_log"], on.attrs["event_log"]) == (eventlog.OFF, eventlog.ALL)
     for name in ("reductions_blocking", "reductions_split", "ksp_solves"):
         assert off.attrs[name] == on.attrs[name], name

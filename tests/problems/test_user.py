@@ -254,11 +254,14 @@ def test_the_example_time_loop_records_every_step(tmp_path: Path, nprocs: int) -
     assert len(set(printed)) > 1
     assert trace.attrs["problem"] == "poisson2d-timeloop"
     assert trace.attrs["petsc_options"] == "-ksp_type cg -log_view"  # the program's options
-    # each solve's time is PETSc's own: together they are -log_view's KSPSolve (max over ranks)
+    # each solve is timed by MPI_Wtime in its pre- and post-solve hooks, with no log of
+    # ksptrace's own: together close to -log_view's KSPSolve (max over ranks), which starts
+    # before the pre-solve hook (set-up) and ends before the post-solve one
     (logged,) = [line.split() for line in proc.stdout.splitlines()
                  if line.startswith("KSPSolve ")]
     assert logged[1] == "5"
-    assert trace.solves.seconds.sum(axis=1).max() == pytest.approx(float(logged[3]), rel=1e-4)
+    hooks = trace.solves.seconds.sum(axis=1).max()
+    assert hooks == pytest.approx(float(logged[3]), rel=0.15)
 
 
 @pytest.mark.parametrize(("backend", "suffix"), [("slurm", ".sbatch"), ("pbs", ".pbs")])
