@@ -19,6 +19,7 @@ import pandas as pd
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.collectives import models as cm
+from ksptrace.studies.collectives import ran
 from ksptrace.studies.decisions.grouping import Run
 from ksptrace.studies.decisions.maps import decision_map
 from ksptrace.studies.segmentation.segment import segment
@@ -92,10 +93,11 @@ def best_algorithms(traces: Sequence[CollectiveTrace]) -> pd.DataFrame:
         p, m, label, sec = [], [], [], []
         for t in mine:
             calls = t.call_seconds()
-            for j, size in enumerate(t.message_bytes):
+            for j, (size, name) in enumerate(zip(t.message_bytes, ran.labels(t, _label(t)),
+                                                 strict=True)):
                 p += [t.nprocs] * calls.shape[1]
                 m += [int(size)] * calls.shape[1]
-                label += [_label(t)] * calls.shape[1]
+                label += [name] * calls.shape[1]
                 sec += list(calls[j])
         over = {t.nprocs for t in mine if t.attrs.get("oversubscribed")}
         cells = _cells(op, np.array(p), np.array(m), np.array(label), np.array(sec), over)
@@ -284,15 +286,18 @@ def ompi_rules_files(traces: Sequence[CollectiveTrace]) -> tuple[tuple[str, str]
         mine = [t for t in traces if t.operation == op and "algorithm" in t.attrs]
         if op not in COLLECTIVE_IDS or not mine:
             continue
-        numbers = {_label(t): str(int(t.attrs["algorithm"])) + (
-            f"/seg{int(t.attrs.get('segment_bytes', 0) or 0)}"
-            if t.attrs.get("segment_bytes") else "") for t in mine}
+        named = {t.algorithm: str(int(t.attrs["algorithm"])) for t in mine}
         p, m, label, sec = [], [], [], []
         for t in mine:
             med = np.median(t.call_seconds(), axis=1)
+            own = str(int(t.attrs["algorithm"])) + (
+                f"/seg{int(t.attrs.get('segment_bytes', 0) or 0)}"
+                if t.attrs.get("segment_bytes") else "")
             p += [t.nprocs] * med.size
             m += [int(x) for x in t.message_bytes]
-            label += [numbers[_label(t)]] * med.size
+            # what ran: its own number where a trace forced it, else the forced one (same code)
+            label += [own if r == t.algorithm else named.get(r, own.partition("/")[0])
+                      for r in ran.ran_at(t).values()]
             sec += list(med)
         try:
             dm = decision_map(np.array(p), np.array(m), np.array(label), np.array(sec),
@@ -324,6 +329,7 @@ def build(traces: Sequence[CollectiveTrace]) -> CollectivesReport:
     over = sorted({t.nprocs for t in traces if t.attrs.get("oversubscribed")})
     notes = [f"P = {', '.join(map(str, over))} ran more ranks than cores (oversubscribed, "
              "marked *): those times include waiting for a core"] if over else []
+    notes += ran.merge_notes(traces)
     tables = (
         Table("collectives_curves", "Latency and bandwidth per algorithm", frame),
         Table("collectives_best", "Fastest algorithm per (P, message size)", best,

@@ -117,3 +117,45 @@ def test_winners_within_the_noise_are_marked() -> None:
     table = render.markdown(cr.CollectivesReport((), best.reset_index(), ()))
     assert "~" in table.splitlines()[5]  # the 1 MiB row
     assert "~" not in table.splitlines()[4]  # the 8 B row
+
+
+def _forced(name: str, number: int, ran: dict[int, str], us: dict[int, float],
+            nprocs: int = 3) -> object:
+    import json
+
+    from ksptrace.trace.collectives import CollectiveTrace
+
+    sizes = np.array(sorted(us))
+    rng = np.random.default_rng(number)
+    seconds = np.stack([np.full((nprocs, 5), us[m] * 1e-6)
+                        * (1 + 0.01 * rng.random((nprocs, 5))) for m in sizes], axis=1)
+    return CollectiveTrace(
+        seconds=seconds, message_bytes=sizes, node_ids=np.zeros(nprocs),
+        hostnames=("h",) * nprocs,
+        attrs={"operation": "allreduce", "algorithm_name": name, "algorithm": number,
+               "algorithm_ran": json.dumps({str(m): r for m, r in ran.items()})})
+
+
+def test_two_labels_that_ran_the_same_code_are_merged() -> None:
+    """At P = 3 a forced ring with 2 elements runs recursive doubling: in the best-algorithm
+    table its runs count as recursive doubling (so ring cannot 'win' with that code), a note
+    says so, and the rules file sends those sizes to recursive doubling's number."""
+    from ksptrace.studies.decisions.rules import decide_with_rules
+
+    traces = [t for p in (3, 4) for t in (
+        _forced("ring", 4, {16: "recursive_doubling", 4096: "ring"}, {16: 10.0, 4096: 20.0}, p),
+        _forced("recursive_doubling", 3, {16: "recursive_doubling", 4096: "recursive_doubling"},
+                {16: 12.0, 4096: 30.0}, p))]
+    best = cr.best_algorithms(traces)  # type: ignore[arg-type]
+    for p in (3, 4):
+        small = best[(best["bytes"] == 16) & (best["P"] == p)].iloc[0]
+        large = best[(best["bytes"] == 4096) & (best["P"] == p)].iloc[0]
+        assert small["best"] == "recursive_doubling"
+        assert small["runner_up"] != "ring"  # one algorithm ran there, under two names
+        assert (large["best"], large["runner_up"]) == ("ring", "recursive_doubling")
+    report = cr.build(traces)  # type: ignore[arg-type]
+    assert any("at P = 3: the forced ring ran recursive_doubling at 16-16 B" in n
+               for n in report.notes)
+    ((_, text),) = cr.ompi_rules_files(traces)  # type: ignore[arg-type]
+    assert decide_with_rules(text, 3, 16) == 3
+    assert decide_with_rules(text, 4, 4096) == 4

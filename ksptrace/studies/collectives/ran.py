@@ -1,0 +1,48 @@
+"""The algorithm that ran, per trace and message size, for the tables and maps (issue 32).
+
+A forced algorithm may hand small messages to another one (``algorithm_ran`` in the trace,
+from :mod:`ksptrace.collectives.fallbacks`). Comparing "ring" with "recursive_doubling" where
+both ran recursive doubling would compare identical code under two names, so the best-algorithm
+table, the decision maps and the rules files label each (trace, size) by the algorithm that
+ran: the two are merged into one, and a note names each merge. Traces written before
+``algorithm_ran`` existed keep their forced name.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+
+from ksptrace.trace.collectives import CollectiveTrace
+
+
+def ran_at(t: CollectiveTrace) -> dict[int, str]:
+    """Message size in bytes -> the algorithm that ran (the forced one when not recorded)."""
+    raw = t.attrs.get("algorithm_ran")
+    try:
+        ran = json.loads(str(raw)) if raw else {}
+    except ValueError:
+        ran = {}
+    if not isinstance(ran, dict):
+        ran = {}
+    return {int(m): str(ran.get(str(int(m)), t.algorithm)) for m in t.message_bytes}
+
+
+def labels(t: CollectiveTrace, forced_label: str) -> list[str]:
+    """One label per message size: ``forced_label`` where the forced algorithm ran, else the
+    name of the one that ran (with the trace's test-call suffix, if any)."""
+    suffix = forced_label[forced_label.find("/test"):] if "/test" in forced_label else ""
+    return [forced_label if ran == t.algorithm else ran + suffix
+            for ran in ran_at(t).values()]
+
+
+def merge_notes(traces: Sequence[CollectiveTrace]) -> list[str]:
+    """One line per (operation, P, forced algorithm, algorithm that ran) that differ."""
+    found: dict[tuple[str, int, str, str], list[int]] = {}
+    for t in traces:
+        for size, ran in ran_at(t).items():
+            if ran != t.algorithm:
+                found.setdefault((t.operation, t.nprocs, t.algorithm, ran), []).append(size)
+    return [f"{op} at P = {p}: the forced {forced} ran {ran} at {min(s)}-{max(s)} B (the "
+            f"library's fallback); those runs are counted as {ran}"
+            for (op, p, forced, ran), s in sorted(found.items())]
