@@ -44,8 +44,15 @@ def versions(petsc: Any) -> dict[str, AttrValue]:
     from mpi4py import MPI
 
     major, minor, patch = petsc.Sys.getVersion()
+    config = petsc4py.get_config()
     return {
         "petsc_version": f"{major}.{minor}.{patch}",
+        # which build: a site's PETSC_DIR/PETSC_ARCH, and the types it was configured with
+        "petsc_dir": str(config.get("PETSC_DIR", "") or ""),
+        "petsc_arch": str(config.get("PETSC_ARCH", "") or ""),
+        "petsc_int_bytes": int(np.dtype(petsc.IntType).itemsize),
+        "petsc_real_bytes": int(np.dtype(petsc.RealType).itemsize),
+        "petsc_scalar": "complex" if np.dtype(petsc.ScalarType).kind == "c" else "real",
         "petsc4py_version": petsc4py.__version__,
         "mpi4py_version": mpi4py.__version__,
         "mpi_library": MPI.Get_library_version().strip().splitlines()[0],

@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 
 from ksptrace.harness import counters, eventlog
@@ -88,6 +89,13 @@ def test_a_run_records_its_sources_and_wtime_agrees_with_the_event(
     assert "solve_event_max" not in trace.attrs  # no log, no event time
     counted = int(trace.attrs["reductions_blocking"])  # type: ignore[call-overload]
     assert 3 * 2000 <= counted <= 3 * 2000 + 5  # CG: 3 per iteration, a few to start
+    # the trace names its stack: which PETSc build, configured with which types
+    assert trace.attrs["petsc_dir"] == solver_env()["PETSC_DIR"]
+    from petsc4py import PETSc
+
+    assert (trace.attrs["petsc_int_bytes"], trace.attrs["petsc_real_bytes"]) == (
+        np.dtype(PETSc.IntType).itemsize, np.dtype(PETSc.RealType).itemsize)
+    assert trace.attrs["petsc_scalar"] in ("real", "complex")
     full = _run(ksptrace_cli, tmp_path / "full.h5", "cg", "-log_view", ":/dev/null")
     assert full.attrs["event_log"] == eventlog.ALL
     assert full.attrs["reductions_source"] == eventlog.REDUCTIONS_SOURCE
