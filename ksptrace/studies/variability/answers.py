@@ -219,8 +219,36 @@ def models(analyses: Sequence[TraceAnalysis]) -> Answer:
     return Answer("models", question, tuple(out))
 
 
+STACK_ATTRS = ("petsc_version", "petsc_arch", "petsc_int_bytes", "mpi_library")
+"""What names a software stack in a trace (a trace written before these has fewer)."""
+
+
+def stacks(analyses: Sequence[TraceAnalysis]) -> str | None:
+    """A sentence naming the software stacks when the runs come from more than one."""
+    found: dict[tuple[str, ...], int] = {}
+    for a in analyses:
+        key = tuple(str(attr(a, name) or "") for name in STACK_ATTRS)
+        found[key] = found.get(key, 0) + 1
+    if len(found) < 2:
+        return None
+    named = "; ".join(
+        f"{count} with PETSc {v or '?'}{f' ({arch})' if arch else ''}"
+        f"{f', {ints}-byte indices' if ints else ''}, {mpi or 'an unnamed MPI'}"
+        for (v, arch, ints, mpi), count in sorted(found.items(), key=lambda kv: -kv[1]))
+    return (f"These runs come from {len(found)} software stacks ({named}): compare times "
+            "within one stack.")
+
+
 def fastest(analyses: Sequence[TraceAnalysis]) -> Answer:
     question = "Which solver is fastest where?"
+    mixed = stacks(analyses)
+    answer = _fastest(analyses, question)
+    if mixed is None:
+        return answer
+    return Answer(answer.key, answer.question, (*answer.sentences, mixed))
+
+
+def _fastest(analyses: Sequence[TraceAnalysis], question: str) -> Answer:
     base = basis(analyses)
     groups: dict[tuple[str, int | None, int], dict[str, list[float]]] = {}
     for a in base.runs:

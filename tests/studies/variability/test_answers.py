@@ -89,3 +89,21 @@ def test_the_wait_penalty_separates_lockstep_from_rank_sums() -> None:
         assert iv.low <= iv.pct <= iv.high
     assert wait_penalty(np.zeros((2, 0))) is None
     assert "-0.0" not in dataclasses.replace(p.rank_sum, pct=-0.01, low=-0.04, high=0.2).text()
+
+
+def _stack(a: TraceAnalysis, petsc: str, mpi: str) -> TraceAnalysis:
+    return dataclasses.replace(a, attrs=(*a.attrs, ("petsc_version", petsc),
+                                         ("mpi_library", mpi)))
+
+
+def test_a_report_that_mixes_stacks_says_so() -> None:
+    """Runs from two PETSc builds (issue 34): the fastest-solver answer says so; from one, not."""
+    one = [_stack(_run("gmres", 4), "3.18.5", "Open MPI v4.1.4"),
+           _stack(_run("pgmres", 4), "3.18.5", "Open MPI v4.1.4")]
+    assert answers.stacks(one) is None
+    assert len(answers.fastest(one).sentences) == 1
+    two = [one[0], _stack(_run("pgmres", 4), "3.26.1", "Open MPI v4.1.4")]
+    said = answers.fastest(two).sentences[-1]
+    assert said.startswith("These runs come from 2 software stacks (1 with PETSc 3.18.5")
+    assert "1 with PETSc 3.26.1, Open MPI v4.1.4" in said
+    assert said.endswith("compare times within one stack.")
