@@ -216,6 +216,8 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.ksptrace_stamp_release.argtypes = [_vp]
     lib.ksptrace_stamp_retain.restype = None
     lib.ksptrace_stamp_retain.argtypes = [_vp]
+    lib.ksptrace_compiler.restype = ctypes.c_char_p
+    lib.ksptrace_compiler.argtypes = []
 
 
 def load_library(int_bytes: int, real_bytes: int) -> tuple[ctypes.CDLL, Path] | str:
@@ -271,6 +273,18 @@ def _native() -> NativeMonitor | str:
                   _address(api.PyErr_CheckSignals))
     return NativeMonitor(lib, path, _address(lib.ksptrace_stamp),
                          _address(lib.ksptrace_stamp_destroy), wtime, python_api)
+
+
+def compiler() -> str | None:
+    """The compiler that built the C monitor this process loaded (its ``__VERSION__``), or
+    None when the C monitor is not loaded."""
+    if not _native.cache_info().currsize:
+        return None
+    found = _native()
+    if isinstance(found, str):
+        return None
+    raw = found.lib.ksptrace_compiler()
+    return raw.decode(errors="replace") if raw else None
 
 
 def native(clock: Any) -> NativeMonitor | str:

@@ -291,6 +291,7 @@ class Recorder:
         got = self._take()
         attrs: dict[str, AttrValue | None] = {
             "monitor": impls.pop() if len(impls) == 1 else "mixed",
+            "monitor_compiler": native.compiler() if self.monitor.impl == "c" else None,
             "problem": self.name, "recorded": True, "n": int(op.getSize()[0]),
             "n_global": int(op.getSize()[0]), "ksp": self.ksp.getType(),
             "ksp_requested": self.ksp.getType(), "pc": pc.getType(), "noise": "none",

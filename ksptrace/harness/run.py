@@ -153,6 +153,7 @@ def _solve_and_write(
     assert attrs is not None
     attrs.update(
         monitor=impls.pop() if len(impls) == 1 else "mixed",
+        monitor_compiler=native.compiler() if monitor.impl == "c" else None,
         solve_max=float(max(solves)),
         solve_min=float(min(solves)),
         solve_mean=float(np.mean(solves)),

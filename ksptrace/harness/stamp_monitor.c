@@ -52,6 +52,15 @@ struct stamp_ctx {
   check_signals_fn check_signals;
 };
 
+/* The compiler that built this library (GCC's and Clang's __VERSION__), for the trace. */
+const char *ksptrace_compiler(void) {
+#ifdef __VERSION__
+  return __VERSION__;
+#else
+  return "unknown";
+#endif
+}
+
 static void drop(struct stamp_ctx *c) {
   if (--c->refs == 0) free(c);
 }

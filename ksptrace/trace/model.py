@@ -61,7 +61,8 @@ ATTRIBUTE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     "run": (
         "problem", "n", "n_global", "nnz", "ksp", "ksp_requested", "pc", "iterations", "restart",
         "warmup", "noise", "petsc_options", "petsc_options_unused", "allow_unused_options",
-        "problem_config", "recorded", "monitor", "event_log", "solve_time_source",
+        "problem_config", "recorded", "monitor", "monitor_compiler", "event_log",
+        "solve_time_source",
         "reductions_source",
     ),
     "result": (

@@ -96,6 +96,8 @@ def test_a_run_records_its_sources_and_wtime_agrees_with_the_event(
     assert (trace.attrs["petsc_int_bytes"], trace.attrs["petsc_real_bytes"]) == (
         np.dtype(PETSc.IntType).itemsize, np.dtype(PETSc.RealType).itemsize)
     assert trace.attrs["petsc_scalar"] in ("real", "complex")
+    assert trace.attrs["monitor"] == "c"
+    assert str(trace.attrs["monitor_compiler"])[:1].isdigit()  # gcc's __VERSION__: "12.2.0"
     full = _run(ksptrace_cli, tmp_path / "full.h5", "cg", "-log_view", ":/dev/null")
     assert full.attrs["event_log"] == eventlog.ALL
     assert full.attrs["reductions_source"] == eventlog.REDUCTIONS_SOURCE

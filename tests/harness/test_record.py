@@ -38,7 +38,10 @@ def recorded(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFa
         text=True, timeout=300, check=False, cwd=ROOT,
     )
     assert proc.returncode == 0, proc.stderr[-2000:]
-    assert read_trace(out / "loop.h5").attrs["monitor"] == monitor
+    attrs = read_trace(out / "loop.h5").attrs
+    assert attrs["monitor"] == monitor
+    # the C monitor's compiler is named (GCC's __VERSION__ here), the Python one has none
+    assert (monitor == "c") == bool(attrs.get("monitor_compiler"))
     rows = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
     return nprocs, out, {str(r["case"]): r for r in rows}
 
