@@ -74,7 +74,12 @@ need_install=0
 [ -f "$stamp" ] || need_install=1
 [ -f "$stamp" ] && [ pyproject.toml -nt "$stamp" ] && need_install=1
 [ -f "$stamp" ] && ! cmp -s "$constraints" "$stamp" && need_install=1
-"$VENV/bin/python" -c "import ksptrace" 2>/dev/null || need_install=1
+# The editable install must point at this checkout: a venv shared with another clone (VENV=...)
+# would otherwise run that clone's code.
+here_check='import ksptrace, os, sys
+root = os.path.dirname(os.path.dirname(os.path.realpath(ksptrace.__file__)))
+sys.exit(root != os.path.realpath(sys.argv[1]))'
+"$VENV/bin/python" -P -c "$here_check" "$PWD" 2>/dev/null || need_install=1
 if [ "$need_install" = 1 ]; then
   # Runtime dependencies (numpy, scipy, h5py, pandas, matplotlib) are Debian's, seen through the
   # system site packages; Debian names its h5py differently, so pip must not resolve them itself.
