@@ -12,7 +12,7 @@ export OMP_NUM_THREADS := 1
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: setup demo noise-demo test lint bench collectives-sweep
+.PHONY: setup demo noise-demo test lint bench collectives-sweep stack-pypi test-stack
 setup:
 	@bash scripts/bootstrap.sh
 
@@ -30,6 +30,14 @@ test:
 	@bash scripts/bootstrap.sh --test
 	@KSPTRACE_REQUIRE_PETSC=1 $(PY) -m pytest -q $(PYTEST_ARGS); code=$$?; \
 	if [ $$code -eq 5 ]; then echo "make test: pytest collected no tests" >&2; exit 1; fi; exit $$code
+
+# The current PETSc from PyPI, built once into ~/.cache/ksptrace (about 15 minutes on 2 cores;
+# resumable), and the tests that must hold on it (docs/install.md).
+stack-pypi:
+	@bash scripts/bootstrap.sh --stack pypi
+
+test-stack:
+	@bash scripts/test_stack.sh $(PYTEST_ARGS)
 
 lint: setup
 	$(VENV)/bin/ruff check ksptrace tests bench conftest.py

@@ -4,6 +4,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
+# `bootstrap.sh --stack pypi`: the current PETSc from PyPI in a cached venv (scripts/stack_pypi.sh).
+if [ "${1:-}" = "--stack" ]; then
+  case "${2:-}" in
+    pypi) exec bash scripts/stack_pypi.sh ;;
+    debian) shift 2 ;;
+    *) echo "bootstrap: unknown stack '${2:-}'; use --stack pypi (or debian, the default)" >&2; exit 2 ;;
+  esac
+fi
+
 # gcc builds the C stamping monitor on first use (ksptrace/harness/native.py); Debian's PETSc
 # stack pulls it in anyway.
 APT_PACKAGES=(python3-petsc4py python3-mpi4py python3-h5py-mpi openmpi-bin python3-venv
@@ -79,7 +88,12 @@ need_install=0
 here_check='import ksptrace, os, sys
 root = os.path.dirname(os.path.dirname(os.path.realpath(ksptrace.__file__)))
 sys.exit(root != os.path.realpath(sys.argv[1]))'
-"$VENV/bin/python" -P -c "$here_check" "$PWD" 2>/dev/null || need_install=1
+# (A folder without the package, such as the documentation tests' copy, only needs it importable.)
+if [ -f ksptrace/__init__.py ]; then
+  "$VENV/bin/python" -P -c "$here_check" "$PWD" 2>/dev/null || need_install=1
+else
+  "$VENV/bin/python" -c "import ksptrace" 2>/dev/null || need_install=1
+fi
 if [ "$need_install" = 1 ]; then
   # Runtime dependencies (numpy, scipy, h5py, pandas, matplotlib) are Debian's, seen through the
   # system site packages; Debian names its h5py differently, so pip must not resolve them itself.

@@ -43,6 +43,8 @@ def versions(petsc: Any) -> dict[str, AttrValue]:
     import petsc4py
     from mpi4py import MPI
 
+    from ksptrace.harness import petscbuild
+
     major, minor, patch = petsc.Sys.getVersion()
     config = petsc4py.get_config()
     return {
@@ -53,6 +55,7 @@ def versions(petsc: Any) -> dict[str, AttrValue]:
         "petsc_int_bytes": int(np.dtype(petsc.IntType).itemsize),
         "petsc_real_bytes": int(np.dtype(petsc.RealType).itemsize),
         "petsc_scalar": "complex" if np.dtype(petsc.ScalarType).kind == "c" else "real",
+        "petsc_debugging": petscbuild.debugging(),
         "petsc4py_version": petsc4py.__version__,
         "mpi4py_version": mpi4py.__version__,
         "mpi_library": MPI.Get_library_version().strip().splitlines()[0],

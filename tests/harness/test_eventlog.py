@@ -96,6 +96,7 @@ def test_a_run_records_its_sources_and_wtime_agrees_with_the_event(
     assert (trace.attrs["petsc_int_bytes"], trace.attrs["petsc_real_bytes"]) == (
         np.dtype(PETSc.IntType).itemsize, np.dtype(PETSc.RealType).itemsize)
     assert trace.attrs["petsc_scalar"] in ("real", "complex")
+    assert trace.attrs["petsc_debugging"] == "no"  # Debian's and PyPI's builds are optimised
     assert trace.attrs["monitor"] == "c"
     assert str(trace.attrs["monitor_compiler"])[:1].isdigit()  # gcc's __VERSION__: "12.2.0"
     full = _run(ksptrace_cli, tmp_path / "full.h5", "cg", "-log_view", ":/dev/null")

@@ -219,7 +219,7 @@ def models(analyses: Sequence[TraceAnalysis]) -> Answer:
     return Answer("models", question, tuple(out))
 
 
-STACK_ATTRS = ("petsc_version", "petsc_arch", "petsc_int_bytes", "mpi_library")
+STACK_ATTRS = ("petsc_version", "petsc_arch", "petsc_int_bytes", "petsc_debugging", "mpi_library")
 """What names a software stack in a trace (a trace written before these has fewer)."""
 
 
@@ -233,8 +233,9 @@ def stacks(analyses: Sequence[TraceAnalysis]) -> str | None:
         return None
     named = "; ".join(
         f"{count} with PETSc {v or '?'}{f' ({arch})' if arch else ''}"
-        f"{f', {ints}-byte indices' if ints else ''}, {mpi or 'an unnamed MPI'}"
-        for (v, arch, ints, mpi), count in sorted(found.items(), key=lambda kv: -kv[1]))
+        f"{f', {ints}-byte indices' if ints else ''}"
+        f"{', a debugging build' if debug == 'yes' else ''}, {mpi or 'an unnamed MPI'}"
+        for (v, arch, ints, debug, mpi), count in sorted(found.items(), key=lambda kv: -kv[1]))
     return (f"These runs come from {len(found)} software stacks ({named}): compare times "
             "within one stack.")
 

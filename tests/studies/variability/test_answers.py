@@ -107,3 +107,13 @@ def test_a_report_that_mixes_stacks_says_so() -> None:
     assert said.startswith("These runs come from 2 software stacks (1 with PETSc 3.18.5")
     assert "1 with PETSc 3.26.1, Open MPI v4.1.4" in said
     assert said.endswith("compare times within one stack.")
+
+
+def test_a_debugging_build_is_a_stack_of_its_own() -> None:
+    """The same PETSc version built with debugging times differently: named as such."""
+    opt = _stack(_run("gmres", 4), "3.26.1", "Open MPI v4.1.4")
+    debug = _stack(_run("pgmres", 4), "3.26.1", "Open MPI v4.1.4")
+    debug = dataclasses.replace(debug, attrs=(*debug.attrs, ("petsc_debugging", "yes")))
+    said = answers.stacks([opt, debug])
+    assert said is not None
+    assert "1 with PETSc 3.26.1, a debugging build, Open MPI v4.1.4" in said
