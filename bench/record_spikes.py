@@ -45,7 +45,7 @@ from mpi4py import MPI
 mode, solves, m, out = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 comm = PETSc.COMM_WORLD
 da = PETSc.DMDA().create([m, m], stencil_width=1, comm=comm)
-A = da.createMatrix()
+A = da.createMat()
 (xs, xe), (ys, ye) = da.getRanges()
 for j in range(ys, ye):
     for i in range(xs, xe):

@@ -42,7 +42,9 @@ slow() {
 
 # Compilers and the MPI that PETSc and mpi4py build against; PETSc's setup quietly builds
 # without MPI when mpicc is missing, so its absence is an error here.
-APT=(libopenmpi-dev openmpi-bin libopenblas-dev python3-dev python3-venv gcc g++ make)
+# Parallel HDF5 for h5py's MPI-IO path (ksptrace's --hdf5-path mpio), as on a cluster.
+APT=(libopenmpi-dev openmpi-bin libopenblas-dev libhdf5-openmpi-dev pkg-config python3-dev
+     python3-venv gcc g++ make)
 missing=()
 for p in "${APT[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
@@ -60,7 +62,12 @@ if ! done_step venv; then
   rm -rf "$VENV"
   /usr/bin/python3 -m venv "$VENV"
   slow "base packages" "$VENV/bin/python" -m pip install -c "$PINS" --no-binary mpi4py \
-    numpy mpi4py h5py cython setuptools wheel
+    numpy mpi4py cython setuptools wheel pkgconfig
+  # h5py built against Debian's parallel HDF5 and this mpi4py (h5py's documented MPI build)
+  HDF5_MPI=ON CC=mpicc HDF5_PKGCONFIG_NAME=hdf5-openmpi slow "h5py with MPI" \
+    "$VENV/bin/python" -m pip install -c "$PINS" --no-binary h5py --no-build-isolation h5py
+  "$VENV/bin/python" -c "import h5py, sys; sys.exit(not h5py.get_config().mpi)" || {
+    say "h5py was built without MPI; see $LOG"; exit 1; }
   mark venv
 fi
 PY=$VENV/bin/python

@@ -64,7 +64,7 @@ def build(comm: Any, n: int, options: Mapping[str, Any]) -> Poisson2D:
     ny = options.get("ny") or nx
     da = PETSc.DMDA().create([nx, ny], stencil_width=1, stencil_type=PETSc.DMDA.StencilType.STAR,
                              comm=comm)
-    A = da.createMatrix()
+    A = da.createMat()
     hx2, hy2 = (nx - 1) ** 2, (ny - 1) ** 2  # 1/h^2
     row, col = PETSc.Mat.Stencil(), PETSc.Mat.Stencil()
     (xs, xe), (ys, ye) = da.getRanges()

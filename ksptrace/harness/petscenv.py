@@ -18,6 +18,7 @@ import tempfile
 from types import ModuleType
 
 from ksptrace.errors import EnvironmentProblem, UsageError
+from ksptrace.harness import petsc_compat
 from ksptrace.harness.mpienv import without_mpi_runtime
 
 SOLVER_ENV: dict[str, str] = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
@@ -98,7 +99,7 @@ def init_petsc(argv: list[str]) -> ModuleType:
         capture.seek(0)
         printed = capture.read().decode(errors="replace")
     if failed is not None:
-        if "PETSC ERROR:" not in printed and not _is_petsc_error(failed):
+        if "PETSC ERROR:" not in printed and not petsc_compat.is_petsc_error(failed):
             # petsc4py itself could not be loaded: say what Python said, not "the options"
             reason = (str(failed).splitlines() or [""])[0] or type(failed).__name__
             raise EnvironmentProblem(
@@ -112,13 +113,6 @@ def init_petsc(argv: list[str]) -> ModuleType:
         )
     sys.stderr.write(printed)
     return PETSc
-
-
-def _is_petsc_error(exc: BaseException) -> bool:
-    """Whether ``exc`` is petsc4py's PETSc.Error (PETSc itself refused), by its type's name:
-    the PETSc module may be what failed to load."""
-    return any(t.__name__ == "Error" and t.__module__.startswith("petsc4py")
-               for t in type(exc).__mro__)
 
 
 def _initialisation_error(printed: str) -> str:
@@ -228,10 +222,10 @@ def known_option_names(
 
 def petsc_error_text(exc: BaseException) -> str:
     """PETSc's own one-line account of a ``PETSc.Error``: the code, the innermost function and
-    PETSc's message (petsc4py 3.18 keeps them as a traceback list; ``str()`` shows only the
-    code on its first line)."""
+    PETSc's message (petsc4py keeps them as a traceback list; ``str()`` shows only the code on
+    its first line)."""
     code = getattr(exc, "ierr", None)
-    entries = [str(e) for e in getattr(exc, "_traceback_", None) or []]
+    entries = petsc_compat.error_traceback(exc)
     frames = [m.group(1) for e in entries if (m := _FRAME.match(e))]
     messages = [e.strip() for e in entries if not _FRAME.match(e) and e.strip()]
     where = f" in {frames[-1]}()" if frames else ""

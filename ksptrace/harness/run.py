@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ksptrace.errors import KsptraceError, SolverError, UsageError
-from ksptrace.harness import cpuload, eventlog, lifeline, native, writer
+from ksptrace.harness import cpuload, eventlog, lifeline, native, petsc_compat, writer
 from ksptrace.harness.kspsetup import check_iterations, check_unused, configure, validate
 from ksptrace.harness.monitor import StampMonitor
 from ksptrace.harness.mpienv import agree_on_error, fail_together, node_layout
@@ -95,7 +95,8 @@ def _solve_and_write(
     instance.prepare()
 
     if settings.warmup:
-        instance.solve()
+        with petsc_compat.python_errors_as_raised():
+            instance.solve()
         instance.reset()
         monitor.reset()
         if detour is not None:
@@ -106,9 +107,10 @@ def _solve_and_write(
     mpicomm.Barrier()
     load_start = cpuload.sample(layout.node_cpus)
     before = log.read()
-    started = wtime()
-    instance.solve()
-    ended = wtime()
+    with petsc_compat.python_errors_as_raised():  # Ctrl-C stays KeyboardInterrupt
+        started = wtime()
+        instance.solve()
+        ended = wtime()
     after = log.read()
     event_seconds = (None if after.seconds is None or before.seconds is None
                      else after.seconds - before.seconds)

@@ -20,6 +20,7 @@ from mpi4py import MPI  # noqa: E402
 
 import ksptrace  # noqa: E402
 from ksptrace.errors import KsptraceError  # noqa: E402
+from ksptrace.harness.petsc_compat import python_cause  # noqa: E402
 from ksptrace.problems import registry  # noqa: E402
 
 COMM = MPI.COMM_WORLD
@@ -194,8 +195,9 @@ def aborted() -> None:
         inst.reset()
         try:
             inst.solve()
-        except Exception as exc:  # petsc4py hands the monitor's exception on
-            error = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        except Exception as exc:  # petsc4py hands the monitor's exception on (3.26: as cause)
+            cause = python_cause(exc) or exc
+            error = str(cause).splitlines()[0] if str(cause) else type(cause).__name__
         armed[0] = False
         inst.ksp.setTolerances(max_it=10)
         inst.reset()

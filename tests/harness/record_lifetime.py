@@ -51,7 +51,7 @@ def cancel() -> None:
     inst = laplacian()
     with ksptrace.record(inst.ksp, OUT / "a.h5", comm=COMM):
         solve(inst)
-    inst.ksp.cancelMonitor()
+    inst.ksp.monitorCancel()
     with ksptrace.record(inst.ksp, OUT / "b.h5", comm=COMM) as rec:
         solve(inst)
         solve(inst)

@@ -188,6 +188,7 @@ from ksptrace.harness.petscenv import init_petsc
 petsc = init_petsc([])
 from mpi4py import MPI
 from ksptrace.harness.monitor import StampMonitor
+from ksptrace.harness.petsc_compat import python_errors_as_raised
 from ksptrace.problems import registry
 inst = registry.get("laplace1d").build(petsc.COMM_WORLD, 2000, {})
 ksp = inst.ksp
@@ -197,7 +198,8 @@ monitor = StampMonitor(10_000_001, MPI.Wtime)
 print(monitor.attach(ksp), flush=True)
 t0 = time.monotonic()
 try:
-    ksp.solve(inst.rhs, inst.solution)
+    with python_errors_as_raised():  # petsc4py 3.26 wraps it in PETSc.Error
+        ksp.solve(inst.rhs, inst.solution)
 except KeyboardInterrupt:
     done = int((monitor.stamps == monitor.stamps).sum())
     print(f"interrupted {time.monotonic() - t0:.2f} {done}", flush=True)

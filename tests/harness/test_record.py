@@ -228,7 +228,7 @@ inst.prepare()
 try:
     with ksptrace.record(inst.ksp, sys.argv[1], comm=MPI.COMM_WORLD):
         inst.solve()
-        inst.ksp.cancelMonitor()  # the program takes every monitor off: nothing is stamped
+        inst.ksp.monitorCancel()  # the program takes every monitor off: nothing is stamped
         inst.reset()
         inst.solve()
 except KsptraceError as exc:
