@@ -95,9 +95,9 @@ fi
 here_check='import ksptrace, os, sys
 root = os.path.dirname(os.path.dirname(os.path.realpath(ksptrace.__file__)))
 sys.exit(root != os.path.realpath(sys.argv[1]))'
-if ! done_step ksptrace || ! "$PY" -P -c "$here_check" "$PWD" 2>/dev/null; then
-  slow "ksptrace and its test tools" "$PY" -m pip install -c "$PINS" -e ".[test]"
-  mark ksptrace
+if ! done_step ksptrace-xarray || ! "$PY" -P -c "$here_check" "$PWD" 2>/dev/null; then
+  slow "ksptrace and its test tools" "$PY" -m pip install -c "$PINS" -e ".[test,xarray]"
+  mark ksptrace-xarray
 fi
 "$PY" -c "import petsc4py; petsc4py.init([]); from petsc4py import PETSc; from mpi4py import MPI; \
 print('stack-pypi: PETSc', '.'.join(map(str, PETSc.Sys.getVersion())), '|', MPI.Get_library_version().splitlines()[0])" >&2

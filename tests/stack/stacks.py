@@ -57,7 +57,7 @@ def pypi() -> Stack | str:
     """The PyPI stack, or why it cannot be used (not built, or built from other pins)."""
     folder = pypi_folder()
     python = folder / "venv" / "bin" / "python"
-    stamp = folder / ".done-ksptrace"
+    stamp = folder / ".done-ksptrace-xarray"
     if not python.exists() or not stamp.exists():
         return (f"the PyPI stack is not built in {folder}; build it with '{BUILD_COMMAND}' "
                 "(about 15 minutes on 2 cores, once)")
