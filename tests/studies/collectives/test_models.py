@@ -59,7 +59,7 @@ def test_plogp_finds_the_protocol_switch() -> None:
 def test_plogp_adds_no_spurious_break(switch: int, noise: float) -> None:
     """One bend at ``switch``: found alone in at least 19 of 20 noisy draws (it was 13 of 20,
     with a second break fitting the noise, under a plain BIC penalty)."""
-    t = np.where(SIZES <= switch, 2e-6 + 5e-10 * SIZES,
+    t = np.where(switch >= SIZES, 2e-6 + 5e-10 * SIZES,
                  2e-6 + 5e-10 * switch + 2e-10 * (SIZES - switch))
     found = [cm.fit_plogp(SIZES, _noisy(t, noise, seed=s)).breakpoints for s in range(20)]
     assert sum(f == (switch,) for f in found) >= 19, found
