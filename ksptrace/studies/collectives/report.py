@@ -277,7 +277,7 @@ def ompi_rules_files(traces: Sequence[CollectiveTrace]) -> tuple[tuple[str, str]
     2+ sizes: the exact quadtree of the best-algorithm map (``ksptrace decide``'s code), with
     the algorithm numbers the traces forced, with the segment size a segmented winner was
     measured with."""
-    from ksptrace.studies.decisions.maps import square_map
+    from ksptrace.studies.decisions.encoding import compact_square_map
     from ksptrace.studies.decisions.quadtree import build_quadtree
     from ksptrace.studies.decisions.rules import COLLECTIVE_IDS, ompi_rules
 
@@ -304,7 +304,7 @@ def ompi_rules_files(traces: Sequence[CollectiveTrace]) -> tuple[tuple[str, str]
                               ("P", "bytes"))
         except AnalysisError:
             continue
-        tree = build_quadtree(square_map(dm))
+        tree = build_quadtree(compact_square_map(dm).square)
         out.append((op, ompi_rules(tree, op, {})))
     return tuple(out)
 

@@ -6,20 +6,34 @@ size), its method label and its time. The map keeps, per cell and method, the me
 the repetitions, and per cell the method with the smallest median.
 
 A quadtree needs a complete square map of side 2^k. ``square_map`` reshapes the n1 x n2 grid
-the way Pjesivac-Grbovic, Fagg and Dongarra (2006) do: rows and columns are replicated (spread
-evenly, so that every measured row appears once or more) and the amount of replication is
-recorded. Cells where no method was measured are filled beforehand from the nearest measured
+in one of two encodings, and the amount of replication is recorded:
+
+- ``even``, the way Pjesivac-Grbovic, Fagg and Dongarra (2006) do: rows and columns are
+  replicated evenly, so that every measured row appears once or more. The boundaries between
+  replicas fall anywhere, mostly off the quadtree's split lines, so the exact tree must cut
+  many blocks that a measured boundary alone would not need;
+- ``padded``: measured row i is map row i, and the rows beyond the last measured one repeat
+  it (the same for columns). Every boundary between measured rows lies between two map rows,
+  and the padding is one uniform block per repeated row or column. The paper lists a better
+  replication scheme as future work; this is ksptrace's.
+
+:func:`ksptrace.studies.decisions.encoding.compact_square_map` picks the one whose exact tree
+has fewer leaves. Cells where no method was measured are filled beforehand from the nearest measured
 cell (Euclidean distance in grid indices) and flagged, so that nothing pretends to be measured.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Literal
 
 import numpy as np
 from scipy.ndimage import distance_transform_edt
 
 from ksptrace.errors import AnalysisError
+
+Encoding = Literal["even", "padded"]
+ENCODINGS: tuple[Encoding, ...] = ("even", "padded")
 
 NO_METHOD = -1
 """Marks a cell without any measurement in ``DecisionMap.measured_best``."""
@@ -72,6 +86,8 @@ class SquareMap:
     """int64 [2^k]: the measured row (index into ``source.axis1``) each map row copies."""
     col_source: np.ndarray
     """int64 [2^k]: the measured column each map column copies."""
+    encoding: Encoding = "even"
+    """How rows and columns were replicated (see the module's docstring)."""
 
     @property
     def size(self) -> int:
@@ -136,15 +152,21 @@ def decision_map(
         best=best.astype(np.int64), filled=filled)
 
 
-def square_map(dm: DecisionMap) -> SquareMap:
-    """Reshape to the smallest 2^k x 2^k that holds both axes, replicating rows and columns."""
+def square_map(dm: DecisionMap, encoding: Encoding = "even") -> SquareMap:
+    """Reshape to the smallest 2^k x 2^k that holds both axes, replicating rows and columns
+    evenly (the paper's encoding) or padding with the last row and column."""
     n1, n2 = dm.shape
     k = int(np.ceil(np.log2(max(n1, n2))))
     size = 1 << k
-    rows = (np.arange(size, dtype=np.int64) * n1) // size
-    cols = (np.arange(size, dtype=np.int64) * n2) // size
+    index = np.arange(size, dtype=np.int64)
+    if encoding == "even":
+        rows, cols = (index * n1) // size, (index * n2) // size
+    elif encoding == "padded":
+        rows, cols = np.minimum(index, n1 - 1), np.minimum(index, n2 - 1)
+    else:
+        raise AnalysisError(f"unknown encoding {encoding!r}; use one of {', '.join(ENCODINGS)}")
     return SquareMap(source=dm, k=k, cells=dm.best[np.ix_(rows, cols)], row_source=rows,
-                     col_source=cols)
+                     col_source=cols, encoding=encoding)
 
 
 def _validated(

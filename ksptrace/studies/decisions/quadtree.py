@@ -2,10 +2,13 @@
 
 Construction follows Pjesivac-Grbovic, Fagg and Dongarra (2006): a block becomes a leaf when it
 is a single cell, when it sits at the maximum depth, or when the share of its cells held by its
-majority method reaches the accuracy threshold. Threshold 1.0 and no depth limit give the exact
-tree. A leaf takes its block's majority method (the paper's rule) or, with ``leaf="penalty"``,
-the method with the smallest mean time relative to each cell's best (fewest lost seconds in
-relative terms; at depth 0 this is the best method on average).
+majority method reaches the accuracy threshold. The cells counted are those a query reads: one
+copy (the last) of each measured row and column, so that every measured cell counts once,
+whatever the encoding replicated (a block no query reads is one leaf); the paper counts every
+copy. Threshold 1.0 and no depth limit give the exact tree. A leaf takes its block's majority
+method (the paper's rule) or, with ``leaf="penalty"``, the method with the smallest mean time
+relative to each cell's best (fewest lost seconds in relative terms; at depth 0 this is the
+best method on average).
 
 The tree is one flat int32 array, ``code``, in breadth-first order: an internal node holds the
 index of the first of its four children (stored together: low-low, low-high, high-low,
@@ -50,7 +53,8 @@ class TreeStats:
     mean_depth: float
     """Mean depth over leaves (the paper's Tables 3 and 4)."""
     mean_cell_depth: float
-    """Mean depth over the map's cells: the comparisons of a uniformly random query."""
+    """Mean depth over the measured grid's cells: the comparisons of a query at a uniformly
+    random grid point."""
     bytes: int
     """The flat tree (4 bytes per node) plus the two axes' lookup tables."""
 
@@ -178,10 +182,14 @@ def build_quadtree(
                             f"2^{MAX_K} (32768 distinct values per axis)")
     dm = square.source
     n_methods = len(dm.methods)
-    counts = _summed_area(np.eye(n_methods, dtype=np.float64)[square.cells].transpose(2, 0, 1))
+    one_hot = np.eye(n_methods, dtype=np.float64)[square.cells].transpose(2, 0, 1)
+    reached = _reached(square)
+    counts = _summed_area(one_hot * reached)
+    everywhere = _summed_area(one_hot)
     rel_sum = rel_n = None
     if leaf == "penalty":
         rel = dm.relative_times()[:, square.row_source][:, :, square.col_source]
+        rel = np.where(reached > 0, rel, np.nan)
         rel_sum = _summed_area(np.nan_to_num(rel, nan=0.0))
         rel_n = _summed_area(np.isfinite(rel).astype(np.float64))
     code: list[int] = []
@@ -193,15 +201,20 @@ def build_quadtree(
         r0, c0, s, d = queue[head]
         head += 1
         n = _block(counts, r0, c0, s)
+        total = float(n.sum())
+        if total == 0:  # no query reads this block: one leaf, its cells' majority
+            code.append(-1 - int(np.argmax(_block(everywhere, r0, c0, s))))
+            depths.append(d)
+            continue
         majority = int(np.argmax(n))
-        if s == 1 or d == max_depth or n[majority] >= threshold * s * s:
+        if s == 1 or d == max_depth or n[majority] >= threshold * total:
             method = majority
             if rel_sum is not None and rel_n is not None:
                 method = _least_relative(_block(rel_sum, r0, c0, s), _block(rel_n, r0, c0, s),
                                          majority)
             code.append(-1 - method)
             depths.append(d)
-            cell_depth_sum += d * s * s
+            cell_depth_sum += d * total
             continue
         code.append(len(queue))
         h = s // 2
@@ -242,11 +255,10 @@ def _assemble(
     last_col = _last_replica(square.col_source, dm.axis2.size)
     row_key = (_spread_bits(np.r_[last_row[0], last_row]) << 1).astype(np.int32)
     col_key = _spread_bits(np.r_[last_col[0], last_col]).astype(np.int32)
-    size = 1 << square.k
     stats = TreeStats(
         nodes=int(code.size), leaves=int(leaf_depths.size), max_depth=int(leaf_depths.max()),
         min_leaf_depth=int(leaf_depths.min()), mean_depth=float(leaf_depths.mean()),
-        mean_cell_depth=cell_depth_sum / (size * size),
+        mean_cell_depth=cell_depth_sum / (dm.axis1.size * dm.axis2.size),
         bytes=int(code.nbytes + dm.axis1.nbytes + dm.axis2.nbytes + row_key.nbytes
                   + col_key.nbytes))
     scalar = (array("i", code.tobytes()), array("d", dm.axis1.tobytes()),
@@ -258,6 +270,16 @@ def _assemble(
         col_source=square.col_source, max_depth_limit=max_depth, threshold=threshold,
         leaf=leaf, stats=stats, children=4 * _self_looped(code), _scalar=scalar,
         index1=axis_index(dm.axis1), index2=axis_index(dm.axis2))
+
+
+def _reached(square: SquareMap) -> np.ndarray:
+    """float64 [2^k, 2^k]: 1 at the cells queries read (the last copy of each measured row and
+    column), 0 at the other copies."""
+    dm = square.source
+    out = np.zeros((1 << square.k, 1 << square.k))
+    out[np.ix_(_last_replica(square.row_source, dm.axis1.size),
+               _last_replica(square.col_source, dm.axis2.size))] = 1.0
+    return out
 
 
 def _self_looped(code: np.ndarray) -> np.ndarray:

@@ -15,7 +15,8 @@ import numpy as np
 from ksptrace.studies.decisions import cart as decision_cart
 from ksptrace.studies.decisions.cart import CartResult, cart_tree
 from ksptrace.studies.decisions.codegen import c_source
-from ksptrace.studies.decisions.maps import DecisionMap, SquareMap, square_map
+from ksptrace.studies.decisions.encoding import EncodingChoice, compact_square_map
+from ksptrace.studies.decisions.maps import DecisionMap, SquareMap
 from ksptrace.studies.decisions.next_points import Suggestions, suggest_next
 from ksptrace.studies.decisions.quadtree import Penalty, QuadTree, build_quadtree, penalty
 
@@ -73,6 +74,9 @@ class DecisionStudy:
     """CART with each depth-limited quadtree's number of leaves (empty without scikit-learn)."""
     next_points: Suggestions
     """Where to measure next (``decision_next``)."""
+    encoding: EncodingChoice | None = None
+    """The square map's encoding and the exact tree's leaves under each (``square`` is the
+    chosen one)."""
 
 
 def _row(limit: str, value: float, tree: QuadTree, dm: DecisionMap) -> TreeRow:
@@ -90,7 +94,8 @@ def study(dm: DecisionMap, title: str = "", max_depth: int | None = None,
     if integer_axes is None:
         integer_axes = (bool(np.all(dm.axis1 == np.round(dm.axis1))),
                         bool(np.all(dm.axis2 == np.round(dm.axis2))))
-    square = square_map(dm)
+    encoding = compact_square_map(dm)
+    square = encoding.square
     exact_tree = build_quadtree(square)
     exact = _row("depth", float(exact_tree.stats.max_depth), exact_tree, dm)
     by_depth = tuple(_row("depth", float(d), build_quadtree(square, max_depth=d), dm)
@@ -110,7 +115,7 @@ def study(dm: DecisionMap, title: str = "", max_depth: int | None = None,
         cart = tuple(cart_tree(dm, r.tree.stats.leaves) for r in by_depth)
     return DecisionStudy(title, dm, square, exact, by_depth, by_threshold, single, chosen,
                          regions(chosen.tree, square), cart,
-                         suggest_next(dm, integer_axes=integer_axes))
+                         suggest_next(dm, integer_axes=integer_axes), encoding)
 
 
 def leaves(tree: QuadTree) -> list[tuple[int, int, int, int, int]]:

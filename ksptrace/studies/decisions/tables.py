@@ -211,6 +211,8 @@ def summary_of(s: DecisionStudy) -> dict[str, Any]:
         "axis1": [_plain(v) for v in dm.axis1], "axis2": [_plain(v) for v in dm.axis2],
         "measured_cells": int((~dm.filled).sum()), "filled_cells": int(dm.filled.sum()),
         "square_side": s.square.size, "replicated_share": round(s.square.replicated_share, 4),
+        "encoding": s.square.encoding,
+        "exact_leaves_by_encoding": dict(s.encoding.leaves) if s.encoding else {},
         "best": [[dm.methods[int(m)] for m in row] for row in dm.best],
         "exact_tree": {"leaves": s.exact.tree.stats.leaves, "nodes": s.exact.tree.stats.nodes,
                        "max_depth": s.exact.tree.stats.max_depth},
