@@ -12,7 +12,14 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 PINS=$PWD/scripts/stack-pypi.txt
 PETSC_VERSION=$(sed -n 's/^petsc==//p' "$PINS")
-STACK=${KSPTRACE_STACK_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ksptrace/stack-pypi-$PETSC_VERSION}
+# KSPTRACE_STACK_INDEX=64 builds PETSc with 64-bit indices, into a cache folder of its own.
+INDEX=${KSPTRACE_STACK_INDEX:-32}
+case "$INDEX" in
+  32) SUFFIX="" ; INDEX_OPTION="" ;;
+  64) SUFFIX="-int64" ; INDEX_OPTION=" --with-64-bit-indices" ;;
+  *) echo "stack-pypi: KSPTRACE_STACK_INDEX=$INDEX is not 32 or 64" >&2; exit 2 ;;
+esac
+STACK=${KSPTRACE_STACK_DIR:-${XDG_CACHE_HOME:-$HOME/.cache}/ksptrace/stack-pypi-$PETSC_VERSION$SUFFIX}
 VENV=$STACK/venv
 WHEELS=$STACK/wheels
 LOG=$STACK/build.log
@@ -57,7 +64,7 @@ if [ ${#missing[@]} -gt 0 ]; then
 fi
 command -v mpicc >/dev/null || { echo "stack-pypi: mpicc not found after installing libopenmpi-dev" >&2; exit 3; }
 
-say "building into $STACK (pins: scripts/stack-pypi.txt; PETSc configure: ${PETSC_CONFIGURE_OPTIONS:---with-fc=0})"
+say "building into $STACK (pins: scripts/stack-pypi.txt; PETSc configure: ${PETSC_CONFIGURE_OPTIONS:---with-fc=0$INDEX_OPTION})"
 if ! done_step venv; then
   rm -rf "$VENV"
   /usr/bin/python3 -m venv "$VENV"
@@ -73,7 +80,7 @@ fi
 PY=$VENV/bin/python
 # No Fortran: ksptrace needs none, and Debian's libopenmpi-dev brings an mpifort wrapper but no
 # gfortran, which PETSc's configure would then try and fail on. A user's own options replace these.
-export PETSC_CONFIGURE_OPTIONS=${PETSC_CONFIGURE_OPTIONS:---with-fc=0}
+export PETSC_CONFIGURE_OPTIONS=${PETSC_CONFIGURE_OPTIONS:---with-fc=0$INDEX_OPTION}
 if ! done_step petsc; then
   ls "$WHEELS"/petsc-"$PETSC_VERSION"-*.whl >/dev/null 2>&1 || \
     slow "PETSc $PETSC_VERSION build" "$PY" -m pip wheel -c "$PINS" --no-deps -w "$WHEELS" "petsc==$PETSC_VERSION"

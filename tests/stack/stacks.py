@@ -41,11 +41,12 @@ def pypi_version() -> str:
     raise RuntimeError(f"{PINS} pins no petsc version")
 
 
-def pypi_folder() -> Path:
-    if os.environ.get("KSPTRACE_STACK_DIR"):
+def pypi_folder(index_bits: int = 32) -> Path:
+    suffix = "-int64" if index_bits == 64 else ""
+    if os.environ.get("KSPTRACE_STACK_DIR") and index_bits == 32:
         return Path(os.environ["KSPTRACE_STACK_DIR"])
     cache = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
-    return cache / "ksptrace" / f"stack-pypi-{pypi_version()}"
+    return cache / "ksptrace" / f"stack-pypi-{pypi_version()}{suffix}"
 
 
 def debian() -> Stack:
@@ -53,18 +54,21 @@ def debian() -> Stack:
     return Stack("debian", sys.executable, {"PETSC_DIR": petsc_dir})
 
 
-def pypi() -> Stack | str:
-    """The PyPI stack, or why it cannot be used (not built, or built from other pins)."""
-    folder = pypi_folder()
+def pypi(index_bits: int = 32) -> Stack | str:
+    """The PyPI stack (with 64-bit indices: ``KSPTRACE_STACK_INDEX=64 make stack-pypi``), or
+    why it cannot be used (not built, or built from other pins)."""
+    folder = pypi_folder(index_bits)
+    command = BUILD_COMMAND if index_bits == 32 else f"KSPTRACE_STACK_INDEX=64 {BUILD_COMMAND}"
     python = folder / "venv" / "bin" / "python"
     stamp = folder / ".done-ksptrace-xarray"
     if not python.exists() or not stamp.exists():
-        return (f"the PyPI stack is not built in {folder}; build it with '{BUILD_COMMAND}' "
+        return (f"the PyPI stack is not built in {folder}; build it with '{command}' "
                 "(about 15 minutes on 2 cores, once)")
     if stamp.read_text() != PINS.read_text():
         return (f"the PyPI stack in {folder} was built from other pins than "
-                f"scripts/stack-pypi.txt; rebuild it with '{BUILD_COMMAND}'")
+                f"scripts/stack-pypi.txt; rebuild it with '{command}'")
     found = glob.glob(str(folder / "venv" / "lib" / "python3*" / "site-packages" / "petsc"))
     if not found:
-        return f"the PyPI stack in {folder} has no petsc package; rebuild it with '{BUILD_COMMAND}'"
-    return Stack("pypi", str(python), {"PETSC_DIR": found[0]})
+        return f"the PyPI stack in {folder} has no petsc package; rebuild it with '{command}'"
+    name = "pypi" if index_bits == 32 else "pypi-int64"
+    return Stack(name, str(python), {"PETSC_DIR": found[0]})

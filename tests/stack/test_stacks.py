@@ -3,7 +3,8 @@ on, and the PyPI stack where it has been built (``make stack-pypi``; skipped wit
 otherwise).
 
 - ksptrace's residual history equals a bare petsc4py solve of ex23 on the same stack, bit for
-  bit, for gmres, pgmres, bcgs and pipebcgs at P = 1 and 2;
+  bit, for gmres, pgmres, bcgs and pipebcgs at P = 1 and 2 (also on a PyPI build with 64-bit
+  indices where ``KSPTRACE_STACK_INDEX=64 make stack-pypi`` built one);
 - the trace names its stack (PETSc version, MPI library, monitor), and the C monitor stamped it;
 - ex48 (iceflow) has the same rows and nonzeros on both stacks.
 """
@@ -32,7 +33,7 @@ pytestmark = pytest.mark.usefixtures("require_petsc")
 def _stack(name: str) -> stacks.Stack:
     if name == "debian":
         return stacks.debian()
-    found = stacks.pypi()
+    found = stacks.pypi(64 if name == "pypi-int64" else 32)
     if isinstance(found, str):
         pytest.skip(found)
     return found
@@ -53,7 +54,7 @@ def _mpiexec(nprocs: int) -> list[str]:
 
 
 @pytest.mark.parametrize("nprocs", [1, 2])
-@pytest.mark.parametrize("name", ["debian", "pypi"])
+@pytest.mark.parametrize("name", ["debian", "pypi", "pypi-int64"])
 def test_residual_histories_equal_a_bare_petsc4py_solve(
     name: str, nprocs: int, tmp_path: Path
 ) -> None:
@@ -72,6 +73,7 @@ def test_residual_histories_equal_a_bare_petsc4py_solve(
             f"{int(np.argmax(trace.residual_norms != expected))}")
         assert str(trace.attrs["petsc_version"]).startswith(bare["petsc"]), trace.attrs
         assert trace.attrs["monitor"] == "c", f"{ksp} on {name}: {trace.attrs['monitor']}"
+        assert trace.attrs["petsc_int_bytes"] == (8 if name == "pypi-int64" else 4)
 
 
 ICEFLOW = ["--problem", "iceflow", "--mx", "6", "--my", "6", "--mz", "3", "--iterations", "20"]

@@ -165,7 +165,10 @@ def _cells_directly(op: str, p: np.ndarray, m: np.ndarray, label: np.ndarray, se
 
 
 def model_fits(traces: Sequence[CollectiveTrace]) -> pd.DataFrame:
-    """Hockney, LogGP and PLogP per trace (op, algorithm, P), with where each breaks down."""
+    """Hockney, LogGP and PLogP per trace (op, algorithm, P), with where each breaks down, the
+    error of each on held-out sizes and the model that predicts them best (5+ sizes)."""
+    from ksptrace.studies.collectives.model_choice import choose_model
+
     rows = []
     for t in traces:
         if t.message_bytes.size < 3 or t.operation == "barrier":
@@ -174,12 +177,16 @@ def model_fits(traces: Sequence[CollectiveTrace]) -> pd.DataFrame:
         gamma = t.attrs.get("local_reduce_seconds_per_byte")
         fits = [cm.fit_hockney(t.message_bytes, med), cm.fit_loggp(t.message_bytes, med),
                 cm.fit_plogp(t.message_bytes, med)]
+        choice = choose_model(t.message_bytes, med) if np.unique(t.message_bytes).size >= 5 \
+            else None
         for f in fits:
             rows.append({"op": t.operation, "algorithm": _label(t), "P": t.nprocs,
                          "model": f.model,
                          "params": ", ".join(f"{k}={v:.3g}" for k, v in f.params.items()),
                          "breakpoints": " ".join(str(b) for b in f.breakpoints),
                          "rms_rel": f.rms_relative,
+                         "held_out_rms_rel": choice.errors[f.model] if choice else np.nan,
+                         "chosen": bool(choice and choice.best == f.model),
                          "breaks_down_at": " ".join(str(int(s)) for s in f.breaks_down_at),
                          "local_gamma": float(gamma) if isinstance(gamma, float) else np.nan,
                          "oversubscribed": bool(t.attrs.get("oversubscribed", False))})
