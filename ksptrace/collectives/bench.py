@@ -52,6 +52,7 @@ FAULT_ENV = "KSPTRACE_FAULT"
 """Fault injection for tests: 'wrong-result-on-rank-1' makes rank 1's checks fail;
 'raise-on-rank-1' makes rank 1 raise an unexpected exception mid-run."""
 PROVENANCE_ENV = {"KSPTRACE_CAMPAIGN_HASH": "campaign_hash", "KSPTRACE_RUN_ID": "run_id",
+                  "KSPTRACE_REPETITION": "repetition",
                   "KSPTRACE_CAMPAIGN": "campaign", "SLURM_JOB_ID": "slurm_job_id",
                   "PBS_JOBID": "pbs_jobid"}
 

@@ -25,6 +25,7 @@ LAUNCH_ENV = "KSPTRACE_LAUNCH"
 PROVENANCE_ENV: dict[str, str] = {
     "KSPTRACE_CAMPAIGN_HASH": "campaign_hash",
     "KSPTRACE_RUN_ID": "run_id",
+    "KSPTRACE_REPETITION": "repetition",
     "KSPTRACE_CAMPAIGN": "campaign",
     "SLURM_JOB_ID": "slurm_job_id",
     "SLURM_ARRAY_JOB_ID": "slurm_array_job_id",

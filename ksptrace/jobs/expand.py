@@ -96,7 +96,8 @@ def check_size(cf: CampaignFile, allow_large: bool) -> int:
 
 def expand_runs(cf: CampaignFile) -> tuple[RunSpec, ...]:
     """Every run of the campaign, in sweep order (first key outermost), repetitions innermost;
-    with ``interleave``, repetitions outermost (rounds over the whole sweep)."""
+    with ``interleave``, repetitions outermost (rounds over the whole sweep), and with
+    ``alternate`` every other round reversed (ABBA)."""
     sweep_axes = axes(cf.sweep, cf.campaign["zip"])
     repetitions = int(cf.campaign["repetitions"])
     runs: list[RunSpec] = []
@@ -123,8 +124,14 @@ def expand_runs(cf: CampaignFile) -> tuple[RunSpec, ...]:
             runs.append(RunSpec(run_id=rid, index=len(runs), nprocs=nprocs, repetition=rep,
                                 params=kept, petsc_options=cf.petsc_options, kind=kind))
     if cf.campaign.get("interleave"):
-        rounds = sorted(runs, key=lambda r: (r.repetition, r.index))
+        alternate = bool(cf.campaign.get("alternate"))
+        rounds = sorted(runs, key=lambda r: (r.repetition,
+                                             -r.index if alternate and r.repetition % 2 else
+                                             r.index))
         runs = [dataclasses.replace(r, index=k) for k, r in enumerate(rounds)]
+    elif cf.campaign.get("alternate"):
+        raise CampaignError(f"{cf.where('campaign', 'alternate')}: alternate reverses every "
+                            "other round of an interleaved campaign; add interleave = true")
     return tuple(runs)
 
 

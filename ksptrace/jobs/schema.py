@@ -40,6 +40,8 @@ CAMPAIGN_KEYS: tuple[Param, ...] = (
     Param("oversubscribe", bool, False, "allow more ranks than cores (local backend)"),
     Param("interleave", bool, False, "run repetitions in rounds (every configuration once, then "
           "again), so a burst of load on a shared machine spreads over configurations"),
+    Param("alternate", bool, False, "with interleave, run every other round in reverse order "
+          "(ABBA), so that no configuration always runs first or last in its round"),
     Param("setup", list, [], "shell lines run before each run (module load, export, ...)"),
     Param("command", str, "ksptrace", "how a job starts ksptrace, split like a shell command line"),
     Param("zip", list, [], "groups of sweep keys whose lists vary together: [['n', 'nprocs']]"),

@@ -4,7 +4,8 @@ Every backend renders the same body and differs only in its directives, the vari
 holds the task index, the job id it records and the folder it starts in. The body
 
 * runs in the campaign's output folder (all paths in it are relative to that folder);
-* exports ``KSPTRACE_CAMPAIGN_HASH`` and ``KSPTRACE_RUN_ID``, which the harness records;
+* exports ``KSPTRACE_CAMPAIGN_HASH``, ``KSPTRACE_RUN_ID`` and ``KSPTRACE_REPETITION``, which the
+  harness records;
 * marks the run ``state/<id>.running`` while it runs and ``state/<id>.failed`` if it fails,
   each written to a temporary name and renamed, so a kill never leaves half a marker.
 
@@ -84,13 +85,13 @@ def render_script(spec: CampaignSpec, runs: Sequence[RunSpec], launcher: Launche
         if spec.scheduler.oversubscribed(run.nprocs):
             label += (f" OVERSUBSCRIBED: {spec.scheduler.ranks_per_node_for(run.nprocs)} ranks "
                       f"on {spec.scheduler.cores_per_node} cores per node")
-        lines += [f"  {i}) run_id={run.run_id}  # {_comment(label)}",
+        lines += [f"  {i}) run_id={run.run_id} repetition={run.repetition}  # {_comment(label)}",
                   f"     cmd=({cmd}) ;;"]
     lines += [
         '  *) echo "ksptrace: no run for task $task" >&2; exit 2 ;;',
         "esac",
         "",
-        'export KSPTRACE_RUN_ID="$run_id"',
+        'export KSPTRACE_RUN_ID="$run_id" KSPTRACE_REPETITION="$repetition"',
         "mkdir -p traces logs state",
         'log="logs/$run_id.log"',
         f'job="{flavour.job_expr}"',

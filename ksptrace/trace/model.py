@@ -84,8 +84,9 @@ ATTRIBUTE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
         "petsc_debugging",
         "mpi4py_version", "mpi_library", "mpi_standard", "h5py_version", "numpy_version",
         "python_version", "ksptrace_version", "openblas_num_threads", "omp_num_threads",
-        "generator", "campaign", "campaign_hash", "run_id", "slurm_job_id", "slurm_array_job_id",
-        "slurm_array_task_id", "slurm_job_name", "pbs_jobid", "pbs_array_index", "pbs_array_id",
+        "generator", "campaign", "campaign_hash", "run_id", "repetition", "slurm_job_id",
+        "slurm_array_job_id", "slurm_array_task_id", "slurm_job_name", "pbs_jobid",
+        "pbs_array_index", "pbs_array_id",
     ),
 })
 """The HDF5 groups a schema-2 trace keeps its attributes in, and the attributes each holds.

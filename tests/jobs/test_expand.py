@@ -41,6 +41,26 @@ def test_interleave_runs_repetitions_in_rounds(write_campaign: Write) -> None:
     assert {r.run_id for r in rounds.runs} == {r.run_id for r in plain.runs}
 
 
+def test_alternate_reverses_every_other_round(write_campaign: Write) -> None:
+    """The paired noise design's order: S0 S1 P0 P1, then P1 P0 S1 S0 (ABBA over rounds)."""
+    text = ("[campaign]\nrepetitions = 4\ninterleave = true\n{}[sweep]\n"
+            "ksp = ['gmres', 'pgmres']\nnoise = ['none', 'exponential:scale=1ms,p=0.1,seed=1']\n")
+    plain = load_spec(write_campaign(text.format("")))
+    abba = load_spec(write_campaign(text.format("alternate = true\n")))
+    cells = [(r.param("ksp"), r.param("noise")) for r in abba.runs]
+    forward = cells[:4]
+    assert cells == forward + forward[::-1] + forward + forward[::-1]
+    assert [r.repetition for r in abba.runs] == [rep for rep in range(4) for _ in range(4)]
+    assert [r.index for r in abba.runs] == list(range(16))
+    assert {r.run_id for r in abba.runs} == {r.run_id for r in plain.runs}
+
+
+def test_alternate_needs_interleave(write_campaign: Write) -> None:
+    with pytest.raises(CampaignError, match="add interleave = true"):
+        load_spec(write_campaign("[campaign]\nrepetitions = 2\nalternate = true\n"
+                                 "[sweep]\nnprocs = [1, 2]\n"))
+
+
 def test_zip_varies_keys_together(write_campaign: Write) -> None:
     spec = load_spec(write_campaign(
         "[campaign]\nzip = [['n', 'nprocs']]\n"

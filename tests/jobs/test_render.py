@@ -239,7 +239,7 @@ def test_slurm_arrays_are_split(tmp_path: Path) -> None:
                   if "run_id=" in line and line.strip()[0].isdigit()]
         assert labels == [str(i) for i in range(len(script.runs))]
         for i, run in enumerate(script.runs):
-            assert f"  {i}) run_id={run.run_id}  #" in script.text
+            assert f"  {i}) run_id={run.run_id} repetition={run.repetition}  #" in script.text
 
 
 def test_pbs_arrays_are_split(tmp_path: Path) -> None:

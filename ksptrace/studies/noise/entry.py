@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
+from ksptrace.studies.noise.blocks import paired_studies
 from ksptrace.studies.noise.compare import NoiseComparison, NoisePair, compare
 from ksptrace.studies.noise.tables import noise_pair_table, noise_table
 from ksptrace.studies.result import Part, StudyResult
@@ -24,9 +25,11 @@ def study(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
         return None
     tables = [noise_table(comparison), noise_pair_table(comparison)]
     tables = [dataclasses.replace(t, notes=(NO_PAIRS,)) if t.empty else t for t in tables]
+    # the paired blocks' verdicts lead: they are the design that survives drift (docs/noise.md)
+    verdicts = tuple(p.sentence() for p in paired_studies(analyses))
     return StudyResult(
         key="noise", title="Injected noise: prediction vs measurement",
-        findings=tuple(noise_sentences(comparison))
+        findings=verdicts + tuple(noise_sentences(comparison))
         or (f"{NO_PAIRS[0].upper()}{NO_PAIRS[1:]}, so no slowdowns are compared.",),
         parts=(Part(tables=tuple(tables)),), first=True)
 

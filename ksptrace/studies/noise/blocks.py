@@ -1,0 +1,108 @@
+"""Runs of a paired noise campaign grouped into blocks, and each group's paired estimate.
+
+A campaign with ``repetitions = R``, ``interleave = true`` and ``alternate = true`` over a
+standard method and its pipelined variant, without and with one noise spec (examples/
+noise_paired.toml), records each run's repetition in its trace (``repetition``). Block r holds
+the four runs of repetition r; a block missing a run is left out and counted.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from ksptrace.studies.noise.compare import PAIR_KEYS, PIPELINED_VARIANT
+from ksptrace.studies.noise.paired import PairedNoiseEstimate, estimate
+from ksptrace.studies.variability.pipeline import TraceAnalysis
+
+CONFIG_KEYS = tuple(k for k in PAIR_KEYS if k != "noise")
+LOADED = "machine-loaded"
+
+
+@dataclass(frozen=True)
+class PairedStudy:
+    """The paired estimate of one (standard, pipelined, noise, configuration)."""
+
+    standard: str
+    pipelined: str
+    noise: str
+    nprocs: int
+    iterations: int
+    estimate: PairedNoiseEstimate
+    incomplete_blocks: int
+    """Repetitions left out because one of their four runs is missing."""
+    loaded_blocks: int
+    """Blocks with at least one run flagged machine-loaded."""
+
+    def sentence(self) -> str:
+        e = self.estimate
+        std, pip = self.standard.upper(), self.pipelined.upper()
+        head = (f"{std} vs {pip} under {self.noise} at P = {self.nprocs}: {e.verdict} "
+                f"({e.blocks} paired blocks")
+        if e.blocks >= 3:
+            d = e.difference
+            head += (f"; noise costs {std} {e.standard_cost.estimate * 1e6:.3g} µs and {pip} "
+                     f"{e.pipelined_cost.estimate * 1e6:.3g} µs per iteration, difference "
+                     f"{d.estimate * 1e6:.3g} µs [95 % {d.low * 1e6:.3g}, {d.high * 1e6:.3g}]")
+        head += f"; {e.why})"
+        if self.loaded_blocks:
+            head += (f", drawn from a loaded machine ({self.loaded_blocks} of {e.blocks} blocks "
+                     "had foreign CPU load)")
+        return head + "."
+
+
+def _noise(a: TraceAnalysis) -> str:
+    return a.injection.spec.text() if a.injection is not None else "none"
+
+
+def _config(a: TraceAnalysis) -> tuple[str, ...]:
+    attrs = dict(a.attrs)
+    return tuple(str(a.nprocs) if k == "nprocs" else str(attrs.get(k)) for k in CONFIG_KEYS)
+
+
+def _repetition(a: TraceAnalysis) -> int | None:
+    value = dict(a.attrs).get("repetition")
+    try:
+        return None if value is None else int(str(value))
+    except ValueError:
+        return None
+
+
+def paired_studies(analyses: Sequence[TraceAnalysis]) -> tuple[PairedStudy, ...]:
+    """Every (standard, pipelined, noise, configuration) with repetitions of all four cells."""
+    cells: dict[tuple[tuple[str, ...], str, str, int], TraceAnalysis] = {}
+    for a in analyses:
+        rep = _repetition(a)
+        if rep is not None:
+            cells[(_config(a), a.ksp.lower(), _noise(a), rep)] = a
+    out = []
+    groups = {(cfg, ksp, noise) for cfg, ksp, noise, _ in cells if noise != "none"}
+    for cfg, std, noise in sorted(groups):
+        pip = PIPELINED_VARIANT.get(std)
+        if pip is None:
+            continue
+        reps = sorted({r for c, k, n, r in cells if c == cfg and k in (std, pip)})
+        blocks: list[list[TraceAnalysis]] = []
+        incomplete = 0
+        for r in reps:
+            four = [cells.get((cfg, k, n, r)) for k, n in
+                    ((std, "none"), (std, noise), (pip, "none"), (pip, noise))]
+            complete = [x for x in four if x is not None]
+            if len(complete) < 4:
+                incomplete += 1
+            else:
+                blocks.append(complete)
+        if not blocks:
+            continue
+        s0, s1, p0, p1 = ([b[i].measured for b in blocks] for i in range(4))
+        first = blocks[0][0]
+        loaded = sum(any(any(f.code == LOADED for f in x.flags) for x in b) for b in blocks)
+        out.append(PairedStudy(
+            standard=std, pipelined=pip, noise=noise, nprocs=first.nprocs,
+            iterations=first.iterations,
+            estimate=estimate(np.array(s0), np.array(s1), np.array(p0), np.array(p1),
+                              iterations=first.iterations),
+            incomplete_blocks=incomplete, loaded_blocks=loaded))
+    return tuple(out)

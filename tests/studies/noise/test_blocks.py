@@ -1,0 +1,69 @@
+"""Paired blocks from a campaign's runs (issue 33): runs grouped by their recorded repetition,
+the paired verdict leading the noise study's findings, incomplete and loaded blocks counted."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import numpy as np
+
+from ksptrace.studies.noise import paired
+from ksptrace.studies.noise.blocks import paired_studies
+from ksptrace.studies.noise.entry import study
+from ksptrace.studies.variability.flags import Flag
+from ksptrace.studies.variability.pipeline import TraceAnalysis
+from tests.studies.noise.test_compare import OPTIONS, analyses
+
+COST = {"gmres": 60e-6, "pgmres": 20e-6}
+"""Noise cost per iteration of each method in the synthetic campaign."""
+
+
+def campaign(blocks: int = 6, seed: int = 0) -> list[TraceAnalysis]:
+    """The four analysed runs copied into ``blocks`` repetitions, with KSPSolve times of a
+    drifting machine: a block factor, 1 % jitter, and each method's noise cost."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for rep in range(blocks):
+        drift = 1 + 0.3 * rng.random()
+        for a in analyses():
+            noisy = a.injection is not None and a.injection.spec.active
+            base = 0.4 + (COST[a.ksp] * a.iterations if noisy else 0.0)
+            out.append(dataclasses.replace(
+                a, attrs=(*a.attrs, ("repetition", str(rep))),
+                measured=base * drift * (1 + 0.01 * rng.standard_normal())))
+    return out
+
+
+def test_blocks_give_the_paired_verdict() -> None:
+    (found,) = paired_studies(campaign())
+    assert (found.standard, found.pipelined) == ("gmres", "pgmres")
+    assert found.estimate.blocks == 6
+    assert found.incomplete_blocks == 0
+    assert found.estimate.verdict == paired.PIPELINED_PAYS_LESS
+    # the cost is 60 µs per iteration times the block's drift (1 to 1.3)
+    assert 60e-6 < found.estimate.standard_cost.estimate < 60e-6 * 1.3
+    assert 20e-6 < found.estimate.pipelined_cost.estimate < 20e-6 * 1.3
+    assert "pipelined pays less (6 paired blocks" in found.sentence()
+
+
+def test_a_missing_run_drops_its_block_and_loaded_runs_are_named() -> None:
+    runs = campaign()
+    runs.pop(5)  # one run of block 1
+    flag = Flag(code="machine-loaded", subject="run", message="foreign CPU 60 %")
+    runs[0] = dataclasses.replace(runs[0], flags=(*runs[0].flags, flag))
+    (found,) = paired_studies(runs)
+    assert found.incomplete_blocks == 1
+    assert found.estimate.blocks == 5
+    assert found.loaded_blocks == 1
+    assert "drawn from a loaded machine (1 of 5 blocks" in found.sentence()
+
+
+def test_runs_without_repetitions_form_no_blocks() -> None:
+    assert paired_studies(analyses()) == ()
+
+
+def test_the_noise_study_leads_with_the_verdict() -> None:
+    result = study(campaign(), OPTIONS, with_figures=False)
+    assert result is not None
+    assert result.findings[0].startswith("GMRES vs PGMRES under exponential")
+    assert "pipelined pays less" in result.findings[0]
