@@ -78,12 +78,16 @@ if ! done_step venv; then
   mark venv
 fi
 PY=$VENV/bin/python
+# pip caches a wheel built from an sdist under the sdist's name alone, whatever the configure
+# options or the PETSC_DIR it was built against: both builds bypass that cache (a 64-bit-index
+# build once came back as the cached 32-bit wheel), and keep their wheels in $WHEELS instead.
 # No Fortran: ksptrace needs none, and Debian's libopenmpi-dev brings an mpifort wrapper but no
 # gfortran, which PETSc's configure would then try and fail on. A user's own options replace these.
 export PETSC_CONFIGURE_OPTIONS=${PETSC_CONFIGURE_OPTIONS:---with-fc=0$INDEX_OPTION}
 if ! done_step petsc; then
   ls "$WHEELS"/petsc-"$PETSC_VERSION"-*.whl >/dev/null 2>&1 || \
-    slow "PETSc $PETSC_VERSION build" "$PY" -m pip wheel -c "$PINS" --no-deps -w "$WHEELS" "petsc==$PETSC_VERSION"
+    slow "PETSc $PETSC_VERSION build" "$PY" -m pip wheel --no-cache-dir -c "$PINS" --no-deps \
+      -w "$WHEELS" "petsc==$PETSC_VERSION"
   slow "PETSc install" "$PY" -m pip install --no-deps "$WHEELS"/petsc-"$PETSC_VERSION"-*.whl
   mark petsc
 fi
@@ -92,8 +96,8 @@ export PETSC_DIR
 unset PETSC_ARCH
 if ! done_step petsc4py; then
   ls "$WHEELS"/petsc4py-"$PETSC_VERSION"-*.whl >/dev/null 2>&1 || \
-    slow "petsc4py build" "$PY" -m pip wheel -c "$PINS" --no-deps --no-build-isolation -w "$WHEELS" \
-      "petsc4py==$PETSC_VERSION"
+    slow "petsc4py build" "$PY" -m pip wheel --no-cache-dir -c "$PINS" --no-deps \
+      --no-build-isolation -w "$WHEELS" "petsc4py==$PETSC_VERSION"
   slow "petsc4py install" "$PY" -m pip install --no-deps "$WHEELS"/petsc4py-"$PETSC_VERSION"-*.whl
   mark petsc4py
 fi
