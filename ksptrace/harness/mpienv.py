@@ -74,6 +74,29 @@ class NodeLayout:
     node_cpus: tuple[int, ...] = ()
     """The CPUs this rank's node gives the job: the union of its ranks' affinity masks (all
     of the machine's CPUs unless a cpuset or a binding narrows them)."""
+    rank_cpus: tuple[tuple[int, ...], ...] = ()
+    """Every rank's affinity mask (the CPUs it may run on), in rank order."""
+
+    @property
+    def pinned(self) -> bool:
+        """Every rank bound to one CPU of its own (on its node): no two ranks share a core and
+        none migrates. Open MPI binds to cores by default up to 2 ranks, not when
+        oversubscribed."""
+        if not self.rank_cpus or any(len(c) != 1 for c in self.rank_cpus):
+            return False
+        seen = {(node, c[0]) for node, c in zip(self.node_ids, self.rank_cpus, strict=True)}
+        return len(seen) == len(self.rank_cpus)
+
+
+def cpu_list(cpus: tuple[int, ...]) -> str:
+    """CPUs as ranges, as taskset prints them: (0, 1, 2, 5) -> "0-2,5"."""
+    runs: list[list[int]] = []
+    for cpu in sorted(set(cpus)):
+        if runs and cpu == runs[-1][1] + 1:
+            runs[-1][1] = cpu
+        else:
+            runs.append([cpu, cpu])
+    return ",".join(str(a) if a == b else f"{a}-{b}" for a, b in runs)
 
 
 def allowed_cpus() -> set[int]:
@@ -102,8 +125,9 @@ def node_layout(mpicomm: Any) -> NodeLayout:
     oversubscribed = bool(mpicomm.allreduce(over_here, op=MPI.LOR))
     hostname = MPI.Get_processor_name() or socket.gethostname()
     rank = mpicomm.Get_rank()
+    rank_cpus = tuple(tuple(c) for c in mpicomm.allgather(sorted(allowed_cpus())))
     return NodeLayout(node_ids[rank], hostname, ranks_on_node, node_ids, oversubscribed,
-                      node_cpus)
+                      node_cpus, rank_cpus)
 
 
 def agree_on_error(mpicomm: Any, error: KsptraceError | None) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from ksptrace.harness.kspsetup import effective_restart
+from ksptrace.harness.mpienv import cpu_list
 from ksptrace.harness.settings import RunSettings
 from ksptrace.trace.model import AttrValue
 from ksptrace.version import __version__
@@ -94,6 +95,8 @@ def run_attributes(
         "ranks_per_node": max(layout.node_ids.count(i) for i in set(layout.node_ids)),
         "cpu_count": os.cpu_count() or 0,
         "oversubscribed": layout.oversubscribed,
+        "rank_cpus": " ".join(cpu_list(c) for c in layout.rank_cpus),
+        "ranks_pinned": layout.pinned,
         "start_utc": start_utc,
         "command_line": launch.get("command_line") or shlex.join(sys.argv),
         "argv": shlex.join(sys.argv),

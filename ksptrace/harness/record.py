@@ -47,7 +47,7 @@ from ksptrace.errors import (
 from ksptrace.harness import counters, cpuload, eventlog, native
 from ksptrace.harness.kspsetup import GMRES_FAMILY, PETSC_DEFAULT_RESTART, reason_name
 from ksptrace.harness.monitor import StampMonitor, check_reported
-from ksptrace.harness.mpienv import agree_on_error, node_layout
+from ksptrace.harness.mpienv import agree_on_error, cpu_list, node_layout
 from ksptrace.harness.provenance import versions
 from ksptrace.harness.pyhooks import PythonHooks
 from ksptrace.harness.solvehooks import NativeHooks, Recorded
@@ -309,6 +309,8 @@ class Recorder:
             "nprocs": nprocs, "n_nodes": len(set(ids)),
             "ranks_per_node": max(ids.count(i) for i in set(ids)),
             "cpu_count": os.cpu_count() or 0, "oversubscribed": self.layout.oversubscribed,
+            "rank_cpus": " ".join(cpu_list(c) for c in self.layout.rank_cpus),
+            "ranks_pinned": self.layout.pinned,
             "launcher": "external" if nprocs > 1 else "none", "launcher_flags": "",
             "hdf5_path": "gather", "start_utc": self.start_utc,
             "command_line": shlex.join(sys.argv), "argv": shlex.join(sys.argv),

@@ -75,7 +75,8 @@ ATTRIBUTE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
         "foreign_cpu_share", "foreign_cpu_seconds", "foreign_cpu_node", "loadavg_before",
     ),
     "layout": (
-        "nprocs", "n_nodes", "ranks_per_node", "cpu_count", "oversubscribed", "launcher",
+        "nprocs", "n_nodes", "ranks_per_node", "cpu_count", "oversubscribed", "rank_cpus",
+        "ranks_pinned", "launcher",
         "launcher_flags", "hdf5_path",
     ),
     "provenance": (
