@@ -94,6 +94,19 @@ def check_size(cf: CampaignFile, allow_large: bool) -> int:
     return size
 
 
+def _seeded(params: dict[str, Any], repetition: int) -> dict[str, Any]:
+    """``params`` with the noise spec's seed advanced by ``repetition`` (no noise: unchanged)."""
+    from ksptrace.noise.spec import parse
+
+    text = params.get("noise")
+    if not text or text == "none":
+        return params
+    spec = parse(str(text))
+    if not spec.active:
+        return params
+    return {**params, "noise": dataclasses.replace(spec, seed=spec.seed + repetition).text()}
+
+
 def expand_runs(cf: CampaignFile) -> tuple[RunSpec, ...]:
     """Every run of the campaign, in sweep order (first key outermost), repetitions innermost;
     with ``interleave``, repetitions outermost (rounds over the whole sweep), and with
@@ -116,11 +129,13 @@ def expand_runs(cf: CampaignFile) -> tuple[RunSpec, ...]:
                 params[p.name] = point.get(p.name, p.default)
         nprocs = int(point.get(NPROCS.name, NPROCS.default))
         for rep in range(repetitions):
-            rid = run_id(params, nprocs, rep, cf.petsc_options)
+            own = _seeded(params, rep) if cf.campaign.get("noise_seed_per_repetition") \
+                else params
+            rid = run_id(own, nprocs, rep, cf.petsc_options)
             if rid in seen:  # a key the run's problem does not use collapses its axis
                 continue
             seen.add(rid)
-            kept = tuple((k, v) for k, v in params.items() if k != "kind")
+            kept = tuple((k, v) for k, v in own.items() if k != "kind")
             runs.append(RunSpec(run_id=rid, index=len(runs), nprocs=nprocs, repetition=rep,
                                 params=kept, petsc_options=cf.petsc_options, kind=kind))
     if cf.campaign.get("interleave"):

@@ -42,6 +42,9 @@ CAMPAIGN_KEYS: tuple[Param, ...] = (
           "again), so a burst of load on a shared machine spreads over configurations"),
     Param("alternate", bool, False, "with interleave, run every other round in reverse order "
           "(ABBA), so that no configuration always runs first or last in its round"),
+    Param("noise_seed_per_repetition", bool, False, "add the repetition index to every noise "
+          "spec's seed, so that each repetition (a block of the paired design) draws its own "
+          "detours and the runs of one repetition share them"),
     Param("setup", list, [], "shell lines run before each run (module load, export, ...)"),
     Param("command", str, "ksptrace", "how a job starts ksptrace, split like a shell command line"),
     Param("zip", list, [], "groups of sweep keys whose lists vary together: [['n', 'nprocs']]"),

@@ -55,6 +55,19 @@ def test_alternate_reverses_every_other_round(write_campaign: Write) -> None:
     assert {r.run_id for r in abba.runs} == {r.run_id for r in plain.runs}
 
 
+def test_each_repetition_draws_its_own_noise(write_campaign: Write) -> None:
+    """With noise_seed_per_repetition, block r's noisy runs share seed base + r."""
+    spec = load_spec(write_campaign(
+        "[campaign]\nrepetitions = 3\nnoise_seed_per_repetition = true\n[sweep]\n"
+        "ksp = ['gmres', 'pgmres']\nnoise = ['none', 'exponential:scale=1ms,p=0.1,seed=5']\n"))
+    seeds = {(r.repetition, r.param("ksp")): r.param("noise") for r in spec.runs
+             if r.param("noise") != "none"}
+    for rep in range(3):
+        assert seeds[(rep, "gmres")] == seeds[(rep, "pgmres")]
+        assert seeds[(rep, "gmres")].endswith(f"seed={5 + rep}")
+    assert sum(r.param("noise") == "none" for r in spec.runs) == 6  # the quiet runs unchanged
+
+
 def test_alternate_needs_interleave(write_campaign: Write) -> None:
     with pytest.raises(CampaignError, match="add interleave = true"):
         load_spec(write_campaign("[campaign]\nrepetitions = 2\nalternate = true\n"

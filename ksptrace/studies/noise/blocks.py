@@ -54,7 +54,15 @@ class PairedStudy:
 
 
 def _noise(a: TraceAnalysis) -> str:
-    return a.injection.spec.text() if a.injection is not None else "none"
+    """The run's noise spec without its seed: blocks drawn with their own seeds
+    (``noise_seed_per_repetition``) are one design."""
+    if a.injection is None or not a.injection.spec.active:
+        return "none"
+    return ",".join(p for p in a.injection.spec.text().split(",") if not p.startswith("seed="))
+
+
+def _seed(a: TraceAnalysis) -> int:
+    return a.injection.spec.seed if a.injection is not None else 0
 
 
 def _config(a: TraceAnalysis) -> tuple[str, ...]:
@@ -99,8 +107,11 @@ def paired_studies(analyses: Sequence[TraceAnalysis]) -> tuple[PairedStudy, ...]
         s0, s1, p0, p1 = ([b[i].measured for b in blocks] for i in range(4))
         first = blocks[0][0]
         loaded = sum(any(any(f.code == LOADED for f in x.flags) for x in b) for b in blocks)
+        seeds = {_seed(b[1]) for b in blocks}
+        label = noise + (" (its own seed in each block)" if len(seeds) > 1 else
+                         f",seed={seeds.pop()}")
         out.append(PairedStudy(
-            standard=std, pipelined=pip, noise=noise, nprocs=first.nprocs,
+            standard=std, pipelined=pip, noise=label, nprocs=first.nprocs,
             iterations=first.iterations,
             estimate=estimate(np.array(s0), np.array(s1), np.array(p0), np.array(p1),
                               iterations=first.iterations),

@@ -18,7 +18,7 @@ COST = {"gmres": 60e-6, "pgmres": 20e-6}
 """Noise cost per iteration of each method in the synthetic campaign."""
 
 
-def campaign(blocks: int = 6, seed: int = 0) -> list[TraceAnalysis]:
+def campaign(blocks: int = 6, seed: int = 0, own_seeds: bool = False) -> list[TraceAnalysis]:
     """The four analysed runs copied into ``blocks`` repetitions, with KSPSolve times of a
     drifting machine: a block factor, 1 % jitter, and each method's noise cost."""
     rng = np.random.default_rng(seed)
@@ -28,9 +28,14 @@ def campaign(blocks: int = 6, seed: int = 0) -> list[TraceAnalysis]:
         for a in analyses():
             noisy = a.injection is not None and a.injection.spec.active
             base = 0.4 + (COST[a.ksp] * a.iterations if noisy else 0.0)
-            out.append(dataclasses.replace(
+            run = dataclasses.replace(
                 a, attrs=(*a.attrs, ("repetition", str(rep))),
-                measured=base * drift * (1 + 0.01 * rng.standard_normal())))
+                measured=base * drift * (1 + 0.01 * rng.standard_normal()))
+            if own_seeds and noisy and a.injection is not None:  # noise_seed_per_repetition
+                spec = dataclasses.replace(a.injection.spec, seed=a.injection.spec.seed + rep)
+                run = dataclasses.replace(run, injection=dataclasses.replace(a.injection,
+                                                                             spec=spec))
+            out.append(run)
     return out
 
 
@@ -56,6 +61,14 @@ def test_a_missing_run_drops_its_block_and_loaded_runs_are_named() -> None:
     assert found.estimate.blocks == 5
     assert found.loaded_blocks == 1
     assert "drawn from a loaded machine (1 of 5 blocks" in found.sentence()
+
+
+def test_blocks_with_their_own_seeds_are_one_design() -> None:
+    (found,) = paired_studies(campaign(own_seeds=True))
+    assert found.estimate.blocks == 6
+    assert found.noise.endswith("(its own seed in each block)")
+    (same,) = paired_studies(campaign())
+    assert same.noise.endswith(",seed=3")
 
 
 def test_runs_without_repetitions_form_no_blocks() -> None:
