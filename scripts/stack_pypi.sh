@@ -53,16 +53,25 @@ slow() {
 APT=(libopenmpi-dev openmpi-bin libopenblas-dev libhdf5-openmpi-dev pkg-config python3-dev
      python3-venv gcc g++ make)
 missing=()
-for p in "${APT[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
+if command -v dpkg-query >/dev/null; then  # elsewhere: bring an MPI with mpicc yourself
+  for p in "${APT[@]}"; do
+    dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+  done
+fi
 if [ ${#missing[@]} -gt 0 ]; then
+  if [ "$(id -u)" -ne 0 ] && ! command -v sudo >/dev/null; then
+    echo "stack-pypi: missing Debian packages: ${missing[*]}; install them as root" \
+      "(apt-get install ${missing[*]}) and rerun" >&2
+    exit 3
+  fi
   SUDO=""; [ "$(id -u)" -ne 0 ] && SUDO=sudo
   say "installing Debian packages: ${missing[*]}"
   $SUDO apt-get update -qq
   DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 fi
-command -v mpicc >/dev/null || { echo "stack-pypi: mpicc not found after installing libopenmpi-dev" >&2; exit 3; }
+command -v mpicc >/dev/null || {
+  echo "stack-pypi: no mpicc on PATH; install an MPI with its compiler wrappers" \
+    "(Debian: libopenmpi-dev) and rerun" >&2; exit 3; }
 
 say "building into $STACK (pins: scripts/stack-pypi.txt; PETSc configure: ${PETSC_CONFIGURE_OPTIONS:---with-fc=0$INDEX_OPTION})"
 if ! done_step venv; then

@@ -1,0 +1,27 @@
+"""The stack scripts refuse bad input with one line and a non-zero exit, before building."""
+
+from __future__ import annotations
+
+import subprocess
+
+from tests.stack.stacks import ROOT
+
+
+def _bash(*args: str, **env: str) -> subprocess.CompletedProcess[str]:
+    import os
+
+    return subprocess.run(["bash", *args], cwd=ROOT, capture_output=True, text=True, timeout=60,
+                          env={**os.environ, **env}, check=False)
+
+
+def test_an_unknown_stack_is_refused() -> None:
+    done = _bash("scripts/bootstrap.sh", "--stack", "conda")
+    assert done.returncode == 2
+    assert done.stderr.strip() == ("bootstrap: unknown stack 'conda'; use --stack pypi (or "
+                                   "debian, the default)")
+
+
+def test_an_unknown_index_size_is_refused() -> None:
+    done = _bash("scripts/stack_pypi.sh", KSPTRACE_STACK_INDEX="48")
+    assert done.returncode == 2
+    assert done.stderr.strip() == "stack-pypi: KSPTRACE_STACK_INDEX=48 is not 32 or 64"
