@@ -161,3 +161,55 @@ def test_a_segmented_winner_keeps_its_segment_size_in_the_rules() -> None:
     with pytest.raises(AnalysisError, match="whole number of bytes"):
         ompi_rules(build_quadtree(square_map(collective_map(0, small="ring/segX"))),
                    "allreduce", ALGS)
+
+
+OP_PROBE = """
+import numpy as np
+from mpi4py import MPI
+sizes = []
+def add(inbuf, outbuf, datatype):  # a user-defined sum: Open MPI calls it once per piece
+    a, b = np.frombuffer(inbuf), np.frombuffer(outbuf)
+    b += a
+    sizes.append(a.size)
+comm = MPI.COMM_WORLD
+x = np.ones(4096)  # 32 KiB of float64
+y = np.empty_like(x)
+comm.Allreduce(x, y, op=MPI.Op.Create(add, commute=True))
+if comm.Get_rank() == 0:
+    print(" ".join(map(str, sorted(set(sizes)))), len(sizes), int(y[0]))
+"""
+
+
+@pytest.mark.mpi
+def test_a_rules_file_with_a_segment_size_changes_what_runs(tmp_path: Path) -> None:
+    """Issue 32: the rules file's segment size reaches Open MPI. A user-defined reduction is
+    called once per piece it reduces: plain ring hands it blocks of count / P elements (1024
+    at P = 4), segmented ring segments of segment-size bytes (128 elements of 1024 B); without
+    a segment size, segmented ring runs as plain ring."""
+    if shutil.which("ompi_info") is None or shutil.which("mpiexec") is None:
+        pytest.skip("needs Open MPI's ompi_info and mpiexec")
+    pytest.importorskip("mpi4py")
+    info = subprocess.run(["ompi_info", "--param", "coll", "tuned", "--level", "9"],
+                          capture_output=True, text=True, timeout=60).stdout
+    algs = parse_ompi_algorithms(info, "allreduce")
+    script = tmp_path / "op_probe.py"
+    script.write_text(OP_PROBE)
+    pieces = {}
+    for label in ("segmented_ring/seg1024", "segmented_ring"):
+        rows = [(p, size, alg, 1.0 if alg == label else 2.0) for p in (2, 4, 8)
+                for size in (8, 1024, 32768, 65536) for alg in (label, "basic_linear")]
+        a, b, m, t = zip(*rows, strict=True)
+        dm = decision_map(np.array(a), np.array(b), np.array(m), np.array(t), ("P", "bytes"))
+        rules = tmp_path / "rules.conf"
+        rules.write_text(ompi_rules(build_quadtree(square_map(dm)), "allreduce", algs))
+        assert rule_with_segment(rules.read_text(), 4, 32768) == (
+            algs["segmented_ring"], 1024 if "/seg" in label else 0)
+        done = subprocess.run(
+            ["mpiexec", "--oversubscribe", "-n", "4", sys.executable, str(script)],
+            env=solver_env(OMPI_MCA_coll_tuned_use_dynamic_rules="1",
+                           OMPI_MCA_coll_tuned_dynamic_rules_filename=str(rules)),
+            capture_output=True, text=True, timeout=120, check=False)
+        assert done.returncode == 0, done.stderr[-2000:]
+        pieces[label] = done.stdout.split()
+    assert pieces["segmented_ring/seg1024"] == ["128", "24", "4"]  # 24 segments of 128
+    assert pieces["segmented_ring"] == ["1024", "3", "4"]  # plain ring's 3 blocks of 1024
