@@ -115,14 +115,19 @@ def _probe(tmp_path: Path, **env: str) -> dict[int, str]:
     return {int(c): h for c, h in (line.split() for line in r.stdout.split("\n") if line)}
 
 
-@pytest.mark.mpi
-def test_open_mpi_accepts_the_file_and_uses_its_algorithms(tmp_path: Path) -> None:
+def _open_mpi_allreduce_algorithms() -> dict[str, int]:
+    """This machine's Open MPI allreduce algorithm numbers (skips without Open MPI)."""
     if shutil.which("ompi_info") is None or shutil.which("mpiexec") is None:
         pytest.skip("needs Open MPI's ompi_info and mpiexec")
     pytest.importorskip("mpi4py")
     info = subprocess.run(["ompi_info", "--param", "coll", "tuned", "--level", "9"],
                           capture_output=True, text=True, timeout=60).stdout
-    algs = parse_ompi_algorithms(info, "allreduce")
+    return dict(parse_ompi_algorithms(info, "allreduce"))
+
+
+@pytest.mark.mpi
+def test_open_mpi_accepts_the_file_and_uses_its_algorithms(tmp_path: Path) -> None:
+    algs = _open_mpi_allreduce_algorithms()
     # basic linear below 1 KiB, ring from 1 KiB on, at every communicator size
     rows = []
     for p in (2, 4, 8):
@@ -186,12 +191,7 @@ def test_a_rules_file_with_a_segment_size_changes_what_runs(tmp_path: Path) -> N
     called once per piece it reduces: plain ring hands it blocks of count / P elements (1024
     at P = 4), segmented ring segments of segment-size bytes (128 elements of 1024 B); without
     a segment size, segmented ring runs as plain ring."""
-    if shutil.which("ompi_info") is None or shutil.which("mpiexec") is None:
-        pytest.skip("needs Open MPI's ompi_info and mpiexec")
-    pytest.importorskip("mpi4py")
-    info = subprocess.run(["ompi_info", "--param", "coll", "tuned", "--level", "9"],
-                          capture_output=True, text=True, timeout=60).stdout
-    algs = parse_ompi_algorithms(info, "allreduce")
+    algs = _open_mpi_allreduce_algorithms()
     script = tmp_path / "op_probe.py"
     script.write_text(OP_PROBE)
     pieces = {}
