@@ -12,7 +12,7 @@ export OMP_NUM_THREADS := 1
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: setup demo noise-demo test lint bench collectives-sweep stack-pypi test-stack
+.PHONY: setup demo noise-demo test lint bench collectives-sweep stack-pypi test-stack stack-mpich
 setup:
 	@bash scripts/bootstrap.sh
 
@@ -38,6 +38,11 @@ stack-pypi:
 
 test-stack:
 	@bash scripts/test_stack.sh $(PYTEST_ARGS)
+
+# MPICH beside Open MPI, with an mpi4py built against it, for the collectives study
+# (docs/collectives.md); `make test` builds it too.
+stack-mpich:
+	@bash scripts/bootstrap.sh --mpich
 
 lint: setup
 	$(VENV)/bin/ruff check ksptrace tests bench conftest.py

@@ -5,6 +5,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 
 # `bootstrap.sh --stack pypi`: the current PETSc from PyPI in a cached venv (scripts/stack_pypi.sh).
+# `bootstrap.sh --mpich`: MPICH beside Open MPI, with an mpi4py of its own (scripts/stack_mpich.sh).
+if [ "${1:-}" = "--mpich" ]; then
+  exec bash scripts/stack_mpich.sh
+fi
 if [ "${1:-}" = "--stack" ]; then
   case "${2:-}" in
     pypi) exec bash scripts/stack_pypi.sh ;;
@@ -110,4 +114,10 @@ if [ "$need_install" = 1 ]; then
     echo "bootstrap: numpy/scipy/h5py/pandas/matplotlib/jinja2/tqdm do not import in $VENV" >&2
     exit 3; }
   cp "$constraints" "$stamp"
+fi
+
+# The test command also builds the MPICH stack (about 3 minutes the first time, then instant), so
+# that the collectives tests force and fingerprint MPICH's algorithms as well as Open MPI's.
+if [ "${1:-}" = "--test" ] && [ "${KSPTRACE_SKIP_MPICH:-0}" != 1 ]; then
+  bash scripts/stack_mpich.sh > /dev/null
 fi

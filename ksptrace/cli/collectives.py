@@ -68,9 +68,20 @@ def detect_library(mpiexec: str | None) -> str:
         return "unknown"
 
 
+def mpich_names(library: str, op: str) -> tuple[str, ...] | None:
+    """The installed MPICH's own algorithm list for ``op`` (None: not MPICH, or not found)."""
+    if library != "mpich":
+        return None
+    from ksptrace.collectives.mpich import mpich_catalogue
+
+    coll = "iallreduce" if op == "iallreduce_overlap" else op
+    return mpich_catalogue(coll, alg.MPICH_ALGORITHMS[coll])
+
+
 def choose_forcing(library: str, op: str, algorithm: str, segment_bytes: int) -> alg.Forcing:
     catalogue = alg.ompi_catalogue(op) if library == "openmpi" else None
-    return alg.forcing_for(library, op, algorithm, catalogue, segment_bytes)
+    return alg.forcing_for(library, op, algorithm, catalogue, segment_bytes,
+                           mpich_names(library, op))
 
 
 def available_bytes() -> int | None:
@@ -136,8 +147,9 @@ def _main(args: argparse.Namespace) -> int:
         raise UsageError(f"--np must be >= 1, got {args.np}")
     forcing = _forcing(values, args.mpiexec)
     if args.list_algorithms:
-        for number, name in alg.algorithms_of(forcing.library, op, alg.ompi_catalogue(op)
-                                              if forcing.library == "openmpi" else None).items():
+        catalogue = alg.ompi_catalogue(op) if forcing.library == "openmpi" else None
+        for number, name in alg.algorithms_of(forcing.library, op, catalogue,
+                                              mpich_names(forcing.library, op)).items():
             print(f"{number:>3} {name}")
         return 0
     nprocs = (launched_size() or 1) if launched else (args.np or 1)

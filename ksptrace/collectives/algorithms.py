@@ -73,7 +73,7 @@ class Forcing:
     """'openmpi', 'mpich' or 'unknown'."""
     operation: str
     algorithm: int
-    """Open MPI's algorithm number; for MPICH the index in MPICH_ALGORITHMS; 0 = default."""
+    """Open MPI's algorithm number; for MPICH the value of its algorithm variable; 0 = default."""
     name: str
     segment_bytes: int = 0
     env: tuple[tuple[str, str], ...] = ()
@@ -130,27 +130,40 @@ def openmpi_forcing(operation: str, algorithm: int | str, catalogue: Mapping[int
     return Forcing("openmpi", operation, number, name, segment_bytes, tuple(env))
 
 
-def mpich_forcing(operation: str, algorithm: int | str, segment_bytes: int = 0) -> Forcing:
-    """The ``MPIR_CVAR_*`` variables that force ``algorithm`` (index or name) in MPICH."""
+def mpich_forcing(operation: str, algorithm: int | str, segment_bytes: int = 0,
+                  names: tuple[str, ...] | None = None) -> Forcing:
+    """The ``MPIR_CVAR_*`` variables that force ``algorithm`` (index or name) in MPICH.
+
+    ``names`` is the installed library's own list (``mpich.mpich_catalogue``); without it the
+    MPICH 4.x list above stands in (rendered job scripts for a machine that has MPICH)."""
     coll = "iallreduce" if operation == "iallreduce_overlap" else operation
-    names = MPICH_ALGORITHMS[coll]
+    names = names or MPICH_ALGORITHMS[coll]
     text = str(algorithm)
+    if text == DEFAULT:
+        text = "0"
     index = int(text) if text.isdigit() else (names.index(text) if text in names else None)
     if index is None or not 0 <= index < len(names):
         valid = ", ".join(f"{i} {n}" for i, n in enumerate(names))
-        raise UsageError(f"unknown MPICH {coll} algorithm {algorithm!r}; valid: {valid}")
+        raise UsageError(f"unknown MPICH {coll} algorithm {algorithm!r}; valid: {valid} "
+                         f"(mpivars lists them under {cvar_of(coll)})")
     if segment_bytes:
         raise UsageError("--segment-bytes is Open MPI's; MPICH sets segment sizes through "
                          "its own MPIR_CVAR_*_SEGMENT_SIZE variables")
     if index == 0:
         return default_forcing("mpich", operation)
     env = (("MPIR_CVAR_DEVICE_COLLECTIVES", "none"),
-           (f"MPIR_CVAR_{coll.upper()}_INTRA_ALGORITHM", names[index]))
+           (cvar_of(coll), names[index]))
     return Forcing("mpich", operation, index, names[index], 0, env)
 
 
+def cvar_of(collective: str) -> str:
+    """MPICH's control variable that picks ``collective``'s algorithm on an intracommunicator."""
+    return f"MPIR_CVAR_{collective.upper()}_INTRA_ALGORITHM"
+
+
 def forcing_for(library: str, operation: str, algorithm: int | str | None,
-                catalogue: Mapping[int, str] | None = None, segment_bytes: int = 0) -> Forcing:
+                catalogue: Mapping[int, str] | None = None, segment_bytes: int = 0,
+                mpich_names: tuple[str, ...] | None = None) -> Forcing:
     """The forcing of one run; ``algorithm`` None (or 0, 'default') forces nothing."""
     if operation not in OMPI_COLLECTIVE:
         raise UsageError(f"unknown operation {operation!r}; valid: {', '.join(OMPI_COLLECTIVE)}")
@@ -158,7 +171,7 @@ def forcing_for(library: str, operation: str, algorithm: int | str | None,
     if library == "openmpi":
         return openmpi_forcing(operation, wanted, catalogue or {0: "ignore"}, segment_bytes)
     if library == "mpich":
-        return mpich_forcing(operation, wanted, segment_bytes)
+        return mpich_forcing(operation, wanted, segment_bytes, mpich_names)
     if wanted not in (0, "0", DEFAULT) or segment_bytes:
         raise UsageError(f"cannot force an algorithm with MPI library '{library}' (only Open "
                          "MPI and MPICH); leave --algorithm and --segment-bytes out")
@@ -167,14 +180,14 @@ def forcing_for(library: str, operation: str, algorithm: int | str | None,
                            "default algorithms run")
 
 
-def algorithms_of(library: str, operation: str,
-                  catalogue: Mapping[int, str] | None = None) -> dict[int, str]:
+def algorithms_of(library: str, operation: str, catalogue: Mapping[int, str] | None = None,
+                  mpich_names: tuple[str, ...] | None = None) -> dict[int, str]:
     """Every algorithm one can force for ``operation`` (number -> name), default included."""
     if library == "openmpi":
         return dict(catalogue or {0: "ignore"}) if OMPI_COLLECTIVE[operation] else {0: DEFAULT}
     if library == "mpich":
         coll = "iallreduce" if operation == "iallreduce_overlap" else operation
-        return dict(enumerate(MPICH_ALGORITHMS[coll]))
+        return dict(enumerate(mpich_names or MPICH_ALGORITHMS[coll]))
     return {0: DEFAULT}
 
 

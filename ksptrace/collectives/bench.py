@@ -214,8 +214,11 @@ def _attributes(s: BenchSettings, layout: Any, nprocs: int, start_utc: str,
 
 
 def held_forcing(forcing: Forcing) -> tuple[dict[str, int | None], KsptraceError | None]:
-    """The tuned variables as Open MPI holds them (MPI_T), and an error when they are not what
-    the run forced (Open MPI keeps its default for a value it refuses)."""
+    """The forcing variables as the library holds them (MPI_T), and an error when they are not
+    what the run forced (Open MPI keeps its default for a value it refuses; MPICH refuses an
+    unknown name in MPI_Init itself, and holds a known one as its index in its own list)."""
+    if forcing.library == "mpich":
+        return _held_mpich(forcing)
     coll = OMPI_COLLECTIVE.get(forcing.operation)
     if forcing.library != "openmpi" or coll is None:
         return {}, None
@@ -229,6 +232,18 @@ def held_forcing(forcing: Forcing) -> tuple[dict[str, int | None], KsptraceError
                 f"Open MPI holds {name} = {held[name]}, not {wanted}: it rejected the forced "
                 f"{forcing.operation} algorithm {forcing.name}; see ompi_info --param coll "
                 "tuned --level 9")
+    return held, None
+
+
+def _held_mpich(forcing: Forcing) -> tuple[dict[str, int | None], KsptraceError | None]:
+    if not forcing.forced:
+        return {}, None
+    variable = next(k for k, _ in forcing.env if k.endswith("_ALGORITHM"))
+    held = read_int_cvars([variable, "MPIR_CVAR_DEVICE_COLLECTIVES"])
+    if held[variable] is not None and held[variable] != forcing.algorithm:
+        return held, UsageError(
+            f"MPICH holds {variable} = {held[variable]}, not {forcing.algorithm} "
+            f"({forcing.name}): the run would not measure what it names; see mpivars")
     return held, None
 
 

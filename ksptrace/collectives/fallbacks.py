@@ -16,9 +16,21 @@ rules (Open MPI 4.x and 5.x, ``ompi/mca/coll/base/coll_base_allreduce.c``):
   two not above the communicator size (``count < pof2``), or a non-commutative operation, it
   calls basic linear.
 
-Every other algorithm, operation and library runs as forced (no fallback is known to ksptrace;
-MPICH's fallbacks are not modelled). ``tests/collectives/test_fallbacks.py`` checks the rules
-against summation-order fingerprints under ``mpiexec -n 3`` and ``-n 4``.
+MPICH 4.0 (``src/mpi/coll/coll_algorithms.txt`` lists each forced algorithm's restrictions;
+``maint/gen_coll.py`` turns a failed one into a jump to the automatic choice, silently by default,
+``MPIR_CVAR_COLLECTIVE_FALLBACK=silent``):
+
+* ``reduce_scatter_allgather`` needs ``count >= pof2`` and a built-in operation; otherwise
+  ``auto`` decides, and its default table (``maint/tuning/coll/mpir/generic.json``) takes
+  recursive doubling for ``count < pof2``.
+* ``smp`` needs a commutative operation and a node-aware communicator, which MPI_COMM_WORLD is
+  (``MPIR_Comm_create_subcomms``): it runs as forced.
+
+Every other algorithm, operation and library runs as forced (no fallback is known to ksptrace).
+``tests/collectives/test_fallbacks.py`` checks the Open MPI rules against summation-order
+fingerprints under ``mpiexec -n 3`` and ``-n 4``; ``tests/collectives/test_mpich.py`` checks the
+MPICH rule with NaN payloads, because MPICH's allreduce algorithms add in the same order at
+P = 3 and 4 and only the order of the operands tells them apart.
 """
 
 from __future__ import annotations
@@ -49,11 +61,20 @@ def openmpi_allreduce(name: str, count: int, nprocs: int, type_bytes: int,
     return name
 
 
+def mpich_allreduce(name: str, count: int, nprocs: int) -> str:
+    """The allreduce algorithm MPICH 4.0 runs when ``name`` is forced (SUM: built in)."""
+    if nprocs > 1 and name == "reduce_scatter_allgather" and count < _pof2_floor(nprocs):
+        return "recursive_doubling"
+    return name
+
+
 def algorithm_ran(library: str, operation: str, name: str, count: int, nprocs: int,
                   type_bytes: int, segment_bytes: int = 0) -> str:
     """The algorithm that ran for one message size (``name`` when no fallback is known)."""
     if library == "openmpi" and operation == "allreduce":
         return openmpi_allreduce(name, count, nprocs, type_bytes, segment_bytes)
+    if library == "mpich" and operation == "allreduce":
+        return mpich_allreduce(name, count, nprocs)
     return name
 
 

@@ -1,23 +1,42 @@
 """Reading the MPI library's control variables back through the MPI tool interface (MPI_T).
 
-mpi4py 3.1 does not wrap MPI_T, so the C functions are called through ctypes from the MPI
-library mpi4py loaded (globally, so its symbols are visible to ``ctypes.CDLL(None)``). This is
-how a run shows the algorithm the library *holds*, not only the variable that asked for it:
+mpi4py 3.1 does not wrap MPI_T, so the C functions are called through ctypes, on the MPI library
+this process has already loaded (found in /proc/self/maps, or among the global symbols): never
+one loaded afresh by name, which under MPICH would bring Open MPI's libmpi into the process. This
+is how a run shows the algorithm the library *holds*, not only the variable that asked for it:
 Open MPI keeps an enum variable at its default when given a value it does not know (and says
-so only in a help message that its launcher may lose). Call after MPI_Init.
+so only in a help message that its launcher may lose). The standard allows MPI_T before
+MPI_Init, so :func:`enum_names` also serves a process that never starts MPI.
 """
 
 from __future__ import annotations
 
 import ctypes
-import ctypes.util
+import re
 from collections.abc import Iterable
 
 MPI_SUCCESS = 0
+_LOADED = re.compile(r"\s(/\S*/lib(?:mpi|mpich)[^/\s]*\.so[.\d]*)$")
+"""A line of /proc/self/maps that maps an MPI library (libmpi.so.40, libmpich.so.12)."""
 
 
-def _library() -> ctypes.CDLL | None:
-    for name in (None, ctypes.util.find_library("mpi")):
+def loaded_library_path() -> str | None:
+    """The file of the MPI library mapped into this process, if any."""
+    try:
+        with open("/proc/self/maps") as f:
+            for line in f:
+                match = _LOADED.search(line.rstrip("\n"))
+                if match:
+                    return match.group(1)
+    except OSError:
+        return None
+    return None
+
+
+def _library(path: str | None = None) -> ctypes.CDLL | None:
+    for name in ([path] if path else [loaded_library_path(), None]):
+        if name is None and path is None and loaded_library_path() is not None:
+            continue
         try:
             lib = ctypes.CDLL(name)
             lib.MPI_T_init_thread  # noqa: B018  (raises AttributeError when absent)
@@ -25,6 +44,42 @@ def _library() -> ctypes.CDLL | None:
             continue
         return lib
     return None
+
+
+def _cvar_index(lib: ctypes.CDLL, name: str) -> int | None:
+    index = ctypes.c_int()
+    if lib.MPI_T_cvar_get_index(name.encode(), ctypes.byref(index)) != MPI_SUCCESS:
+        return None
+    return index.value
+
+
+def _enum_of(lib: ctypes.CDLL, index: int) -> tuple[str, ...] | None:
+    """The names of an enum control variable's values, in value order (None: not an enum)."""
+    name, desc = ctypes.create_string_buffer(256), ctypes.create_string_buffer(4096)
+    name_len, desc_len = ctypes.c_int(256), ctypes.c_int(4096)
+    verbosity, bind, scope = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    datatype, enumtype = ctypes.c_void_p(), ctypes.c_void_p()  # handles: int or pointer
+    if lib.MPI_T_cvar_get_info(index, name, ctypes.byref(name_len), ctypes.byref(verbosity),
+                               ctypes.byref(datatype), ctypes.byref(enumtype), desc,
+                               ctypes.byref(desc_len), ctypes.byref(bind),
+                               ctypes.byref(scope)) != MPI_SUCCESS or not enumtype.value:
+        return None
+    count = ctypes.c_int()
+    ename, ename_len = ctypes.create_string_buffer(256), ctypes.c_int(256)
+    if lib.MPI_T_enum_get_info(enumtype, ctypes.byref(count), ename,
+                               ctypes.byref(ename_len)) != MPI_SUCCESS:
+        return None
+    names: dict[int, str] = {}
+    for item in range(count.value):
+        value, iname = ctypes.c_int(), ctypes.create_string_buffer(256)
+        iname_len = ctypes.c_int(256)
+        if lib.MPI_T_enum_get_item(enumtype, item, ctypes.byref(value), iname,
+                                   ctypes.byref(iname_len)) != MPI_SUCCESS:
+            return None
+        names[value.value] = iname.value.decode(errors="replace")
+    if sorted(names) != list(range(len(names))):
+        return None
+    return tuple(names[v] for v in range(len(names)))
 
 
 def read_int_cvars(names: Iterable[str]) -> dict[str, int | None]:
@@ -40,8 +95,8 @@ def read_int_cvars(names: Iterable[str]) -> dict[str, int | None]:
         return found
     try:
         for name in wanted:
-            index = ctypes.c_int()
-            if lib.MPI_T_cvar_get_index(name.encode(), ctypes.byref(index)) != MPI_SUCCESS:
+            index = _cvar_index(lib, name)
+            if index is None:
                 continue
             handle, count = ctypes.c_void_p(), ctypes.c_int()
             if lib.MPI_T_cvar_handle_alloc(index, None, ctypes.byref(handle),
@@ -54,3 +109,57 @@ def read_int_cvars(names: Iterable[str]) -> dict[str, int | None]:
     finally:
         lib.MPI_T_finalize()
     return found
+
+
+def enum_names(names: Iterable[str], library: str | None = None) -> dict[str, tuple[str, ...]]:
+    """The value names of the enum control variables ``names`` (those the library knows), from
+    the MPI library loaded here or the one at ``library``."""
+    lib = _library(library)
+    out: dict[str, tuple[str, ...]] = {}
+    if lib is None:
+        return out
+    provided = ctypes.c_int()
+    if lib.MPI_T_init_thread(0, ctypes.byref(provided)) != MPI_SUCCESS:
+        return out
+    try:
+        for name in names:
+            index = _cvar_index(lib, name)
+            values = None if index is None else _enum_of(lib, index)
+            if values:
+                out[name] = values
+    finally:
+        lib.MPI_T_finalize()
+    return out
+
+
+def _description(lib: ctypes.CDLL, index: int) -> str | None:
+    name, desc = ctypes.create_string_buffer(256), ctypes.create_string_buffer(8192)
+    name_len, desc_len = ctypes.c_int(256), ctypes.c_int(8192)
+    verbosity, bind, scope = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
+    datatype, enumtype = ctypes.c_void_p(), ctypes.c_void_p()
+    if lib.MPI_T_cvar_get_info(index, name, ctypes.byref(name_len), ctypes.byref(verbosity),
+                               ctypes.byref(datatype), ctypes.byref(enumtype), desc,
+                               ctypes.byref(desc_len), ctypes.byref(bind),
+                               ctypes.byref(scope)) != MPI_SUCCESS:
+        return None
+    return desc.value.decode(errors="replace")
+
+
+def descriptions(names: Iterable[str], library: str | None = None) -> dict[str, str]:
+    """The descriptions of the control variables ``names`` that the library knows."""
+    lib = _library(library)
+    out: dict[str, str] = {}
+    if lib is None:
+        return out
+    provided = ctypes.c_int()
+    if lib.MPI_T_init_thread(0, ctypes.byref(provided)) != MPI_SUCCESS:
+        return out
+    try:
+        for name in names:
+            index = _cvar_index(lib, name)
+            text = None if index is None else _description(lib, index)
+            if text is not None:
+                out[name] = text
+    finally:
+        lib.MPI_T_finalize()
+    return out
