@@ -21,7 +21,12 @@ from typing import Any
 from ksptrace import escape
 from ksptrace.cli.common import add_params, output_target
 from ksptrace.collectives import algorithms as alg
-from ksptrace.collectives.params import COLLECTIVE_PARAMS, message_sizes, parse_bytes
+from ksptrace.collectives.params import (
+    COLLECTIVE_PARAMS,
+    POINT_TO_POINT,
+    message_sizes,
+    parse_bytes,
+)
 from ksptrace.errors import EnvironmentProblem, KsptraceError, UsageError
 from ksptrace.harness.mpienv import AGREED, launched_size, under_mpi_launcher
 from ksptrace.params import resolve
@@ -70,11 +75,11 @@ def detect_library(mpiexec: str | None) -> str:
 
 def mpich_names(library: str, op: str) -> tuple[str, ...] | None:
     """The installed MPICH's own algorithm list for ``op`` (None: not MPICH, or not found)."""
-    if library != "mpich":
+    coll = "iallreduce" if op == "iallreduce_overlap" else op
+    if library != "mpich" or coll not in alg.MPICH_ALGORITHMS:
         return None
     from ksptrace.collectives.mpich import mpich_catalogue
 
-    coll = "iallreduce" if op == "iallreduce_overlap" else op
     return mpich_catalogue(coll, alg.MPICH_ALGORITHMS[coll])
 
 
@@ -156,6 +161,9 @@ def _main(args: argparse.Namespace) -> int:
     if launched and args.np is not None and launched_size() not in (None, args.np):
         raise UsageError(f"started under a launcher with {launched_size()} ranks but --np "
                          f"{args.np}; drop --np")
+    if op in POINT_TO_POINT and nprocs != 2:
+        raise UsageError(f"--op {op} measures messages between two ranks; run it with "
+                         f"--np 2 (got {nprocs} ranks)")
     check_memory(op, sizes[-1], nprocs, nprocs)
     path = output_path(args.out, op, forcing, nprocs, sizes, values["repetitions"], args.tag)
     publish.check_destination(path, args.overwrite)

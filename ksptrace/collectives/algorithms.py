@@ -33,9 +33,10 @@ DEFAULT = "default"
 OMPI_COLLECTIVE: Mapping[str, str | None] = {
     "allreduce": "allreduce", "iallreduce": None, "iallreduce_overlap": None,
     "bcast": "bcast", "reduce": "reduce", "gather": "gather", "allgather": "allgather",
-    "barrier": "barrier",
+    "barrier": "barrier", "plogp": None,
 }
-"""Operation -> the tuned component's collective (None: non-blocking, not in tuned: libnbc)."""
+"""Operation -> the tuned component's collective (None: non-blocking, not in tuned: libnbc;
+or point to point)."""
 
 OMPI_SEGMENTED: Mapping[str, frozenset[str]] = {
     "allreduce": frozenset({"segmented_ring"}),
@@ -168,6 +169,11 @@ def forcing_for(library: str, operation: str, algorithm: int | str | None,
     if operation not in OMPI_COLLECTIVE:
         raise UsageError(f"unknown operation {operation!r}; valid: {', '.join(OMPI_COLLECTIVE)}")
     wanted = DEFAULT if algorithm is None else algorithm
+    if operation == "plogp":
+        if wanted not in (0, "0", DEFAULT) or segment_bytes:
+            raise UsageError("plogp times point-to-point messages: there is no collective "
+                             "algorithm to force; leave --algorithm and --segment-bytes out")
+        return default_forcing(library, operation, "point to point: no collective algorithm")
     if library == "openmpi":
         return openmpi_forcing(operation, wanted, catalogue or {0: "ignore"}, segment_bytes)
     if library == "mpich":
@@ -185,8 +191,8 @@ def algorithms_of(library: str, operation: str, catalogue: Mapping[int, str] | N
     """Every algorithm one can force for ``operation`` (number -> name), default included."""
     if library == "openmpi":
         return dict(catalogue or {0: "ignore"}) if OMPI_COLLECTIVE[operation] else {0: DEFAULT}
-    if library == "mpich":
-        coll = "iallreduce" if operation == "iallreduce_overlap" else operation
+    coll = "iallreduce" if operation == "iallreduce_overlap" else operation
+    if library == "mpich" and coll in MPICH_ALGORITHMS:
         return dict(enumerate(mpich_names or MPICH_ALGORITHMS[coll]))
     return {0: DEFAULT}
 

@@ -38,6 +38,7 @@ from ksptrace.collectives.operations import (
     local_reduce_seconds_per_byte,
     prepare,
 )
+from ksptrace.collectives.plogp import PARTS, time_plogp
 from ksptrace.errors import KsptraceError, OutputError, UsageError, WrongResult
 from ksptrace.harness import lifeline
 from ksptrace.harness.mpienv import agree_on_error, node_layout
@@ -79,6 +80,8 @@ class Timings:
     comm_seconds: np.ndarray | None = None
     compute_seconds: np.ndarray | None = None
     compute_units: int = 0
+    parts: dict[str, np.ndarray] | None = None
+    """plogp: each of plogp.PARTS, [M, R] on this rank."""
 
 
 def time_calls(comm: Any, prepared: Prepared, repetitions: int, warmup: int,
@@ -134,7 +137,27 @@ def time_overlap(comm: Any, prepared: Prepared, compute: Compute, repetitions: i
     return both, alone, work, wrong
 
 
+def _measure_plogp(comm: Any, s: BenchSettings, wtime: Callable[[], float]) -> Timings:
+    if comm.Get_size() != 2:  # every rank sees the same size: they raise together
+        raise UsageError(f"plogp measures messages between two ranks; run it on 2, not "
+                         f"{comm.Get_size()}")
+    m, r = len(s.sizes), s.repetitions
+    seconds = np.empty((m, r))
+    parts = {name: np.empty((m, r)) for name in PARTS}
+    for j, nbytes in enumerate(s.sizes):
+        times, wrong = time_plogp(comm, nbytes, r, s.warmup, wtime)
+        seconds[j] = times.half_round_trip
+        for name, values in zip(PARTS, (times.send_overhead, times.recv_overhead, times.gap),
+                                strict=True):
+            parts[name][j] = values
+        agree_on_error(comm, None if wrong is None else WrongResult(
+            f"plogp at {nbytes} B on rank {comm.Get_rank()}: {wrong}"))
+    return Timings(seconds, parts=parts)
+
+
 def _measure(comm: Any, s: BenchSettings, wtime: Callable[[], float]) -> Timings:
+    if s.operation == "plogp":
+        return _measure_plogp(comm, s, wtime)
     m, r = len(s.sizes), s.repetitions
     seconds = np.empty((m, r))
     overlap = s.operation == "iallreduce_overlap"
@@ -289,7 +312,9 @@ def _write(s: BenchSettings, rows: list[tuple[Timings, int, str]],
         attrs={k: v for k, v in attrs.items() if v is not None},
         comm_seconds=stack([_given(t.comm_seconds) for t, _, _ in rows]) if overlap else None,
         compute_seconds=stack([_given(t.compute_seconds) for t, _, _ in rows])
-        if overlap else None)
+        if overlap else None,
+        parts={name: stack([_given((t.parts or {}).get(name)) for t, _, _ in rows])
+               for name in PARTS} if rows[0][0].parts is not None else None)
     try:
         lifeline.check_launcher_alive()
         ctrace.write(trace, s.out, s.overwrite)

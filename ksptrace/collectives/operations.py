@@ -42,6 +42,8 @@ def buffer_bytes(operation: str, nbytes: int, nprocs: int) -> int:
     """Bytes one rank allocates for ``operation`` at ``nbytes`` (root's share, the largest)."""
     if operation == "barrier":
         return 0
+    if operation == "plogp":
+        return 3 * nbytes  # send, receive, expected
     if operation in ("gather", "allgather"):
         return nbytes * (nprocs + 1)
     if operation in ("allreduce", "iallreduce", "iallreduce_overlap", "reduce"):

@@ -8,8 +8,11 @@ from ksptrace.errors import UsageError
 from ksptrace.params import Param
 
 OPERATIONS: tuple[str, ...] = ("allreduce", "iallreduce", "iallreduce_overlap", "bcast",
-                               "reduce", "gather", "allgather", "barrier")
-"""Every operation, in the order the CLI lists them."""
+                               "reduce", "gather", "allgather", "barrier", "plogp")
+"""Every operation, in the order the CLI lists them (``plogp``: PLogP's point-to-point
+parameters between two ranks, ksptrace.collectives.plogp)."""
+POINT_TO_POINT = frozenset({"plogp"})
+"""Operations that time messages between ranks 0 and 1, not a collective: no algorithm, P = 2."""
 DEFAULT_ALGORITHM = "default"
 
 COLLECTIVE_PARAMS: tuple[Param, ...] = (

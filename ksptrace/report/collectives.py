@@ -55,7 +55,8 @@ def write_collectives(out: Path, paths: Sequence[str | os.PathLike[str]], with_f
     if skipped:
         report = dataclasses.replace(
             report, notes=(*report.notes, *(f"skipped {s}" for s in skipped)))
-    pictures = report_figures(report.tables[0].frame) if with_figures else []
+    curves = next((t.frame for t in report.tables if t.name == "collectives_curves"), None)
+    pictures = report_figures(curves) if with_figures and curves is not None else []
     with staged_directory(out, ("collectives.html",)) as tmp:
         for t in report.tables:
             (tmp / f"{t.name}.csv").write_text(t.to_csv())

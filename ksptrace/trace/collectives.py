@@ -10,6 +10,8 @@ tells it from a solver trace.
 |---|---|---|
 | ``seconds`` | [P, M, R] float64 | rank, message_bytes, repetition |
 | ``comm_seconds``, ``compute_seconds`` | [P, M, R], overlap runs only | same |
+| ``send_overhead_seconds``, ``recv_overhead_seconds``, | [P, M, R], plogp runs only | same |
+| ``gap_seconds`` | | |
 | ``node_ids`` | [P] int64 | rank |
 | ``hostnames`` | [P] UTF-8 | rank |
 
@@ -36,6 +38,9 @@ from ksptrace.trace.write import write_image
 KIND = "collectives"
 OVERLAP_DATASETS = ("comm_seconds", "compute_seconds")
 """Overlap runs time, in each repetition, the collective alone and the compute alone too."""
+PLOGP_DATASETS = ("send_overhead_seconds", "recv_overhead_seconds", "gap_seconds")
+"""PLogP runs (``operation == "plogp"``) measure these beside ``seconds`` (half a round trip);
+the gap is a difference of two times and may be slightly negative where it is tiny."""
 
 
 @dataclass(frozen=True)
@@ -51,6 +56,8 @@ class CollectiveTrace:
     attrs: Mapping[str, AttrValue] = field(default_factory=dict)
     comm_seconds: np.ndarray | None = None
     compute_seconds: np.ndarray | None = None
+    parts: Mapping[str, np.ndarray] | None = None
+    """plogp runs: each of PLOGP_DATASETS, float64 [P, M, R]."""
 
     def __post_init__(self) -> None:
         s = np.asarray(self.seconds, dtype=np.float64)
@@ -63,6 +70,13 @@ class CollectiveTrace:
             extra = getattr(self, name)
             if extra is not None and np.asarray(extra).shape != s.shape:
                 raise TraceError(f"{name} must have the shape of seconds {s.shape}")
+        if self.parts is not None:
+            if set(self.parts) != set(PLOGP_DATASETS):
+                raise TraceError(f"a plogp trace holds {', '.join(PLOGP_DATASETS)}")
+            parts = {k: np.asarray(v, np.float64) for k, v in self.parts.items()}
+            if any(v.shape != s.shape for v in parts.values()):
+                raise TraceError(f"the plogp datasets must have the shape of seconds {s.shape}")
+            object.__setattr__(self, "parts", MappingProxyType(parts))
         object.__setattr__(self, "seconds", s)
         object.__setattr__(self, "message_bytes", np.asarray(self.message_bytes, np.int64))
         object.__setattr__(self, "attrs", MappingProxyType(dict(self.attrs)))
@@ -71,7 +85,8 @@ class CollectiveTrace:
         """Pickled with plain attributes (a mapping proxy cannot be), e.g. from a reader child."""
         return (CollectiveTrace, (self.seconds, self.message_bytes, self.node_ids,
                                   self.hostnames, dict(self.attrs), self.comm_seconds,
-                                  self.compute_seconds))
+                                  self.compute_seconds,
+                                  None if self.parts is None else dict(self.parts)))
 
     @property
     def nprocs(self) -> int:
@@ -114,6 +129,7 @@ def image(trace: CollectiveTrace) -> memoryview:
         for name in OVERLAP_DATASETS:
             if getattr(trace, name) is not None:
                 cube[name] = np.asarray(getattr(trace, name), np.float64)
+        cube.update(trace.parts or {})
         for name, data in cube.items():
             ds = f.create_dataset(name, data=data)
             for axis, dim in enumerate(("rank", "message_bytes", "repetition")):
@@ -175,17 +191,20 @@ def _read(p: Path) -> CollectiveTrace:
                 raise TraceError(f"{p} is not a collectives trace (no run/kind = {KIND}); "
                                  "solver traces are read with ksptrace.trace.io.read_trace")
             limit = checks.MAX_SIZE_RATIO * p.stat().st_size + (1 << 20)
-            for name in ("seconds", *OVERLAP_DATASETS, "message_bytes", "node_ids"):
+            for name in ("seconds", *OVERLAP_DATASETS, *PLOGP_DATASETS, "message_bytes",
+                         "node_ids"):
                 if name in f and f[name].size * f[name].dtype.itemsize > limit:
                     raise TraceError(f"{p}: dataset {name} declares {f[name].shape}, far more "
                                      "data than the file holds; the file is corrupt")
             extra = {n: f[n][...] for n in OVERLAP_DATASETS if n in f}
+            parts = ({n: f[n][...] for n in PLOGP_DATASETS}
+                     if any(n in f for n in PLOGP_DATASETS) else None)
             trace = CollectiveTrace(
                 seconds=f["seconds"][...], message_bytes=f["message_bytes"][...],
                 node_ids=f["node_ids"][...],
                 hostnames=tuple(h.decode() if isinstance(h, bytes) else str(h)
                                 for h in f["hostnames"][...]),
-                attrs=attrs, **extra)
+                attrs=attrs, parts=parts, **extra)
     except (OSError, KeyError, ValueError, TypeError) as exc:
         raise TraceError(f"cannot read {p} as a collectives trace: {exc}") from None
     if not np.isfinite(trace.seconds).all() or (trace.seconds < 0).any():

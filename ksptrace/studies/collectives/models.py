@@ -163,6 +163,12 @@ spurious break fitted the noise in 4 to 7 of 20 noisy draws of a one-break curve
 with 5 ln(n), none of 40 at 0.5-2 % noise (tests/studies/collectives/test_models.py)."""
 
 
+EXACT = 1e-18
+"""A mean squared relative error below this is an exact fit (errors of 1e-9, the precision of
+the least-squares solve): exact data then choose the fewest breakpoints, not the ones that
+shave rounding error."""
+
+
 def fit_plogp(sizes: np.ndarray, times: np.ndarray, max_breaks: int = 2,
               tolerance: float = BREAKDOWN) -> ModelFit:
     """``L + g(m)``, g continuous and piecewise linear with up to ``max_breaks`` breakpoints
@@ -177,7 +183,7 @@ def fit_plogp(sizes: np.ndarray, times: np.ndarray, max_breaks: int = 2,
             x = _pieces(m, breaks)
             coef = _relative_nnls(x, t)
             rss = float(np.sum(((x @ coef - t) / t) ** 2))
-            score = n * np.log(max(rss / n, 1e-300)) + (2 + BREAK_PENALTY * k) * np.log(n)
+            score = n * np.log(max(rss / n, EXACT)) + (2 + BREAK_PENALTY * k) * np.log(n)
             if best is None or score < best[0] - 1e-9:
                 best = (score, tuple(breaks), coef)
     assert best is not None

@@ -31,6 +31,16 @@ def markdown_table(matrix: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def frame_markdown(frame: pd.DataFrame) -> str:
+    """A numeric table as Markdown, 3 significant digits."""
+    head = "| " + " | ".join(map(str, frame.columns)) + " |"
+    lines = [head, "|" + "---:|" * len(frame.columns)]
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(f"{v:.3g}" if isinstance(v, float) else str(v)
+                                       for v in row) + " |")
+    return "\n".join(lines)
+
+
 def figures(frame: pd.DataFrame) -> list[tuple[str, bytes]]:
     """Per operation: latency (log-log) and bandwidth over message size, one panel per P and
     one line per algorithm; (title, PNG bytes)."""
@@ -64,8 +74,13 @@ def markdown(report: CollectivesReport) -> str:
     for op in sorted(set(report.best["op"])):
         parts += [f"### {op}: fastest algorithm per (P, m)", "",
                   markdown_table(best_matrix(report.best, op)), ""]
+    for t in report.tables:
+        if t.name == "collectives_plogp":
+            parts += [f"### {t.title}", "", frame_markdown(t.frame), "",
+                      *(f"- {n}" for n in t.notes), ""]
     parts += [f"- {n}" for n in report.notes]
-    parts.append("- cells: fastest algorithm (+how much slower the runner-up is); ~: not told "
-                 f"apart from the runner-up (one-sided Mann-Whitney on the repetitions, "
-                 f"p >= {SIGNIFICANT})")
+    if not report.best.empty:
+        parts.append("- cells: fastest algorithm (+how much slower the runner-up is); ~: not told "
+                     f"apart from the runner-up (one-sided Mann-Whitney on the repetitions, "
+                     f"p >= {SIGNIFICANT})")
     return "\n".join(parts) + "\n"

@@ -20,6 +20,7 @@ import pandas as pd
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.collectives import models as cm
 from ksptrace.studies.collectives import ran
+from ksptrace.studies.collectives.p2p_table import plogp_tables
 from ksptrace.studies.decisions.grouping import Run
 from ksptrace.studies.decisions.maps import decision_map
 from ksptrace.studies.segmentation.segment import segment
@@ -107,8 +108,11 @@ def best_algorithms(traces: Sequence[CollectiveTrace]) -> pd.DataFrame:
             c["p_value"] = _p_value(samples.get((c["P"], c["bytes"], c["best"])),
                                     samples.get((c["P"], c["bytes"], c["runner_up"])))
         rows += cells
-    return pd.DataFrame(rows, columns=["op", "P", "bytes", "best", "best_us", "runner_up",
-                                       "margin", "p_value", "oversubscribed"])
+    return pd.DataFrame(rows, columns=BEST_COLUMNS)
+
+
+BEST_COLUMNS = ["op", "P", "bytes", "best", "best_us", "runner_up", "margin", "p_value",
+                "oversubscribed"]
 
 
 SIGNIFICANT = 0.05
@@ -330,6 +334,10 @@ def decision_runs(trace: CollectiveTrace, path: str = "") -> list[Run]:
 def build(traces: Sequence[CollectiveTrace]) -> CollectivesReport:
     if not traces:
         raise AnalysisError("no collectives trace given")
+    point = plogp_tables(traces)
+    traces = [t for t in traces if t.operation != "plogp"]  # timed between two ranks only
+    if not traces:
+        return CollectivesReport(point, pd.DataFrame(columns=BEST_COLUMNS), ())
     frame = curves(traces)
     best = best_algorithms(traces)
     preds, pred_note = allreduce_predictions(traces)
@@ -349,5 +357,6 @@ def build(traces: Sequence[CollectiveTrace]) -> CollectivesReport:
               rank_distributions(traces)),
         Table("collectives_segmentation", "Segmentation of time over P per algorithm",
               segmentation_over_p(frame)),
+        *point,
     )
     return CollectivesReport(tables, best, tuple(notes), ompi_rules_files(traces))

@@ -1,0 +1,64 @@
+"""The report's PLogP table: what ``ksptrace collectives --op plogp`` measured between two
+ranks, per message size, and the PLogP and LogP parameters fitted to it."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+import pandas as pd
+
+from ksptrace.errors import AnalysisError
+from ksptrace.studies.collectives.pointtopoint import (
+    Piecewise,
+    PLogPModel,
+    fit_plogp_model,
+    logp_from_plogp,
+)
+from ksptrace.studies.table import Table
+from ksptrace.trace.collectives import CollectiveTrace
+
+
+def _function(name: str, f: Piecewise) -> str:
+    parts = ", ".join(f"{s * 1e9:.3g} ns/B" for s in f.slopes)
+    where = (f" (breaks at {', '.join(f'{b} B' for b in f.breakpoints)})" if f.breakpoints
+             else "")
+    return f"{name}(m) = {f.intercept * 1e6:.3g} us + slopes {parts}{where}"
+
+
+def model_of(trace: CollectiveTrace) -> PLogPModel:
+    parts = trace.parts
+    if parts is None:
+        raise AnalysisError(f"{trace.attrs.get('run_id', 'this trace')} holds no PLogP "
+                            "measurements; record them with ksptrace collectives --op plogp")
+    return fit_plogp_model(trace.message_bytes, trace.seconds,
+                           parts["send_overhead_seconds"], parts["recv_overhead_seconds"],
+                           parts["gap_seconds"])
+
+
+def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
+    """One table per PLogP trace (none when there are none)."""
+    out = []
+    for t in traces:
+        if t.operation != "plogp" or t.parts is None:
+            continue
+        model = model_of(t)
+        logp = logp_from_plogp(model)
+        med = {k: np.median(np.moveaxis(v, 0, 1).reshape(v.shape[1], -1), axis=1) * 1e6
+               for k, v in (("rtt_half_us", t.seconds), *(
+                   (k.replace("_seconds", "_us"), v) for k, v in t.parts.items()))}
+        frame = pd.DataFrame({"bytes": t.message_bytes, **med})
+        frame["gap_model_us"] = model.gap(t.message_bytes) * 1e6
+        notes = (f"L = {model.L * 1e6:.3g} us (RTT/2 - g at the smallest size)",
+                 _function("o_s", model.send_overhead), _function("o_r", model.recv_overhead),
+                 _function("g", model.gap),
+                 f"LogP at {int(t.message_bytes[0])} B: L = {logp.L * 1e6:.3g} us, "
+                 f"o = {logp.o * 1e6:.3g} us, g = {logp.g * 1e6:.3g} us, "
+                 f"L/g = {logp.in_flight:.2g} messages in flight"
+                 + (f" ({logp.note})" if logp.note else ""),
+                 *((model.note,) if model.note else ()),
+                 "medians over repetitions, each rank measuring in turn")
+        library = str(t.attrs.get("mpi_library", "")).split("\n")[0]
+        out.append(Table("collectives_plogp", f"PLogP between two ranks ({library})".replace(
+            " ()", ""), frame, notes=notes))
+    return tuple(out)
