@@ -21,6 +21,7 @@ from ksptrace.errors import AnalysisError
 from ksptrace.studies.collectives import models as cm
 from ksptrace.studies.collectives import ran
 from ksptrace.studies.collectives.p2p_table import plogp_tables
+from ksptrace.studies.collectives.segment_table import segment_table
 from ksptrace.studies.decisions.grouping import Run
 from ksptrace.studies.decisions.maps import decision_map
 from ksptrace.studies.segmentation.segment import segment
@@ -359,4 +360,7 @@ def build(traces: Sequence[CollectiveTrace]) -> CollectivesReport:
               segmentation_over_p(frame)),
         *point,
     )
+    segments = segment_table(traces)
+    if segments is not None:
+        tables = (*tables, segments)
     return CollectivesReport(tables, best, tuple(notes), ompi_rules_files(traces))
