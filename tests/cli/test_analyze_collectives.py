@@ -81,3 +81,18 @@ def test_decide_on_collectives_traces(tmp_path: Path) -> None:
                  "--ompi-rules", "allreduce", "--out", str(out), "--quiet"]) == 0
     (rules,) = out.rglob("*allreduce*")
     assert "# collective: allreduce" in rules.read_text()
+
+
+def test_decide_labels_each_size_by_the_algorithm_that_ran(tmp_path: Path) -> None:
+    """A forced ring that ran recursive doubling below P elements is recursive doubling (3) in
+    the decision map, not ring (4): the map never compares identical code under two names."""
+    from ksptrace.studies.collectives.report import decision_runs
+
+    (ring,) = allreduce_traces(nprocs=(4,), algorithms=("ring",), sizes=(16, 4096),
+                               repetitions=3)
+    attrs = {**ring.attrs, "algorithm": 4, "mpi_flavor": "openmpi",
+             "algorithm_ran": '{"16": "recursive_doubling", "4096": "ring"}'}
+    object.__setattr__(ring, "attrs", attrs)
+    small, large = decision_runs(ring)
+    assert (small.attrs["algorithm"], small.attrs["algorithm_name"]) == (3, "recursive_doubling")
+    assert (large.attrs["algorithm"], large.attrs["algorithm_name"]) == (4, "ring")

@@ -323,13 +323,23 @@ def ompi_rules_files(traces: Sequence[CollectiveTrace]) -> tuple[tuple[str, str]
 
 def decision_runs(trace: CollectiveTrace, path: str = "") -> list[Run]:
     """One ``ksptrace decide`` run per message size: axes ``nprocs`` and ``bytes``, methods
-    ``algorithm`` (Open MPI's number) or ``algorithm_name``, the time the median call time.
+    ``algorithm`` (the library's number) or ``algorithm_name``, the time the median call time.
+    Each size is labelled by the algorithm that ran there (``algorithm_ran``), with its number.
     The operation is the run's ``problem``, so that each collective forms its own map."""
+    from ksptrace.collectives.fallbacks import ran_number
+
     calls = np.median(trace.call_seconds(), axis=1)
-    base = {**trace.attrs, "problem": trace.operation, "nprocs": trace.nprocs,
-            "algorithm_name": _label(trace)}
-    return [Run({**base, "bytes": int(m)}, float(c), path)
-            for m, c in zip(trace.message_bytes, calls, strict=True)]
+    library = str(trace.attrs.get("mpi_flavor", "openmpi"))
+    base = {**trace.attrs, "problem": trace.operation, "nprocs": trace.nprocs}
+    runs = []
+    for m, c, name, ran_name in zip(trace.message_bytes, calls, ran.labels(trace, _label(trace)),
+                                    ran.ran_at(trace).values(), strict=True):
+        attrs = {**base, "bytes": int(m), "algorithm_name": name}
+        if ran_name != trace.algorithm:
+            number = ran_number(library, trace.operation, ran_name)
+            attrs["algorithm"] = number if number is not None else ran_name
+        runs.append(Run(attrs, float(c), path))
+    return runs
 
 
 def build(traces: Sequence[CollectiveTrace]) -> CollectivesReport:
