@@ -101,3 +101,58 @@ def test_the_fingerprints_agree_with_the_rules(tmp_path: Path, nprocs: int, name
     fallback = _fingerprints(tmp_path, nprocs, (small, large), numbers[other])
     assert forced[small] == fallback[small]  # the same code ran under two names
     assert forced[large] != fallback[large]  # the probe tells the two algorithms apart
+
+
+PIECE_PROBE = """
+import sys
+import numpy as np
+from mpi4py import MPI
+comm = MPI.COMM_WORLD
+for count in map(int, sys.argv[1:]):
+    sizes = []
+    def add(inbuf, outbuf, datatype, sizes=sizes):  # called once per piece it reduces
+        b = np.frombuffer(outbuf)
+        b += np.frombuffer(inbuf)
+        sizes.append(b.size)
+    op = MPI.Op.Create(add, commute=True)
+    y = np.empty(count)
+    comm.Allreduce(np.ones(count), y, op=op)
+    op.Free()
+    assert y[0] == comm.Get_size()
+    if comm.Get_rank() == 0:
+        print(count, max(sizes), flush=True)
+"""
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [3, 4])
+def test_segmented_ring_runs_as_plain_ring_below_p_segments(tmp_path: Path, nprocs: int) -> None:
+    """The segmented-ring rules by the piece sizes a user-defined sum is handed (a sum's order
+    does not tell segmented from plain ring): with 1 KiB segments (128 float64) it reduces
+    pieces of 128 once the message holds P segments, and the plain ring's blocks of count / P
+    below that and without a segment size."""
+    if shutil.which("mpiexec") is None or shutil.which("ompi_info") is None:
+        pytest.skip("needs Open MPI's mpiexec and ompi_info")
+    numbers = {v: k for k, v in ompi_catalogue("allreduce").items()}
+    below, above = 128 * nprocs - 8, 128 * nprocs * 8
+    assert fallbacks.openmpi_allreduce("segmented_ring", below, nprocs, 8, 1024) == "ring"
+    assert fallbacks.openmpi_allreduce("segmented_ring", above, nprocs, 8, 1024) == (
+        "segmented_ring")
+    assert fallbacks.openmpi_allreduce("segmented_ring", above, nprocs, 8, 0) == "ring"
+    script = tmp_path / "pieces.py"
+    script.write_text(PIECE_PROBE)
+    biggest = {}
+    for seg in (1024, 0):
+        env = solver_env(OMPI_MCA_coll_tuned_use_dynamic_rules="1",
+                         OMPI_MCA_coll_tuned_allreduce_algorithm=str(numbers["segmented_ring"]),
+                         OMPI_MCA_coll_tuned_allreduce_algorithm_segmentsize=str(seg))
+        proc = subprocess.run(["mpiexec", "--oversubscribe", "-n", str(nprocs), sys.executable,
+                               str(script), str(below), str(above)], env=env,
+                              capture_output=True, text=True, timeout=120, check=False)
+        assert proc.returncode == 0, proc.stderr[-2000:]
+        biggest[seg] = dict(line.split() for line in proc.stdout.splitlines() if line)
+    ring_block = -(-above // nprocs)
+    assert biggest[1024][str(above)] == "128"  # segments: the segmented ring ran
+    assert int(biggest[0][str(above)]) == ring_block  # no segment size: the plain ring
+    # < P segments: the plain ring's blocks (count / P, rounded either way where it is uneven)
+    assert int(biggest[1024][str(below)]) in (below // nprocs, -(-below // nprocs))
