@@ -32,7 +32,7 @@ def detours(spec: NoiseSpec, unit: int, iterations: int) -> np.ndarray:
     """Seconds of detour in each of ``iterations`` iterations for one unit (rank or node)."""
     if iterations < 0 or unit < 0:
         raise ValueError(f"unit and iterations must be >= 0, got {unit}, {iterations}")
-    if not spec.active or iterations == 0:
+    if not spec.active or iterations == 0 or not spec.detours_on(unit):
         return np.zeros(iterations)
     rng = np.random.default_rng([spec.seed, unit])
     hit = rng.random(iterations) < spec.p

@@ -11,7 +11,9 @@ A spec reads ``DIST[:key=value,...]``, for example::
 
 ``p`` is the probability of a detour per iteration per rank (per node with ``per=node``: then
 all ranks of a node detour together, as OS noise does), 1 by default; ``seed`` makes the draw
-reproducible (0 by default). Durations take a unit (s, ms, us, ns; seconds when bare).
+reproducible (0 by default); ``ranks`` limits the detours to some ranks (``ranks=0``,
+``ranks=0-3``, ``ranks=0+2``; with ``per=node``, the nodes of those numbers), all by default.
+Durations take a unit (s, ms, us, ns; seconds when bare).
 Pure: no PETSc, no MPI.
 """
 
@@ -38,7 +40,7 @@ DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
 DURATIONS = frozenset({"value", "scale", "median", "low", "high"})
 """Parameters that are durations (they take a unit); the others are plain numbers."""
 
-COMMON = ("p", "per", "seed")
+COMMON = ("p", "per", "seed", "ranks")
 UNITS = {"s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9}
 PER = ("rank", "node")
 MAX_DETOUR_SECONDS = 10.0
@@ -61,10 +63,16 @@ class NoiseSpec:
     p: float = 1.0
     per: str = "rank"
     seed: int = 0
+    ranks: tuple[int, ...] | None = None
+    """The ranks (nodes with per=node) that detour; None: all of them."""
 
     @property
     def active(self) -> bool:
         return self.dist != "none" and self.p > 0
+
+    def detours_on(self, unit: int) -> bool:
+        """Whether rank (or node) ``unit`` draws detours at all."""
+        return self.ranks is None or unit in self.ranks
 
     def param(self, name: str) -> float:
         return dict(self.params)[name]
@@ -138,7 +146,25 @@ class NoiseSpec:
             return "none"
         parts = [f"{k}={_format(v, k in DURATIONS)}" for k, v in self.params]
         parts += [f"p={self.p:g}", f"per={self.per}", f"seed={self.seed}"]
+        if self.ranks is not None:
+            parts.append(f"ranks={'+'.join(map(str, self.ranks))}")
         return f"{self.dist}:{','.join(parts)}"
+
+
+def _ranks(text: str, spec: str) -> tuple[int, ...]:
+    """``0``, ``0-3``, ``0+2+5`` (and mixes, ``0-1+4``) -> the sorted rank numbers."""
+    out: set[int] = set()
+    for part in text.split("+"):
+        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
+        if not match or (match.group(2) and int(match.group(2)) < int(match.group(1))):
+            raise UsageError(f"noise '{spec}': ranks={text!r} is not a rank list; use e.g. "
+                             "ranks=0, ranks=0-3 or ranks=0+2")
+        first = int(match.group(1))
+        last = int(match.group(2)) if match.group(2) else first
+        if last - first > 1_000_000:
+            raise UsageError(f"noise '{spec}': ranks={text!r} spans more than a million ranks")
+        out.update(range(first, last + 1))
+    return tuple(sorted(out))
 
 
 def _format(value: float, duration: bool) -> str:
@@ -211,7 +237,8 @@ def parse(spec: str) -> NoiseSpec:
     seed_text = given.get("seed", "0")
     if not re.fullmatch(r"\d+", seed_text):
         raise UsageError(f"noise '{text}': seed must be a non-negative integer, got {seed_text!r}")
-    out = NoiseSpec(name, params, p, per, int(seed_text))
+    ranks = _ranks(given["ranks"], text) if "ranks" in given else None
+    out = NoiseSpec(name, params, p, per, int(seed_text), ranks)
     _check_values(out, text)
     return out
 

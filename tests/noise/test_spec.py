@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 
+import numpy as np
 import pytest
 
 from ksptrace.errors import UsageError
@@ -74,3 +75,21 @@ def test_bad_specs_are_one_line(text: str, fragment: str) -> None:
     message = str(info.value)
     assert fragment in message
     assert "\n" not in message
+
+
+def test_ranks_limit_the_detours_to_some_ranks() -> None:
+    from ksptrace.noise.draw import all_detours
+
+    spec = parse("exponential:scale=30us,p=0.5,ranks=0+2-3,seed=4")
+    assert spec.ranks == (0, 2, 3)
+    assert parse(spec.text()) == spec
+    assert spec.text().endswith(",ranks=0+2+3")
+    hit = (all_detours(spec, np.zeros(5, np.int64), 200) > 0).sum(axis=1)
+    assert hit[1] == 0
+    assert hit[4] == 0
+    assert (hit[[0, 2, 3]] > 60).all()
+    assert parse("exponential:scale=30us").ranks is None  # every rank, as before
+    with pytest.raises(UsageError, match="is not a rank list"):
+        parse("fixed:value=1us,ranks=3-1")
+    with pytest.raises(UsageError, match="is not a rank list"):
+        parse("fixed:value=1us,ranks=a")

@@ -61,6 +61,10 @@ class Fit:
     n_scored: int | None = None
     """Values the log-likelihood, AIC and KS distance were evaluated on (None: the fitted ones).
     fit_candidates scores every family on the same sample, so their AIC compare like for like."""
+    converged: bool | None = None
+    """False when scipy's Nelder-Mead stopped at its iteration or evaluation limit (200 per
+    parameter) rather than at its tolerance: the parameters are then where it stopped, not
+    the maximum of the likelihood; None for a closed-form fit (norm)."""
 
     @property
     def scored_on(self) -> int:
@@ -159,16 +163,33 @@ def _standardiser(sample: np.ndarray) -> tuple[float, float]:
     return float(q50), spread
 
 
+class _Watched:
+    """scipy's default optimizer (``optimize.fmin`` with the arguments ``rv_continuous.fit``
+    passes), run as it is, remembering whether it stopped at a limit: the same numbers."""
+
+    def __init__(self) -> None:
+        self.converged: bool | None = None
+
+    def __call__(self, func: Any, x0: Any, args: tuple[Any, ...] = (), disp: int = 0) -> Any:
+        from scipy import optimize
+
+        xopt, _fopt, _its, _calls, warnflag = optimize.fmin(func, x0, args=args, disp=disp,
+                                                             full_output=True)
+        self.converged = warnflag == 0
+        return xopt
+
+
 def fit_one(name: str, sample: np.ndarray, hist: Histogram) -> Fit:
     """Maximum-likelihood fit of family ``name`` to ``sample``, scored against ``hist``."""
     dist = distribution(name)
     x = _check(sample)
     centre, spread = _standardiser(x)
     z = (x - centre) / spread
+    watched = _Watched()
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         with remembered_moments(dist):
-            pz = tuple(float(v) for v in dist.fit(z))
+            pz = tuple(float(v) for v in dist.fit(z, optimizer=watched))
         loglik_z = float(np.sum(dist.logpdf(z, *pz)))
         params = (*pz[:-2], centre + spread * pz[-2], spread * pz[-1])
         frozen = dist(*params)
@@ -186,6 +207,7 @@ def fit_one(name: str, sample: np.ndarray, hist: Histogram) -> Fit:
         sse=sse,
         ks=ks_distance,
         n_fit=int(x.size),
+        converged=watched.converged,
     )
 
 

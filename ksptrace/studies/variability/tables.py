@@ -344,12 +344,16 @@ def fit_table(a: TraceAnalysis) -> Table:
         in_table = {m.family for m in a.stationary}
         for f in a.bulk.fits:
             rows.append({"family": f.name, "sse": f.sse, "ks": f.ks, "aic": f.aic,
-                         "n_fit": f.n_fit, "params": " ".join(f"{p:.4g}" for p in f.params)})
+                         "n_fit": f.n_fit, "params": " ".join(f"{p:.4g}" for p in f.params),
+                         "converged": f.converged})
             aic = (f"{f.aic:.6g}" if f.n_fit == common else
                    f"fitted on {f.n_fit} values, not {common}: AIC not comparable")
             flagged = [f"{fl.code}: {fl.message}" for fl in a.flags
                        if f"({f.name})" in fl.subject]
             status = ("in Table 1" if f.name in in_table else "not in Table 1: no model")
+            if f.converged is False:
+                status += ("; not converged: scipy's Nelder-Mead stopped at its iteration "
+                           "limit, so these are where it stopped, not the likelihood's maximum")
             if flagged:
                 status += "; flagged:\n" + "\n".join(flagged)
             shown.append({"family": f.name, "SSE": f"{f.sse:.4g}", "KS distance": f"{f.ks:.3g}",
@@ -358,7 +362,8 @@ def fit_table(a: TraceAnalysis) -> Table:
                           "status": status})
     return Table(
         name="fits", title=f"Bulk fits of {run_name(a)}, ranked by histogram SSE",
-        frame=pd.DataFrame(rows, columns=["family", "sse", "ks", "aic", "n_fit", "params"]),
+        frame=pd.DataFrame(rows, columns=["family", "sse", "ks", "aic", "n_fit", "params",
+                                          "converged"]),
         display=pd.DataFrame(shown, columns=["family", "SSE", "KS distance", "AIC", "n fitted",
                                              "parameters (shapes, loc, scale)", "status"]),
         notes=() if rows else (next((n for n in a.notes if "fit" in n), "no fit"),),
