@@ -78,20 +78,6 @@ def algorithm_ran(library: str, operation: str, name: str, count: int, nprocs: i
     return name
 
 
-FALLBACK_NUMBERS: dict[tuple[str, str], dict[str, int]] = {
-    ("openmpi", "allreduce"): {"basic_linear": 1, "recursive_doubling": 3, "ring": 4},
-    ("mpich", "allreduce"): {"recursive_doubling": 3},
-}
-"""The algorithm numbers of the fallbacks' targets: Open MPI 4.x/5.x's coll_tuned allreduce
-enumeration (``ompi_info --param coll tuned --level 9``: 1 basic_linear, 3 recursive_doubling,
-4 ring) and MPICH 4's MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM values (3 recursive_doubling)."""
-
-
-def ran_number(library: str, operation: str, name: str) -> int | None:
-    """The number under which ``name`` is forced, for an algorithm a fallback runs."""
-    return FALLBACK_NUMBERS.get((library, operation), {}).get(name)
-
-
 def ran_per_size(library: str, operation: str, name: str, sizes: Sequence[int], nprocs: int,
                  segment_bytes: int = 0) -> dict[int, str]:
     """``algorithm_ran`` for each message size in bytes, with the element type the benchmark

@@ -326,8 +326,6 @@ def decision_runs(trace: CollectiveTrace, path: str = "") -> list[Run]:
     ``algorithm`` (the library's number) or ``algorithm_name``, the time the median call time.
     Each size is labelled by the algorithm that ran there (``algorithm_ran``), with its number.
     The operation is the run's ``problem``, so that each collective forms its own map."""
-    from ksptrace.collectives.fallbacks import ran_number
-
     calls = np.median(trace.call_seconds(), axis=1)
     library = str(trace.attrs.get("mpi_flavor", "openmpi"))
     base = {**trace.attrs, "problem": trace.operation, "nprocs": trace.nprocs}
@@ -336,7 +334,7 @@ def decision_runs(trace: CollectiveTrace, path: str = "") -> list[Run]:
                                     ran.ran_at(trace).values(), strict=True):
         attrs = {**base, "bytes": int(m), "algorithm_name": name}
         if ran_name != trace.algorithm:
-            number = ran_number(library, trace.operation, ran_name)
+            number = ran.ran_number(library, trace.operation, ran_name)
             attrs["algorithm"] = number if number is not None else ran_name
         runs.append(Run(attrs, float(c), path))
     return runs
