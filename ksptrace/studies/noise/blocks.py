@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ksptrace.studies.noise.compare import PAIR_KEYS, PIPELINED_VARIANT
-from ksptrace.studies.noise.paired import PairedNoiseEstimate, estimate
+from ksptrace.studies.noise.paired import PairedNoiseEstimate, estimate, in_run_estimate
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 
 CONFIG_KEYS = tuple(k for k in PAIR_KEYS if k != "noise")
@@ -35,6 +35,9 @@ class PairedStudy:
     """Repetitions left out because one of their four runs is missing."""
     loaded_blocks: int
     """Blocks with at least one run flagged machine-loaded."""
+    in_run: PairedNoiseEstimate | None = None
+    """The same comparison from each noisy run's own detour cost (drift-free; None when a run
+    had no iteration without a detour to measure its quiet time by)."""
 
     def sentence(self) -> str:
         e = self.estimate
@@ -47,6 +50,14 @@ class PairedStudy:
                      f"{e.pipelined_cost.estimate * 1e6:.3g} µs per iteration, difference "
                      f"{d.estimate * 1e6:.3g} µs [95 % {d.low * 1e6:.3g}, {d.high * 1e6:.3g}]")
         head += f"; {e.why})"
+        r = self.in_run
+        if r is not None and r.blocks >= 3:
+            d = r.difference
+            head += (f"; inside the runs, where drift between runs does not enter (each noisy "
+                     f"run's KSPSolve minus K of its own quiet iterations): {r.verdict} "
+                     f"({std} {r.standard_cost.estimate * 1e6:.3g} µs, {pip} "
+                     f"{r.pipelined_cost.estimate * 1e6:.3g} µs per iteration, difference "
+                     f"{d.estimate * 1e6:.3g} µs [95 % {d.low * 1e6:.3g}, {d.high * 1e6:.3g}])")
         if self.loaded_blocks:
             head += (f", drawn from a loaded machine ({self.loaded_blocks} of {e.blocks} blocks "
                      "had foreign CPU load)")
@@ -76,6 +87,18 @@ def _repetition(a: TraceAnalysis) -> int | None:
         return None if value is None else int(str(value))
     except ValueError:
         return None
+
+
+def _in_run(blocks: list[list[TraceAnalysis]], iterations: int) -> PairedNoiseEstimate | None:
+    costs = []
+    for b in blocks:
+        pair = [x.injection.detour_cost(x.measured, x.iterations, x.pipelined)
+                if x.injection is not None else None for x in (b[1], b[3])]
+        if pair[0] is None or pair[1] is None:
+            return None
+        costs.append(pair)
+    c = np.array(costs, dtype=np.float64)
+    return in_run_estimate(c[:, 0], c[:, 1], iterations)
 
 
 def paired_studies(analyses: Sequence[TraceAnalysis]) -> tuple[PairedStudy, ...]:
@@ -115,5 +138,6 @@ def paired_studies(analyses: Sequence[TraceAnalysis]) -> tuple[PairedStudy, ...]
             iterations=first.iterations,
             estimate=estimate(np.array(s0), np.array(s1), np.array(p0), np.array(p1),
                               iterations=first.iterations),
-            incomplete_blocks=incomplete, loaded_blocks=loaded))
+            incomplete_blocks=incomplete, loaded_blocks=loaded,
+            in_run=_in_run(blocks, first.iterations)))
     return tuple(out)

@@ -109,7 +109,29 @@ def estimate(standard_quiet: np.ndarray, standard_noisy: np.ndarray,
     if not all(np.isfinite(c).all() and (c > 0).all() for c in cells):
         raise AnalysisError("KSPSolve times must be positive and finite; drop the failed runs")
     s0, s1, p0, p1 = cells
-    cost_s, cost_p = (s1 - s0) / iterations, (p1 - p0) / iterations
+    return from_costs((s1 - s0) / iterations, (p1 - p0) / iterations, seed)
+
+
+def in_run_estimate(standard_cost: np.ndarray, pipelined_cost: np.ndarray, iterations: int,
+                    seed: int = 0) -> PairedNoiseEstimate:
+    """The same estimate from each noisy run's own detour cost (KSPSolve minus K quiet
+    iterations of that run, ``InjectedNoise.detour_cost``), one per block and method: no
+    noise-free run enters, so the drift between runs does not either. A block's two noisy runs
+    draw the same detours (one seed per block), so their costs pair."""
+    cs, cp = (np.asarray(a, dtype=np.float64).ravel() for a in (standard_cost, pipelined_cost))
+    if cs.size != cp.size:
+        raise AnalysisError(f"one in-run cost per block and method; got {cs.size} and {cp.size}")
+    if iterations < 1:
+        raise AnalysisError(f"iterations must be >= 1, got {iterations}")
+    if not (np.isfinite(cs).all() and np.isfinite(cp).all()):
+        raise AnalysisError("in-run costs must be finite")
+    return from_costs(cs / iterations, cp / iterations, seed)
+
+
+def from_costs(cost_s: np.ndarray, cost_p: np.ndarray, seed: int = 0) -> PairedNoiseEstimate:
+    """Means over blocks of each method's noise cost per iteration and of their difference,
+    with bootstrap intervals over blocks, and the verdict."""
+    n = cost_s.size
     diff = cost_s - cost_p
     if n < MIN_BLOCKS:
         nan = Interval(float(diff.mean()) if n else float("nan"), float("nan"), float("nan"))

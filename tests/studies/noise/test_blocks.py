@@ -80,3 +80,31 @@ def test_the_noise_study_leads_with_the_verdict() -> None:
     assert result is not None
     assert result.findings[0].startswith("GMRES vs PGMRES under exponential")
     assert "pipelined pays less" in result.findings[0]
+
+
+def test_the_in_run_estimate_is_made_from_the_noisy_runs_and_stated() -> None:
+    """Each block's two noisy runs give their own detour costs (KSPSolve minus K of their quiet
+    iterations), paired by block, and the verdict sentence states them."""
+    runs = campaign(blocks=8)
+    (found,) = paired_studies(runs)
+    assert found.in_run is not None
+    assert found.in_run.blocks == 8
+    noisy = {a.ksp: a for a in runs if a.injection is not None and a.injection.spec.active}
+    cost = {k: a.injection.detour_cost(a.measured, a.iterations, a.pipelined)
+            for k, a in noisy.items() if a.injection is not None}
+    assert all(c is not None for c in cost.values())
+    assert "inside the runs, where drift between runs does not enter" in found.sentence()
+
+
+def test_in_run_estimate_covers_a_known_difference_and_a_null() -> None:
+    rng = np.random.default_rng(3)
+    covered = nulls = 0
+    for seed in range(100):
+        cs = 60e-6 * 500 + rng.normal(0, 2e-3, 8)  # seconds per run, K = 500
+        cp = 40e-6 * 500 + rng.normal(0, 2e-3, 8)
+        e = paired.in_run_estimate(cs, cp, 500, seed=seed)
+        covered += e.difference.low <= 20e-6 <= e.difference.high
+        same = paired.in_run_estimate(cs, cs + rng.normal(0, 2e-3, 8), 500, seed=seed)
+        nulls += same.verdict == paired.CANNOT_TELL
+    assert covered >= 90
+    assert nulls >= 90
