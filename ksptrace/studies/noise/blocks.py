@@ -40,28 +40,38 @@ class PairedStudy:
     had no iteration without a detour to measure its quiet time by)."""
 
     def sentence(self) -> str:
-        e = self.estimate
+        """The verdict first: from inside the runs when every block allows it (drift-free),
+        else from the KSPSolve pairing; the other pairing follows, and a loaded machine is
+        named in the same sentence."""
         std, pip = self.standard.upper(), self.pipelined.upper()
-        head = (f"{std} vs {pip} under {self.noise} at P = {self.nprocs}: {e.verdict} "
-                f"({e.blocks} paired blocks")
-        if e.blocks >= 3:
-            d = e.difference
-            head += (f"; noise costs {std} {e.standard_cost.estimate * 1e6:.3g} µs and {pip} "
-                     f"{e.pipelined_cost.estimate * 1e6:.3g} µs per iteration, difference "
-                     f"{d.estimate * 1e6:.3g} µs [95 % {d.low * 1e6:.3g}, {d.high * 1e6:.3g}]")
-        head += f"; {e.why})"
-        r = self.in_run
-        if r is not None and r.blocks >= 3:
-            d = r.difference
-            head += (f"; inside the runs, where drift between runs does not enter (each noisy "
-                     f"run's KSPSolve minus K of its own quiet iterations): {r.verdict} "
-                     f"({std} {r.standard_cost.estimate * 1e6:.3g} µs, {pip} "
-                     f"{r.pipelined_cost.estimate * 1e6:.3g} µs per iteration, difference "
-                     f"{d.estimate * 1e6:.3g} µs [95 % {d.low * 1e6:.3g}, {d.high * 1e6:.3g}])")
+        inside = self.in_run is not None and self.in_run.blocks >= 3
+        lead = self.in_run if inside and self.in_run is not None else self.estimate
+        head = f"{std} vs {pip} under {self.noise} at P = {self.nprocs}: {lead.verdict}"
+        if inside:
+            head += (", measured inside the runs " + _clause(
+                lead, std, pip, "each noisy run's KSPSolve minus K of its own quiet iterations, "
+                "which the drift between runs does not enter"))
+        else:
+            head += " " + _clause(lead, std, pip, "noisy minus noise-free KSPSolve")
         if self.loaded_blocks:
-            head += (f", drawn from a loaded machine ({self.loaded_blocks} of {e.blocks} blocks "
-                     "had foreign CPU load)")
-        return head + "."
+            head += (f", drawn from a loaded machine ({self.loaded_blocks} of "
+                     f"{self.estimate.blocks} blocks had foreign CPU load)")
+        head += "."
+        if inside:
+            e = self.estimate
+            head += (f" Paired with the noise-free runs instead: {e.verdict} "
+                     + _clause(e, std, pip, "noisy minus noise-free KSPSolve") + ".")
+        return head
+
+
+def _clause(e: PairedNoiseEstimate, std: str, pip: str, how: str) -> str:
+    text = f"({e.blocks} paired blocks; {how}"
+    if e.blocks >= 3:
+        d = e.difference
+        text += (f": {std} {e.standard_cost.estimate * 1e6:.3g} µs and {pip} "
+                 f"{e.pipelined_cost.estimate * 1e6:.3g} µs per iteration, difference "
+                 f"{d.estimate * 1e6:.3g} µs [95 % {d.low * 1e6:.3g}, {d.high * 1e6:.3g}]")
+    return text + f"; {e.why})"
 
 
 def _noise(a: TraceAnalysis) -> str:

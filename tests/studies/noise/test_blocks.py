@@ -48,7 +48,9 @@ def test_blocks_give_the_paired_verdict() -> None:
     # the cost is 60 µs per iteration times the block's drift (1 to 1.3)
     assert 60e-6 < found.estimate.standard_cost.estimate < 60e-6 * 1.3
     assert 20e-6 < found.estimate.pipelined_cost.estimate < 20e-6 * 1.3
-    assert "pipelined pays less (6 paired blocks" in found.sentence()
+    assert found.estimate.why in found.sentence()
+    assert "Paired with the noise-free runs instead: pipelined pays less (6 paired blocks" in (
+        found.sentence())
 
 
 def test_a_missing_run_drops_its_block_and_loaded_runs_are_named() -> None:
@@ -93,7 +95,11 @@ def test_the_in_run_estimate_is_made_from_the_noisy_runs_and_stated() -> None:
     cost = {k: a.injection.detour_cost(a.measured, a.iterations, a.pipelined)
             for k, a in noisy.items() if a.injection is not None}
     assert all(c is not None for c in cost.values())
-    assert "inside the runs, where drift between runs does not enter" in found.sentence()
+    sentence = found.sentence()
+    assert sentence.startswith("GMRES vs PGMRES under exponential")
+    assert f": {found.in_run.verdict}, measured inside the runs (8 paired blocks" in sentence
+    assert "which the drift between runs does not enter" in sentence
+    assert "Paired with the noise-free runs instead" in sentence
 
 
 def test_in_run_estimate_covers_a_known_difference_and_a_null() -> None:
