@@ -18,6 +18,7 @@ the machine add to the controlled load; the load averages say how much.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import platform
@@ -25,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -56,27 +58,32 @@ def verdicts(traces: list[Any]) -> dict[str, Any]:
     return out
 
 
+@contextlib.contextmanager
+def busy(core: int | None) -> Iterator[None]:
+    """One busy process (``while True: pass``) pinned to ``core`` while the block runs; none for
+    None."""
+    proc = None if core is None else subprocess.Popen(
+        ["taskset", "-c", str(core), sys.executable, "-c", "while True: pass"])
+    try:
+        yield
+    finally:
+        if proc is not None:
+            proc.terminate()
+            proc.wait()
+
+
 def one_run(toml: Path, busy_core: int | None) -> dict[str, Any]:
     env = {**os.environ, **SOLVER_ENV}
-    busy = None
-    if busy_core is not None:
-        busy = subprocess.Popen(["taskset", "-c", str(busy_core), sys.executable, "-c",
-                                 "while True: pass"])  # fmt: skip
     load_before = os.getloadavg()
     start = time.perf_counter()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "sweep"
-            subprocess.run([sys.executable, "-m", "ksptrace", "campaign", "run", str(toml),
-                            "--backend", "local", "--out", str(out)],
-                           check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)  # fmt: skip
-            load_after = os.getloadavg()
-            wall = time.perf_counter() - start
-            traces = [read_trace(path) for path in sorted((out / "traces").glob("*.h5"))]
-    finally:
-        if busy is not None:
-            busy.terminate()
-            busy.wait()
+    with busy(busy_core), tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "sweep"
+        subprocess.run([sys.executable, "-m", "ksptrace", "campaign", "run", str(toml),
+                        "--backend", "local", "--out", str(out)],
+                       check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)  # fmt: skip
+        load_after = os.getloadavg()
+        wall = time.perf_counter() - start
+        traces = [read_trace(path) for path in sorted((out / "traces").glob("*.h5"))]
     shares = [float(t.attrs["foreign_cpu_share"]) for t in traces
               if isinstance(t.attrs.get("foreign_cpu_share"), int | float)]  # fmt: skip
     return {"busy_core": busy_core, "traces": len(traces), "wall_s": round(wall, 1),

@@ -41,8 +41,10 @@ from ksptrace.studies.variability.injected import injected_noise
 from ksptrace.trace.read import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]
-SOLVER_ENV = {"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
-              "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+sys.path.insert(0, str(ROOT))
+
+from bench.demo_verdict import SOLVER_ENV, busy  # noqa: E402
+
 PIPELINED = {"gmres": "pgmres"}
 
 
@@ -86,25 +88,16 @@ def estimates(paths: list[Path]) -> dict[str, Any]:
 
 def one_run(toml: Path, busy_core: int | None) -> dict[str, Any]:
     env = {**os.environ, **SOLVER_ENV}
-    busy = None
-    if busy_core is not None:
-        busy = subprocess.Popen(["taskset", "-c", str(busy_core), sys.executable, "-c",
-                                 "while True: pass"])
     load_before = os.getloadavg()
     start = time.perf_counter()
-    try:
-        with tempfile.TemporaryDirectory() as tmp:
-            out = Path(tmp) / "noise"
-            subprocess.run([sys.executable, "-m", "ksptrace", "campaign", "run", str(toml),
-                            "--backend", "local", "--out", str(out)],
-                           check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
-            load_after = os.getloadavg()
-            wall = time.perf_counter() - start
-            result = estimates(sorted((out / "traces").glob("*.h5")))
-    finally:
-        if busy is not None:
-            busy.terminate()
-            busy.wait()
+    with busy(busy_core), tempfile.TemporaryDirectory() as tmp:
+        out = Path(tmp) / "noise"
+        subprocess.run([sys.executable, "-m", "ksptrace", "campaign", "run", str(toml),
+                        "--backend", "local", "--out", str(out)],
+                       check=True, env=env, cwd=ROOT, stdout=subprocess.DEVNULL)
+        load_after = os.getloadavg()
+        wall = time.perf_counter() - start
+        result = estimates(sorted((out / "traces").glob("*.h5")))
     return {"busy_core": busy_core, "wall_s": round(wall, 1),
             "loadavg_before": [round(v, 2) for v in load_before],
             "loadavg_after": [round(v, 2) for v in load_after], **result}

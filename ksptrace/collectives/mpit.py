@@ -6,14 +6,15 @@ one loaded afresh by name, which under MPICH would bring Open MPI's libmpi into 
 is how a run shows the algorithm the library *holds*, not only the variable that asked for it:
 Open MPI keeps an enum variable at its default when given a value it does not know (and says
 so only in a help message that its launcher may lose). The standard allows MPI_T before
-MPI_Init, so :func:`enum_names` also serves a process that never starts MPI.
+MPI_Init, so :func:`descriptions` also serves a process that never starts MPI.
 """
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 
 MPI_SUCCESS = 0
 _LOADED = re.compile(r"\s(/\S*/lib(?:mpi|mpich)[^/\s]*\.so[.\d]*)$")
@@ -53,33 +54,18 @@ def _cvar_index(lib: ctypes.CDLL, name: str) -> int | None:
     return index.value
 
 
-def _enum_of(lib: ctypes.CDLL, index: int) -> tuple[str, ...] | None:
-    """The names of an enum control variable's values, in value order (None: not an enum)."""
-    name, desc = ctypes.create_string_buffer(256), ctypes.create_string_buffer(4096)
-    name_len, desc_len = ctypes.c_int(256), ctypes.c_int(4096)
-    verbosity, bind, scope = ctypes.c_int(), ctypes.c_int(), ctypes.c_int()
-    datatype, enumtype = ctypes.c_void_p(), ctypes.c_void_p()  # handles: int or pointer
-    if lib.MPI_T_cvar_get_info(index, name, ctypes.byref(name_len), ctypes.byref(verbosity),
-                               ctypes.byref(datatype), ctypes.byref(enumtype), desc,
-                               ctypes.byref(desc_len), ctypes.byref(bind),
-                               ctypes.byref(scope)) != MPI_SUCCESS or not enumtype.value:
-        return None
-    count = ctypes.c_int()
-    ename, ename_len = ctypes.create_string_buffer(256), ctypes.c_int(256)
-    if lib.MPI_T_enum_get_info(enumtype, ctypes.byref(count), ename,
-                               ctypes.byref(ename_len)) != MPI_SUCCESS:
-        return None
-    names: dict[int, str] = {}
-    for item in range(count.value):
-        value, iname = ctypes.c_int(), ctypes.create_string_buffer(256)
-        iname_len = ctypes.c_int(256)
-        if lib.MPI_T_enum_get_item(enumtype, item, ctypes.byref(value), iname,
-                                   ctypes.byref(iname_len)) != MPI_SUCCESS:
-            return None
-        names[value.value] = iname.value.decode(errors="replace")
-    if sorted(names) != list(range(len(names))):
-        return None
-    return tuple(names[v] for v in range(len(names)))
+@contextlib.contextmanager
+def _session(library: str | None = None) -> Iterator[ctypes.CDLL | None]:
+    """An initialised MPI_T of the loaded (or named) library, finalised after; None without."""
+    lib = _library(library)
+    provided = ctypes.c_int()
+    if lib is None or lib.MPI_T_init_thread(0, ctypes.byref(provided)) != MPI_SUCCESS:
+        yield None
+        return
+    try:
+        yield lib
+    finally:
+        lib.MPI_T_finalize()
 
 
 def read_int_cvars(names: Iterable[str]) -> dict[str, int | None]:
@@ -87,13 +73,9 @@ def read_int_cvars(names: Iterable[str]) -> dict[str, int | None]:
     it, or MPI_T unavailable)."""
     wanted = list(names)
     found: dict[str, int | None] = dict.fromkeys(wanted)
-    lib = _library()
-    if lib is None:
-        return found
-    provided = ctypes.c_int()
-    if lib.MPI_T_init_thread(0, ctypes.byref(provided)) != MPI_SUCCESS:
-        return found
-    try:
+    with _session() as lib:
+        if lib is None:
+            return found
         for name in wanted:
             index = _cvar_index(lib, name)
             if index is None:
@@ -106,30 +88,7 @@ def read_int_cvars(names: Iterable[str]) -> dict[str, int | None]:
             if count.value == 1 and lib.MPI_T_cvar_read(handle, ctypes.byref(value)) == 0:
                 found[name] = int(ctypes.c_int.from_buffer(value).value)
             lib.MPI_T_cvar_handle_free(ctypes.byref(handle))
-    finally:
-        lib.MPI_T_finalize()
     return found
-
-
-def enum_names(names: Iterable[str], library: str | None = None) -> dict[str, tuple[str, ...]]:
-    """The value names of the enum control variables ``names`` (those the library knows), from
-    the MPI library loaded here or the one at ``library``."""
-    lib = _library(library)
-    out: dict[str, tuple[str, ...]] = {}
-    if lib is None:
-        return out
-    provided = ctypes.c_int()
-    if lib.MPI_T_init_thread(0, ctypes.byref(provided)) != MPI_SUCCESS:
-        return out
-    try:
-        for name in names:
-            index = _cvar_index(lib, name)
-            values = None if index is None else _enum_of(lib, index)
-            if values:
-                out[name] = values
-    finally:
-        lib.MPI_T_finalize()
-    return out
 
 
 def _description(lib: ctypes.CDLL, index: int) -> str | None:
@@ -147,19 +106,13 @@ def _description(lib: ctypes.CDLL, index: int) -> str | None:
 
 def descriptions(names: Iterable[str], library: str | None = None) -> dict[str, str]:
     """The descriptions of the control variables ``names`` that the library knows."""
-    lib = _library(library)
     out: dict[str, str] = {}
-    if lib is None:
-        return out
-    provided = ctypes.c_int()
-    if lib.MPI_T_init_thread(0, ctypes.byref(provided)) != MPI_SUCCESS:
-        return out
-    try:
+    with _session(library) as lib:
+        if lib is None:
+            return out
         for name in names:
             index = _cvar_index(lib, name)
             text = None if index is None else _description(lib, index)
             if text is not None:
                 out[name] = text
-    finally:
-        lib.MPI_T_finalize()
     return out
