@@ -53,6 +53,16 @@ def map_cells(frame: pd.DataFrame, fn: Callable[[Any], str]) -> pd.DataFrame:
     return pd.DataFrame(mapper(fn))
 
 
+def significant(v: Any) -> str:
+    """A numeric cell as a page shows it: 3 significant digits below 1000, rounded to a whole
+    number from 1000 on (byte sizes, microseconds; never 1.2e+03), blank for a missing value."""
+    if v is None or (isinstance(v, float) and v != v):
+        return ""
+    if isinstance(v, float):
+        return f"{v:.0f}" if abs(v) >= 1000 else f"{v:.3g}"
+    return str(v)
+
+
 def _plain(v: Any) -> Any:
     if isinstance(v, np.generic):
         return v.item()

@@ -15,7 +15,7 @@ from ksptrace.studies.collectives.pointtopoint import (
     fit_plogp_model,
     logp_from_plogp,
 )
-from ksptrace.studies.table import Table
+from ksptrace.studies.table import Table, map_cells, significant
 from ksptrace.trace.collectives import CollectiveTrace
 
 
@@ -60,5 +60,5 @@ def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
                  "medians over repetitions, each rank measuring in turn")
         library = str(t.attrs.get("mpi_library", "")).split("\n")[0]
         out.append(Table("collectives_plogp", f"PLogP between two ranks ({library})".replace(
-            " ()", ""), frame, notes=notes))
+            " ()", ""), frame, display=map_cells(frame, significant), notes=notes))
     return tuple(out)

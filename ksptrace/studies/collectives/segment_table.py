@@ -20,7 +20,7 @@ from ksptrace.studies.collectives.segmented import (
     fit_segmented_ring_hockney,
     segmented_ring_hockney,
 )
-from ksptrace.studies.table import Table
+from ksptrace.studies.table import Table, map_cells, significant
 from ksptrace.trace.collectives import CollectiveTrace
 
 SEGMENTED = "segmented_ring"
@@ -70,4 +70,5 @@ def segment_table(traces: Sequence[CollectiveTrace]) -> Table | None:
              "message holds fewer than P segments)",
              "P = 2: measured only; the model needs P >= 3 (its optimum divides by P - 2)")
     return Table("collectives_segments", "Allreduce segment sizes: measured best and the "
-                 "model's optimum", frame, notes=notes)
+                 "model's optimum", frame, display=map_cells(frame.astype(object), significant),
+                 notes=notes)

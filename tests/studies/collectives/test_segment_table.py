@@ -59,3 +59,18 @@ def test_no_table_without_two_segment_sizes() -> None:
     one = [t for t in _traces(0.0) if t.attrs["segment_bytes"] == 8192]
     assert segment_table(one) is None
     assert "collectives_segments" in [t.name for t in build(_traces(0.0)).tables]
+
+
+def test_the_page_shows_three_digits_and_whole_byte_sizes() -> None:
+    from ksptrace.studies.table import significant
+
+    table = segment_table(_traces(0.02))
+    assert table is not None
+    assert table.display is not None
+    shown = table.display.iloc[-1]
+    assert shown["bytes"] == "1048576"
+    assert "e" not in shown["best_us"]
+    assert significant(1203.4) == "1203"
+    assert significant(float("nan")) == ""
+    assert significant(65536.0) == "65536"
+    assert significant(0.123456) == "0.123"
