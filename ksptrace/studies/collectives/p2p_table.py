@@ -58,7 +58,7 @@ def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
                  + (f" ({logp.note})" if logp.note else ""),
                  *((model.note,) if model.note else ()),
                  "medians over repetitions, each rank measuring in turn")
-        library = str(t.attrs.get("mpi_library", "")).split("\n")[0]
+        library = str(t.attrs.get("mpi_library", "")).split("\n")[0].split(",")[0].strip()
         out.append(Table("collectives_plogp", f"PLogP between two ranks ({library})".replace(
             " ()", ""), frame, display=map_cells(frame, significant), notes=notes))
     return tuple(out)
