@@ -121,37 +121,33 @@ def test_a_collapsed_johnson_su_fit_is_told_from_a_regular_one() -> None:
 
 
 def test_a_fit_says_whether_scipys_optimizer_converged() -> None:
-    """The flag is scipy's own Nelder-Mead's: the nct fit of a golden demo trace stops at its
-    iteration limit (as fmin run on the same likelihood says), lognorm converges, and norm's
-    closed form has no optimizer; the parameters are those of scipy's plain fit."""
+    """The flag is scipy's own Nelder-Mead's: the Johnson S_U fit of a golden demo trace stops
+    at its iteration limit (as fmin run on the same likelihood says), lognorm converges, and
+    norm's closed form has no optimizer; the parameters are those of scipy's plain fit."""
     import warnings
     from pathlib import Path
 
     import scipy.optimize as so
     import scipy.stats as st
 
-    from ksptrace.studies.variability.fitting import (
-        _standardiser,
-        fit_one,
-        histogram,
-        subsample,
-    )
+    from ksptrace.studies.variability.fitting import _standardiser, fit_one, histogram
     from ksptrace.trace.read import read_trace
 
-    trace = read_trace(Path(__file__).with_name("golden") / "gmres-p2-n10000.h5")
-    x = subsample(trace.iteration_seconds.ravel(), 600, 0)  # as fit_candidates draws it
+    trace = read_trace(Path(__file__).with_name("golden") / "pgmres-p2-n100000.h5")
+    x = trace.iteration_seconds.ravel()
     hist = histogram(x)
-    nct, lognorm, norm = (fit_one(n, x, hist) for n in ("nct", "lognorm", "norm"))
+    jsu, lognorm, norm = (fit_one(n, x, hist) for n in ("johnsonsu", "lognorm", "norm"))
     centre, spread = _standardiser(x)
     z = (x - centre) / spread
+    dist = st.johnsonsu
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
-        func = st.nct._reduce_func((*st.nct._fitstart(z)[:-2], *st.nct._fitstart(z)[-2:]),
-                                   {}, data=z)[1]
-        flag = so.fmin(func, st.nct._fitstart(z), args=(z,), disp=0, full_output=True)[4]
-        plain = st.nct.fit(z)
+        start = dist._fitstart(z)
+        func = dist._reduce_func(start, {}, data=z)[1]
+        flag = so.fmin(func, start, args=(z,), disp=0, full_output=True)[4]
+        plain = dist.fit(z)
     assert flag != 0  # this sample needs more than 800 iterations
-    assert nct.converged is False
-    assert nct.params[:2] == pytest.approx(plain[:2], rel=1e-12)
+    assert jsu.converged is False
+    assert jsu.params[:2] == pytest.approx(plain[:2], rel=1e-12)
     assert lognorm.converged is True
     assert norm.converged is None
