@@ -20,7 +20,7 @@ from ksptrace.trace.io import attrs_of, read_trace
 from ksptrace.trace.synthetic import synthetic_trace
 from tests.conftest import ROOT
 
-MUTANTS = 120
+MUTANTS = 60
 
 
 def _collectives_trace(path: Path) -> Path:
@@ -106,7 +106,7 @@ def test_the_fuzz_bench_finds_no_crash_hang_or_lost_trace(tmp_path: Path) -> Non
     """bench/fuzz_read.py on a small batch: every reading command over mutants of solver,
     collectives and record traces (the full run, 2,000 mutants, is the benchmark)."""
     out = tmp_path / "fuzz.json"
-    done = subprocess.run([sys.executable, "bench/fuzz_read.py", "--mutants", "45",
-                           "--batch", "45", "--seed", "3", "--out", str(out)],
+    done = subprocess.run([sys.executable, "bench/fuzz_read.py", "--mutants", "24",
+                           "--batch", "24", "--seed", "3", "--out", str(out)],
                           capture_output=True, text=True, timeout=900, cwd=ROOT, check=False)
     assert done.returncode == 0, done.stdout + done.stderr

@@ -4,7 +4,7 @@ command line offers them (``ksptrace analyze --help`` must not wait for scipy or
 
 from __future__ import annotations
 
-DEFAULT_CANDIDATES: tuple[str, ...] = (
+PAPER_CANDIDATES: tuple[str, ...] = (
     "johnsonsu",
     "nct",
     "lognorm",
@@ -13,7 +13,13 @@ DEFAULT_CANDIDATES: tuple[str, ...] = (
     "genextreme",
     "exponweib",
 )
-"""The families the paper tried: Johnson SU first, non-central t second, and the usual others."""
+"""The families the paper tried: Johnson S_U first, non-central t second, and the usual others."""
+DEFAULT_CANDIDATES: tuple[str, ...] = tuple(f for f in PAPER_CANDIDATES if f != "nct")
+"""The families fitted unless ``--candidates`` says otherwise: the paper's without nct. scipy's
+fit of nct costs about 60 % of a demo trace's analysis (its pdf is a hundred times slower than
+the others'), and on 3 of the 4 stored demo traces it stops at Nelder-Mead's iteration limit, on a
+flat ridge of the likelihood, so its parameters would be where the optimizer gave up, not a
+maximum (issue 35). ``--candidates`` with nct fits it as before, with its ``converged`` flag."""
 INDEPENDENT_UNITS = ("auto", "nodes", "ranks")
 """What the analysis treats as independent: the nodes of a trace, or its ranks; "auto" (the
 default) takes the ranks of a trace from one node and the nodes of a trace from several."""
