@@ -141,6 +141,21 @@ def analyse_one(
     return Analysed(a, pictures, omitted, digest)
 
 
+RELEASE_BYTES = 64 << 20
+"""A trace whose stamps take this much is collected right after its analysis (a full collection
+costs about 70 ms once scipy and matplotlib are loaded: more than the analysis of a small trace
+itself, issue 35)."""
+
+
+def _size(item: Trace | KsptraceError) -> int:
+    return int(item.stamps.nbytes) if isinstance(item, Trace) else 0
+
+
+def _release(size: int) -> None:
+    if size >= RELEASE_BYTES:
+        gc.collect()
+
+
 def analyse_file(path: str, opt: AnalysisOptions, with_figures: bool = True,
                  tick: Callable[[str, float], None] | None = None
                  ) -> Analysed | Skipped | Several:
@@ -151,10 +166,12 @@ def analyse_file(path: str, opt: AnalysisOptions, with_figures: bool = True,
     one trace in memory while the next is read (1.75 GiB instead of 1.1 GiB at 8192 x 5000).
     """
     result: Analysed | Skipped | Several | None = None
+    size = 0
     for item in iter_traces([path]):
         result = analyse_one(item, opt, with_figures, tick)
+        size = _size(item)
         del item
-    gc.collect()
+    _release(size)
     if result is None:  # iter_traces yields once per path
         raise AnalysisError(f"{path}: the reader gave nothing")
     return result
@@ -195,8 +212,9 @@ def analyse(
     skipped: list[Skipped] = []
     for item in items:
         result = analyse_one(item, opt, with_figures, _ticker(progress))
+        size = _size(item)
         del item  # only results are kept
-        gc.collect()  # and the cycles that still hold the trace (see analyse_file)
+        _release(size)  # and the cycles that still hold the trace (see analyse_file)
         for part in each(result):
             (skipped if isinstance(part, Skipped) else done).append(part)  # type: ignore[arg-type]
         _advance(progress, result)
