@@ -104,7 +104,7 @@ def _seeded(params: dict[str, Any], repetition: int) -> dict[str, Any]:
     spec = parse(str(text))
     if not spec.active:
         return params
-    return {**params, "noise": dataclasses.replace(spec, seed=spec.seed + repetition).text()}
+    return {**params, "noise": spec.reseeded(repetition).text()}
 
 
 def expand_runs(cf: CampaignFile) -> tuple[RunSpec, ...]:

@@ -28,21 +28,28 @@ def _sizes(spec: NoiseSpec, rng: np.random.Generator, count: int) -> np.ndarray:
     return np.zeros(count)
 
 
-def detours(spec: NoiseSpec, unit: int, iterations: int) -> np.ndarray:
-    """Seconds of detour in each of ``iterations`` iterations for one unit (rank or node)."""
+def detours(spec: NoiseSpec, unit: int, iterations: int, part: int = 0) -> np.ndarray:
+    """Seconds of detour in each of ``iterations`` iterations for one unit (rank or node) from
+    one spec; ``part``, the spec's place in a mix, keeps the streams of a mix's specs apart."""
     if iterations < 0 or unit < 0:
         raise ValueError(f"unit and iterations must be >= 0, got {unit}, {iterations}")
+    if spec.also:
+        raise ValueError("detours() draws one spec; use rank_detours for a mix")
     if not spec.active or iterations == 0 or not spec.detours_on(unit):
         return np.zeros(iterations)
-    rng = np.random.default_rng([spec.seed, unit])
+    rng = np.random.default_rng([spec.seed, unit] if part == 0 else [spec.seed, unit, part])
     hit = rng.random(iterations) < spec.p
     sizes = np.minimum(_sizes(spec, rng, iterations), MAX_DETOUR_SECONDS)  # a heavy tail's cap
     return np.where(hit, sizes, 0.0)
 
 
 def rank_detours(spec: NoiseSpec, rank: int, node_id: int, iterations: int) -> np.ndarray:
-    """The detours of one rank: its own stream, or its node's with ``per=node``."""
-    return detours(spec, node_id if spec.per == "node" else rank, iterations)
+    """The detours of one rank: its own stream, or its node's with ``per=node``; for a mix of
+    specs, the sum of each spec's."""
+    out = np.zeros(iterations)
+    for i, part in enumerate(spec.parts):
+        out += detours(part, node_id if part.per == "node" else rank, iterations, i)
+    return out
 
 
 def all_detours(spec: NoiseSpec, node_ids: np.ndarray, iterations: int) -> np.ndarray:

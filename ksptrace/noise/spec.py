@@ -14,6 +14,10 @@ all ranks of a node detour together, as OS noise does), 1 by default; ``seed`` m
 reproducible (0 by default); ``ranks`` limits the detours to some ranks (``ranks=0``,
 ``ranks=0-3``, ``ranks=0+2``; with ``per=node``, the nodes of those numbers), all by default.
 Durations take a unit (s, ms, us, ns; seconds when bare).
+
+Specs joined by ``;`` add up, each with its own ranks: ``fixed:value=200us,ranks=1;
+uniform:low=0,high=150us,p=0.5,ranks=0`` gives rank 1 a fixed extra cost in every iteration and
+rank 0 smaller random detours (a different noise per rank; at most MAX_PARTS specs).
 Pure: no PETSc, no MPI.
 """
 
@@ -21,7 +25,7 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from statistics import NormalDist
 from typing import Any
 
@@ -51,6 +55,8 @@ MAX_MEAN_SECONDS = 1.0
 this: it would busy-wait for hours, or forever with an infinite mean."""
 TAIL_QUANTILE = 0.999
 """A run refuses noise whose detour at this quantile exceeds :data:`MAX_DETOUR_SECONDS`."""
+MAX_PARTS = 16
+"""Specs one noise may join with ``;``."""
 
 
 @dataclass(frozen=True)
@@ -65,10 +71,23 @@ class NoiseSpec:
     seed: int = 0
     ranks: tuple[int, ...] | None = None
     """The ranks (nodes with per=node) that detour; None: all of them."""
+    also: tuple[NoiseSpec, ...] = ()
+    """Further specs whose detours add to this one's (``spec; spec``); empty for one spec."""
+
+    @property
+    def parts(self) -> tuple[NoiseSpec, ...]:
+        """Each spec of a mix on its own (one spec: itself)."""
+        return (replace(self, also=()), *self.also) if self.also else (self,)
 
     @property
     def active(self) -> bool:
-        return self.dist != "none" and self.p > 0
+        return any(part.dist != "none" and part.p > 0 for part in self.parts)
+
+    def reseeded(self, offset: int) -> NoiseSpec:
+        """Every part's seed advanced by ``offset`` (a campaign's repetitions)."""
+        first, *rest = self.parts
+        return replace(first, seed=first.seed + offset,
+                       also=tuple(replace(r, seed=r.seed + offset) for r in rest))
 
     def detours_on(self, unit: int) -> bool:
         """Whether rank (or node) ``unit`` draws detours at all."""
@@ -125,6 +144,8 @@ class NoiseSpec:
 
     def run_problem(self) -> str | None:
         """Why a run cannot inject this noise in bounded time (None: it can)."""
+        if self.also:
+            return next(filter(None, (part.run_problem() for part in self.parts)), None)
         if not self.active:
             return None
         tail = self.quantile(TAIL_QUANTILE)
@@ -142,6 +163,8 @@ class NoiseSpec:
 
     def text(self) -> str:
         """The canonical spec string (what a trace records; parses back to the same spec)."""
+        if self.also:
+            return "; ".join(part.text() for part in self.parts)
         if self.dist == "none":
             return "none"
         parts = [f"{k}={_format(v, k in DURATIONS)}" for k, v in self.params]
@@ -198,10 +221,25 @@ def _number(key: str, text: str, duration: bool, spec: str) -> float:
 
 
 def parse(spec: str) -> NoiseSpec:
-    """Parse and validate a noise spec; every fault is one UsageError line saying what to do."""
+    """Parse and validate a noise spec, or specs joined by ``;``; every fault is one UsageError
+    line saying what to do."""
     if not isinstance(spec, str) or not spec.strip():
         raise UsageError("noise spec is empty; use 'none' or e.g. 'exponential:scale=20us,p=0.1'")
-    text = spec.strip()
+    pieces = [piece.strip() for piece in spec.strip().split(";")]
+    if len(pieces) == 1:
+        return _parse_one(pieces[0])
+    if len(pieces) > MAX_PARTS:
+        raise UsageError(f"noise '{spec.strip()}' joins {len(pieces)} specs; at most {MAX_PARTS}")
+    if not all(pieces):
+        raise UsageError(f"noise '{spec.strip()}' has an empty spec between its ';'")
+    parts = [_parse_one(piece) for piece in pieces]
+    if any(part.dist == "none" for part in parts):
+        raise UsageError(f"noise '{spec.strip()}': 'none' cannot be one of several specs; "
+                         "leave it out")
+    return replace(parts[0], also=tuple(parts[1:]))
+
+
+def _parse_one(text: str) -> NoiseSpec:
     name, _, rest = text.partition(":")
     name = name.strip().lower()
     if name not in DISTRIBUTIONS:

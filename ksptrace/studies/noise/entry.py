@@ -8,6 +8,7 @@ from collections.abc import Sequence
 
 from ksptrace.studies.noise.blocks import paired_studies
 from ksptrace.studies.noise.compare import NoiseComparison, NoisePair, compare
+from ksptrace.studies.noise.perrank import per_rank_ks, per_rank_sentences
 from ksptrace.studies.noise.tables import noise_pair_table, noise_table
 from ksptrace.studies.result import Part, StudyResult
 from ksptrace.studies.variability.options import AnalysisOptions
@@ -21,16 +22,17 @@ def study(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
           with_figures: bool = True) -> StudyResult | None:
     """None when no run had injected noise."""
     comparison = compare(analyses)
-    if not comparison.rows:
+    per_rank = tuple(per_rank_sentences(per_rank_ks(analyses)))
+    if not comparison.rows and not per_rank:
         return None
-    tables = [noise_table(comparison), noise_pair_table(comparison)]
+    tables = [noise_table(comparison), noise_pair_table(comparison)] if comparison.rows else []
     tables = [dataclasses.replace(t, notes=(NO_PAIRS,)) if t.empty else t for t in tables]
     # the paired blocks' verdicts lead: they are the design that survives drift (docs/noise.md)
     verdicts = tuple(p.sentence() for p in paired_studies(analyses))
+    found = verdicts + tuple(noise_sentences(comparison)) + per_rank
     return StudyResult(
         key="noise", title="Injected noise: prediction vs measurement",
-        findings=verdicts + tuple(noise_sentences(comparison))
-        or (f"{NO_PAIRS[0].upper()}{NO_PAIRS[1:]}, so no slowdowns are compared.",),
+        findings=found or (f"{NO_PAIRS[0].upper()}{NO_PAIRS[1:]}, so no slowdowns are compared.",),
         parts=(Part(tables=tuple(tables)),), first=True)
 
 
