@@ -51,6 +51,8 @@ lint: setup
 bench: setup
 	for b in bench/*.py; do $(PY) $$b || exit 1; done
 
-# The noise demo (issue 14, docs/noise.md): 32 solves with injected detours, about 6 minutes on 2 cores.
+# The noise demo (issue 14, docs/noise.md): 32 solves with injected detours, about 6 minutes on 2 cores;
+# then the KS asymmetry with a known truth (issue 33): 40 solves with a different noise per rank.
 noise-demo: setup
 	$(PY) -m ksptrace demo --out $(DEMO_OUT)/noise --campaign examples/noise.toml --scaling none
+	$(PY) -m ksptrace demo --out $(DEMO_OUT)/noise-ranks --campaign examples/noise_ranks.toml --scaling none
