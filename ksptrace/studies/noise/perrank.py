@@ -27,6 +27,8 @@ class PerRankKS:
     """Runs in which KS rejected at least one rank pair."""
     loaded: int
     """Runs flagged machine-loaded."""
+    oversubscribed: int
+    """Runs with more ranks than cores."""
 
 
 def _unseeded(text: str) -> str:
@@ -45,7 +47,8 @@ def per_rank_ks(analyses: Sequence[TraceAnalysis]) -> tuple[PerRankKS, ...]:
     return tuple(
         PerRankKS(ksp=ksp, nprocs=p, noise=noise, runs=len(runs),
                   rejected=sum(1 for a in runs if a.ks_all and a.ks_all.fraction_rejected > 0),
-                  loaded=sum(1 for a in runs if any(f.code == LOADED for f in a.flags)))
+                  loaded=sum(1 for a in runs if any(f.code == LOADED for f in a.flags)),
+                  oversubscribed=sum(1 for a in runs if dict(a.attrs).get("oversubscribed")))
         for (ksp, p, noise), runs in sorted(groups.items()))
 
 
@@ -56,8 +59,9 @@ def per_rank_sentences(entries: Sequence[PerRankKS]) -> list[str]:
         by_noise.setdefault(e.noise, []).append(e)
     out = []
     for noise, group in by_noise.items():
-        counts = ", ".join(f"{e.ksp.upper()} (P = {e.nprocs}) in {e.rejected} of {e.runs}"
-                           for e in group)
+        counts = ", ".join(
+            f"{e.ksp.upper()} (P = {e.nprocs}{', oversubscribed' if e.oversubscribed else ''}) "
+            f"in {e.rejected} of {e.runs}" for e in group)
         loaded = sum(e.loaded for e in group)
         tail = (f"; {loaded} of {sum(e.runs for e in group)} runs were flagged machine-loaded"
                 if loaded else "")
