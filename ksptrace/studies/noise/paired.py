@@ -155,3 +155,13 @@ def from_costs(cost_s: np.ndarray, cost_p: np.ndarray, seed: int = 0) -> PairedN
         verdict = CANNOT_TELL
         why = "the 95 % interval of the difference contains 0"
     return PairedNoiseEstimate(n, standard, pipelined, difference, ratio, verdict, why)
+
+
+def block_mean(per_block: np.ndarray, seed: int = 0) -> Interval | None:
+    """The mean over blocks of one value per block with its bootstrap 95 % interval (None with
+    fewer than MIN_BLOCKS blocks)."""
+    x = np.asarray(per_block, dtype=np.float64).ravel()
+    if x.size < MIN_BLOCKS or not np.isfinite(x).all():
+        return None
+    picks = np.random.default_rng(seed).integers(0, x.size, size=(RESAMPLES, x.size))
+    return _interval(x, picks)

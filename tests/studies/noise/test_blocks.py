@@ -114,3 +114,25 @@ def test_in_run_estimate_covers_a_known_difference_and_a_null() -> None:
         nulls += same.verdict == paired.CANNOT_TELL
     assert covered >= 90
     assert nulls >= 90
+
+
+def test_e_max_against_the_mean_is_estimated_per_block_and_stated() -> None:
+    """The paper's frame: the standard method's Σₖ maxₚ Tₚᵏ and the pipelined method's
+    maxₚ Σₖ Tₚᵏ over K times the mean iteration, one value per block, with an interval."""
+    runs = campaign(blocks=6)
+    scale = {"gmres": 1.5, "pgmres": 1.1}
+    for i, a in enumerate(runs):  # each block's noisy runs: a known ratio, 2 % spread
+        if a.injection is not None and a.injection.spec.active:
+            k_mean = a.bounds.iterations * a.bounds.mean
+            f = scale[a.ksp] * (1 + 0.02 * ((i % 3) - 1))
+            runs[i] = dataclasses.replace(a, lockstep_sum=f * k_mean, rank_sum_max=f * k_mean)
+    (found,) = paired_studies(runs)
+    assert found.over_mean is not None
+    std, pip = found.over_mean
+    assert std.low <= 1.5 <= std.high
+    assert pip.low <= 1.1 <= pip.high
+    assert std.high < 1.5 * 1.03
+    sentence = found.sentence()
+    assert f"GMRES's Σₖ maxₚ Tₚᵏ is {std.estimate:.3g} × [95 % {std.low:.3g}" in sentence
+    assert "(E[max] over the mean)" in sentence
+    assert paired.block_mean(np.array([1.0, 2.0])) is None  # two blocks: no interval
