@@ -192,8 +192,9 @@ def test_an_empty_table_says_why_instead_of_showing_headers(tmp_path: Path) -> N
 
 
 def test_analyse_file_lets_go_of_its_trace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The analysis leaves reference cycles that hold the trace; analyse_file collects them, so
-    a worker never holds one trace while it reads the next (peak memory: one trace, not two)."""
+    """The analysis leaves reference cycles that hold the trace; analyse_file collects them for
+    a trace of RELEASE_BYTES or more (here: any), so a worker never holds one large trace while
+    it reads the next (peak memory: one trace, not two)."""
     import gc
     import weakref
 
@@ -209,6 +210,7 @@ def test_analyse_file_lets_go_of_its_trace(tmp_path: Path, monkeypatch: pytest.M
             yield item
 
     monkeypatch.setattr(report, "iter_traces", watched)
+    monkeypatch.setattr(report, "RELEASE_BYTES", 0)
     gc.collect()
     gc.disable()  # only analyse_file's own collection may free the trace
     try:

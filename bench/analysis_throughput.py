@@ -1,0 +1,167 @@
+"""Issue 35's throughput targets for ``ksptrace analyze``, each against a baseline in the same run.
+
+The baseline is the package as it was at ``--baseline`` (a commit; by default 1c9905a, before
+nct left the default families and before the per-trace collection was made conditional),
+unpacked with ``git archive`` into a temporary folder and run with ``PYTHONPATH`` pointing at it.
+Cases:
+
+* ``demo``: 32 demo-size traces (2 ranks x 1000 iterations, the package's synthetic generator,
+  GMRES, PGMRES, BiCGSTAB, PIPEBiCGSTAB) analysed without figures (``--jobs 1``), and with
+  figures (``--jobs 1`` and ``--jobs 2``). Targets: 0.1 s per trace without figures, 10 s for the
+  32 with figures.
+* ``campaign``: 1,000 such traces with ``--jobs 2`` and no figures, with the peak memory of the
+  process tree. Target: 120 s.
+* ``paper``: one 8192 x 5000 trace end to end, beside the floor: reading the file and sorting each
+  rank's iterations once, in a process of its own. Target: 6 s.
+
+    python bench/analysis_throughput.py [--only demo] [--baseline COMMIT]
+
+Writes bench/results/analysis_throughput.json (one entry per run, appended).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from analysis_campaign import _tree_memory, loadavg
+
+from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import write_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULT = ROOT / "bench" / "results" / "analysis_throughput.json"
+TARGETS = {"demo_seconds_per_trace": 0.1, "demo_with_figures_seconds": 10.0,
+           "campaign_1000_seconds": 120.0, "paper_trace_seconds": 6.0}
+CASES = ("demo", "campaign", "paper")
+KSPS = ("gmres", "pgmres", "bcgs", "pipebcgs")
+FLOOR = """
+import sys, time
+import numpy as np
+from ksptrace.trace.read import read_trace
+t0 = time.perf_counter()
+times = read_trace(sys.argv[1]).iteration_seconds
+np.sort(times, axis=1)
+print(time.perf_counter() - t0)
+"""
+
+
+def run(args: list[str], pythonpath: Path | None = None) -> dict[str, float]:
+    """``python -m ksptrace ARGS`` (from ``pythonpath`` when given): wall seconds, peak PSS."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
+    peak = [0]
+    start = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-m", "ksptrace", *args], env=env, cwd=pythonpath
+                            or ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    def sample() -> None:
+        while proc.poll() is None:
+            peak[0] = max(peak[0], _tree_memory(proc.pid)[0])
+            time.sleep(0.05)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    _, err = proc.communicate()
+    wall = time.perf_counter() - start
+    sampler.join()
+    if proc.returncode != 0:
+        raise SystemExit(f"ksptrace {' '.join(args[:3])} ... failed: {err.strip()[-300:]}")
+    return {"seconds": round(wall, 2), "peak_gib": round(peak[0] / 2**30, 3),
+            "load_avg_1min_after": loadavg()}
+
+
+def traces(folder: Path, count: int) -> list[str]:
+    folder.mkdir()
+    for i in range(count):
+        write_trace(synthetic_trace(2, 1000, 2, KSPS[i % 4], seed=i, n=10_000 * (1 + i % 3)),
+                    folder / f"t{i:04d}.h5")
+    return [str(p) for p in sorted(folder.glob("*.h5"))]
+
+
+def demo(work: Path, base: Path) -> dict[str, Any]:
+    paths = traces(work / "demo", 32)
+    out: dict[str, Any] = {"traces": 32, "ranks": 2, "iterations": 1000}
+    for label, extra, where in (
+            ("no_figures", ["--no-figures"], None),
+            ("no_figures_baseline", ["--no-figures"], base),
+            ("figures", [], None),
+            ("figures_baseline", [], base),
+            ("figures_jobs2", ["--jobs", "2"], None),
+            ("figures_jobs2_baseline", ["--jobs", "2"], base)):
+        out[label] = run(["analyze", *paths, "--out", str(work / f"r-{label}"), "--no-cache",
+                          "--quiet", *extra], where)
+        print(label, out[label], flush=True)
+    out["no_figures_seconds_per_trace"] = round(out["no_figures"]["seconds"] / 32, 3)
+    out["no_figures_speedup"] = round(out["no_figures_baseline"]["seconds"]
+                                      / out["no_figures"]["seconds"], 2)
+    out["figures_speedup"] = round(out["figures_baseline"]["seconds"]
+                                   / out["figures"]["seconds"], 2)
+    out["figures_jobs2_speedup"] = round(out["figures_jobs2_baseline"]["seconds"]
+                                         / out["figures_jobs2"]["seconds"], 2)
+    return out
+
+
+def campaign(work: Path) -> dict[str, Any]:
+    paths = traces(work / "campaign", 1000)
+    out = run(["analyze", *paths, "--out", str(work / "r-campaign"), "--no-cache", "--quiet",
+               "--no-figures", "--jobs", "2"])
+    print("campaign", out, flush=True)
+    return {"traces": 1000, "jobs": 2, **out}
+
+
+def paper(work: Path, base: Path) -> dict[str, Any]:
+    path = work / "paper.h5"
+    write_trace(synthetic_trace(8192, 5000, 64, "gmres", seed=0), path)
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    floor = float(subprocess.run([sys.executable, "-c", FLOOR, str(path)], env=env, text=True,
+                                 capture_output=True, check=True).stdout)
+    out: dict[str, Any] = {"nprocs": 8192, "iterations": 5000,
+                           "read_and_sort_floor_seconds": round(floor, 2)}
+    for label, where in (("now", None), ("baseline", base)):
+        out[label] = run(["analyze", str(path), "--out", str(work / f"r-paper-{label}"),
+                          "--no-cache", "--quiet"], where)
+        print("paper", label, out[label], flush=True)
+    out["speedup"] = round(out["baseline"]["seconds"] / out["now"]["seconds"], 2)
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", choices=CASES, action="append")
+    parser.add_argument("--baseline", default="1c9905a")
+    parser.add_argument("--out", type=Path, default=RESULT)
+    args = parser.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="ksptrace-throughput-"))
+    base = work / "baseline"
+    base.mkdir()
+    archive = subprocess.run(["git", "archive", args.baseline, "ksptrace"], cwd=ROOT,
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+    entry: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "baseline": args.baseline,
+                             "load_avg_1min_start": loadavg(), "targets": TARGETS}
+    try:
+        for case in args.only or CASES:
+            entry[case] = (demo(work, base) if case == "demo" else campaign(work)
+                           if case == "campaign" else paper(work, base))
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    entry["load_avg_1min_end"] = loadavg()
+    runs = json.loads(args.out.read_text()) if args.out.exists() else []
+    args.out.write_text(json.dumps([*runs, entry], indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
