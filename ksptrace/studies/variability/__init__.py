@@ -9,6 +9,7 @@ from ksptrace.studies.public import lazy
 
 if TYPE_CHECKING:
     from ksptrace.studies.variability.answers import answer_all, caveats
+    from ksptrace.studies.variability.apriori import apriori_table
     from ksptrace.studies.variability.batch import entry_name as cache_entry_name
     from ksptrace.studies.variability.batch import prune as prune_cache
     from ksptrace.studies.variability.findings import (
@@ -37,7 +38,6 @@ if TYPE_CHECKING:
         run_section,
     )
     from ksptrace.studies.variability.tables import (
-        apriori_table,
         model_table,
         prediction_table,
         scaling_table,
@@ -54,7 +54,7 @@ PUBLIC: dict[str, tuple[str, str]] = {
     "analyse_files": ("runs", "analyse_files"),
     "AnalysisOptions": ("options", "AnalysisOptions"),
     "anchors": ("sections", "anchors"),
-    "apriori_table": ("tables", "apriori_table"),
+    "apriori_table": ("apriori", "apriori_table"),
     "cache_entry_name": ("batch", "entry_name"),
     "config_key": ("runs", "config_key"),
     "finding_row": ("sections", "finding_row"),
