@@ -71,11 +71,15 @@ def _tree_memory(pid: int) -> tuple[int, int]:
     return pss, rss
 
 
-def run_cli(args: list[str]) -> dict[str, float]:
-    """Run ``python -m ksptrace ARGS``; wall seconds and peak tree PSS and RSS sum (GiB)."""
+def run_cli(args: list[str], pythonpath: Path | None = None) -> dict[str, float]:
+    """Run ``python -m ksptrace ARGS`` (the package in ``pythonpath``, run from there, when
+    given); wall seconds and peak tree PSS and RSS sum (GiB)."""
     peak = [0, 0]
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    if pythonpath is not None:
+        env["PYTHONPATH"] = str(pythonpath)
     start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "ksptrace", *args],
+    proc = subprocess.Popen([sys.executable, "-m", "ksptrace", *args], env=env, cwd=pythonpath,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     def sample() -> None:

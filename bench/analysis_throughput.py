@@ -28,12 +28,11 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 from typing import Any
 
-from analysis_campaign import _tree_memory, loadavg
+from analysis_campaign import loadavg, run_cli
 
 from ksptrace.trace.synthetic import synthetic_trace
 from ksptrace.trace.write import write_trace
@@ -57,27 +56,8 @@ print(time.perf_counter() - t0)
 
 def run(args: list[str], pythonpath: Path | None = None) -> dict[str, float]:
     """``python -m ksptrace ARGS`` (from ``pythonpath`` when given): wall seconds, peak PSS."""
-    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
-    if pythonpath is not None:
-        env["PYTHONPATH"] = str(pythonpath)
-    peak = [0]
-    start = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "ksptrace", *args], env=env, cwd=pythonpath
-                            or ROOT, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-
-    def sample() -> None:
-        while proc.poll() is None:
-            peak[0] = max(peak[0], _tree_memory(proc.pid)[0])
-            time.sleep(0.05)
-
-    sampler = threading.Thread(target=sample, daemon=True)
-    sampler.start()
-    _, err = proc.communicate()
-    wall = time.perf_counter() - start
-    sampler.join()
-    if proc.returncode != 0:
-        raise SystemExit(f"ksptrace {' '.join(args[:3])} ... failed: {err.strip()[-300:]}")
-    return {"seconds": round(wall, 2), "peak_gib": round(peak[0] / 2**30, 3),
+    out = run_cli(args, pythonpath)
+    return {"seconds": out["seconds"], "peak_gib": out["peak_gib"],
             "load_avg_1min_after": loadavg()}
 
 
