@@ -125,6 +125,11 @@ def variability(analyses: Sequence[TraceAnalysis]) -> Answer:
                        f"goes from {_median([_spread(a) for a in first]):.0f} % to "
                        f"{_median([_spread(a) for a in last]):.0f} %.")
     ks = ks_sentence([finding(a, "") for a in base.runs])
+    if ks and len(base.runs) < len(analyses) and ks.startswith("Every run has P = 1"):
+        # the left-out runs may have had P >= 2: say which runs this is about
+        left = len(analyses) - len(base.runs)
+        ks = ks.replace("Every run has P = 1", f"Every clean run has P = 1 ({left} flagged "
+                        f"run{'s' if left != 1 else ''} left out)", 1)
     if ks:
         out.append(ks)
     return Answer("variability", "How variable are iteration times?", tuple(out))

@@ -212,3 +212,21 @@ def test_the_headline_model_is_chosen_before_the_measurement_is_seen() -> None:
                        for a in moved]
             changed_closest |= closest != closest_before
     assert changed_closest, "the permutations never changed the closest model: a weak test"
+
+
+def test_p1_sentence_names_the_clean_runs_when_flagged_runs_are_left_out() -> None:
+    """Beside a busy process every P = 2 run of the demo was flagged: the answer is about the
+    clean P = 1 runs, and says so instead of "every run has P = 1"."""
+    import dataclasses
+
+    from ksptrace.studies.variability import answers
+    from ksptrace.studies.variability.flags import Flag
+    from ksptrace.studies.variability.pipeline import analyze_trace
+
+    one = analyze_trace(synthetic_trace(1, 200, 1, "gmres", seed=2))
+    two = analyze_trace(synthetic_trace(2, 200, 2, "gmres", seed=3))
+    flag = Flag(code="machine-loaded", subject="measurement", message="foreign CPU 60 %")
+    loaded = dataclasses.replace(two, flags=(*two.flags, flag))
+    text = " ".join(answers.variability([one, loaded]).sentences)
+    assert "Every clean run has P = 1 (1 flagged run left out)" in text
+    assert "Every run has P = 1" in " ".join(answers.variability([one]).sentences)
