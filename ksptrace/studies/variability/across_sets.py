@@ -6,13 +6,14 @@ is not drawn; its reason goes to ``FigureSet.omitted``.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 
 import numpy as np
 
 from ksptrace.studies.variability import figures
+from ksptrace.studies.variability.collector import Collector
 from ksptrace.studies.variability.digest import LOG_EDGES, FigureSet, TraceDigest
-from ksptrace.studies.variability.figure_sets import Collector
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 
 
@@ -58,14 +59,15 @@ def _solver_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceDi
                 s if len(mine) == 1 else f"{s} ({len(mine)} runs)",
                 [sum(getattr(d, w).counts for d in mine) for w in ("times", "lower", "span")],
             ))
-        out.add(
+        out.later(
             f"solvers-distributions-{slug}",
             f"Solvers compared: {name}",
             f"Distributions of Tₚᵏ, aₖ and sₖ (kept iterations, repetitions pooled) of each "
             f"solver for {name} (the paper's Figs. 10-11). Logarithmic time axes, density per "
             "decade, so that solvers far apart share the axes; values below 1 ns (sₖ = 0) are not "
             "shown.",
-            figures.solver_distributions(
+            functools.partial(
+                figures.solver_distributions,
                 LOG_EDGES, merged, ("iteration time $T_p^k$", "minimum $a_k$", "span $s_k$")
             ),
         )
@@ -76,14 +78,14 @@ def _solver_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceDi
             label = d.ksp if seen[d.ksp] == 1 else f"{d.ksp} #{seen[d.ksp]}"
             kind = "pipelined" if d.pipelined else "standard"
             rows.append(_solver_times(a, f"{label}\n({kind})"))
-        out.add(
+        out.later(
             f"solvers-models-{slug}",
             f"Measured and modelled KSPSolve: {name}",
             f"For each run of {name}: the measured KSPSolve (slowest rank), the measured "
             "Σₖ maxₚ Tₚᵏ and maxₚ Σₖ Tₚᵏ, the non-stationary model, the best stationary model "
             "(lowest SSE) and the Monte Carlo mean with its standard error, each for the "
             "method kind the solver is (standard or pipelined).",
-            figures.solver_times(rows),
+            functools.partial(figures.solver_times, rows),
         )
     if single:
         out.omitted.append(
@@ -128,7 +130,7 @@ def _scaling_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceD
         slug = f"{problem}-{ksp}-{fixed.replace(' ', '').replace('=', '')}"
         what = "processor counts P" if across == "P" else "problem sizes n"
         gaps = f" No Johnson S_U fit drawn for {', '.join(missing)}." if missing else ""
-        out.add(
+        out.later(
             f"scaling-{across}-{slug}",
             f"Across {what}: {name}",
             f"Model parameters of {name} at {len(points)} {what}: mean ± standard deviation "
@@ -136,17 +138,19 @@ def _scaling_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceD
             "of aₖ and sₖ, and the fitted aₖ and sₖ densities (first repetition; per decade on a "
             "logarithmic axis when they span orders of magnitude) (the paper's "
             f"Figs. 8-9).{gaps}",
-            figures.scaling(points, across),
+            functools.partial(figures.scaling, points, across),
         )
     if single:
         out.omitted.append(f"one {across} only, no scaling plot across {across} for: "
                            + "; ".join(single))
 
 
-def across_figures(items: Sequence[tuple[TraceAnalysis, TraceDigest]]) -> FigureSet:
-    """Solvers compared (Figs. 10-11) and model parameters across P and across n (Figs. 8-9)."""
+def across_figures(items: Sequence[tuple[TraceAnalysis, TraceDigest]],
+                   jobs: int = 1) -> FigureSet:
+    """Solvers compared (Figs. 10-11) and model parameters across P and across n (Figs. 8-9),
+    drawn in ``jobs`` processes."""
     out = Collector()
     out.guarded("solver comparisons", _solver_figures, out, items)
     out.guarded("scaling across P", _scaling_figures, out, items, "P")
     out.guarded("scaling across n", _scaling_figures, out, items, "n")
-    return out.result()
+    return out.result(jobs)

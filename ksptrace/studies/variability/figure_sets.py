@@ -18,16 +18,14 @@ seeded subsample beyond), "iteration-vs-rank" (Fig. 2; P >= 4, node inset with 2
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
-from typing import Any
+from collections.abc import Sequence
 
 import numpy as np
-from matplotlib.figure import Figure
 
 from ksptrace.errors import AnalysisError
-from ksptrace.studies import drawing
 from ksptrace.studies.variability import figures, ks
-from ksptrace.studies.variability.digest import Drawn, FigureSet, _kept_columns
+from ksptrace.studies.variability.collector import Collector, _why
+from ksptrace.studies.variability.digest import FigureSet, _kept_columns
 from ksptrace.studies.variability.flags import Flag
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 from ksptrace.trace.model import Trace
@@ -65,33 +63,6 @@ def heatmap_ranks(nprocs: int, limit: int = MAX_HEATMAP_RANKS, seed: int = HEATM
     if nprocs <= limit:
         return np.arange(nprocs)
     return np.sort(np.random.default_rng(seed).choice(nprocs, size=limit, replace=False))
-
-
-def _why(exc: AnalysisError) -> str:
-    """The reason of an error, without its advice to the caller."""
-    return str(exc).split(";")[0]
-
-
-class Collector:
-    """Draws figures into Drawn records and closes nothing it does not need (Agg, no pyplot)."""
-
-    def __init__(self) -> None:
-        self.drawn: list[Drawn] = []
-        self.omitted: list[str] = []
-
-    def add(self, key: str, title: str, caption: str, fig: Figure) -> None:
-        self.drawn.append(Drawn(key, title, caption, drawing.to_png(fig)))
-        fig.clear()
-
-    def guarded(self, what: str, step: Callable[..., None], *args: Any) -> None:
-        """Run one drawing step; a figure it cannot draw becomes an omitted line."""
-        try:
-            step(*args)
-        except AnalysisError as exc:
-            self.omitted.append(f"{what}: not drawn, {_why(exc)}")
-
-    def result(self) -> FigureSet:
-        return FigureSet(tuple(self.drawn), tuple(self.omitted))
 
 
 def _rank_figures(out: Collector, times: np.ndarray, kept: np.ndarray, trace: Trace,

@@ -246,7 +246,7 @@ def analyse_files(
         for part in each(result):
             (skipped if isinstance(part, Skipped) else done).append(part)  # type: ignore[arg-type]
         _advance(progress, result, item.cached)
-    return gather(done, skipped, opt, with_figures, started, progress)
+    return gather(done, skipped, opt, with_figures, started, progress, jobs)
 
 
 def cache_files(
@@ -269,7 +269,8 @@ def cache_files(
 
 
 def gather(done: list[Analysed], skipped: list[Skipped], opt: AnalysisOptions,
-           with_figures: bool, started: float, progress: Reporter | None) -> Results:
+           with_figures: bool, started: float, progress: Reporter | None,
+           jobs: int = 1) -> Results:
     """The per-trace results in report order, with the figures and comparisons across them."""
     done.sort(key=lambda d: _order(d.analysis))
     skipped.sort(key=lambda k: k.path)
@@ -279,7 +280,7 @@ def gather(done: list[Analysed], skipped: list[Skipped], opt: AnalysisOptions,
         if progress is not None:
             progress.step("figures across configurations")
         fs = across_sets.across_figures(
-            [(d.analysis, d.digest) for d in done if d.digest is not None])
+            [(d.analysis, d.digest) for d in done if d.digest is not None], jobs)
         across, across_omitted = _pictures(fs.drawn), tuple(fs.omitted)
     return Results(tuple(done), tuple(skipped), opt, across, across_omitted, started,
                    with_figures)

@@ -4,7 +4,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from matplotlib.figure import Figure
 
+from ksptrace.errors import AnalysisError
+from ksptrace.studies import drawing
 from ksptrace.studies.variability import across_sets, figure_sets
 from ksptrace.studies.variability.digest import FigureSet, TraceDigest, digest_of
 from ksptrace.studies.variability.options import AnalysisOptions
@@ -197,3 +200,40 @@ def test_a_span_that_is_zero_but_once_drops_its_panel_instead_of_failing() -> No
     assert params is not None
     assert "aₖ" in params.title
     assert "sₖ" not in params.title
+
+
+def _line_figure(value: float) -> Figure:
+    fig = drawing._figure(4.0, 2.0)
+    fig.add_subplot().plot([0.0, 1.0], [0.0, value])
+    return fig
+
+
+def _refused() -> Figure:
+    raise AnalysisError("nothing to draw; give it data")
+
+
+def test_figures_drawn_later_are_the_same_in_two_processes_and_keep_their_order() -> None:
+    """The figures across runs are drawn after the traces, in --jobs processes (issue 35): the
+    same PNGs in the same order as in one process, and a figure that cannot be drawn becomes an
+    omitted line under the step that asked for it."""
+    import functools
+
+    from ksptrace.studies.variability.collector import Collector
+
+    def collect(jobs: int) -> tuple[list[tuple[str, bytes]], tuple[str, ...]]:
+        out = Collector()
+
+        def step() -> None:
+            out.later("a", "A", "first", functools.partial(_line_figure, 1.0))
+            out.later("bad", "B", "refused", _refused)
+            out.later("c", "C", "third", functools.partial(_line_figure, 2.0))
+
+        out.guarded("the step", step)
+        result = out.result(jobs)
+        return [(d.key, d.png) for d in result.drawn], result.omitted
+
+    one, two = collect(1), collect(2)
+    assert one == two
+    assert [k for k, _ in one[0]] == ["a", "c"]
+    assert all(png.startswith(b"\x89PNG") for _, png in one[0])
+    assert one[1] == ("the step: not drawn, nothing to draw",)
