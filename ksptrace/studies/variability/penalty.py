@@ -76,8 +76,7 @@ def wait_penalty(times: np.ndarray, seed: int = 0, resamples: int = RESAMPLES) -
     means = col_mean[picks].sum(axis=1)
     lockstep = _pct(col_max[picks].sum(axis=1), means)
     # max_p Σ_k over resampled columns: per rank, the sum of its picked iterations
-    counts = np.zeros((resamples, k))
-    np.add.at(counts, (np.repeat(np.arange(resamples), k), picks.ravel()), 1.0)
+    counts = np.stack([np.bincount(row, minlength=k) for row in picks]).astype(np.float64)
     rank_sums = counts @ t.T  # resamples x ranks
     rank_sum = _pct(rank_sums.max(axis=1), means)
 
