@@ -115,7 +115,7 @@ def main(args: argparse.Namespace) -> int:
     from ksptrace.report.compose import write_report_files
     from ksptrace.studies.variability.options import AnalysisOptions
     from ksptrace.studies.variability.runs import cache_files
-    from ksptrace.trace.collectives import is_collectives
+    from ksptrace.trace.collectives import collectives_flags
 
     options = AnalysisOptions(
         alpha=args.alpha,
@@ -139,7 +139,7 @@ def main(args: argparse.Namespace) -> int:
     if args.cache_only and args.cache is None:
         raise UsageError("--cache-only needs --cache DIR (where the results go)")
     paths: list[str | os.PathLike[str]] = list(args.traces)
-    collective_paths = [p for p in paths if is_collectives(p)]
+    collective_paths = [p for p, yes in zip(paths, collectives_flags(paths), strict=True) if yes]
     paths = [p for p in paths if p not in collective_paths]
     if collective_paths and args.out is not None and not args.cache_only and not paths:
         return _collectives(Path(args.out), collective_paths, with_figures=not args.no_figures)

@@ -104,7 +104,7 @@ def main(args: argparse.Namespace) -> int:
     # the study (numpy, pandas, matplotlib, h5py) is imported here, not for --help
     from ksptrace.report.decisions import write_decision
     from ksptrace.studies.decisions.files import runs_from
-    from ksptrace.trace.collectives import is_collectives
+    from ksptrace.trace.collectives import collectives_flags
     from ksptrace.trace.read import iter_traces
 
     axes = tuple(a.strip() for a in args.axes.split(",") if a.strip())
@@ -114,7 +114,7 @@ def main(args: argparse.Namespace) -> int:
     rules = None if args.ompi_rules is None else (args.ompi_rules,
                                                   ompi_algorithms(args.ompi_rules))
     paths = trace_paths(list(args.inputs))
-    collective_paths = [p for p in paths if is_collectives(p)]
+    collective_paths = [p for p, yes in zip(paths, collectives_flags(paths), strict=True) if yes]
     with Progress(len(paths), "trace", sys.stderr, enabled=not args.quiet) as progress:
         def items() -> Any:
             for item in iter_traces([p for p in paths if p not in collective_paths]):

@@ -110,13 +110,14 @@ def _child(fn: Callable[[], Any], p: Path, w: int) -> None:
         view = view[os.write(w, view):]
 
 
-def in_child(fn: Callable[[], T], p: Path) -> T:
+def in_child(fn: Callable[[], T], p: Path, limit: float | None = None) -> T:
     """``fn()`` run in a forked child (it reads ``p``), its result pickled back; a crash, a
-    hang past the limit or a TraceError in the child is a TraceError here."""
+    hang past the limit (``limit`` seconds, by default :func:`limit_for` the file's size) or a
+    TraceError in the child is a TraceError here."""
     file_bytes = regular_file(p)
     if not hasattr(os, "fork"):
         return fn()
-    limit = limit_for(file_bytes)
+    limit = limit_for(file_bytes) if limit is None else limit
     r, w = os.pipe()
     pid = os.fork()
     if pid == 0:

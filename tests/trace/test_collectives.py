@@ -88,3 +88,52 @@ def test_corrupt_files_are_one_error(tmp_path: Path) -> None:
         del f["seconds"]
     with pytest.raises(TraceError, match="cannot read"):
         ctrace.read(path)
+
+
+def _mixed_files(tmp_path: Path) -> list[Path]:
+    from ksptrace.trace.io import write_trace
+
+    coll = ctrace.write(_trace(), tmp_path / "c.h5")
+    solver = tmp_path / "s.h5"
+    write_trace(synthetic_trace(nprocs=2, iterations=5, seed=0), solver)
+    text = tmp_path / "t.h5"
+    text.write_text("not HDF5")
+    folder = tmp_path / "d.h5"
+    folder.mkdir()
+    return [solver, coll, text, tmp_path / "missing.h5", folder, coll]
+
+
+def test_one_child_classifies_many_files_as_one_child_each_would(tmp_path: Path) -> None:
+    paths = _mixed_files(tmp_path)
+    assert ctrace.collectives_flags(paths) == [ctrace.is_collectives(p) for p in paths]
+    assert ctrace.collectives_flags(paths) == [False, True, False, False, False, True]
+    assert ctrace.collectives_flags([]) == []
+
+
+def test_a_file_that_crashes_the_shared_child_is_classified_alone(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import os
+
+    paths = _mixed_files(tmp_path)
+    original = ctrace._is_collectives
+    forks: list[int] = []
+
+    def crashing(p: Path) -> bool:
+        if p == paths[0]:
+            os.abort()  # what libhdf5 does with some damaged files, here in the child
+        return original(p)
+
+    real_fork = os.fork
+
+    def counted_fork() -> int:
+        forks.append(1)
+        return real_fork()
+
+    monkeypatch.setattr(ctrace, "_is_collectives", crashing)
+    monkeypatch.setattr(os, "fork", counted_fork)
+    assert ctrace.collectives_flags(paths) == [False, True, False, False, False, True]
+    assert len(forks) == 1 + 4  # the shared child, then one per regular file
+    forks.clear()
+    monkeypatch.setattr(ctrace, "_is_collectives", original)
+    assert ctrace.collectives_flags(paths) == [False, True, False, False, False, True]
+    assert len(forks) == 1
