@@ -8,12 +8,15 @@ from __future__ import annotations
 
 import io
 
+import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, Formatter, FuncFormatter
+from PIL import Image
+from PIL.PngImagePlugin import PngInfo
 
 WIDTH = 10.5
 """Figure width in inches: 1050 px at ``DPI``, the report's column."""
@@ -82,8 +85,21 @@ def _bound_labels(formatter: Formatter, limit: int) -> None:
 
 
 def to_png(fig: Figure) -> bytes:
-    """The figure as PNG bytes (its texts bounded: :func:`bound_texts`)."""
+    """The figure as PNG bytes (its texts bounded: :func:`bound_texts`).
+
+    A figure of this module (``DPI``, an Agg canvas) is drawn once and its pixels encoded:
+    ``savefig`` would draw it twice, once to lay it out and once to render, for the same
+    pixels (``tests/studies/test_drawing.py``) in a fifth more time (issue 35)."""
     bound_texts(fig)
     buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=DPI)
+    canvas = fig.canvas
+    if fig.dpi != DPI or not isinstance(canvas, FigureCanvasAgg):
+        fig.savefig(buf, format="png", dpi=DPI)
+        return buf.getvalue()
+    canvas.draw()
+    width, height = canvas.get_width_height()
+    image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
+    info = PngInfo()
+    info.add_text("Software", f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/")
+    image.save(buf, format="png", dpi=(DPI, DPI), pnginfo=info)
     return buf.getvalue()

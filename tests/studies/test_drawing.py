@@ -1,0 +1,53 @@
+"""Figures to PNG: drawn once, the same pixels savefig gives."""
+
+from __future__ import annotations
+
+import io
+
+import numpy as np
+import pytest
+from matplotlib.figure import Figure
+from PIL import Image
+
+from ksptrace.studies import drawing
+
+
+def _busy() -> Figure:
+    fig = drawing._figure(height=4.0)
+    left, right = fig.subplots(1, 2)
+    x = np.logspace(-5, -3, 50)
+    left.loglog(x, x**1.5, label="a line with a legend")
+    left.set_xlabel("seconds (log)")
+    left.legend()
+    left.set_title("Tₚᵏ over ranks")
+    image = right.imshow(np.arange(200.0).reshape(10, 20), aspect="auto")
+    fig.colorbar(image, ax=right, label="µs")
+    right.set_yticks([0, 5], labels=["first", "x" * 40])
+    return fig
+
+
+def _pixels(png: bytes) -> np.ndarray:
+    return np.asarray(Image.open(io.BytesIO(png)).convert("RGBA"))
+
+
+def _savefig(fig: Figure) -> bytes:
+    drawing.bound_texts(fig)
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=drawing.DPI)
+    return buf.getvalue()
+
+
+def test_a_figure_drawn_once_has_savefigs_pixels() -> None:
+    png = drawing.to_png(_busy())
+    reference = _savefig(_busy())
+    assert png.startswith(b"\x89PNG")
+    assert _pixels(png).shape == (400, 1050, 4)
+    np.testing.assert_array_equal(_pixels(png), _pixels(reference))
+    dpi = Image.open(io.BytesIO(png)).info["dpi"]
+    assert dpi == pytest.approx((drawing.DPI, drawing.DPI), rel=1e-3)
+
+
+def test_a_figure_at_another_resolution_goes_through_savefig() -> None:
+    fig = Figure(figsize=(2.0, 1.0), dpi=50)
+    fig.subplots().plot([0, 1], [1, 0])
+    assert _pixels(drawing.to_png(fig)).shape == (100, 200, 4)  # at DPI, as savefig writes
