@@ -71,9 +71,13 @@ def _tree_memory(pid: int) -> tuple[int, int]:
     return pss, rss
 
 
-def run_cli(args: list[str], pythonpath: Path | None = None) -> dict[str, float]:
+def run_cli(args: list[str], pythonpath: Path | None = None,
+            interval: float = 0.05) -> dict[str, float]:
     """Run ``python -m ksptrace ARGS`` (the package in ``pythonpath``, run from there, when
-    given); wall seconds and peak tree PSS and RSS sum (GiB)."""
+    given); wall seconds and peak tree PSS and RSS sum (GiB), sampled every ``interval`` s.
+    Each sample reads smaps_rollup of every process of the tree, so a long run of many short
+    child processes wants a longer interval: at 50 ms the sampler took a quarter of the 2
+    cores from a 1,000-trace campaign (179 s against 138 s unsampled)."""
     peak = [0, 0]
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
     if pythonpath is not None:
@@ -86,7 +90,7 @@ def run_cli(args: list[str], pythonpath: Path | None = None) -> dict[str, float]
         while proc.poll() is None:
             pss, rss = _tree_memory(proc.pid)
             peak[0], peak[1] = max(peak[0], pss), max(peak[1], rss)
-            time.sleep(0.05)
+            time.sleep(interval)
 
     sampler = threading.Thread(target=sample, daemon=True)
     sampler.start()

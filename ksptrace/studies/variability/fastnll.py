@@ -29,7 +29,7 @@ _SQRT_2PI = np.sqrt(2 * np.pi)
 
 
 def _positive(*shapes: Any) -> bool:
-    return all(bool(np.asarray(s) > 0) for s in shapes)
+    return all(s > 0 for s in shapes)  # scalars from the optimiser's array; NaN is not > 0
 
 
 def _penalised(theta: np.ndarray, z: np.ndarray, argcheck: Callable[..., bool],
@@ -49,7 +49,7 @@ def _penalised(theta: np.ndarray, z: np.ndarray, argcheck: Callable[..., bool],
         x = np.extract(keep, x)
     logff = logpdf(x, *shapes)
     if n_bad == 0:
-        total = np.sum(logff, axis=0)
+        total = logff.sum(axis=0)  # np.sum's own reduction, without its wrapper
         if np.isfinite(total):  # then every term is finite: scipy's sum, unpenalised
             return -total + n_log_scale
     finite = np.isfinite(logff)
@@ -76,10 +76,10 @@ def _open(low: float, high: float) -> Callable[..., np.ndarray | bool]:
 
 
 def _johnsonsu_logpdf(x: np.ndarray, a: Any, b: Any) -> np.ndarray:
-    x2 = x * x
-    y = a + b * np.log(x + np.sqrt(x2 + 1))
+    root = np.sqrt(x * x + 1.0)  # scipy computes it twice, as sqrt(x2 + 1) and sqrt(x2 + 1.0)
+    y = a + b * np.log(x + root)
     trm = np.exp(-y**2 / 2.0) / _SQRT_2PI
-    return np.log(b * 1.0 / np.sqrt(x2 + 1.0) * trm)
+    return np.log(b * 1.0 / root * trm)
 
 
 def _lognorm_logpdf(x: np.ndarray, s: Any) -> np.ndarray:
