@@ -154,6 +154,17 @@ def histogram(
     return Histogram(edges=edges, density=density)
 
 
+def ks_distance(x: np.ndarray, cdf: Any) -> float:
+    """The one-sample KS statistic of ``x`` against ``cdf``: ``scipy.stats.kstest(x,
+    cdf).statistic``, the same operations, without the exact p-value scipy also computes
+    (5 ms for 2,000 values, unused here)."""
+    n = len(x)
+    cdfvals = cdf(np.sort(x))
+    above = (np.arange(1.0, n + 1) / n - cdfvals).max()
+    below = (cdfvals - np.arange(0.0, n) / n).max()
+    return float(above if above > below else below)
+
+
 def _check(x: np.ndarray) -> np.ndarray:
     flat = np.asarray(x, dtype=np.float64).ravel()
     if flat.size < MIN_SAMPLES:
@@ -208,7 +219,7 @@ def fit_one(name: str, sample: np.ndarray, hist: Histogram) -> Fit:
         params = (*pz[:-2], centre + spread * pz[-2], spread * pz[-1])
         frozen = frozen_distribution(name, params)
         pdf = frozen.pdf(hist.centres)
-        ks_distance = float(st.kstest(x, frozen.cdf).statistic)
+        ks = ks_distance(x, frozen.cdf)
     loglik = loglik_z - x.size * np.log(spread)
     if not np.isfinite(loglik) or not np.isfinite(pdf).all():
         raise AnalysisError(f"the {name} fit did not converge (non-finite likelihood)")
@@ -219,7 +230,7 @@ def fit_one(name: str, sample: np.ndarray, hist: Histogram) -> Fit:
         loglik=float(loglik),
         aic=float(2 * len(params) - 2 * loglik),
         sse=sse,
-        ks=ks_distance,
+        ks=ks,
         n_fit=int(x.size),
         converged=watched.converged,
     )
@@ -232,7 +243,7 @@ def rescore(fit: Fit, x: np.ndarray) -> Fit:
     with warnings.catch_warnings(), np.errstate(all="ignore"):
         warnings.simplefilter("ignore")
         loglik = float(np.sum(frozen.logpdf(flat)))
-        ks_distance = float(st.kstest(flat, frozen.cdf).statistic)
+        ks = ks_distance(flat, frozen.cdf)
     if not np.isfinite(loglik):
         raise AnalysisError(
             f"the {fit.name} fit gives zero density to some of the {flat.size} values it is "
@@ -242,7 +253,7 @@ def rescore(fit: Fit, x: np.ndarray) -> Fit:
         fit,
         loglik=loglik,
         aic=float(2 * len(fit.params) - 2 * loglik),
-        ks=ks_distance,
+        ks=ks,
         n_scored=int(flat.size),
     )
 

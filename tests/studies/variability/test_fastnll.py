@@ -80,3 +80,13 @@ def test_families_without_a_twin_and_bad_data_keep_scipys_function() -> None:
     bad[3] = np.nan
     assert (fastnll.objective(st.gamma, st.gamma._penalized_nnlf, start, bad)
             == st.gamma._penalized_nnlf)
+
+
+@pytest.mark.parametrize("path", TRACES, ids=[p.stem for p in TRACES])
+def test_the_ks_distance_is_scipys_statistic_to_the_bit(path: Path) -> None:
+    x = np.asarray(read_trace(path).iteration_seconds, dtype=np.float64).ravel()
+    for fit in fitting.fit_candidates(x).fits:
+        frozen = fit.frozen()
+        assert fit.ks == float(st.kstest(x, frozen.cdf).statistic)
+        assert fitting.ks_distance(x[::3], frozen.cdf) == float(
+            st.kstest(x[::3], frozen.cdf).statistic)
