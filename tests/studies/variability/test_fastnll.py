@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import scipy
 import scipy.stats as st
 
 from ksptrace.studies.variability import fastnll, fitting
@@ -13,6 +14,9 @@ from ksptrace.trace.read import read_trace
 from tests.studies.variability.golden_values import FOLDER
 
 FAMILIES = sorted(fastnll.REPLACEMENTS)
+CHECKED = pytest.mark.skipif(not scipy.__version__.startswith(fastnll.CHECKED_SCIPY),
+                             reason=f"the twins follow scipy {fastnll.CHECKED_SCIPY}, not "
+                                    f"{scipy.__version__} (scipy's own function is used)")
 TRACES = sorted(FOLDER.glob("*.h5"))
 
 
@@ -26,6 +30,7 @@ def _bits(value: float) -> bytes:
     return np.float64(value).tobytes()
 
 
+@CHECKED
 @pytest.mark.parametrize("name", FAMILIES)
 def test_the_twin_gives_scipys_bits_inside_and_outside_the_support(name: str) -> None:
     dist = getattr(st, name)
@@ -49,6 +54,7 @@ def test_the_twin_gives_scipys_bits_inside_and_outside_the_support(name: str) ->
     assert penalised > 0, "no point outside the support was compared"
 
 
+@CHECKED
 @pytest.mark.parametrize("name", FAMILIES)
 @pytest.mark.parametrize("path", TRACES[:3], ids=[p.stem for p in TRACES[:3]])
 def test_a_fit_with_the_twin_is_scipys_fit_to_the_bit(
@@ -61,6 +67,7 @@ def test_a_fit_with_the_twin_is_scipys_fit_to_the_bit(
     assert fast == slow
 
 
+@CHECKED
 def test_a_twin_that_differs_at_the_start_is_not_used(monkeypatch: pytest.MonkeyPatch) -> None:
     z = _standardised(TRACES[0])
     dist = st.gamma
@@ -70,6 +77,17 @@ def test_a_twin_that_differs_at_the_start_is_not_used(monkeypatch: pytest.Monkey
     off = (check, support, lambda x, a: logpdf(x, a) + 1e-9)
     monkeypatch.setitem(fastnll.REPLACEMENTS, "gamma", off)
     assert fastnll.objective(dist, dist._penalized_nnlf, start, z) == dist._penalized_nnlf
+
+
+@CHECKED
+def test_another_scipy_release_keeps_scipys_function(monkeypatch: pytest.MonkeyPatch) -> None:
+    z = _standardised(TRACES[0])
+    start = np.asarray(st.gamma._fitstart(z), dtype=np.float64)
+    assert fastnll.objective(st.gamma, st.gamma._penalized_nnlf, start, z) is not (
+        st.gamma._penalized_nnlf)
+    monkeypatch.setattr(fastnll.scipy, "__version__", "1.14.1")
+    assert fastnll.objective(st.gamma, st.gamma._penalized_nnlf, start, z) == (
+        st.gamma._penalized_nnlf)
 
 
 def test_families_without_a_twin_and_bad_data_keep_scipys_function() -> None:
