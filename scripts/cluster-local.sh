@@ -56,7 +56,7 @@ export SLURM_CONF="$CONF"
 say() { echo "cluster-local: $*"; }
 die() { echo "cluster-local: error: $*" >&2; exit 1; }
 cannot() { echo "cluster-local: error: $*" >&2; exit "$CANNOT_RUN"; }
-last_line() { tail -n 1 "$1" 2>/dev/null | tr -d '\r' || true; }
+last_line() { tr -d '\r' < "$1" 2>/dev/null | grep -v '^[[:space:]]*$' | tail -n 1 || true; }
 
 node_name() { echo "node$1"; }
 ns_name() { echo "$NS_PREFIX$1"; }

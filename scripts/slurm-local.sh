@@ -125,7 +125,7 @@ start_munge() {
   cannot "munged did not start: $(last_line "$DIR/log/munged.out")"
 }
 
-last_line() { tail -n 1 "$1" 2>/dev/null | tr -d '\r' || true; }
+last_line() { tr -d '\r' < "$1" 2>/dev/null | grep -v '^[[:space:]]*$' | tail -n 1 || true; }
 
 # Stop one daemon we started (by the PID in its file) and forget it.
 stop_one() {
