@@ -20,6 +20,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ksptrace.studies.variability.selection import quantiles
+
 RESAMPLES = 200
 """Bootstrap resamples of the iterations; the interval's ends move by about 0.1 point."""
 
@@ -88,7 +90,7 @@ def wait_penalty(times: np.ndarray, seed: int = 0, resamples: int = RESAMPLES) -
         return Interval(float(point), float(low), float(high))
 
     total = col_mean.sum()
-    q25, q50, q75, q99 = np.quantile(t, [0.25, 0.5, 0.75, 0.99])
+    q25, q50, q75, q99 = quantiles(t, [0.25, 0.5, 0.75, 0.99])  # np.quantile's bits
     return Penalty(
         spread_pct=float(100.0 * (q75 - q25) / q50) if q50 > 0 else 0.0,
         tail_pct=float(100.0 * (q99 / q50 - 1.0)) if q50 > 0 else 0.0,
