@@ -151,6 +151,17 @@ def test_digest_keeps_log_binned_counts_of_every_value(
     assert across_sets.across_figures(campaign[:1]).drawn == ()
 
 
+def test_digest_mean_and_std_are_those_of_the_kept_times() -> None:
+    """The digest reuses the analysis' blocked mean and std; they are numpy's to rounding."""
+    t = synthetic_trace(nprocs=4, iterations=64, ranks_per_node=4, ksp="gmres", seed=7)
+    a = analyze_trace(t, LIGHT)
+    d = digest_of(t, a)
+    kept = t.iteration_seconds[:, a.layout.keep(True)] if a.kept < a.iterations \
+        else t.iteration_seconds
+    assert d.mean == pytest.approx(float(kept.mean()), rel=1e-12)
+    assert d.std == pytest.approx(float(kept.std()), rel=1e-12)
+
+
 @pytest.mark.slow
 def test_bulk_fit_names_the_fits_whose_mean_outliers_pull() -> None:
     """The issue's case: 3 % of 8-28 ms detours pull the lognorm and JSU means off."""
