@@ -40,3 +40,21 @@ def test_a_table_escapes_its_cells_and_blanks_missing_values() -> None:
     assert "None" not in out
     expected = _pandas(t.frame.astype(object).where(t.frame.notna(), ""), ["data", "t-x"])
     assert out == expected
+
+
+def test_blank_missing_values_are_those_pandas_finds_missing() -> None:
+    """The frame's missing values (None, NaN, NaT, pd.NA, in every dtype) are blank, every
+    other value written as before: the bytes of the frame blanked by pandas itself."""
+    frame = pd.DataFrame({
+        "f": [1.5, np.nan, -0.0, np.inf],
+        "i": [1, 2, 3, 4],
+        "b": [True, False, True, False],
+        "o": ["x", None, np.nan, "<y>"],
+        "t": pd.to_datetime(["2026-01-01", None, "2026-01-02", "2026-01-03"]),
+        "n": pd.array([1, None, 3, 4], dtype="Int64"),
+        "f32": np.array([0.1, np.nan, 2.5, 3.0], dtype=np.float32),
+    })
+    t = Table("x", "X", frame)
+    blanked = frame.astype(object).where(frame.notna(), "")
+    assert t.to_html() == html_table(blanked, "data t-x")
+    assert t.to_html().count("<td></td>") == 6
