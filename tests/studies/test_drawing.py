@@ -47,6 +47,22 @@ def test_a_figure_drawn_once_has_savefigs_pixels() -> None:
     assert dpi == pytest.approx((drawing.DPI, drawing.DPI), rel=1e-3)
 
 
+def test_an_opaque_figure_is_rgb_and_a_transparent_one_keeps_its_alpha() -> None:
+    assert Image.open(io.BytesIO(drawing.to_png(_busy()))).mode == "RGB"
+    fig = _busy()
+    fig.patch.set_alpha(0.0)
+    png = drawing.to_png(fig)
+    assert Image.open(io.BytesIO(png)).mode == "RGBA"
+    reference = _savefig(_busy_transparent())
+    np.testing.assert_array_equal(_pixels(png), _pixels(reference))
+
+
+def _busy_transparent() -> Figure:
+    fig = _busy()
+    fig.patch.set_alpha(0.0)
+    return fig
+
+
 def test_a_figure_at_another_resolution_goes_through_savefig() -> None:
     fig = Figure(figsize=(2.0, 1.0), dpi=50)
     fig.subplots().plot([0, 1], [1, 0])
