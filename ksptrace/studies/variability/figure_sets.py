@@ -18,7 +18,8 @@ seeded subsample beyond), "iteration-vs-rank" (Fig. 2; P >= 4, node inset with 2
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import functools
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -26,6 +27,7 @@ from ksptrace.errors import AnalysisError
 from ksptrace.studies.variability import figures, ks
 from ksptrace.studies.variability.collector import Collector, _why
 from ksptrace.studies.variability.digest import FigureSet, _kept_columns
+from ksptrace.studies.variability.figures import TimeAxis
 from ksptrace.studies.variability.flags import Flag
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 from ksptrace.trace.model import Trace
@@ -277,13 +279,14 @@ def _colormap(out: Collector, times: np.ndarray, a: TraceAnalysis) -> None:
     )
 
 
-def _cycle_figure(out: Collector, times: np.ndarray, kept: np.ndarray, a: TraceAnalysis) -> None:
+def _cycle_figure(out: Collector, times: np.ndarray, kept: np.ndarray, a: TraceAnalysis,
+                  kept_axis: Callable[[], TimeAxis]) -> None:
     """Histograms by restart-cycle position (the paper's Fig. 12), for restarted methods."""
     if a.layout.cycle_length < 2 or kept.shape[1] < MIN_HISTOGRAM_VALUES or not _varies(kept):
         return
     first = int(a.layout.keep(True)[0] % a.layout.cycle_length)
     positions = sorted({first, a.layout.middle_position(), a.layout.cycle_length - 1})
-    axis = figures.time_axis(kept)
+    axis = kept_axis()
     out.add(
         "cycle-histograms",
         "Iterations by position in the restart cycle",
@@ -294,11 +297,12 @@ def _cycle_figure(out: Collector, times: np.ndarray, kept: np.ndarray, a: TraceA
     )
 
 
-def _bulk_figure(out: Collector, kept: np.ndarray, a: TraceAnalysis) -> None:
+def _bulk_figure(out: Collector, kept: np.ndarray, a: TraceAnalysis,
+                 kept_axis: Callable[[], TimeAxis]) -> None:
     """The bulk histogram with the best fitted families (the paper's Fig. 5)."""
     if a.bulk is None or not _varies(kept):
         return
-    axis = figures.time_axis(kept)
+    axis = kept_axis()
     shown = [f.name for f in a.bulk.fits[:4]]
     remarks = _fit_remarks(a, shown)
     flagged = "".join(
@@ -329,7 +333,9 @@ def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
             "P = 1: no rank pairs; the per-rank histograms, the KS heatmap, the rank scatter "
             "and the colormap are left out"
         )
-    out.guarded("bulk fit", _bulk_figure, out, kept, a)
+    # one axis for the kept times, shared by two figures (0.2 s a time at paper scale)
+    kept_axis = functools.cache(lambda: figures.time_axis(kept))
+    out.guarded("bulk fit", _bulk_figure, out, kept, a, kept_axis)
     out.guarded("uniform fits and aₖ/sₖ histograms", _uniform_figures, out, times, a, keep)
-    out.guarded("restart-cycle histograms", _cycle_figure, out, times, kept, a)
+    out.guarded("restart-cycle histograms", _cycle_figure, out, times, kept, a, kept_axis)
     return out.result()

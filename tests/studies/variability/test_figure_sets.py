@@ -248,3 +248,23 @@ def test_figures_drawn_later_are_the_same_in_two_processes_and_keep_their_order(
     assert [k for k, _ in one[0]] == ["a", "c"]
     assert all(png.startswith(b"\x89PNG") for _, png in one[0])
     assert one[1] == ("the step: not drawn, nothing to draw",)
+
+
+def test_the_kept_times_axis_is_placed_once_for_the_bulk_and_cycle_figures(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Both figures over all kept times (bulk fit, restart-cycle histograms) share one axis."""
+    trace = synthetic_trace(nprocs=4, iterations=120, ranks_per_node=2, ksp="gmres", seed=3)
+    a = analyze_trace(trace, LIGHT)
+    sizes: list[int] = []
+    real = figure_sets.figures.time_axis
+
+    def counting(values: np.ndarray) -> figure_sets.TimeAxis:
+        sizes.append(int(np.asarray(values).size))
+        return real(values)
+
+    monkeypatch.setattr(figure_sets.figures, "time_axis", counting)
+    fs = figure_sets.trace_figures(trace, a)
+    keys = {d.key for d in fs.drawn}
+    assert {"bulk-fit", "cycle-histograms"} <= keys
+    assert sizes.count(trace.nprocs * a.kept) == 1
