@@ -321,19 +321,22 @@ class Trace:
         if not np.isfinite(self.stamps).all() or not np.isfinite(self.solve_seconds).all():
             return "timings contain NaN or inf"
         t = self.iteration_seconds
-        if (t <= 0).any():
+        if t.size == 0:
+            return None if (self.solve_seconds >= 0).all() else "negative KSPSolve times"
+        shortest, longest = t.min(), t.max()  # two passes, no temporary as large as the trace
+        if shortest <= 0:
             p, k = np.argwhere(t <= 0)[0]
             return (
                 f"stamps not increasing (rank {p}, iteration {k + 1} takes {t[p, k]:.3g} s): "
                 "the clock went backwards or the trace is corrupt"
             )
-        if (t < MIN_ITERATION_SECONDS).any():
+        if shortest < MIN_ITERATION_SECONDS:
             return (
-                f"iteration times below 1 ns (the shortest is {t.min():.3g} s), shorter than any "
-                "solver iteration can take"
+                f"iteration times below 1 ns (the shortest is {shortest:.3g} s), shorter than "
+                "any solver iteration can take"
             )
-        if (t > MAX_ITERATION_SECONDS).any():
-            return f"an iteration time of {t.max():.3g} s, longer than {MAX_ITERATION_SECONDS:g} s"
+        if longest > MAX_ITERATION_SECONDS:
+            return f"an iteration time of {longest:.3g} s, longer than {MAX_ITERATION_SECONDS:g} s"
         if (self.solve_seconds < 0).any():
             return "negative KSPSolve times"
         return None
