@@ -26,9 +26,14 @@ def test_one_iteration_matches_direct_computation_with_unsorted_nodes() -> None:
     assert list(res.ranks) == [3, 4, 5, 2, 6]
 
 
-def test_overall_is_the_mean_of_per_iteration_variances(monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize("sorted_ids", [True, False])
+def test_overall_is_the_mean_of_per_iteration_variances(
+    monkeypatch: pytest.MonkeyPatch, sorted_ids: bool,
+) -> None:
     rng = np.random.default_rng(1)
     ids = np.repeat(np.arange(4), 8)
+    if not sorted_ids:  # ranks gathered by node first; sorted ones are read in place
+        ids = rng.permutation(ids)
     x = rng.gamma(2.0, size=(32, 50))
     monkeypatch.setattr(nodes, "COLUMNS_PER_CHUNK_ELEMENTS", 64)
     res = nodes.node_variance(x, ids)
