@@ -9,11 +9,21 @@ from ksptrace.studies.variability import penalty, selection
 from ksptrace.studies.variability.selection import order_statistics, quantiles
 
 QS = np.array([0.0, 0.001, 0.25, 0.5, 0.75, 0.99, 0.999, 1.0, 1 / 3])
+SMALL = 1 << 16
+"""The tests run the selection on arrays of about this size: the constants below are scaled down
+with it (one test keeps the real ones)."""
+
+
+@pytest.fixture(autouse=True)
+def scaled_down(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(selection, "SELECT_AT", SMALL)
+    monkeypatch.setattr(selection, "SAMPLE", 1 << 11)
+    monkeypatch.setattr(selection, "BLOCK", 1 << 12)  # many blocks per pass
 
 
 def _arrays(rng: np.random.Generator) -> dict[str, np.ndarray]:
-    n = selection.SELECT_AT + 12_345
-    rows = 8192
+    n = SMALL + 12_345
+    rows = 256
     per_iteration = np.tile(np.linspace(1.0, 2.0, n // rows), rows)  # one pattern per row
     return {
         "normal": rng.standard_normal(n),
@@ -27,14 +37,23 @@ def _arrays(rng: np.random.Generator) -> dict[str, np.ndarray]:
 
 
 @pytest.mark.parametrize("name", list(_arrays(np.random.default_rng(0))))
-def test_equal_to_numpy_to_the_bit(name: str) -> None:
+def test_equal_to_numpy_to_the_bit(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
     x = _arrays(np.random.default_rng(0))[name]
+    selected = []
+    real = selection.order_statistics
+
+    def spy(values: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+        selected.append(ranks.size)
+        return real(values, ranks)
+
+    monkeypatch.setattr(selection, "order_statistics", spy)
     got = quantiles(x, QS)
+    assert selected, "np.quantile answered: the selection was not tested"
     assert got.tobytes() == np.quantile(x, QS).tobytes()
 
 
 def test_two_dimensional_input_is_all_values() -> None:
-    x = np.random.default_rng(1).gamma(2.0, size=(4096, 600))
+    x = np.random.default_rng(1).gamma(2.0, size=(256, 300))
     assert quantiles(x, [0.25, 0.5]).tobytes() == np.quantile(x, [0.25, 0.5]).tobytes()
 
 
@@ -45,7 +64,7 @@ def test_a_rank_outside_its_bracket_is_taken_from_the_whole_array(
     values are still numpy's."""
     monkeypatch.setattr(selection, "MARGIN", 0.0)
     monkeypatch.setattr(selection, "SLACK", 0)
-    monkeypatch.setattr(selection, "SAMPLE", 64)
+    monkeypatch.setattr(selection, "SAMPLE", 16)
     whole = []
     real = selection._whole
 
@@ -54,20 +73,20 @@ def test_a_rank_outside_its_bracket_is_taken_from_the_whole_array(
         return real(x, rank)
 
     monkeypatch.setattr(selection, "_whole", spy)
-    x = np.random.default_rng(2).standard_normal(selection.SELECT_AT + 1)
+    x = np.random.default_rng(2).standard_normal(SMALL + 1)
     assert quantiles(x, QS).tobytes() == np.quantile(x, QS).tobytes()
     assert whole, "no rank fell outside its bracket: the test does not reach the fallback"
 
 
 def test_order_statistics_are_those_of_the_sorted_array() -> None:
-    x = np.random.default_rng(3).standard_normal(selection.SELECT_AT)
+    x = np.random.default_rng(3).standard_normal(SMALL)
     ranks = np.array([0, 1, 17, x.size // 2, x.size - 2, x.size - 1])
     assert np.array_equal(order_statistics(x, ranks), np.sort(x)[ranks])
 
 
 @pytest.mark.parametrize("bad", [np.nan, np.inf])
 def test_nan_and_inf_follow_numpy(bad: float) -> None:
-    x = np.random.default_rng(4).random(selection.SELECT_AT)
+    x = np.random.default_rng(4).random(SMALL)
     x[123] = bad
     np.testing.assert_array_equal(quantiles(x, [0.5, 1.0]), np.quantile(x, [0.5, 1.0]))
 
@@ -77,11 +96,22 @@ def test_small_arrays_are_numpy_itself() -> None:
     assert quantiles(x, [0.1, 0.9]).tobytes() == np.quantile(x, [0.1, 0.9]).tobytes()
 
 
-def test_penalty_spread_and_tail_unchanged_at_scale() -> None:
-    """wait_penalty's spread and tail come from these quantiles: the same as from numpy's."""
+def test_penalty_spread_and_tail_unchanged_at_scale(monkeypatch: pytest.MonkeyPatch) -> None:
+    """wait_penalty's spread and tail come from these quantiles, with the real constants: the
+    same as from numpy's."""
+    monkeypatch.undo()
+    selected = []
+    real = selection.order_statistics
+
+    def spy(values: np.ndarray, ranks: np.ndarray) -> np.ndarray:
+        selected.append(ranks.size)
+        return real(values, ranks)
+
+    monkeypatch.setattr(selection, "order_statistics", spy)
     t = np.random.default_rng(6).lognormal(-7.0, 0.3, (512, selection.SELECT_AT // 512 + 1))
     p = penalty.wait_penalty(t, seed=0, resamples=4)
     assert p is not None
+    assert selected == [8], "the penalty did not take the selection path"
     q25, q50, q75, q99 = np.quantile(t, [0.25, 0.5, 0.75, 0.99])
     assert p.spread_pct == float(100.0 * (q75 - q25) / q50)
     assert p.tail_pct == float(100.0 * (q99 / q50 - 1.0))
