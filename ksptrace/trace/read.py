@@ -11,7 +11,7 @@ from pathlib import Path
 import h5py
 
 from ksptrace.errors import TraceError
-from ksptrace.trace import probe
+from ksptrace.trace import probe, reader_child
 from ksptrace.trace.fields import file_attrs, read_here
 from ksptrace.trace.model import (
     AttrValue,
@@ -46,12 +46,16 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     group is a group and no attribute is stored twice; node ids are 0-based indices below P;
     the timings are plausible (:meth:`Trace.timing_fault`).
     A file on which the HDF5 library itself crashes or hangs is refused too: the file is read
-    once, in a forked child (:func:`read_in_child`).
+    once, in a forked child (:func:`read_in_child`; a small file inside
+    :func:`ksptrace.trace.reader_child.reading`, by the reader child that stays).
     """
     p = Path(path)
     file_bytes = probe.regular_file(p)
     if not hasattr(os, "fork"):
         return read_here(p, file_bytes)
+    reader = reader_child.reader()
+    if reader is not None and file_bytes <= reader_child.SMALL_FILE:
+        return reader.read(p, file_bytes)
     return read_in_child(p, file_bytes)
 
 

@@ -30,6 +30,7 @@ from pathlib import Path
 
 from ksptrace.errors import KsptraceError
 from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.trace.reader_child import keep_reading, reading
 from ksptrace.version import __version__
 
 HASH_BLOCK = 1 << 22
@@ -148,14 +149,15 @@ def run(paths: Sequence[str], worker: Worker, options: AnalysisOptions, with_fig
                 continue
         todo.append((path, name))
     if jobs == 1 or len(todo) <= 1:
-        for path, name in todo:
-            done = Done(path, worker(path, options, with_figures), False)
-            if cache is not None and name is not None and keep(done.result):
-                _store(cache, name, done)
-            yield done
+        with reading():  # one reader child for the small files, not a fork each
+            for path, name in todo:
+                done = Done(path, worker(path, options, with_figures), False)
+                if cache is not None and name is not None and keep(done.result):
+                    _store(cache, name, done)
+                yield done
         return
-    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)),
-                             mp_context=get_context("fork")) as pool:
+    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=get_context("fork"),
+                             initializer=keep_reading) as pool:
         pending: dict[Future[object], tuple[str, str | None]] = {}
         queue = list(todo)
         try:

@@ -1,0 +1,175 @@
+"""One reader child for many small trace files: the same traces, the same refusals, one fork."""
+
+from __future__ import annotations
+
+import os
+import pickle
+import signal
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ksptrace.errors import TraceError
+from ksptrace.trace import probe, reader_child
+from ksptrace.trace.read import read_trace
+from ksptrace.trace.reader_child import reading
+from ksptrace.trace.synthetic import synthetic_trace
+from ksptrace.trace.write import write_trace
+
+
+@pytest.fixture
+def files(tmp_path: Path) -> list[Path]:
+    return [write_trace(synthetic_trace(2, 20 + i, 1, "cg", seed=i), tmp_path / f"t{i}.h5")
+            for i in range(5)]
+
+
+@pytest.fixture
+def forks(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The reader children started (their pids)."""
+    started: list[int] = []
+    real = reader_child._Reader._start
+
+    def counting(self: reader_child._Reader) -> None:
+        real(self)
+        started.append(self.pid)
+
+    monkeypatch.setattr(reader_child._Reader, "_start", counting)
+    return started
+
+
+def _gone(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    return False
+
+
+def test_many_files_one_child_the_same_traces(files: list[Path], forks: list[int]) -> None:
+    alone = [read_trace(p) for p in files]
+    assert forks == []  # outside the block: a child per file, shared_read's own
+    with reading():
+        inside = [read_trace(p) for p in files]
+    assert len(forks) == 1
+    for a, b in zip(alone, inside, strict=True):
+        np.testing.assert_array_equal(a.stamps, b.stamps)
+        np.testing.assert_array_equal(a.residual_norms, b.residual_norms)
+        np.testing.assert_array_equal(a.node_ids, b.node_ids)
+        np.testing.assert_array_equal(a.solve_seconds, b.solve_seconds)
+        assert a.hostnames == b.hostnames
+        assert dict(a.attrs) == dict(b.attrs)
+        assert a.path == b.path
+    assert _gone(forks[0]), "the reader child outlived its block"
+
+
+def test_a_crash_refuses_that_file_and_the_next_gets_a_new_child(
+    files: list[Path], forks: list[int], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = reader_child.read_fields
+
+    def crash_on_t2(p: Path, file_bytes: int) -> object:
+        if p.name == "t2.h5":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(p, file_bytes)
+
+    monkeypatch.setattr(reader_child, "read_fields", crash_on_t2)
+    with reading():
+        read_trace(files[1])
+        with pytest.raises(TraceError, match=r"HDF5 library crashed reading it \(signal 11\)"
+                           ) as info:
+            read_trace(files[2])
+        assert str(info.value).startswith(f"{files[2]}: ")
+        assert read_trace(files[3]).nprocs == 2
+    assert len(forks) == 2
+    assert all(_gone(pid) for pid in forks)
+
+
+def test_a_hang_is_killed_at_the_limit(
+    files: list[Path], forks: list[int], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = reader_child.read_fields
+
+    def hang_on_t0(p: Path, file_bytes: int) -> object:
+        if p.name == "t0.h5":
+            time.sleep(120)
+        return real(p, file_bytes)
+
+    monkeypatch.setattr(reader_child, "read_fields", hang_on_t0)
+    monkeypatch.setattr(probe, "limit_for", lambda file_bytes: 1.0)
+    with reading():
+        start = time.monotonic()
+        with pytest.raises(TraceError, match="did not finish within 1 s"):
+            read_trace(files[0])
+        assert time.monotonic() - start < 60
+        assert _gone(forks[0])
+        assert read_trace(files[1]).nprocs == 2
+
+
+def test_a_hung_child_ends_itself_by_its_alarm(
+    files: list[Path], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Even with no parent to kill it, a read past its limit ends the child (SIGALRM)."""
+    monkeypatch.setattr(reader_child, "read_fields", lambda p, b: time.sleep(120))
+    r = reader_child._Reader()
+    r._start()
+    try:
+        reader_child._send(r.requests, pickle.dumps((str(files[0]), 1, 0.5)))
+        status = None
+        deadline = time.monotonic() + 60
+        while status is None and time.monotonic() < deadline:
+            done, st = os.waitpid(r.pid, os.WNOHANG)
+            status = st if done else None
+            time.sleep(0.05)
+        assert status is not None, "the child did not end within 60 s"
+        assert os.WIFSIGNALED(status)
+        assert os.WTERMSIG(status) == signal.SIGALRM
+    finally:
+        os.close(r.requests)
+        os.close(r.replies)
+
+
+def test_refusals_are_those_of_the_one_file_reader(tmp_path: Path) -> None:
+    garbage = tmp_path / "g.h5"
+    garbage.write_bytes(b"not an HDF5 file" * 100)
+    with pytest.raises(TraceError) as alone:
+        read_trace(garbage)
+    with reading(), pytest.raises(TraceError) as inside:
+        read_trace(garbage)
+    assert str(inside.value) == str(alone.value)
+
+
+def test_an_unexpected_fault_goes_to_the_one_file_reader(
+    files: list[Path], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    def broken(p: Path, file_bytes: int) -> object:
+        raise RuntimeError("a fault nobody expected")
+
+    monkeypatch.setattr(reader_child, "read_fields", broken)
+    with reading():
+        trace = read_trace(files[0])  # read again by shared_read's own child
+    np.testing.assert_array_equal(trace.stamps, read_trace(files[0]).stamps)
+
+
+def test_large_files_keep_a_child_of_their_own(
+    files: list[Path], forks: list[int], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(reader_child, "SMALL_FILE", 0)
+    with reading():
+        read_trace(files[0])
+    assert forks == []
+
+
+def test_ctrl_c_is_the_parents_and_a_forked_process_has_no_reader(files: list[Path]) -> None:
+    with reading():
+        read_trace(files[0])
+        pid = reader_child.reader().pid  # type: ignore[union-attr]
+        os.kill(pid, signal.SIGINT)  # ignored by the child
+        time.sleep(0.2)
+        assert read_trace(files[1]).nprocs == 2
+        child = os.fork()
+        if child == 0:
+            os._exit(0 if reader_child.reader() is None else 1)
+        _, status = os.waitpid(child, 0)
+        assert os.WEXITSTATUS(status) == 0
