@@ -176,6 +176,11 @@ def reading() -> Iterator[None]:
 
 
 def keep_reading() -> None:
-    """A reader child for the rest of this process (a pool worker's initializer): it leaves
-    when the process does, as its request pipe closes."""
-    _active.setdefault(os.getpid(), _Reader())
+    """A reader child for the rest of this process (a pool worker's initializer), closed and
+    waited for as the worker exits (multiprocessing's exit finalizers); if the worker is
+    killed instead, the child leaves as its request pipe closes."""
+    from multiprocessing import util
+
+    if os.getpid() not in _active:
+        reader = _active[os.getpid()] = _Reader()
+        util.Finalize(reader, reader.close, exitpriority=10)

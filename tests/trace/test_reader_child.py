@@ -173,3 +173,26 @@ def test_ctrl_c_is_the_parents_and_a_forked_process_has_no_reader(files: list[Pa
             os._exit(0 if reader_child.reader() is None else 1)
         _, status = os.waitpid(child, 0)
         assert os.WEXITSTATUS(status) == 0
+
+
+def _read_in_worker(path: str) -> tuple[int, int]:
+    trace = read_trace(path)
+    return trace.nprocs, reader_child.reader().pid  # type: ignore[union-attr]
+
+
+def test_pool_workers_read_through_their_own_child_and_take_it_with_them(
+    files: list[Path],
+) -> None:
+    from concurrent.futures import ProcessPoolExecutor
+    from multiprocessing import get_context
+
+    with ProcessPoolExecutor(2, mp_context=get_context("fork"),
+                             initializer=reader_child.keep_reading) as pool:
+        got = list(pool.map(_read_in_worker, [str(p) for p in files]))
+    assert [n for n, _ in got] == [2] * len(files)
+    readers = {pid for _, pid in got}
+    assert 1 <= len(readers) <= 2  # one per worker, each used for several files
+    deadline = time.monotonic() + 30
+    while not all(_gone(pid) for pid in readers) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert all(_gone(pid) for pid in readers), "a reader child outlived its worker"

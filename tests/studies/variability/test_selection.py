@@ -88,7 +88,8 @@ def test_order_statistics_are_those_of_the_sorted_array() -> None:
 def test_nan_and_inf_follow_numpy(bad: float) -> None:
     x = np.random.default_rng(4).random(SMALL)
     x[123] = bad
-    np.testing.assert_array_equal(quantiles(x, [0.5, 1.0]), np.quantile(x, [0.5, 1.0]))
+    with np.errstate(invalid="ignore"):  # numpy's own inf - inf
+        np.testing.assert_array_equal(quantiles(x, [0.5, 1.0]), np.quantile(x, [0.5, 1.0]))
 
 
 def test_small_arrays_are_numpy_itself() -> None:
