@@ -5,7 +5,7 @@ the attributes (:func:`attrs_of`); every refusal is one TraceError line naming t
 from __future__ import annotations
 
 import os
-from collections.abc import Iterable, Iterator
+from collections.abc import Generator, Iterable
 from pathlib import Path
 
 import h5py
@@ -59,14 +59,18 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     return read_in_child(p, file_bytes)
 
 
-def iter_traces(paths: Iterable[str | os.PathLike[str]]) -> Iterator[Trace | TraceError]:
+def iter_traces(
+    paths: Iterable[str | os.PathLike[str]],
+) -> Generator[Trace | TraceError, None, None]:
     """Read traces one at a time: yield each valid Trace, or the TraceError of a bad one.
 
     The error's message is one line, ``"<file>: <reason>"``, so a caller can name the file once
-    and go on with the rest. This is the one entry point for analyses of many traces.
+    and go on with the rest. This is the one entry point for analyses of many traces; small
+    files are read by one reader child (:func:`ksptrace.trace.reader_child.reading`).
     """
-    for path in paths:
-        try:
-            yield read_trace(path)
-        except TraceError as exc:
-            yield exc
+    with reader_child.reading():
+        for path in paths:
+            try:
+                yield read_trace(path)
+            except TraceError as exc:
+                yield exc

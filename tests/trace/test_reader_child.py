@@ -196,3 +196,18 @@ def test_pool_workers_read_through_their_own_child_and_take_it_with_them(
     while not all(_gone(pid) for pid in readers) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert all(_gone(pid) for pid in readers), "a reader child outlived its worker"
+
+
+def test_iter_traces_reads_through_one_child_and_closes_it_when_left(
+    files: list[Path], forks: list[int],
+) -> None:
+    from ksptrace.trace.read import iter_traces
+
+    assert [t.nprocs for t in iter_traces(files)] == [2] * len(files)  # type: ignore[union-attr]
+    assert len(forks) == 1
+    assert _gone(forks[0])
+    walk = iter_traces(files)
+    next(walk)
+    walk.close()  # a caller that stops early
+    assert len(forks) == 2
+    assert _gone(forks[1])
