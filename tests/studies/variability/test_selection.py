@@ -36,10 +36,9 @@ def _arrays(rng: np.random.Generator) -> dict[str, np.ndarray]:
     }
 
 
-@pytest.mark.parametrize("name", list(_arrays(np.random.default_rng(0))))
-def test_equal_to_numpy_to_the_bit(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    x = _arrays(np.random.default_rng(0))[name]
-    selected = []
+def _selections(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """How many ranks each selection took (an empty list: np.quantile answered alone)."""
+    selected: list[int] = []
     real = selection.order_statistics
 
     def spy(values: np.ndarray, ranks: np.ndarray) -> np.ndarray:
@@ -47,6 +46,13 @@ def test_equal_to_numpy_to_the_bit(name: str, monkeypatch: pytest.MonkeyPatch) -
         return real(values, ranks)
 
     monkeypatch.setattr(selection, "order_statistics", spy)
+    return selected
+
+
+@pytest.mark.parametrize("name", list(_arrays(np.random.default_rng(0))))
+def test_equal_to_numpy_to_the_bit(name: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    x = _arrays(np.random.default_rng(0))[name]
+    selected = _selections(monkeypatch)
     got = quantiles(x, QS)
     assert selected, "np.quantile answered: the selection was not tested"
     assert got.tobytes() == np.quantile(x, QS).tobytes()
@@ -101,14 +107,7 @@ def test_penalty_spread_and_tail_unchanged_at_scale(monkeypatch: pytest.MonkeyPa
     """wait_penalty's spread and tail come from these quantiles, with the real constants: the
     same as from numpy's."""
     monkeypatch.undo()
-    selected = []
-    real = selection.order_statistics
-
-    def spy(values: np.ndarray, ranks: np.ndarray) -> np.ndarray:
-        selected.append(ranks.size)
-        return real(values, ranks)
-
-    monkeypatch.setattr(selection, "order_statistics", spy)
+    selected = _selections(monkeypatch)
     t = np.random.default_rng(6).lognormal(-7.0, 0.3, (512, selection.SELECT_AT // 512 + 1))
     p = penalty.wait_penalty(t, seed=0, resamples=4)
     assert p is not None
