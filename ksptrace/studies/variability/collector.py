@@ -1,10 +1,14 @@
-"""Figures into Drawn records: drawn at once, or later in worker processes (the figures across
-runs, drawn after every trace, issue 35). Agg only, no pyplot."""
+"""Figures into Drawn records: drawn at once, in a forked process beside the rest (one large
+trace's figures), or later in worker processes (the figures across runs, drawn after every
+trace); issue 35. Agg only, no pyplot."""
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+import signal
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import replace
 from multiprocessing import get_context
 from typing import Any
@@ -19,6 +23,38 @@ from ksptrace.studies.variability.digest import Drawn, FigureSet
 def _why(exc: AnalysisError) -> str:
     """The reason of an error, without its advice to the caller."""
     return str(exc).split(";")[0]
+
+
+FORK_ELEMENTS = 4_000_000
+"""A trace with at least this many iteration times draws part of its figures in a forked
+process: at paper scale (41 M values) each half is about 2 s of histograms and matplotlib."""
+
+_FILL: Callable[[Collector], None] | None = None
+"""What the forked process draws; a global, so that nothing large is pickled to it."""
+
+
+def _fill_forked() -> tuple[list[Drawn], list[str]]:
+    """In the forked process: draw ``_FILL``'s figures, return them and the omitted lines."""
+    assert _FILL is not None
+    sub = Collector()
+    _FILL(sub)
+    if sub._pending:
+        raise AnalysisError("a figure drawn in a forked process cannot be drawn later")
+    return sub.drawn, sub.omitted
+
+
+def _ends_on_ctrl_c() -> None:
+    """In a worker: Ctrl-C (sent to the whole process group) ends it at once and quietly; the
+    parent says "interrupted" and waits for it."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def can_fork(elements: int) -> bool:
+    """Whether figures of a trace this large are drawn partly in a forked process: two cores
+    or more, and not inside a worker of a pool (its cores are taken, and it cannot fork)."""
+    return (elements >= FORK_ELEMENTS and (os.cpu_count() or 1) > 1
+            and not multiprocessing.current_process().daemon
+            and "fork" in multiprocessing.get_all_start_methods())
 
 
 def _render(make: Callable[[], Figure]) -> bytes | str:
@@ -52,6 +88,32 @@ class Collector:
         self._pending.append((len(self.drawn), self._what, make))
         self.drawn.append(Drawn(key, title, caption, b""))
 
+    def beside(self, fill: Callable[[Collector], None]) -> Callable[[], None]:
+        """Start ``fill`` (which adds figures to the Collector it is given) in a forked process,
+        while this one goes on; the returned call waits for it and puts its figures and omitted
+        lines where they would have been had ``fill(self)`` run now (the same report)."""
+        global _FILL
+        at_drawn, at_omitted = len(self.drawn), len(self.omitted)
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("fork"),
+                                   initializer=_ends_on_ctrl_c)
+        _FILL = fill
+        try:
+            future: Future[tuple[list[Drawn], list[str]]] = pool.submit(_fill_forked)
+        finally:
+            _FILL = None
+
+        def join() -> None:
+            try:
+                drawn, omitted = future.result()
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+            self.drawn[at_drawn:at_drawn] = drawn
+            self.omitted[at_omitted:at_omitted] = omitted
+            self._pending = [(i + len(drawn) if i >= at_drawn else i, what, make)
+                             for i, what, make in self._pending]
+
+        return join
+
     def guarded(self, what: str, step: Callable[..., None], *args: Any) -> None:
         """Run one drawing step; a figure it cannot draw becomes an omitted line."""
         self._what = what
@@ -64,7 +126,8 @@ class Collector:
         makers = [make for _, _, make in self._pending]
         if jobs > 1 and len(makers) > 1:
             with ProcessPoolExecutor(max_workers=min(jobs, len(makers)),
-                                     mp_context=get_context("fork")) as pool:
+                                     mp_context=get_context("fork"),
+                                     initializer=_ends_on_ctrl_c) as pool:
                 pngs = list(pool.map(_render, makers))
         else:
             pngs = [_render(make) for make in makers]

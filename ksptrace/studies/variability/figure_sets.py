@@ -25,7 +25,7 @@ import numpy as np
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.variability import figures, ks
-from ksptrace.studies.variability.collector import Collector, _why
+from ksptrace.studies.variability.collector import Collector, _why, can_fork
 from ksptrace.studies.variability.digest import FigureSet, _kept_columns
 from ksptrace.studies.variability.figures import TimeAxis
 from ksptrace.studies.variability.flags import Flag
@@ -325,9 +325,16 @@ def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
     times = trace.iteration_seconds
     keep = _kept_columns(a)
     kept = times if keep.size == times.shape[1] else times[:, keep]
+    join: Callable[[], None] | None = None
     if a.nprocs > 1:
-        out.guarded("rank figures", _rank_figures, out, times, kept, trace, a)
-        out.guarded("colormap", _colormap, out, times, a)
+        def by_rank(into: Collector) -> None:
+            into.guarded("rank figures", _rank_figures, into, times, kept, trace, a)
+            into.guarded("colormap", _colormap, into, times, a)
+
+        if can_fork(times.size):  # half the figures of a large trace on the other core
+            join = out.beside(by_rank)
+        else:
+            by_rank(out)
     else:
         out.omitted.append(
             "P = 1: no rank pairs; the per-rank histograms, the KS heatmap, the rank scatter "
@@ -338,4 +345,6 @@ def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
     out.guarded("bulk fit", _bulk_figure, out, kept, a, kept_axis)
     out.guarded("uniform fits and aₖ/sₖ histograms", _uniform_figures, out, times, a, keep)
     out.guarded("restart-cycle histograms", _cycle_figure, out, times, kept, a, kept_axis)
+    if join is not None:
+        join()
     return out.result()

@@ -265,3 +265,31 @@ def _log_flags(trace: Trace) -> list[Flag]:
                  f"PETSc's full event log ran during the timed solve (-log_view, or the "
                  f"program's own log): {cost}; rerun without -log_view to measure the solver "
                  "alone")]
+
+
+class Flagged(Protocol):
+    """What :func:`apriori_flag` reads of the source analysis: its flags."""
+
+    @property
+    def flags(self) -> Sequence[Flag]: ...
+
+
+def apriori_flag(source: Flagged, prediction: montecarlo.Prediction) -> Flag | None:
+    """A prediction-far flag for an a-priori Monte Carlo prediction fitted on ``source``.
+
+    Its reason is the flags on the source's Johnson S_U fits (collapsed, pulled by outliers, far
+    from the data) when it has any. None when the prediction is within 50 % of KSPSolve.
+    """
+    if not prediction.measured > 0:
+        return None
+    err = prediction.relative_error
+    if abs(err) <= PREDICTION_TOLERANCE:
+        return None
+    related = [f for f in source.flags if f.subject in ("JSU fit of a_k", "JSU fit of s_k")]
+    why = "; ".join(f"the source's {f.subject} is flagged {f.code}" for f in related)
+    return Flag(
+        "prediction-far",
+        f"a priori Monte Carlo from {prediction.source}",
+        f"{_t(prediction.simulated)} against the measured KSPSolve {_t(prediction.measured)} "
+        f"({err:+.0%}): {why or 'no known reason was detected'}",
+    )

@@ -40,7 +40,6 @@ from ksptrace.studies.variability.fitting import (
     fit_candidates,
 )
 from ksptrace.studies.variability.flags import (
-    PREDICTION_TOLERANCE,
     Flag,
     _count_flags,
     _load_flags,
@@ -48,9 +47,9 @@ from ksptrace.studies.variability.flags import (
     _mean_flag,
     _parameter_flags,
     _prediction_flags,
-    _t,
 )
 from ksptrace.studies.variability.injected import InjectedNoise, injected_noise
+from ksptrace.studies.variability.lanes import Lanes
 from ksptrace.studies.variability.nodes import NodeVariance, node_variance
 from ksptrace.studies.variability.options import AnalysisOptions, Progress, units
 from ksptrace.studies.variability.penalty import Penalty, wait_penalty
@@ -274,63 +273,72 @@ def analyze_trace(
     bulk_mean, bulk_std = mean_std(kept)
     bounds = models.Bounds(iterations=k, count=count, mean=bulk_mean, std=bulk_std)
     result: dict[str, object] = {}
-
-    if nprocs < 2:
-        notes.append("P = 1: the KS tests between ranks and node variances need >= 2 ranks")
-    elif k < 2:
-        notes.append("K < 2: the KS tests need >= 2 iterations per rank")
-    else:
-        tick("KS tests", 0.0)
-        result["ks_all"] = ks.one_vs_all(
-            kept,
-            opt.reference_rank,
-            opt.alpha,
-            progress=lambda f: tick("KS tests", f),
-        )
-        other = 1 if opt.reference_rank != 1 else 0
-        result["ks_pair"] = ks.compare_ranks(kept, opt.reference_rank, other, opt.alpha)
-    if nprocs >= 2:
-        tick("node variances", 0.0)
-        result["nodes_at"] = node_variance(times, trace.node_ids, focus)
-        result["nodes_overall"] = node_variance(kept, trace.node_ids)
-
-    if kept.size < MIN_SAMPLES or bulk_std == 0:
-        notes.append(f"{kept.size} distinct-enough samples: too few for distribution fits")
-    else:
-        tick("bulk fits", 0.0)
-        bulk = fit_candidates(kept, opt.candidates, opt.bins, opt.fit_size, opt.seed)
-        result["bulk"] = bulk
-        for name, why in bulk.failed:
-            notes.append(f"fit of {name} failed: {why}")
-        tick("stationary models", 0.0)
-        result["stationary"] = _stationary_models(
-            bulk, kept, k, count, notes, flags, reasons
-        )
-
-    kept_uniform = uniform if keep.size == k_all else models.uniform_fits(kept)
-    if k < MIN_SAMPLES:
-        notes.append(f"K = {k} < {MIN_SAMPLES}: too few iterations to fit a_k and s_k")
-    else:
-        tick("Monte Carlo", 0.0)
-        try:
-            params = montecarlo.fit_parameters(kept_uniform, opt.fit_size, opt.seed)
-            result["parameters"] = params
-            flags.extend(_parameter_flags(params, kept_uniform, reasons))
-            result["simulation"] = montecarlo.simulate(
-                params,
-                k,
-                int(count),
-                runs=opt.mc_runs,
-                seed=opt.seed,
-                progress=lambda f: tick("Monte Carlo", f),
+    fittable = kept.size >= MIN_SAMPLES and bulk_std != 0
+    noise_notes: list[str] = []
+    with Lanes(times.size) as lanes:  # large traces: these four beside the KS tests
+        fitted = lanes.later(fit_candidates, kept, opt.candidates, opt.bins, opt.fit_size,
+                             opt.seed) if fittable else None
+        overall = lanes.later(node_variance, kept, trace.node_ids) if nprocs >= 2 else None
+        injection = lanes.later(_injection, trace, times, noise_notes)
+        penalty = lanes.later(wait_penalty, kept, opt.seed)
+        if nprocs < 2:
+            notes.append("P = 1: the KS tests between ranks and node variances need >= 2 ranks")
+        elif k < 2:
+            notes.append("K < 2: the KS tests need >= 2 iterations per rank")
+        else:
+            tick("KS tests", 0.0)
+            result["ks_all"] = ks.one_vs_all(
+                kept,
+                opt.reference_rank,
+                opt.alpha,
+                progress=lambda f: tick("KS tests", f),
             )
-        except AnalysisError as exc:
-            notes.append(f"Monte Carlo skipped: {exc}")
-    tick("noise summary", 0.0)
-    flags.extend(_count_flags(nprocs, count, reasons))
-    flags.extend(_load_flags(trace))
-    flags.extend(_log_flags(trace))
-    injection = _injection(trace, times, notes)
+            other = 1 if opt.reference_rank != 1 else 0
+            result["ks_pair"] = ks.compare_ranks(kept, opt.reference_rank, other, opt.alpha)
+        if overall is not None:
+            tick("node variances", 0.0)
+            result["nodes_at"] = node_variance(times, trace.node_ids, focus)
+            result["nodes_overall"] = overall.result()
+
+        if fitted is None:
+            notes.append(f"{kept.size} distinct-enough samples: too few for distribution fits")
+        else:
+            tick("bulk fits", 0.0)
+            bulk = fitted.result()
+            result["bulk"] = bulk
+            for name, why in bulk.failed:
+                notes.append(f"fit of {name} failed: {why}")
+            tick("stationary models", 0.0)
+            result["stationary"] = _stationary_models(
+                bulk, kept, k, count, notes, flags, reasons
+            )
+
+        kept_uniform = uniform if keep.size == k_all else models.uniform_fits(kept)
+        if k < MIN_SAMPLES:
+            notes.append(f"K = {k} < {MIN_SAMPLES}: too few iterations to fit a_k and s_k")
+        else:
+            tick("Monte Carlo", 0.0)
+            try:
+                params = montecarlo.fit_parameters(kept_uniform, opt.fit_size, opt.seed)
+                result["parameters"] = params
+                flags.extend(_parameter_flags(params, kept_uniform, reasons))
+                result["simulation"] = montecarlo.simulate(
+                    params,
+                    k,
+                    int(count),
+                    runs=opt.mc_runs,
+                    seed=opt.seed,
+                    progress=lambda f: tick("Monte Carlo", f),
+                )
+            except AnalysisError as exc:
+                notes.append(f"Monte Carlo skipped: {exc}")
+        tick("noise summary", 0.0)
+        flags.extend(_count_flags(nprocs, count, reasons))
+        flags.extend(_load_flags(trace))
+        flags.extend(_log_flags(trace))
+        noise = injection.result()
+        notes.extend(noise_notes)
+        waits = penalty.result()
     tick("done", 1.0)
     analysis = TraceAnalysis(
         label=trace.label,
@@ -349,12 +357,12 @@ def analyze_trace(
         nonstationary=nonstationary,
         lockstep_sum=models.measured_standard(kept),
         rank_sum_max=models.measured_pipelined(kept),
-        penalty=wait_penalty(kept, opt.seed),
+        penalty=waits,
         bounds=bounds,
         notes=tuple(notes),
         attrs=tuple(sorted((str(a), v) for a, v in trace.attrs.items())),
         n_nodes=n_nodes,
-        injection=injection,
+        injection=noise,
         **result,  # type: ignore[arg-type]
     )
     far = _prediction_flags(analysis, reasons, kept)
@@ -373,24 +381,3 @@ def _injection(trace: Trace, times: np.ndarray, notes: list[str]) -> InjectedNoi
         notes.append(f"noise {text} but no recorded detours: no noise analysis")
         return injected_noise(times, None, NoiseSpec("none"))
     return injected_noise(times, trace.injected_seconds, spec)
-
-
-def apriori_flag(source: TraceAnalysis, prediction: montecarlo.Prediction) -> Flag | None:
-    """A prediction-far flag for an a-priori Monte Carlo prediction fitted on ``source``.
-
-    Its reason is the flags on the source's Johnson S_U fits (collapsed, pulled by outliers, far
-    from the data) when it has any. None when the prediction is within 50 % of KSPSolve.
-    """
-    if not prediction.measured > 0:
-        return None
-    err = prediction.relative_error
-    if abs(err) <= PREDICTION_TOLERANCE:
-        return None
-    related = [f for f in source.flags if f.subject in ("JSU fit of a_k", "JSU fit of s_k")]
-    why = "; ".join(f"the source's {f.subject} is flagged {f.code}" for f in related)
-    return Flag(
-        "prediction-far",
-        f"a priori Monte Carlo from {prediction.source}",
-        f"{_t(prediction.simulated)} against the measured KSPSolve {_t(prediction.measured)} "
-        f"({err:+.0%}): {why or 'no known reason was detected'}",
-    )

@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import multiprocessing
+import os
+from pathlib import Path
+from typing import Any
+
 import numpy as np
 import pytest
 from matplotlib.figure import Figure
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies import drawing
-from ksptrace.studies.variability import across_sets, figure_sets
+from ksptrace.studies.variability import across_sets, collector, figure_sets
+from ksptrace.studies.variability.collector import Collector
 from ksptrace.studies.variability.digest import FigureSet, TraceDigest, digest_of
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
@@ -268,3 +274,65 @@ def test_the_kept_times_axis_is_placed_once_for_the_bulk_and_cycle_figures(
     keys = {d.key for d in fs.drawn}
     assert {"bulk-fit", "cycle-histograms"} <= keys
     assert sizes.count(trace.nprocs * a.kept) == 1
+
+
+def _records(fs: FigureSet) -> list[tuple[str, str, str, bytes]]:
+    return [(d.key, d.title, d.caption, d.png) for d in fs.drawn]
+
+
+def test_a_large_trace_draws_its_rank_figures_in_a_forked_process(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    trace = synthetic_trace(nprocs=16, iterations=200, ranks_per_node=4, seed=1)
+    a = analyze_trace(trace, LIGHT)
+    here = figure_sets.trace_figures(trace, a)
+    monkeypatch.setattr(collector, "FORK_ELEMENTS", trace.iteration_seconds.size)
+    pids = tmp_path / "pids"
+    real = figure_sets._colormap
+
+    def colormap(*args: Any) -> None:
+        with pids.open("a") as out:
+            out.write(f"{os.getpid()}\n")
+        real(*args)
+
+    monkeypatch.setattr(figure_sets, "_colormap", colormap)
+    there = figure_sets.trace_figures(trace, a)
+    assert int(pids.read_text()) != os.getpid()  # drawn in another process
+    assert _records(there) == _records(here)  # the same figures, pixels and order
+    assert there.omitted == here.omitted
+    assert {"colormap", "bulk-fit"} <= {d.key for d in there.drawn}
+
+
+def _fill(into: Collector) -> None:
+    into.omitted.append("first omitted")
+    into.add("first", "First", "drawn beside", Figure(figsize=(1, 1)))
+
+
+def test_figures_drawn_beside_take_the_place_they_would_have_had() -> None:
+    out = Collector()
+    out.add("zero", "Zero", "before", Figure(figsize=(1, 1)))
+    join = out.beside(_fill)
+    out.omitted.append("second omitted")
+    out.later("later", "Later", "drawn last", lambda: Figure(figsize=(1, 1)))
+    out.add("second", "Second", "after", Figure(figsize=(1, 1)))
+    join()
+    fs = out.result()
+    assert [d.key for d in fs.drawn] == ["zero", "first", "later", "second"]
+    assert fs.omitted == ("first omitted", "second omitted")
+    assert all(d.png.startswith(b"\x89PNG") for d in fs.drawn)  # the later one was drawn too
+
+
+def _fails(into: Collector) -> None:
+    raise ValueError("broken drawing")
+
+
+def test_an_error_in_the_forked_process_reaches_the_caller() -> None:
+    join = Collector().beside(_fails)
+    with pytest.raises(ValueError, match="broken drawing"):
+        join()
+
+
+def test_small_traces_and_pool_workers_draw_everything_themselves() -> None:
+    assert collector.can_fork(collector.FORK_ELEMENTS) == ((os.cpu_count() or 1) > 1)
+    assert not collector.can_fork(collector.FORK_ELEMENTS - 1)
+    with multiprocessing.get_context("fork").Pool(1) as pool:  # daemonic workers cannot fork
+        assert pool.apply(collector.can_fork, (collector.FORK_ELEMENTS,)) is False

@@ -7,7 +7,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ksptrace.studies.variability import models, montecarlo, pipeline
+from ksptrace.studies.variability import flags, models, montecarlo, pipeline
 from ksptrace.studies.variability.fitting import fit_johnsonsu
 from ksptrace.studies.variability.options import AnalysisOptions, units
 from ksptrace.studies.variability.outliers import jsu_collapsed
@@ -198,10 +198,10 @@ def test_a_far_a_priori_prediction_is_flagged_with_the_source_fit_flags() -> Non
     target = synthetic_trace(2, 600, 1, "bcgs", seed=6, base_seconds=2.8e-4)
     far = montecarlo.predict(source.parameters, 600, 2, 3 * target.solve_max, False,
                              source.label, target.label, runs=2)
-    flag = pipeline.apriori_flag(source, far)
+    flag = flags.apriori_flag(source, far)
     assert flag is not None
     assert flag.code == "prediction-far"
     assert flag.subject == f"a priori Monte Carlo from {source.label}"
     assert "the source's JSU fit of a_k is flagged fit-mean-outliers" in flag.message
     close = dataclasses.replace(far, measured=far.simulated * 1.2)
-    assert pipeline.apriori_flag(source, close) is None
+    assert flags.apriori_flag(source, close) is None
