@@ -109,6 +109,10 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    if args.traces and args.jobs == 1 and args.backend == "local" and not args.cache_only:
+        from ksptrace.trace.read import read_ahead
+
+        read_ahead(args.traces[0])  # a large first trace is read while the analysis is imported
     # the analysis (scipy, pandas, matplotlib) is imported here, not for --help
     from scipy.integrate import IntegrationWarning
 

@@ -1,9 +1,11 @@
 """The validating reader: one trace (:func:`read_trace`), many (:func:`iter_traces`), or only
-the attributes (:func:`attrs_of`); every refusal is one TraceError line naming the file.
+the attributes (:func:`attrs_of`); every refusal is one TraceError line naming the file. A large
+file can be started early (:func:`read_ahead`) while the caller imports what it needs.
 """
 
 from __future__ import annotations
 
+import atexit
 import os
 from collections.abc import Generator, Iterable
 from pathlib import Path
@@ -17,7 +19,7 @@ from ksptrace.trace.model import (
     AttrValue,
     Trace,
 )
-from ksptrace.trace.shared_read import read_in_child
+from ksptrace.trace.shared_read import Started, abandon, finish_read, read_in_child, start_read
 
 
 def attrs_of(path: str | os.PathLike[str]) -> dict[str, AttrValue]:
@@ -53,10 +55,65 @@ def read_trace(path: str | os.PathLike[str]) -> Trace:
     file_bytes = probe.regular_file(p)
     if not hasattr(os, "fork"):
         return read_here(p, file_bytes)
+    started = _taken(p)
+    if started is not None:
+        return finish_read(started)
     reader = reader_child.reader()
     if reader is not None and file_bytes <= reader_child.SMALL_FILE:
         return reader.read(p, file_bytes)
     return read_in_child(p, file_bytes)
+
+
+_AHEAD: dict[tuple[object, ...], Started] = {}
+"""Reads started by :func:`read_ahead`, by the identity of their file."""
+
+
+def _identity(p: Path) -> tuple[object, ...]:
+    """The file ``p`` is now: its path, inode and size, and when it last changed."""
+    st = os.stat(p)
+    return (str(p.resolve()), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
+
+
+def _taken(p: Path) -> Started | None:
+    """The read of ``p`` that :func:`read_ahead` started in this process, if the file has not
+    changed since; None otherwise."""
+    if not _AHEAD:
+        return None
+    try:
+        started = _AHEAD.pop(_identity(p), None)
+    except OSError:
+        return None
+    return started if started is not None and started.parent == os.getpid() else None
+
+
+def read_ahead(path: str | os.PathLike[str]) -> None:
+    """Start reading a large trace file now, in its forked child (:func:`read_in_child`), so
+    that the caller can import the analysis meanwhile (about a second at paper scale): the
+    next :func:`read_trace` of the same, unchanged file takes the result. A small file, a
+    file that cannot be read (read_trace will say why) or a second call does nothing. A read
+    nobody takes is stopped when the process exits."""
+    if _AHEAD or not hasattr(os, "fork"):
+        return
+    p = Path(path)
+    try:
+        file_bytes = probe.regular_file(p)
+        key = _identity(p)
+    except (TraceError, OSError):
+        return
+    if file_bytes <= reader_child.SMALL_FILE:
+        return
+    if not _STOP_AT_EXIT:
+        atexit.register(_abandon_all)
+        _STOP_AT_EXIT.append(True)
+    _AHEAD[key] = start_read(p, file_bytes)
+
+
+_STOP_AT_EXIT: list[bool] = []
+
+
+def _abandon_all() -> None:
+    while _AHEAD:
+        abandon(_AHEAD.popitem()[1])
 
 
 def iter_traces(

@@ -12,7 +12,9 @@ import faulthandler
 import mmap
 import os
 import pickle
+import signal
 import struct
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -48,6 +50,24 @@ def read_in_child(p: Path, file_bytes: int) -> Trace:
     its size in memory once, not twice. A trace the map cannot hold (it is sized from the file)
     is read again by the parent, which is safe once the child has read it without crashing.
     """
+    return finish_read(start_read(p, file_bytes))
+
+
+@dataclass(frozen=True)
+class Started:
+    """A read under way in a forked child (:func:`start_read`); :func:`finish_read` waits."""
+
+    path: Path
+    file_bytes: int
+    shared: mmap.mmap
+    pid: int
+    """The child reading the file."""
+    parent: int
+    """The process that forked it: the only one that can wait for it."""
+
+
+def start_read(p: Path, file_bytes: int) -> Started:
+    """Fork the child that reads ``p`` into a shared map, and return at once."""
     shared = mmap.mmap(-1, _map_bytes(file_bytes))  # anonymous and MAP_SHARED: ours too
     pid = os.fork()
     if pid == 0:  # the child: read, then leave without exit handlers or crash reports
@@ -59,8 +79,15 @@ def read_in_child(p: Path, file_bytes: int) -> Trace:
                 _hand_over(shared, p, file_bytes)
         finally:
             os._exit(0)
+    return Started(p, file_bytes, shared, pid, os.getpid())
+
+
+def finish_read(started: Started) -> Trace:
+    """Wait for the child of :func:`start_read` (killing it after the limit) and build the
+    trace on views of the shared map; TraceError for a file the child could not read."""
+    p, file_bytes, shared = started.path, started.file_bytes, started.shared
     limit = probe.limit_for(file_bytes)
-    fault = probe.fault_of(p, probe.wait(pid, limit), limit)
+    fault = probe.fault_of(p, probe.wait(started.pid, limit), limit)
     if fault is not None:
         raise TraceError(fault)
     state, offset, length = _HEADER.unpack_from(shared, 0)
@@ -72,6 +99,15 @@ def read_in_child(p: Path, file_bytes: int) -> Trace:
     view = memoryview(shared).toreadonly()  # nothing else can write the map: Trace keeps it
     buffers = [view[start:start + size] for start, size in spans]
     return make_trace(p, pickle.loads(fields, buffers=buffers))
+
+
+def abandon(started: Started) -> None:
+    """Stop a read nobody will finish: kill its child and reap it (its parent only)."""
+    if started.parent != os.getpid():
+        return
+    with contextlib.suppress(ProcessLookupError, ChildProcessError):
+        os.kill(started.pid, signal.SIGKILL)
+        os.waitpid(started.pid, 0)
 
 
 class _Carver:

@@ -44,3 +44,23 @@ def test_nan_and_negative_solve_times_are_refused() -> None:
     bad = replace(t, solve_seconds=-t.solve_seconds)
     assert bad.timing_fault() == "negative KSPSolve times"
 
+
+
+def test_the_verdict_is_worked_out_once_per_trace(monkeypatch: pytest.MonkeyPatch) -> None:
+    calls: list[int] = []
+    real = np.isfinite
+
+    def counted(*args: object, **kwargs: object) -> object:
+        calls.append(1)
+        return real(*args, **kwargs)  # type: ignore[call-overload]
+
+    trace = _with_times(np.full((2, 6), 1e-4))
+    monkeypatch.setattr(np, "isfinite", counted)
+    assert trace.timing_fault() is None
+    first = len(calls)
+    assert first > 0
+    assert trace.timing_fault() is None  # the reader's and the analysis' question: one answer
+    assert len(calls) == first
+    bad = replace(trace, solve_seconds=np.array([-1.0, 1.0]))  # a new trace: asked afresh
+    assert bad.timing_fault() == "negative KSPSolve times"
+    assert len(calls) > first

@@ -94,3 +94,34 @@ def test_heavy_ties_match_scipy_one_vs_all_and_pairwise(decimals: int) -> None:
             if a != b:
                 assert abs(pw.statistics[a, b] - st.ks_2samp(x[a], x[b]).statistic) <= 1e-12
     assert pw.statistics[0, 5] == 0.0
+
+
+@pytest.mark.parametrize("kind", ["lognormal", "ties", "zeros", "negative-zero", "subnormal",
+                                  "inf", "negative", "nan", "empty"])
+def test_rows_sorted_as_integers_equal_numpys_float_sort(kind: str) -> None:
+    rng = np.random.default_rng(3)
+    x = rng.lognormal(-8.0, 0.5, size=(7, 301))
+    if kind == "ties":
+        x = np.round(x, 6)
+    elif kind == "zeros":
+        x[:, ::5] = 0.0
+    elif kind == "negative-zero":
+        x[:, ::7] = -0.0
+        x[:, 1::7] = 0.0
+    elif kind == "subnormal":
+        x[:, ::3] = 5e-324 * rng.integers(1, 1000, size=x[:, ::3].shape)
+    elif kind == "inf":
+        x[2, 17] = np.inf
+    elif kind == "negative":
+        x[4, 9] = -1e-6
+    elif kind == "nan":
+        x[1, 3] = np.nan
+    elif kind == "empty":
+        x = x[:, :0]
+    got = ks.sort_rows(x)
+    want = np.sort(x, axis=1)
+    assert got.dtype == np.float64
+    assert np.array_equal(got, want, equal_nan=True)  # -0.0 == 0.0: equal as floats
+    if kind != "negative-zero":
+        assert got.tobytes() == want.tobytes()  # and the same bits
+    assert (np.diff(got, axis=1) >= 0).all() or kind in ("nan", "inf")
