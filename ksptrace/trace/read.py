@@ -80,10 +80,13 @@ def _taken(p: Path) -> Started | None:
     if not _AHEAD:
         return None
     try:
-        started = _AHEAD.pop(_identity(p), None)
+        key = _identity(p)
     except OSError:
         return None
-    return started if started is not None and started.parent == os.getpid() else None
+    started = _AHEAD.get(key)
+    if started is None or started.parent != os.getpid():  # a forked process: not its child
+        return None
+    return _AHEAD.pop(key)
 
 
 def read_ahead(path: str | os.PathLike[str]) -> None:
