@@ -51,9 +51,10 @@ def _ends_on_ctrl_c() -> None:
 
 def can_fork(elements: int) -> bool:
     """Whether figures of a trace this large are drawn partly in a forked process: two cores
-    or more, and not inside a worker of a pool (its cores are taken, and it cannot fork)."""
+    or more, and not in a worker process (of ``analyze --jobs N``: the other workers have the
+    cores; a daemonic worker cannot fork at all)."""
     return (elements >= FORK_ELEMENTS and (os.cpu_count() or 1) > 1
-            and not multiprocessing.current_process().daemon
+            and multiprocessing.parent_process() is None  # not a worker of analyze --jobs
             and "fork" in multiprocessing.get_all_start_methods())
 
 

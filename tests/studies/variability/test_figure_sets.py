@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -334,5 +335,8 @@ def test_an_error_in_the_forked_process_reaches_the_caller() -> None:
 def test_small_traces_and_pool_workers_draw_everything_themselves() -> None:
     assert collector.can_fork(collector.FORK_ELEMENTS) == ((os.cpu_count() or 1) > 1)
     assert not collector.can_fork(collector.FORK_ELEMENTS - 1)
-    with multiprocessing.get_context("fork").Pool(1) as pool:  # daemonic workers cannot fork
+    fork = multiprocessing.get_context("fork")
+    with ProcessPoolExecutor(1, mp_context=fork) as workers:  # analyze --jobs N's workers
+        assert workers.submit(collector.can_fork, collector.FORK_ELEMENTS).result() is False
+    with fork.Pool(1) as pool:  # daemonic workers, which cannot fork at all
         assert pool.apply(collector.can_fork, (collector.FORK_ELEMENTS,)) is False
