@@ -7,8 +7,9 @@ arrays that nobody writes, so they can run in threads beside the KS tests: numpy
 release the interpreter lock inside their array loops. Every step computes exactly what it did in
 turn (each draws from its own seeded generator), so the numbers are the same bits.
 
-Small traces gain nothing (a thread costs more than a demo trace's steps), so below
-PARALLEL_ELEMENTS values a step runs when its result is first asked for, in the order the
+Small traces gain nothing (a thread costs more than a demo trace's steps), and a worker of
+``analyze --jobs N`` leaves the other cores to the other workers; so there, and below
+PARALLEL_ELEMENTS values, a step runs when its result is first asked for, in the order the
 analysis asks: the same order, and the same first error, as without lanes.
 
 Only the bulk fits use scipy.stats (whose fit patches and restores a family's moments, see
@@ -18,6 +19,7 @@ result before it fits anything else, so no two fits overlap.
 
 from __future__ import annotations
 
+import multiprocessing
 import os
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -59,7 +61,8 @@ class Lanes:
     """Steps handed over with :meth:`later`; a context that waits for every started step."""
 
     def __init__(self, elements: int, workers: int = SIDE_WORKERS) -> None:
-        parallel = elements >= PARALLEL_ELEMENTS and workers > 0
+        parallel = (elements >= PARALLEL_ELEMENTS and workers > 0
+                    and multiprocessing.parent_process() is None)  # not a worker of --jobs N
         self._pool = ThreadPoolExecutor(workers, "ksptrace-lane") if parallel else None
 
     @property

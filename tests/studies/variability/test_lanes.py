@@ -4,7 +4,9 @@ same order (issue 35): the lanes themselves, then a whole analysis with and with
 from __future__ import annotations
 
 import dataclasses
+import multiprocessing
 import threading
+from concurrent.futures import ProcessPoolExecutor
 from typing import Any
 
 import pytest
@@ -50,6 +52,16 @@ def test_a_large_trace_runs_its_steps_in_other_threads_at_once() -> None:
         assert later.result() == 7
     assert len(where) == 1
     assert where[0].startswith("ksptrace-lane")
+
+
+def _parallel_here() -> bool:
+    return Lanes(lanes.PARALLEL_ELEMENTS, workers=2).parallel
+
+
+def test_a_worker_of_analyze_jobs_runs_its_steps_in_turn() -> None:
+    assert _parallel_here()
+    with ProcessPoolExecutor(1, mp_context=multiprocessing.get_context("fork")) as pool:
+        assert pool.submit(_parallel_here).result() is False
 
 
 @pytest.mark.parametrize("elements", [1, lanes.PARALLEL_ELEMENTS])
