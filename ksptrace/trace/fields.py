@@ -184,13 +184,20 @@ def _unreadable(p: Path, exc: BaseException) -> str:
     return f"{p}: unreadable trace ({reason}); rerun the run that made it"
 
 
-def make_trace(p: Path, fields: dict[str, Any]) -> Trace:
-    """Build and check the :class:`Trace` of ``p`` from :func:`read_fields`' result."""
+def make_trace(p: Path, fields: dict[str, Any], durations: np.ndarray | None = None) -> Trace:
+    """Build and check the :class:`Trace` of ``p`` from :func:`read_fields`' result.
+
+    ``durations``, when given, are its :attr:`Trace.iteration_seconds` worked out already (by
+    the child that read the file: ``np.diff(stamps, axis=1)`` of a trace of one solve)."""
     try:
         trace = Trace(**fields)
     except TraceError as exc:
         raise TraceError(f"{p}: {exc}") from None
     except Exception as exc:
         raise TraceError(_unreadable(p, exc)) from None
+    if (durations is not None and trace.solves is None
+            and durations.shape == (trace.nprocs, trace.stamps.shape[1] - 1)):
+        durations.setflags(write=False)
+        trace.__dict__["iteration_seconds"] = durations  # the cached property, filled in
     check_finite(trace)
     return trace
