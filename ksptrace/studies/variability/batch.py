@@ -23,13 +23,13 @@ import os
 import pickle
 import uuid
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
-from multiprocessing import get_context
 from pathlib import Path
 
 from ksptrace.errors import KsptraceError
 from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.workers import forked_pool
 from ksptrace.trace.reader_child import keep_reading, reading
 from ksptrace.version import __version__
 
@@ -156,28 +156,21 @@ def run(paths: Sequence[str], worker: Worker, options: AnalysisOptions, with_fig
                     _store(cache, name, done)
                 yield done
         return
-    with ProcessPoolExecutor(max_workers=min(jobs, len(todo)), mp_context=get_context("fork"),
-                             initializer=keep_reading) as pool:
+    with forked_pool(min(jobs, len(todo)), keep_reading) as pool:  # Ctrl-C: workers stopped
         pending: dict[Future[object], tuple[str, str | None]] = {}
         queue = list(todo)
-        try:
-            while queue or pending:
-                while queue and len(pending) < 2 * jobs:  # a few in flight, not every trace
-                    path, name = queue.pop(0)
-                    pending[pool.submit(_work, (worker, path, options, with_figures))] = (
-                        path, name)
-                finished, _ = wait(pending, return_when=FIRST_COMPLETED)
-                for future in finished:
-                    path, name = pending.pop(future)
-                    done = Done(path, future.result(), False)
-                    if cache is not None and name is not None and keep(done.result):
-                        _store(cache, name, done)
-                    yield done
-        except BaseException:
-            for future in pending:
-                future.cancel()
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
+        while queue or pending:
+            while queue and len(pending) < 2 * jobs:  # a few in flight, not every trace
+                path, name = queue.pop(0)
+                pending[pool.submit(_work, (worker, path, options, with_figures))] = (
+                    path, name)
+            finished, _ = wait(pending, return_when=FIRST_COMPLETED)
+            for future in finished:
+                path, name = pending.pop(future)
+                done = Done(path, future.result(), False)
+                if cache is not None and name is not None and keep(done.result):
+                    _store(cache, name, done)
+                yield done
 
 
 def prune(cache: Path, keep: set[str]) -> None:

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import multiprocessing
 import os
-import signal
 from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from dataclasses import replace
-from multiprocessing import get_context
 from typing import Any
 
 from matplotlib.figure import Figure
@@ -18,6 +16,7 @@ from matplotlib.figure import Figure
 from ksptrace.errors import AnalysisError
 from ksptrace.studies import drawing
 from ksptrace.studies.variability.digest import Drawn, FigureSet
+from ksptrace.studies.workers import forked_pool, start_pool, stop
 
 
 def _why(exc: AnalysisError) -> str:
@@ -41,12 +40,6 @@ def _fill_forked() -> tuple[list[Drawn], list[str]]:
     if sub._pending:
         raise AnalysisError("a figure drawn in a forked process cannot be drawn later")
     return sub.drawn, sub.omitted
-
-
-def _ends_on_ctrl_c() -> None:
-    """In a worker: Ctrl-C (sent to the whole process group) ends it at once and quietly; the
-    parent says "interrupted" and waits for it."""
-    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def can_fork(elements: int) -> bool:
@@ -89,31 +82,19 @@ class Collector:
         self._pending.append((len(self.drawn), self._what, make))
         self.drawn.append(Drawn(key, title, caption, b""))
 
-    def beside(self, fill: Callable[[Collector], None]) -> Callable[[], None]:
+    def beside(self, fill: Callable[[Collector], None]) -> Beside:
         """Start ``fill`` (which adds figures to the Collector it is given) in a forked process,
-        while this one goes on; the returned call waits for it and puts its figures and omitted
-        lines where they would have been had ``fill(self)`` run now (the same report)."""
+        while this one goes on. ``join()`` waits for it and puts its figures and omitted lines
+        where they would have been had ``fill(self)`` run now (the same report); ``stop()``
+        abandons it (an error or Ctrl-C in this process)."""
         global _FILL
-        at_drawn, at_omitted = len(self.drawn), len(self.omitted)
-        pool = ProcessPoolExecutor(max_workers=1, mp_context=get_context("fork"),
-                                   initializer=_ends_on_ctrl_c)
+        pool = start_pool(1)
         _FILL = fill
         try:
             future: Future[tuple[list[Drawn], list[str]]] = pool.submit(_fill_forked)
         finally:
             _FILL = None
-
-        def join() -> None:
-            try:
-                drawn, omitted = future.result()
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
-            self.drawn[at_drawn:at_drawn] = drawn
-            self.omitted[at_omitted:at_omitted] = omitted
-            self._pending = [(i + len(drawn) if i >= at_drawn else i, what, make)
-                             for i, what, make in self._pending]
-
-        return join
+        return Beside(self, pool, future, len(self.drawn), len(self.omitted))
 
     def guarded(self, what: str, step: Callable[..., None], *args: Any) -> None:
         """Run one drawing step; a figure it cannot draw becomes an omitted line."""
@@ -126,9 +107,7 @@ class Collector:
     def result(self, jobs: int = 1) -> FigureSet:
         makers = [make for _, _, make in self._pending]
         if jobs > 1 and len(makers) > 1:
-            with ProcessPoolExecutor(max_workers=min(jobs, len(makers)),
-                                     mp_context=get_context("fork"),
-                                     initializer=_ends_on_ctrl_c) as pool:
+            with forked_pool(min(jobs, len(makers))) as pool:
                 pngs = list(pool.map(_render, makers))
         else:
             pngs = [_render(make) for make in makers]
@@ -142,3 +121,31 @@ class Collector:
         self._pending = []
         drawn = tuple(d for i, d in enumerate(self.drawn) if i not in failed)
         return FigureSet(drawn, tuple(self.omitted))
+
+
+class Beside:
+    """Figures being drawn in a forked process for a Collector (:meth:`Collector.beside`)."""
+
+    def __init__(self, out: Collector, pool: ProcessPoolExecutor,
+                 future: Future[tuple[list[Drawn], list[str]]], at_drawn: int,
+                 at_omitted: int) -> None:
+        self.out, self.pool, self.future = out, pool, future
+        self.at_drawn, self.at_omitted = at_drawn, at_omitted
+
+    def join(self) -> None:
+        """Wait for the forked process; its figures and omitted lines go where they belong."""
+        try:
+            drawn, omitted = self.future.result()
+        except BaseException:
+            stop(self.pool)
+            raise
+        self.pool.shutdown(wait=True)
+        out, at = self.out, self.at_drawn
+        out.drawn[at:at] = drawn
+        out.omitted[self.at_omitted:self.at_omitted] = omitted
+        out._pending = [(i + len(drawn) if i >= at else i, what, make)
+                        for i, what, make in out._pending]
+
+    def stop(self) -> None:
+        """Abandon the forked process's figures (an error or Ctrl-C here)."""
+        stop(self.pool)

@@ -25,7 +25,7 @@ import numpy as np
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.variability import figures, ks
-from ksptrace.studies.variability.collector import Collector, _why, can_fork
+from ksptrace.studies.variability.collector import Beside, Collector, _why, can_fork
 from ksptrace.studies.variability.digest import FigureSet, _kept_columns
 from ksptrace.studies.variability.figures import TimeAxis
 from ksptrace.studies.variability.flags import Flag
@@ -325,14 +325,14 @@ def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
     times = trace.iteration_seconds
     keep = _kept_columns(a)
     kept = times if keep.size == times.shape[1] else times[:, keep]
-    join: Callable[[], None] | None = None
+    side: Beside | None = None
     if a.nprocs > 1:
         def by_rank(into: Collector) -> None:
             into.guarded("rank figures", _rank_figures, into, times, kept, trace, a)
             into.guarded("colormap", _colormap, into, times, a)
 
         if can_fork(times.size):  # half the figures of a large trace on the other core
-            join = out.beside(by_rank)
+            side = out.beside(by_rank)
         else:
             by_rank(out)
     else:
@@ -340,11 +340,16 @@ def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
             "P = 1: no rank pairs; the per-rank histograms, the KS heatmap, the rank scatter "
             "and the colormap are left out"
         )
-    # one axis for the kept times, shared by two figures (0.2 s a time at paper scale)
-    kept_axis = functools.cache(lambda: figures.time_axis(kept))
-    out.guarded("bulk fit", _bulk_figure, out, kept, a, kept_axis)
-    out.guarded("uniform fits and aₖ/sₖ histograms", _uniform_figures, out, times, a, keep)
-    out.guarded("restart-cycle histograms", _cycle_figure, out, times, kept, a, kept_axis)
-    if join is not None:
-        join()
+    try:
+        # one axis for the kept times, shared by two figures (0.2 s a time at paper scale)
+        kept_axis = functools.cache(lambda: figures.time_axis(kept))
+        out.guarded("bulk fit", _bulk_figure, out, kept, a, kept_axis)
+        out.guarded("uniform fits and aₖ/sₖ histograms", _uniform_figures, out, times, a, keep)
+        out.guarded("restart-cycle histograms", _cycle_figure, out, times, kept, a, kept_axis)
+    except BaseException:
+        if side is not None:
+            side.stop()
+        raise
+    if side is not None:
+        side.join()
     return out.result()

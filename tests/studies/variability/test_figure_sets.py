@@ -311,11 +311,11 @@ def _fill(into: Collector) -> None:
 def test_figures_drawn_beside_take_the_place_they_would_have_had() -> None:
     out = Collector()
     out.add("zero", "Zero", "before", Figure(figsize=(1, 1)))
-    join = out.beside(_fill)
+    side = out.beside(_fill)
     out.omitted.append("second omitted")
     out.later("later", "Later", "drawn last", lambda: Figure(figsize=(1, 1)))
     out.add("second", "Second", "after", Figure(figsize=(1, 1)))
-    join()
+    side.join()
     fs = out.result()
     assert [d.key for d in fs.drawn] == ["zero", "first", "later", "second"]
     assert fs.omitted == ("first omitted", "second omitted")
@@ -327,9 +327,9 @@ def _fails(into: Collector) -> None:
 
 
 def test_an_error_in_the_forked_process_reaches_the_caller() -> None:
-    join = Collector().beside(_fails)
+    side = Collector().beside(_fails)
     with pytest.raises(ValueError, match="broken drawing"):
-        join()
+        side.join()
 
 
 def test_small_traces_and_pool_workers_draw_everything_themselves() -> None:
