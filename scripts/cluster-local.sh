@@ -31,7 +31,8 @@
 # the private /24, default 10.77.77), KSPTRACE_CLUSTER_CPUS (CPUs each node advertises, default
 # 4), KSPTRACE_CLUSTER_PIN (1: pin node i to one core, the default; 0: all cores),
 # KSPTRACE_CLUSTER_SLURMD_TIMEOUT (seconds before slurmctld calls a silent node down, default
-# 10), KSPTRACE_CLUSTER_MOUNTS (mount table searched for cgroup, default /proc/mounts).
+# 10), KSPTRACE_CLUSTER_MOUNTS (mount table searched for cgroup, default /proc/mounts),
+# KSPTRACE_CLUSTER_SLURMD_CONF (a configuration for slurmd instead of the written one: tests).
 set -euo pipefail
 
 DIR=${KSPTRACE_CLUSTER_DIR:-/tmp/ksptrace-cluster}
@@ -46,6 +47,7 @@ NS_PREFIX=ksptrace-node
 VETH_PREFIX=kspveth
 MAX_NODES=4
 CONF="$DIR/slurm.conf"
+SLURMD_CONF=${KSPTRACE_CLUSTER_SLURMD_CONF:-$CONF}
 MUNGE_SOCKET="$DIR/munge/munge.socket"
 CANNOT_RUN=3
 STARTED=()  # daemons this invocation started, stopped again if 'start' fails
@@ -57,6 +59,15 @@ say() { echo "cluster-local: $*"; }
 die() { echo "cluster-local: error: $*" >&2; exit 1; }
 cannot() { echo "cluster-local: error: $*" >&2; exit "$CANNOT_RUN"; }
 last_line() { tr -d '\r' < "$1" 2>/dev/null | grep -v '^[[:space:]]*$' | tail -n 1 || true; }
+# Why slurmd of node i stopped: its stderr's last line, else the last error or fatal line its log
+# holds since its latest start.
+slurmd_reason() {  # i
+  local why
+  why=$(last_line "$DIR/log/slurmd-node$1.out")
+  [ -n "$why" ] || why=$(awk '/slurmd version .* started/ { last = "" } /error|fatal/ { last = $0 }
+    END { print last }' "$DIR/log/slurmd-node$1.log" 2>/dev/null || true)
+  echo "${why:-no message; see $DIR/log/slurmd-node$1.log}"
+}
 
 node_name() { echo "node$1"; }
 ns_name() { echo "$NS_PREFIX$1"; }
@@ -202,13 +213,14 @@ remove_network() {
 kill_namespace() {
   local ns=$1 pids
   [ -e "/run/netns/$ns" ] || return 0
-  for _ in 1 2 3 4 5; do
+  for _ in $(seq 50); do  # up to 10 s: on a loaded machine the killed take time to go
     pids=$(ip netns pids "$ns" 2>/dev/null || true)
     [ -z "$pids" ] && return 0
     # shellcheck disable=SC2086
     kill -9 $pids 2>/dev/null || true
     sleep 0.2
   done
+  say "warning: processes still in $ns after 10 s: $(ip netns pids "$ns" 2>/dev/null | xargs)" >&2
 }
 
 # --- daemons --------------------------------------------------------------------------------
@@ -251,7 +263,7 @@ start_slurmd() {  # i
   mkdir -p "$DIR/spool/$name" "$DIR/tmp/$name"
   setsid "${pin[@]}" nsenter --net="/run/netns/$(ns_name "$i")" unshare --uts \
     /bin/bash -c 'hostname "$1" && exec /usr/sbin/slurmd -D -f "$2" -N "$1"' slurmd "$name" \
-    "$CONF" > "$DIR/log/slurmd-$name.out" 2>&1 < /dev/null &
+    "$SLURMD_CONF" > "$DIR/log/slurmd-$name.out" 2>&1 < /dev/null &
   echo $! > "$DIR/pids/slurmd-$name.pid"
   STARTED+=("slurmd-$name")
 }
@@ -279,16 +291,24 @@ cleanup_started() {
   exit "$rc"
 }
 
+# A slurmd that exits at start-up is started again, twice at most (a loaded machine, a node
+# restarted right after a crash); the third exit is the reason the cluster cannot run.
 wait_ready() {  # K
-  local k=$1 i up
+  local k=$1 i up tries=()
+  for ((i = 1; i <= k; i++)); do tries[i]=1; done
   for _ in $(seq 150); do
     up=$(sinfo -h -N -o '%N %T' 2>/dev/null | grep -Ec ' (idle|mixed|allocated)$' || true)
     if scontrol ping 2>/dev/null | grep -q "is UP" && [ "$up" -ge "$k" ]; then return 0; fi
     ours slurmctld >/dev/null ||
       cannot "slurmctld exited at start-up: $(last_line "$DIR/log/slurmctld.out")"
     for ((i = 1; i <= k; i++)); do
-      ours "slurmd-node$i" slurmd >/dev/null ||
-        cannot "slurmd of node$i exited at start-up: $(last_line "$DIR/log/slurmd-node$i.out")"
+      ours "slurmd-node$i" slurmd >/dev/null && continue
+      [ "${tries[i]}" -lt 3 ] ||
+        cannot "slurmd of node$i exited at start-up (3 tries): $(slurmd_reason "$i")"
+      say "slurmd of node$i exited at start-up ($(slurmd_reason "$i")); starting it again" >&2
+      tries[i]=$((tries[i] + 1))
+      sleep 1
+      start_slurmd "$i"
     done
     sleep 0.2
   done

@@ -219,6 +219,24 @@ def test_a_node_that_dies_fails_the_run_and_a_resume_reruns_it(
                            capture_output=True, text=True, check=False).stdout
     assert sinfo.strip().startswith("down"), sinfo
 
+    # A slurmd that exits at start-up is started twice more, then its reason is the error; the
+    # failed start stops only what it started (node1 and slurmctld stay up).
+    bad = tmp_path / "bad.conf"
+    bad.write_text("ThisIsNotASlurmOption=1\n")
+    refused = _script("start", "--nodes", "2",
+                      env={**client, "KSPTRACE_CLUSTER_SLURMD_CONF": str(bad)})
+    assert refused.returncode == CANNOT_RUN, refused.stderr
+    again = ("slurmd of node2 exited at start-up (slurmd: fatal: Unable to process configuration "
+             "file); starting it again")
+    assert refused.stderr.count(again) == 2, refused.stderr
+    assert refused.stderr.strip().endswith(
+        "slurmd of node2 exited at start-up (3 tries): slurmd: fatal: Unable to process "
+        "configuration file"), refused.stderr
+    status = _script("status", env=client).stdout
+    assert "slurmctld running (" in status, status
+    assert "slurmd of node1 running (" in status, status
+    assert "slurmd of node2 running" not in status, status
+
     back = _script("start", "--nodes", "2", env=client)
     assert back.returncode == 0, back.stderr
     _resume_completes(path, out, client, capsys)
