@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from tests.docs import ahead, cleanliness
-from tests.docs.harness import DOCS
+from tests.docs.harness import DOCS, start_early
 
 ROOT = Path(__file__).resolve().parent
 pytest_collect_file = DOCS.pytest()
@@ -40,6 +40,13 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """The documents this run collected: only they run (tests/docs/ahead.py)."""
     ahead.SELECTED[:] = sorted({Path(str(item.path)) for item in items
                                 if str(item.path).endswith(".md")})
+
+
+@pytest.hookimpl(trylast=True)
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """The collected documents start running now, beside the tests (tests/docs/ahead.py)."""
+    if ahead.SELECTED and not session.config.option.collectonly:
+        start_early()
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:

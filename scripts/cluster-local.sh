@@ -342,14 +342,28 @@ cmd_start() {
   say "up: $k nodes (node1..node$k at $(node_addr 1)..$(node_addr "$k"), $CPUS CPUs each); eval \"\$($0 env)\""
 }
 
+# Every daemon is sent its SIGTERM at once (each takes one to two seconds to go), then waited for.
 cmd_stop() {
-  local i
-  for i in $(seq "$MAX_NODES"); do
-    stop_one "slurmd-node$i" slurmd
-    kill_namespace "$(ns_name "$i")"
+  local i name pid pids=() names=() alive
+  for name in $(seq -f "slurmd-node%g" "$MAX_NODES") slurmctld munged; do
+    if pid=$(ours "$name" "${name%%-*}"); then
+      kill "$pid" 2>/dev/null || true
+      pids+=("$pid")
+      names+=("$name")
+    fi
+    rm -f "$DIR/pids/$name.pid"
   done
-  stop_one slurmctld
-  stop_one munged
+  for _ in $(seq 50); do  # up to 5 s, then SIGKILL
+    alive=0
+    for pid in "${pids[@]}"; do [ -d "/proc/$pid" ] && alive=1; done
+    [ "$alive" = 1 ] || break
+    sleep 0.1
+  done
+  for ((i = 0; i < ${#pids[@]}; i++)); do
+    if [ -d "/proc/${pids[i]}" ]; then kill -9 "${pids[i]}" 2>/dev/null || true; fi
+    say "stopped ${names[i]} (${pids[i]})"
+  done
+  for i in $(seq "$MAX_NODES"); do kill_namespace "$(ns_name "$i")"; done
   remove_network
   rm -f "$DIR/nodes"
 }

@@ -2,7 +2,12 @@
 (issue 31): when pytest reaches the first document's first block, every collected document
 starts in a pool of two threads, each in its own copy of the repository (tests/docs/harness.py);
 each block's test then waits for that block's outcome and reports it. The blocks of one document
-still run one after the other, in order, as a reader would type them."""
+still run one after the other, in order, as a reader would type them.
+
+In a run of the whole suite the documents start at once, beside the first tests (conftest.py calls
+:func:`start` with ``early``): the documentation phase at the end of the suite took 80 to 110 s
+of waiting while half the tests wait on subprocesses and daemons. A document in LATE starts
+only when pytest reaches it, after the tests that use what it uses."""
 
 from __future__ import annotations
 
@@ -15,6 +20,9 @@ from typing import Any
 from unittest import SkipTest
 
 WORKERS = 2
+LATE = ("cluster.md",)
+"""Documents that start and stop the shared local cluster (scripts/cluster-local.sh): they must
+not overlap tests/jobs/test_cluster_real.py, so they start when pytest reaches them."""
 WAIT = 1500.0
 """Seconds a block's test waits for its document to get there."""
 
@@ -22,6 +30,7 @@ SELECTED: list[Path] = []
 """The documents pytest collected (conftest.py sets it); all of them when empty."""
 _OUTCOMES: dict[tuple[str, int], tuple[str, str]] = {}
 _FUTURES: dict[str, Future[None]] = {}
+_POOL: ThreadPoolExecutor | None = None
 _LOCK = threading.Lock()
 
 
@@ -56,18 +65,22 @@ def _run_document(path: Path, parse: Callable[[Path], Any],
 
 def start(all_documents: Sequence[Path], parse: Callable[[Path], Any],
           setup: Callable[[dict[str, Any]], None],
-          teardown: Callable[[dict[str, Any]], None]) -> None:
-    """Start every document (the selected ones), the longest first; again: nothing."""
+          teardown: Callable[[dict[str, Any]], None], early: bool = False) -> None:
+    """Start every document (the selected ones) not started yet, the longest first; with
+    ``early``, all but the LATE ones."""
+    global _POOL
     with _LOCK:
-        if _FUTURES:
-            return
         chosen = SELECTED or list(all_documents)
         order = sorted(chosen, key=lambda p: (p.name != "README.md", p.name != "analysis.md",
                                               str(p)))
-        pool = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="docs")
-        for path in order:
-            _FUTURES[_key(path)] = pool.submit(_run_document, path, parse, setup, teardown)
-        pool.shutdown(wait=False)
+        todo = [p for p in order if _key(p) not in _FUTURES
+                and not (early and p.name in LATE)]
+        if not todo:
+            return
+        if _POOL is None:
+            _POOL = ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="docs")
+        for path in todo:
+            _FUTURES[_key(path)] = _POOL.submit(_run_document, path, parse, setup, teardown)
 
 
 def outcome(path: str | Path, line: int) -> None:

@@ -178,6 +178,11 @@ def _replay_setup(namespace: dict[str, Any]) -> None:
     ahead.start(DOCUMENTS, _parse, setup, teardown)
 
 
+def start_early() -> None:
+    """Start the collected documents now, beside the tests (ahead.py; not the LATE ones)."""
+    ahead.start(DOCUMENTS, _parse, setup, teardown, early=True)
+
+
 RUNNER = Sybil(parsers=PARSERS, patterns=["README.md", "docs/*.md"], path=str(ROOT))
 """Parses a document for its run in ahead.py (setup and teardown are called there)."""
 DOCS = Sybil(parsers=PARSERS, patterns=["README.md", "docs/*.md"], path=str(ROOT),
