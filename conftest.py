@@ -11,6 +11,7 @@ from tests.docs import ahead, cleanliness
 from tests.docs.harness import DOCS, start_early
 
 ROOT = Path(__file__).resolve().parent
+JOBS = ROOT / "tests" / "jobs"
 pytest_collect_file = DOCS.pytest()
 _STATUS: dict[str, set[str] | None] = {}
 
@@ -42,10 +43,11 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
                                 if str(item.path).endswith(".md")})
 
 
-@pytest.hookimpl(trylast=True)
-def pytest_collection_finish(session: pytest.Session) -> None:
-    """The collected documents start running now, beside the tests (tests/docs/ahead.py)."""
-    if ahead.SELECTED and not session.config.option.collectonly:
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """The collected documents start beside the tests of tests/jobs/, which mostly wait on
+    Slurm's daemons and on killed runs: there the documents' solves cost the other tests least
+    (tests/docs/ahead.py); else they start when pytest reaches their first block."""
+    if ahead.SELECTED and JOBS in Path(str(item.path)).parents:
         start_early()
 
 

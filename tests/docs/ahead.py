@@ -4,9 +4,9 @@ starts in a pool of two threads, each in its own copy of the repository (tests/d
 each block's test then waits for that block's outcome and reports it. The blocks of one document
 still run one after the other, in order, as a reader would type them.
 
-In a run of the whole suite the documents start at once, beside the first tests (conftest.py calls
-:func:`start` with ``early``): the documentation phase at the end of the suite took 80 to 110 s
-of waiting while half the tests wait on subprocesses and daemons. A document in LATE starts
+In a run of the whole suite the documents start beside the tests of tests/jobs/, which mostly
+wait on Slurm's daemons and killed runs (conftest.py calls :func:`start` with ``early``): run
+after all the tests, the documentation took 80 to 110 s of the suite. A document in LATE starts
 only when pytest reaches it, after the tests that use what it uses."""
 
 from __future__ import annotations
