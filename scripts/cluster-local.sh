@@ -56,6 +56,8 @@ PACKAGES=(slurmctld slurmd slurm-client munge libpmix-dev iproute2 util-linux)
 export SLURM_CONF="$CONF"
 
 say() { echo "cluster-local: $*"; }
+# shellcheck source=scripts/daemons.sh
+source "$(dirname "${BASH_SOURCE[0]}")/daemons.sh"
 die() { echo "cluster-local: error: $*" >&2; exit 1; }
 cannot() { echo "cluster-local: error: $*" >&2; exit "$CANNOT_RUN"; }
 last_line() { tr -d '\r' < "$1" 2>/dev/null | grep -v '^[[:space:]]*$' | tail -n 1 || true; }
@@ -342,27 +344,13 @@ cmd_start() {
   say "up: $k nodes (node1..node$k at $(node_addr 1)..$(node_addr "$k"), $CPUS CPUs each); eval \"\$($0 env)\""
 }
 
-# Every daemon is sent its SIGTERM at once (each takes one to two seconds to go), then waited for.
-cmd_stop() {
-  local i name pid pids=() names=() alive
+cmd_stop() {  # every daemon at once (scripts/daemons.sh), then the namespaces and the network
+  local i name pid stopping=()
   for name in $(seq -f "slurmd-node%g" "$MAX_NODES") slurmctld munged; do
-    if pid=$(ours "$name" "${name%%-*}"); then
-      kill "$pid" 2>/dev/null || true
-      pids+=("$pid")
-      names+=("$name")
-    fi
+    if pid=$(ours "$name" "${name%%-*}"); then stopping+=("$name" "$pid"); fi
     rm -f "$DIR/pids/$name.pid"
   done
-  for _ in $(seq 50); do  # up to 5 s, then SIGKILL
-    alive=0
-    for pid in "${pids[@]}"; do [ -d "/proc/$pid" ] && alive=1; done
-    [ "$alive" = 1 ] || break
-    sleep 0.1
-  done
-  for ((i = 0; i < ${#pids[@]}; i++)); do
-    if [ -d "/proc/${pids[i]}" ]; then kill -9 "${pids[i]}" 2>/dev/null || true; fi
-    say "stopped ${names[i]} (${pids[i]})"
-  done
+  stop_together "${stopping[@]}"
   for i in $(seq "$MAX_NODES"); do kill_namespace "$(ns_name "$i")"; done
   remove_network
   rm -f "$DIR/nodes"

@@ -42,6 +42,8 @@ PACKAGES=(slurmctld slurmd slurm-client munge libpmix-dev)
 export SLURM_CONF="$CONF"
 
 say() { echo "slurm-local: $*"; }
+# shellcheck source=scripts/daemons.sh
+source "$(dirname "${BASH_SOURCE[0]}")/daemons.sh"
 die() { echo "slurm-local: error: $*" >&2; exit 1; }
 cannot() { echo "slurm-local: error: $*" >&2; exit "$CANNOT_RUN"; }
 
@@ -195,23 +197,13 @@ cmd_start() {
   say "up: node $NODE with $CPUS CPUs; export SLURM_CONF=$CONF"
 }
 
-# All three at once: each takes one to two seconds to go after its SIGTERM.
-cmd_stop() {
-  local name pid pids=() names=() alive i
+cmd_stop() {  # all three at once (scripts/daemons.sh)
+  local name pid stopping=()
   for name in slurmd slurmctld munged; do
-    if pid=$(ours "$name"); then kill "$pid" 2>/dev/null || true; pids+=("$pid"); names+=("$name"); fi
+    if pid=$(ours "$name"); then stopping+=("$name" "$pid"); fi
     rm -f "$DIR/pids/$name.pid"
   done
-  for _ in $(seq 50); do  # up to 5 s, then SIGKILL
-    alive=0
-    for pid in "${pids[@]}"; do [ -d "/proc/$pid" ] && alive=1; done
-    [ "$alive" = 1 ] || break
-    sleep 0.1
-  done
-  for ((i = 0; i < ${#pids[@]}; i++)); do
-    if [ -d "/proc/${pids[i]}" ]; then kill -9 "${pids[i]}" 2>/dev/null || true; fi
-    say "stopped ${names[i]} (${pids[i]})"
-  done
+  stop_together "${stopping[@]}"
 }
 
 cmd_status() {
