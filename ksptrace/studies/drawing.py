@@ -107,3 +107,14 @@ def to_png(fig: Figure) -> bytes:
     info.add_text("Software", f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/")
     image.save(buf, format="png", dpi=(DPI, DPI), pnginfo=info)
     return buf.getvalue()
+
+
+def release(fig: Figure) -> None:
+    """Free a drawn figure's pixels now (its Agg renderer holds width x height x 4 bytes); the
+    rest goes with the garbage collector. ``fig.clear()`` did this in a tenth of a demo
+    analysis' time with figures, because clearing an Axes rebuilds its ticks and spines."""
+    canvas = fig.canvas
+    if isinstance(canvas, FigureCanvasAgg) and hasattr(canvas, "renderer"):
+        del canvas.renderer
+        canvas._lastKey = None  # a later draw makes a new renderer rather than reuse none
+

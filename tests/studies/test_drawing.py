@@ -67,3 +67,15 @@ def test_a_figure_at_another_resolution_goes_through_savefig() -> None:
     fig = Figure(figsize=(2.0, 1.0), dpi=50)
     fig.subplots().plot([0, 1], [1, 0])
     assert _pixels(drawing.to_png(fig)).shape == (100, 200, 4)  # at DPI, as savefig writes
+
+
+def test_a_released_figure_has_no_pixels_left_and_draws_the_same_again() -> None:
+    fig = _busy()
+    png = drawing.to_png(fig)
+    assert hasattr(fig.canvas, "renderer")
+    drawing.release(fig)
+    assert not hasattr(fig.canvas, "renderer")  # the width x height x 4 bytes are freed
+    assert fig.axes  # nothing cleared: clearing an Axes rebuilds its ticks (the cost it saves)
+    twin = _busy()  # drawn twice, never released: a second draw lays out once more
+    assert _pixels(drawing.to_png(twin)).shape == _pixels(png).shape
+    np.testing.assert_array_equal(_pixels(drawing.to_png(fig)), _pixels(drawing.to_png(twin)))

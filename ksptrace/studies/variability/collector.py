@@ -58,7 +58,7 @@ def _render(make: Callable[[], Figure]) -> bytes | str:
     except AnalysisError as exc:
         return _why(exc)
     png = drawing.to_png(fig)
-    fig.clear()
+    drawing.release(fig)
     return png
 
 
@@ -76,7 +76,7 @@ class Collector:
 
     def add(self, key: str, title: str, caption: str, fig: Figure) -> None:
         self.drawn.append(Drawn(key, title, caption, drawing.to_png(fig)))
-        fig.clear()
+        drawing.release(fig)
 
     def later(self, key: str, title: str, caption: str, make: Callable[[], Figure]) -> None:
         self._pending.append((len(self.drawn), self._what, make))
