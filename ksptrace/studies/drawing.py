@@ -7,11 +7,12 @@ matplotlib's object API with the Agg canvas, never pyplot, so no global state is
 from __future__ import annotations
 
 import io
+import threading
 
 import matplotlib
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
-from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 from matplotlib.ticker import FixedFormatter, Formatter, FuncFormatter
@@ -98,6 +99,7 @@ def to_png(fig: Figure) -> bytes:
     if fig.dpi != DPI or not isinstance(canvas, FigureCanvasAgg):
         fig.savefig(buf, format="png", dpi=DPI)
         return buf.getvalue()
+    _share_renderer(canvas)
     canvas.draw()
     width, height = canvas.get_width_height()
     image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
@@ -109,10 +111,33 @@ def to_png(fig: Figure) -> bytes:
     return buf.getvalue()
 
 
+_SHARED = threading.local()
+"""Per thread, one Agg renderer per figure size (``renderers``), drawn into by every figure of
+that size in turn: a renderer is never drawn into by two threads at once."""
+
+
+def _share_renderer(canvas: FigureCanvasAgg) -> None:
+    """Give ``canvas`` this thread's renderer for its size. matplotlib caches the measured
+    extent of each text per renderer; a new renderer per figure measured the same tick labels
+    and axis titles again for every figure (its constrained layout asks for them several times):
+    a twentieth of a demo analysis with figures. The renderer is cleared before each draw: the
+    same pixels (tests/studies/test_drawing.py)."""
+    width, height = canvas.figure.bbox.size
+    key = (float(width), float(height), float(canvas.figure.dpi))
+    renderers: dict[tuple[float, float, float], RendererAgg] = _SHARED.__dict__.setdefault(
+        "renderers", {})
+    renderer = renderers.get(key)
+    if renderer is None:
+        renderer = renderers[key] = RendererAgg(width, height, canvas.figure.dpi)
+    canvas.renderer = renderer
+    canvas._lastKey = key  # FigureCanvasAgg.get_renderer reuses the renderer of this key
+
+
 def release(fig: Figure) -> None:
-    """Free a drawn figure's pixels now (its Agg renderer holds width x height x 4 bytes); the
-    rest goes with the garbage collector. ``fig.clear()`` did this in a tenth of a demo
-    analysis' time with figures, because clearing an Axes rebuilds its ticks and spines."""
+    """Let a drawn figure go of its renderer: a renderer of its own (width x height x 4 bytes,
+    from ``savefig``) is freed now, the shared one of :func:`to_png` stays for the next figure;
+    the rest goes with the garbage collector. ``fig.clear()`` took a tenth of a demo analysis'
+    time with figures for this, because clearing an Axes rebuilds its ticks and spines."""
     canvas = fig.canvas
     if isinstance(canvas, FigureCanvasAgg) and hasattr(canvas, "renderer"):
         del canvas.renderer

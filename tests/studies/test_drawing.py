@@ -74,8 +74,22 @@ def test_a_released_figure_has_no_pixels_left_and_draws_the_same_again() -> None
     png = drawing.to_png(fig)
     assert hasattr(fig.canvas, "renderer")
     drawing.release(fig)
-    assert not hasattr(fig.canvas, "renderer")  # the width x height x 4 bytes are freed
+    assert not hasattr(fig.canvas, "renderer")  # the figure holds no renderer any more
     assert fig.axes  # nothing cleared: clearing an Axes rebuilds its ticks (the cost it saves)
     twin = _busy()  # drawn twice, never released: a second draw lays out once more
     assert _pixels(drawing.to_png(twin)).shape == _pixels(png).shape
     np.testing.assert_array_equal(_pixels(drawing.to_png(fig)), _pixels(drawing.to_png(twin)))
+
+
+def test_figures_of_one_size_share_a_renderer_and_keep_their_own_pixels() -> None:
+    first = drawing.to_png(_busy())
+    other = drawing._figure(height=4.0)  # the same size, other contents
+    other.add_subplot().plot([0, 1], [1, 0], label="another")
+    between = drawing.to_png(other)
+    again = _busy()
+    assert drawing.to_png(again) == first  # the shared renderer is cleared before each draw
+    assert between != first
+    assert again.canvas.renderer is other.canvas.renderer  # one renderer for the size
+    shorter = drawing._figure(height=2.0)
+    drawing.to_png(shorter)
+    assert shorter.canvas.renderer is not again.canvas.renderer
