@@ -109,6 +109,9 @@ def register(subparsers: Any) -> None:
 
 
 def main(args: argparse.Namespace) -> int:
+    from ksptrace.allocator import keep_freed_memory
+
+    keep_freed_memory()  # fewer page faults: the same numbers, faster (ksptrace/allocator.py)
     if args.traces and args.jobs == 1 and args.backend == "local" and not args.cache_only:
         from ksptrace.trace.read import read_ahead
 
