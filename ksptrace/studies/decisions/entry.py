@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ksptrace.errors import KsptraceError
-from ksptrace.studies.decisions.figures import left_out, study_figures
 from ksptrace.studies.decisions.files import options_refused
 from ksptrace.studies.decisions.grouping import (
     DEFAULT_AXES,
@@ -15,6 +14,7 @@ from ksptrace.studies.decisions.grouping import (
     build_studies,
     run_of,
 )
+from ksptrace.studies.decisions.study import DecisionStudy
 from ksptrace.studies.decisions.tables import sentences, study_tables, summary_of
 from ksptrace.studies.result import Figure, Part, StudyResult
 from ksptrace.studies.table import Table
@@ -35,6 +35,18 @@ def studies_of(analyses: Sequence[TraceAnalysis]) -> Studies:
         return Studies(DEFAULT_AXES, DEFAULT_METHOD, (), (str(exc),))
 
 
+def _drawn(s: DecisionStudy) -> list[Figure]:
+    from ksptrace.studies.decisions.figures import study_figures  # matplotlib: only to draw
+
+    return list(study_figures(s))
+
+
+def _left_out(s: DecisionStudy) -> list[str]:
+    from ksptrace.studies.decisions.figures import left_out
+
+    return list(left_out(s))
+
+
 def result_of(studies: Studies, tables_of: Sequence[Sequence[Table]] | None = None,
               pictures_of: Sequence[Sequence[Figure]] | None = None) -> StudyResult:
     """The maps as a study result (``tables_of`` and ``pictures_of`` per map: computed here
@@ -42,10 +54,10 @@ def result_of(studies: Studies, tables_of: Sequence[Sequence[Table]] | None = No
     parts = []
     for k, s in enumerate(studies.studies):
         tables = list(tables_of[k]) if tables_of is not None else study_tables(s, k)
-        pictures = pictures_of[k] if pictures_of is not None else study_figures(s)
+        pictures = pictures_of[k] if pictures_of is not None else _drawn(s)
         parts.append(Part(
             title=s.title, anchor=f"decision-{k + 1}",
-            findings=(*sentences(s), *(left_out(s) if pictures else ())),
+            findings=(*sentences(s), *(_left_out(s) if pictures else ())),
             tables=tuple(tables[:SHOWN_TABLES]), unshown=tuple(tables[SHOWN_TABLES:]),
             figures=tuple(pictures)))
     a1, a2 = studies.axes

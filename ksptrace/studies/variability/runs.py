@@ -17,7 +17,7 @@ from typing import Protocol
 
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.studies.result import Figure, StudyResult
-from ksptrace.studies.variability import across_sets, batch, figure_sets, findings
+from ksptrace.studies.variability import batch, findings
 from ksptrace.studies.variability.digest import Drawn, TraceDigest, digest_of
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
@@ -134,6 +134,8 @@ def analyse_one(
     omitted: tuple[str, ...] = ()
     digest = None
     if with_figures:
+        from ksptrace.studies.variability import figure_sets  # matplotlib: only to draw
+
         step("figures", 0.0)
         drawn = figure_sets.trace_figures(trace, a)
         pictures, omitted = _pictures(drawn.drawn), tuple(drawn.omitted)
@@ -277,6 +279,8 @@ def gather(done: list[Analysed], skipped: list[Skipped], opt: AnalysisOptions,
     across: tuple[Figure, ...] = ()
     across_omitted: tuple[str, ...] = ()
     if with_figures and done:
+        from ksptrace.studies.variability import across_sets  # matplotlib: only to draw
+
         if progress is not None:
             progress.step("figures across configurations")
         fs = across_sets.across_figures(
