@@ -17,11 +17,13 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
+import scipy
 import scipy.stats as st
 
 from ksptrace.errors import AnalysisError
+from ksptrace.studies.variability import neldermead
 from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES
-from ksptrace.studies.variability.fastnll import objective
+from ksptrace.studies.variability.fastnll import CHECKED_SCIPY, objective
 from ksptrace.studies.variability.models import mean_of
 from ksptrace.studies.variability.startmoments import remembered_moments
 
@@ -186,8 +188,9 @@ def _standardiser(sample: np.ndarray) -> tuple[float, float]:
 
 class _Watched:
     """scipy's default optimizer (``optimize.fmin`` with the arguments ``rv_continuous.fit``
-    passes), run as it is, remembering whether it stopped at a limit: the same numbers. The
-    objective is scipy's, or its bit-identical faster twin from fastnll.py."""
+    passes), remembering whether it stopped at a limit: the same numbers. The objective is
+    scipy's, or its bit-identical faster twin from fastnll.py; the optimizer is scipy's, or,
+    with the scipy release the twins follow, its bit-identical twin from neldermead.py."""
 
     def __init__(self, dist: Any = None) -> None:
         self.converged: bool | None = None
@@ -198,8 +201,11 @@ class _Watched:
 
         if self.dist is not None and len(args) == 1:
             func = objective(self.dist, func, x0, args[0])
-        xopt, _fopt, _its, _calls, warnflag = optimize.fmin(func, x0, args=args, disp=disp,
-                                                             full_output=True)
+        if disp == 0 and scipy.__version__.startswith(CHECKED_SCIPY):
+            xopt, warnflag = neldermead.fmin(func, x0, args)
+        else:
+            xopt, _fopt, _its, _calls, warnflag = optimize.fmin(func, x0, args=args, disp=disp,
+                                                                 full_output=True)
         self.converged = warnflag == 0
         return xopt
 
