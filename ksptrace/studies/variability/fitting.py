@@ -24,6 +24,7 @@ from ksptrace.errors import AnalysisError
 from ksptrace.studies.variability import neldermead
 from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES
 from ksptrace.studies.variability.fastnll import CHECKED_SCIPY, objective
+from ksptrace.studies.variability.inplace import kernel
 from ksptrace.studies.variability.models import mean_of
 from ksptrace.studies.variability.startmoments import remembered_moments
 
@@ -190,7 +191,8 @@ class _Watched:
     """scipy's default optimizer (``optimize.fmin`` with the arguments ``rv_continuous.fit``
     passes), remembering whether it stopped at a limit: the same numbers. The objective is
     scipy's, or its bit-identical faster twin from fastnll.py; the optimizer is scipy's, or,
-    with the scipy release the twins follow, its bit-identical twin from neldermead.py."""
+    with the scipy release the twins follow, its bit-identical twin from neldermead.py, which
+    evaluates the twin on Python floats (inplace.py) where it can."""
 
     def __init__(self, dist: Any = None) -> None:
         self.converged: bool | None = None
@@ -199,10 +201,13 @@ class _Watched:
     def __call__(self, func: Any, x0: Any, args: tuple[Any, ...] = (), disp: int = 0) -> Any:
         from scipy import optimize
 
+        floats = None
         if self.dist is not None and len(args) == 1:
-            func = objective(self.dist, func, x0, args[0])
+            scipys, func = func, objective(self.dist, func, x0, args[0])
+            if func is not scipys:
+                floats = kernel(self.dist.name, func, x0, args[0])
         if disp == 0 and scipy.__version__.startswith(CHECKED_SCIPY):
-            xopt, warnflag = neldermead.fmin(func, x0, args)
+            xopt, warnflag = neldermead.fmin(func, x0, args, floats)
         else:
             xopt, _fopt, _its, _calls, warnflag = optimize.fmin(func, x0, args=args, disp=disp,
                                                                  full_output=True)

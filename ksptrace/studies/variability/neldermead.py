@@ -4,12 +4,16 @@
 every step (the centroid, a reflection, the test for convergence, the sort) is a numpy call on
 such a tiny array, about 20 µs of overhead per iteration beside the 30 µs of the objective on a
 demo trace. :func:`fmin` performs the same IEEE operations on the same values in the same order
-(``2 * xbar - x`` for the reflection and so on; the centroid and the order still numpy's own
-``add.reduce`` and ``argsort``), so it visits the same points and returns the same bits
-and the same stopping reason. It follows scipy 1.10 with its defaults (non-adaptive, no bounds,
-``xatol = fatol = 1e-4``, 200 iterations and evaluations per parameter) and is used only with
-it (``fastnll.CHECKED_SCIPY``); ``tests/studies/variability/test_neldermead.py`` compares the
-two on every family's fits and on functions with NaN, infinite and tied values.
+(``2 * xbar - x`` for the reflection and so on), so it visits the same points and returns the
+same bits and the same stopping reason. It follows scipy 1.10 with its defaults (non-adaptive,
+no bounds, ``xatol = fatol = 1e-4``, 200 iterations and evaluations per parameter) and is used
+only with it (``fastnll.CHECKED_SCIPY``); ``tests/studies/variability/test_neldermead.py``
+compares the two on every family's fits and on functions with NaN, infinite and tied values.
+
+The centroid and the order are numpy's: ``add.reduce`` over axis 0 adds the rows one after the
+other, and ``argsort`` of at most 16 values is an insertion sort, stable, NaN last. With the
+numpy release that was checked (CHECKED_NUMPY) both are done on the floats in the same way;
+with another, by numpy itself.
 """
 
 from __future__ import annotations
@@ -24,6 +28,39 @@ NONZDELT = 0.05
 ZDELT = 0.00025
 XATOL = 1e-4
 FATOL = 1e-4
+
+
+CHECKED_NUMPY = ("1.24.",)
+"""numpy releases whose axis-0 reduction and small argsort :func:`_centroid` and :func:`_order`
+follow (tests compare them); with another release numpy's own are called."""
+_OWN = np.__version__.startswith(CHECKED_NUMPY)
+
+
+def _nan_last(v: float) -> tuple[bool, float]:
+    return (v != v, v)
+
+
+def _order(values: list[float]) -> list[int]:
+    """``np.argsort(values)`` for at most 16 values."""
+    if _OWN and len(values) <= 16:
+        return sorted(range(len(values)), key=lambda i: _nan_last(values[i]))
+    order: list[int] = np.argsort(np.array(values, dtype=np.float64)).tolist()
+    return order
+
+
+def _centroid(rows: list[list[float]]) -> list[float]:
+    """``np.add.reduce(np.array(rows), 0) / len(rows)``."""
+    n = len(rows)
+    if not _OWN:
+        centre: list[float] = (np.add.reduce(np.array(rows, dtype=np.float64), 0) / n).tolist()
+        return centre
+    out = []
+    for column in zip(*rows, strict=True):
+        total = column[0]
+        for v in column[1:]:
+            total += v
+        out.append(total / n)
+    return out
 
 
 class _Exhausted(Exception):
@@ -41,24 +78,32 @@ def _converged(sim: list[list[float]], fsim: list[float]) -> bool:
     return all(abs(v - b) <= XATOL for row in sim[1:] for v, b in zip(row, best, strict=True))
 
 
-def fmin(func: Callable[..., Any], x0: Any, args: tuple[Any, ...] = ()
-         ) -> tuple[np.ndarray, int]:
+def _on_array(func: Callable[..., Any], args: tuple[Any, ...]) -> Callable[[list[float]], float]:
+    def evaluate(x: list[float]) -> float:
+        value: Any = func(np.array(x, dtype=np.float64), *args)
+        if not np.isscalar(value):  # scipy accepts np.array([v]) too
+            value = np.asarray(value).item()
+        return float(value)
+    return evaluate
+
+
+def fmin(func: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (),
+         floats: Callable[[list[float]], float] | None = None) -> tuple[np.ndarray, int]:
     """``scipy.optimize.fmin(func, x0, args, full_output=True)``'s point and warning flag
-    (0: converged, 1: evaluation limit, 2: iteration limit)."""
+    (0: converged, 1: evaluation limit, 2: iteration limit). ``floats``, when given, is ``func``
+    with ``args`` on a list of Python floats (the same value to the bit: :mod:`.inplace`)."""
     start = [float(v) for v in np.asarray(x0, dtype=np.float64).ravel()]
     n = len(start)
     maxfun = maxiter = n * 200
     calls = 0
+    evaluate = floats if floats is not None else _on_array(func, args)
 
     def f(x: list[float]) -> float:
         nonlocal calls
         if calls >= maxfun:
             raise _Exhausted
         calls += 1
-        value: Any = func(np.array(x, dtype=np.float64), *args)
-        if not np.isscalar(value):  # scipy accepts np.array([v]) too
-            value = np.asarray(value).item()
-        return float(value)
+        return evaluate(x)
 
     sim = [start]
     for k in range(n):
@@ -68,7 +113,7 @@ def fmin(func: Callable[..., Any], x0: Any, args: tuple[Any, ...] = ()
     fsim = [math.inf] * (n + 1)
 
     def ordered() -> None:
-        order = np.argsort(np.array(fsim, dtype=np.float64)).tolist()
+        order = _order(fsim)
         sim[:] = [sim[i] for i in order]
         fsim[:] = [fsim[i] for i in order]
 
@@ -85,8 +130,7 @@ def fmin(func: Callable[..., Any], x0: Any, args: tuple[Any, ...] = ()
         try:
             if _converged(sim, fsim):
                 break
-            # numpy's own reduction: its order of additions over axis 0 is numpy's to choose
-            xbar = (np.add.reduce(np.array(sim[:-1], dtype=np.float64), 0) / n).tolist()
+            xbar = _centroid(sim[:-1])
             worst = sim[-1]
             xr = [2 * b - 1 * w for b, w in zip(xbar, worst, strict=True)]
             fxr = f(xr)
