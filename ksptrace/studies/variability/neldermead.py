@@ -48,6 +48,19 @@ def _order(values: list[float]) -> list[int]:
     return order
 
 
+def _settle_last(sim: list[list[float]], fsim: list[float]) -> None:
+    """Order ``fsim`` (and ``sim``) as ``np.argsort`` would when only the last value changed
+    since they were ordered: its insertion sort leaves the ordered prefix as it is and moves
+    the last value before every value it is less than (NaN after every number)."""
+    v = fsim[-1]
+    j = len(fsim) - 1
+    while j > 0 and (v < fsim[j - 1] or (fsim[j - 1] != fsim[j - 1] and v == v)):
+        j -= 1
+    if j < len(fsim) - 1:
+        fsim.insert(j, fsim.pop())
+        sim.insert(j, sim.pop())
+
+
 def _centroid(rows: list[list[float]]) -> list[float]:
     """``np.add.reduce(np.array(rows), 0) / len(rows)``."""
     n = len(rows)
@@ -127,6 +140,7 @@ def fmin(func: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (),
     ordered()
     iterations = 1
     while calls < maxfun and iterations < maxiter:
+        last_only = _OWN and n < 16  # only the last vertex changes, unless the simplex shrinks
         try:
             if _converged(sim, fsim):
                 break
@@ -156,6 +170,7 @@ def fmin(func: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (),
                 else:
                     shrink = True
             if shrink:
+                last_only = False
                 best = sim[0]
                 for j in range(1, n + 1):
                     sim[j] = [b + 0.5 * (v - b) for b, v in zip(best, sim[j], strict=True)]
@@ -164,6 +179,9 @@ def fmin(func: Callable[..., Any], x0: Any, args: tuple[Any, ...] = (),
         except _Exhausted:
             pass
         finally:
-            ordered()
+            if last_only:
+                _settle_last(sim, fsim)
+            else:
+                ordered()
     flag = 1 if calls >= maxfun else 2 if iterations >= maxiter else 0
     return np.array(sim[0], dtype=np.float64), flag

@@ -122,6 +122,23 @@ def test_the_order_is_numpys_argsort_with_ties_infinities_and_nan() -> None:
 
 
 @NUMPY
+def test_settling_the_last_value_is_numpys_argsort_of_the_rest_ordered() -> None:
+    rng = np.random.default_rng(4)
+    pool = [0.0, -0.0, 1.0, 1.0, -2.5, math.inf, -math.inf, math.nan, 3.0]
+    for size in range(1, 7):
+        for _ in range(500):
+            values = [float(v) for v in rng.choice(pool + list(rng.normal(size=2)), size)]
+            prefix = sorted(values[:-1], key=lambda v: (v != v, v))  # ordered, as fmin keeps it
+            fsim = [*prefix, values[-1]]
+            sim = [[float(i)] for i in range(size)]  # each vertex named by its place
+            want = np.argsort(np.array(fsim, dtype=np.float64)).tolist()
+            neldermead._settle_last(sim, fsim)
+            assert [int(row[0]) for row in sim] == want, values
+            assert np.array(fsim).tobytes() == np.array(
+                [[*prefix, values[-1]][i] for i in want]).tobytes()
+
+
+@NUMPY
 def test_the_centroid_is_numpys_reduction_to_the_bit() -> None:
     rng = np.random.default_rng(5)
     for rows in range(1, 7):
