@@ -15,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+import scipy
 
 from ksptrace.errors import AnalysisError
+from ksptrace.studies.variability.fastnll import CHECKED_SCIPY
 from ksptrace.studies.variability.fitting import JohnsonSU, fit_johnsonsu
 from ksptrace.studies.variability.models import UniformFits
 from ksptrace.studies.variability.outliers import jsu_collapsed
@@ -117,7 +119,19 @@ def _draw(frozen: Any, normal: NormalLimit | None, size: int, rng: np.random.Gen
           ) -> np.ndarray:
     if normal is not None:
         return rng.normal(normal.mean, normal.std, size)
+    if frozen.dist.name == "johnsonsu" and scipy.__version__.startswith(CHECKED_SCIPY):
+        return _johnsonsu_draws(frozen, size, rng)
     return np.asarray(frozen.rvs(size=size, random_state=rng), dtype=np.float64)
+
+
+def _johnsonsu_draws(frozen: Any, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``frozen.rvs(size=size, random_state=rng)`` of a Johnson S_U: scipy's own steps (uniform
+    draws through the family's ``_ppf``, times scale plus loc) without its argument checks and
+    broadcasting, 45 µs a call, 0.05 s of a demo analysis. The same draws to the bit from the
+    same generator, which is left in the same state (test_montecarlo_draws.py)."""
+    a, b, loc, scale = frozen.args
+    return np.asarray(frozen.dist._ppf(rng.uniform(size=size), a, b) * scale + loc,
+                      dtype=np.float64)
 
 
 def _draw_parameters(
