@@ -14,6 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
+from ksptrace.cli.leave import leave
 from ksptrace.cli.signals import sigterm_as_ctrl_c
 from ksptrace.errors import KsptraceError
 from ksptrace.version import __version__
@@ -139,4 +140,4 @@ def _load_problem(argv: list[str]) -> None:
 
 
 def entry() -> None:
-    sys.exit(main())
+    leave(main())
