@@ -7,7 +7,7 @@ the sample's minimum and maximum alone (``(z - loc) / scale`` is monotone in ``z
 rounding, so the smallest standardised value is ``(min z - loc) / scale`` to the bit). Each
 element still goes through the same ufunc with the same operands in the same order, so the
 value is the twin's to the bit; genextreme's log1p of ``-c x``, which scipy computes twice, is
-computed once. A demo trace's 224 fits: 3.06 -> 2.16 s.
+computed once. The 224 fits of the 32 demo traces: 3.06 -> 2.24 s.
 
 Only the common case is taken here: finite loc and scale > 0, valid shapes, every value inside
 the support and a finite sum. Anything else (a penalty, NaN, infinities, exponweib's c in
