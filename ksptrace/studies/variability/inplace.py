@@ -62,6 +62,15 @@ class _Frame:
         """The smallest and largest standardised values, to the bit."""
         return (self.zmin - loc) / scale, (self.zmax - loc) / scale
 
+    def on_half_line(self, loc: float, scale: float, open_: bool) -> float | None:
+        """For a family on [0, inf] ((0, inf) when ``open_``) with usable loc and scale:
+        :meth:`standardised`, or None when a value falls outside the support."""
+        if not _usable(loc, scale):
+            return None
+        low, high = self.ends(loc, scale)
+        inside = (low > 0 and high < INF) if open_ else (low >= 0 and high <= INF)
+        return self.standardised(loc, scale) if inside else None
+
     def finish(self, total: float, n_log_scale: float, p: list[float]) -> float:
         if total - total == 0:  # finite: scipy's unpenalised sum
             return float(-total + n_log_scale)
@@ -106,12 +115,10 @@ def _exponweib(z: np.ndarray, twin: Objective) -> OnFloats:
 
     def f(p: list[float]) -> float:
         a, c, loc, scale = p
-        if not (a > 0 and c > 0 and c not in _FAST_POWERS and _usable(loc, scale)):
+        nls = fr.on_half_line(loc, scale, False) if a > 0 and c > 0 and c not in _FAST_POWERS \
+            else None
+        if nls is None:
             return fr.fallback(p)
-        low, high = fr.ends(loc, scale)
-        if not (low >= 0 and high <= INF):
-            return fr.fallback(p)
-        nls = fr.standardised(loc, scale)
         np.power(x, c, out=t)
         _neg(t, out=t)  # negxc
         sc.expm1(t, out=u)
@@ -132,12 +139,9 @@ def _gamma(z: np.ndarray, twin: Objective) -> OnFloats:
 
     def f(p: list[float]) -> float:
         a, loc, scale = p
-        if not (a > 0 and _usable(loc, scale)):
+        nls = fr.on_half_line(loc, scale, False) if a > 0 else None
+        if nls is None:
             return fr.fallback(p)
-        low, high = fr.ends(loc, scale)
-        if not (low >= 0 and high <= INF):
-            return fr.fallback(p)
-        nls = fr.standardised(loc, scale)
         sc.xlogy(a - 1.0, x, out=t)
         _sub(t, x, out=t)
         _sub(t, sc.gammaln(a), out=t)
@@ -152,12 +156,9 @@ def _lognorm(z: np.ndarray, twin: Objective) -> OnFloats:
 
     def f(p: list[float]) -> float:
         s, loc, scale = p
-        if not (s > 0 and _usable(loc, scale)):
+        nls = fr.on_half_line(loc, scale, True) if s > 0 else None  # no zero to leave out
+        if nls is None:
             return fr.fallback(p)
-        low, high = fr.ends(loc, scale)
-        if not (low > 0 and high < INF):  # open support; no zero to leave out
-            return fr.fallback(p)
-        nls = fr.standardised(loc, scale)
         _log(x, out=t)
         _square(t, out=t)
         _neg(t, out=t)

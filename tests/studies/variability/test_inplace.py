@@ -13,7 +13,7 @@ import scipy.stats as st
 
 from ksptrace.studies.variability import fastnll, fitting, inplace, neldermead
 from ksptrace.trace.read import read_trace
-from tests.studies.variability.golden_values import FOLDER
+from tests.studies.variability.test_fastnll import TRACES, _bits, _standardised
 
 FAMILIES = sorted(inplace.KERNELS)
 CHECKED = pytest.mark.skipif(not scipy.__version__.startswith(fastnll.CHECKED_SCIPY),
@@ -22,17 +22,6 @@ CHECKED = pytest.mark.skipif(not scipy.__version__.startswith(fastnll.CHECKED_SC
 NUMPY = pytest.mark.skipif(not np.__version__.startswith(neldermead.CHECKED_NUMPY),
                            reason=f"the order and centroid follow numpy {neldermead.CHECKED_NUMPY}"
                                   f", not {np.__version__} (numpy's own are used)")
-TRACES = sorted(FOLDER.glob("*.h5"))
-
-
-def _standardised(path: Path) -> np.ndarray:
-    x = np.asarray(read_trace(path).iteration_seconds, dtype=np.float64).ravel()
-    centre, spread = fitting._standardiser(x)
-    return (x - centre) / spread
-
-
-def _bits(value: float) -> bytes:
-    return np.float64(value).tobytes()
 
 
 def _edges(name: str, start: np.ndarray) -> list[np.ndarray]:
