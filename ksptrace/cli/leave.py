@@ -7,7 +7,9 @@ of it). :func:`leave` flushes the standard streams, runs the ``atexit`` function
 interpreter would, then ends the process with ``os._exit`` (mypy leaves the same way). It keeps
 the ordinary exit when the teardown may matter: a thread other than the main one is alive (the
 interpreter would wait for it), MPI or PETSc is loaded (they finalize in the teardown, after
-the ``atexit`` functions), or a standard stream cannot be flushed (the ordinary exit reports it).
+the ``atexit`` functions), a profiler or tracer is set (``python -m cProfile`` and ``trace`` write
+their results after the command returns, debuggers watch the exit), or a standard stream cannot
+be flushed (the ordinary exit reports it).
 """
 
 from __future__ import annotations
@@ -24,7 +26,8 @@ NEEDS_TEARDOWN = ("mpi4py", "petsc4py")
 
 def teardown_needed() -> bool:
     """Whether this process must leave by the ordinary exit."""
-    return threading.active_count() > 1 or any(m in sys.modules for m in NEEDS_TEARDOWN)
+    return (threading.active_count() > 1 or any(m in sys.modules for m in NEEDS_TEARDOWN)
+            or sys.getprofile() is not None or sys.gettrace() is not None)
 
 
 def leave(code: int) -> NoReturn:

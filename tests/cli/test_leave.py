@@ -58,3 +58,26 @@ def test_the_command_leaves_with_its_exit_code(tmp_path: Path) -> None:
     assert done.returncode != 0
     assert done.stderr.startswith("ksptrace: error:")
     assert "Traceback" not in done.stderr
+
+
+
+def test_a_profiled_command_keeps_the_ordinary_exit(tmp_path: Path) -> None:
+    """``python -m cProfile -o F -m ksptrace ...`` writes F after the command has returned."""
+    out = tmp_path / "profile"
+    done = subprocess.run([sys.executable, "-m", "cProfile", "-o", str(out), "-m", "ksptrace",
+                           "show", str(tmp_path / "none.h5")],
+                          capture_output=True, text=True, timeout=120, check=False)
+    assert done.stderr.startswith("ksptrace: error:")
+    assert out.exists()  # os._exit would have ended the process before cProfile wrote it
+
+
+def test_a_tracer_keeps_the_ordinary_exit() -> None:
+    def tracer(*_: object) -> None:
+        return None
+
+    before = sys.gettrace()
+    sys.settrace(tracer)
+    try:
+        assert leave.teardown_needed()
+    finally:
+        sys.settrace(before)
