@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import atexit
 import os
-from collections.abc import Generator, Iterable
+from collections.abc import Generator, Iterable, Sequence
 from pathlib import Path
 
 import h5py
@@ -128,7 +128,7 @@ def iter_traces(
     and go on with the rest. This is the one entry point for analyses of many traces; small
     files are read by one reader child (:func:`ksptrace.trace.reader_child.reading`).
     """
-    with reader_child.reading():
+    with reader_child.reading(paths if isinstance(paths, Sequence) else ()):
         for path in paths:
             try:
                 yield read_trace(path)

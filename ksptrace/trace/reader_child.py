@@ -16,6 +16,12 @@ trace's fields. The isolation is the same:
 
 Large files (above :data:`SMALL_FILE`) keep their own child and the shared map, which avoids a
 copy of their data.
+
+When the block knows which files it will read (``reading(expected)``), the child is asked for
+the next small file as soon as the current one is answered, so it reads it while the parent
+analyses (3 ms of a demo trace's 100). The reply waits in the pipe; a file that changed since it
+was asked for, or a plan the caller leaves, is read again and the stale reply discarded. A crash
+or hang on a file read ahead refuses that file when its turn comes, as before.
 """
 
 from __future__ import annotations
@@ -29,7 +35,8 @@ import select
 import signal
 import struct
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +58,11 @@ class _Reader:
     def __init__(self) -> None:
         self.pid = 0
         self.requests = self.replies = -1
+        self.plan: list[str] = []
+        """Files that will be read in this order (:func:`reading`'s ``expected``)."""
+        self.asked: _Asked | None = None
+        """The file the child was asked to read before anyone wanted it."""
+        self.deadline = 0.0
 
     def _start(self) -> None:
         request_r, request_w = os.pipe()
@@ -70,6 +82,7 @@ class _Reader:
 
     def close(self) -> None:
         """Close the pipes; the child leaves on its own (or is killed after a second)."""
+        self.plan, self.asked = [], None
         if not self.pid:
             return
         os.close(self.requests)
@@ -78,24 +91,17 @@ class _Reader:
         self.pid = 0
 
     def read(self, p: Path, file_bytes: int) -> Trace:
-        if not self.pid:
-            self._start()
+        asked, self.asked = self.asked, None
+        if asked is not None and asked.key != _identity(p):
+            self._drop(asked)  # another file, or this one changed since: ask again
+            asked = None
         limit = probe.limit_for(file_bytes)
-        deadline = time.monotonic() + limit
-        try:
-            _send(self.requests, pickle.dumps((str(p), file_bytes, limit)))
-            reply = _receive(self.replies, deadline)
-        except OSError:  # the child is gone (EPIPE)
-            reply = None
+        self.deadline = time.monotonic() + limit  # from now, even for a read asked ahead
+        sent = asked is not None or self._ask(p, file_bytes)
+        reply = self._answer() if sent else None
         if reply is None:  # it crashed or hung on this file: the file is refused
-            hung = time.monotonic() >= deadline
-            os.close(self.requests)
-            os.close(self.replies)
-            status = probe.wait(self.pid, 0.0 if hung else limit)  # a hung child is killed
-            self.pid = 0
-            fault = probe.fault_of(p, status, limit)
-            raise TraceError(fault or f"{p}: the reader gave nothing back (out of memory?); "
-                                      "rerun the command")
+            raise TraceError(self._fault(p, limit))
+        self._ask_next(p)
         kind, value = pickle.loads(reply)
         if kind == "refused":
             raise TraceError(value)
@@ -104,6 +110,77 @@ class _Reader:
 
             return read_in_child(p, file_bytes)
         return make_trace(p, value)
+
+    def _ask(self, p: Path, file_bytes: int) -> bool:
+        """Send the child a request to read ``p``; False if the child is gone (EPIPE)."""
+        if not self.pid:
+            self._start()
+        try:
+            _send(self.requests, pickle.dumps((str(p), file_bytes, probe.limit_for(file_bytes))))
+        except OSError:
+            return False
+        return True
+
+    def _answer(self) -> bytes | None:
+        """The reply to the oldest request, or None if the child ended or :attr:`deadline`
+        passed (the child also ends itself a second after its own limit for the read)."""
+        try:
+            return _receive(self.replies, self.deadline)
+        except OSError:
+            return None
+
+    def _fault(self, p: Path, limit: float) -> str:
+        """Why the child gave nothing back for ``p``; the next read starts a new child."""
+        hung = time.monotonic() >= self.deadline
+        os.close(self.requests)
+        os.close(self.replies)
+        status = probe.wait(self.pid, 0.0 if hung else limit)  # a hung child is killed
+        self.pid, self.asked = 0, None
+        if status is not None and os.WIFSIGNALED(status) and \
+                os.WTERMSIG(status) == signal.SIGALRM:
+            status = None  # it ended itself on a hang: say so
+        fault = probe.fault_of(p, status, limit)
+        return fault or f"{p}: the reader gave nothing back (out of memory?); rerun the command"
+
+    def _ask_next(self, p: Path) -> None:
+        """Ask the child now for the small file planned after ``p``, so that it reads it while
+        this process analyses ``p`` (one file ahead: the reply waits in the pipe)."""
+        if not self.pid or str(p) not in self.plan:
+            return
+        at = self.plan.index(str(p))
+        following, self.plan = self.plan[at + 1:at + 2], self.plan[at + 1:]
+        for name in following:
+            try:
+                file_bytes = probe.regular_file(Path(name))
+                key = _identity(Path(name))
+            except (TraceError, OSError):
+                return  # read_trace names the problem when the file's turn comes
+            if file_bytes <= SMALL_FILE and self._ask(Path(name), file_bytes):
+                self.asked = _Asked(key, file_bytes)
+
+    def _drop(self, asked: _Asked) -> None:
+        """Read and discard the reply to a request nobody wants any more (a child that gives
+        none is ended: the next read starts another)."""
+        self.deadline = time.monotonic() + probe.limit_for(asked.file_bytes)
+        if self._answer() is None:
+            self._fault(Path(str(asked.key[0])), 0.0)
+
+
+@dataclass(frozen=True)
+class _Asked:
+    """A read requested ahead: which file (as :func:`_identity` saw it), and its size."""
+
+    key: tuple[object, ...]
+    file_bytes: int
+
+
+def _identity(p: Path) -> tuple[object, ...]:
+    """The file ``p`` is now: its path, inode and size, and when it last changed."""
+    try:
+        st = os.stat(p)
+    except OSError:
+        return (str(p),)
+    return (str(p), st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _send(fd: int, payload: bytes) -> None:
@@ -161,14 +238,16 @@ def reader() -> _Reader | None:
 
 
 @contextlib.contextmanager
-def reading() -> Iterator[None]:
+def reading(expected: Sequence[str | os.PathLike[str]] = ()) -> Iterator[None]:
     """Read small trace files through one reader child until the block ends (nested blocks
-    share it)."""
+    share it). ``expected``: the files the block will read, in that order; the child reads
+    each one while the block works on the one before (a nested block's list is ignored)."""
     pid = os.getpid()
     if pid in _active or not hasattr(os, "fork"):
         yield
         return
     _active[pid] = _Reader()
+    _active[pid].plan = [str(Path(p)) for p in expected]
     try:
         yield
     finally:

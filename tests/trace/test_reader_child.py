@@ -211,3 +211,104 @@ def test_iter_traces_reads_through_one_child_and_closes_it_when_left(
     walk.close()  # a caller that stops early
     assert len(forks) == 2
     assert _gone(forks[1])
+
+
+def _same(a: object, b: object) -> None:
+    for field in ("stamps", "residual_norms", "node_ids", "solve_seconds"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+
+
+def test_the_child_reads_the_next_expected_file_ahead(files: list[Path], forks: list[int]
+                                                      ) -> None:
+    alone = [read_trace(p) for p in files]
+    with reading([str(p) for p in files]):
+        r = reader_child.reader()
+        assert r is not None
+        assert r.asked is None
+        got = []
+        for i, p in enumerate(files):
+            got.append(read_trace(p))
+            if i + 1 < len(files):  # asked for the next one already
+                assert r.asked is not None
+                assert r.asked.key[0] == str(files[i + 1])
+        assert r.asked is None  # nothing after the last
+    assert len(forks) == 1
+    assert _gone(forks[0])
+    for a, b in zip(alone, got, strict=True):
+        _same(a, b)
+
+
+def test_a_file_changed_after_it_was_asked_for_is_read_again(tmp_path: Path, files: list[Path]
+                                                             ) -> None:
+    with reading([str(p) for p in files]):
+        read_trace(files[0])  # the child now reads files[1] ahead
+        replaced = synthetic_trace(3, 25, 1, "gmres", seed=7)
+        write_trace(replaced, tmp_path / "new.h5")
+        os.replace(tmp_path / "new.h5", files[1])
+        trace = read_trace(files[1])
+    assert trace.nprocs == 3
+    _same(trace, read_trace(files[1]))
+
+
+def test_files_read_out_of_the_expected_order_are_still_the_right_ones(
+    files: list[Path], forks: list[int],
+) -> None:
+    alone = {p: read_trace(p) for p in files}
+    order = [files[0], files[2], files[1], files[4]]  # files[1] was asked for, then skipped
+    with reading([str(p) for p in files]):
+        got = [(p, read_trace(p)) for p in order]
+    assert len(forks) == 1
+    for p, trace in got:
+        assert trace.path == str(p)
+        _same(alone[p], trace)
+
+
+def test_a_crash_on_a_file_read_ahead_refuses_that_file_when_its_turn_comes(
+    files: list[Path], forks: list[int], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = reader_child.read_fields
+
+    def crash_on_t1(p: Path, file_bytes: int) -> object:
+        if p.name == "t1.h5":
+            os.kill(os.getpid(), signal.SIGSEGV)
+        return real(p, file_bytes)
+
+    monkeypatch.setattr(reader_child, "read_fields", crash_on_t1)
+    with reading([str(p) for p in files]):
+        assert read_trace(files[0]).nprocs == 2  # the crash on t1 happens now, unasked
+        with pytest.raises(TraceError, match=r"crashed reading it \(signal 11\)") as info:
+            read_trace(files[1])
+        assert str(info.value).startswith(f"{files[1]}: ")
+        assert read_trace(files[2]).nprocs == 2
+    assert len(forks) == 2
+    assert all(_gone(pid) for pid in forks)
+
+
+def test_a_hang_on_a_file_read_ahead_is_named_a_hang(
+    files: list[Path], monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    real = reader_child.read_fields
+
+    def hang_on_t1(p: Path, file_bytes: int) -> object:
+        if p.name == "t1.h5":
+            time.sleep(120)
+        return real(p, file_bytes)
+
+    monkeypatch.setattr(reader_child, "read_fields", hang_on_t1)
+    monkeypatch.setattr(probe, "limit_for", lambda file_bytes: 1.0)
+    with reading([str(p) for p in files]):
+        read_trace(files[0])
+        time.sleep(3)  # the child ends itself by its alarm meanwhile (1 s limit + 1)
+        start = time.monotonic()
+        with pytest.raises(TraceError, match="did not finish within 1 s"):
+            read_trace(files[1])
+        assert time.monotonic() - start < 60
+        assert read_trace(files[2]).nprocs == 2
+
+
+def test_leaving_with_a_file_asked_for_leaves_no_process(files: list[Path], forks: list[int]
+                                                         ) -> None:
+    with reading([str(p) for p in files]):
+        read_trace(files[0])
+    assert len(forks) == 1
+    assert _gone(forks[0])

@@ -149,7 +149,8 @@ def run(paths: Sequence[str], worker: Worker, options: AnalysisOptions, with_fig
                 continue
         todo.append((path, name))
     if jobs == 1 or len(todo) <= 1:
-        with reading():  # one reader child for the small files, not a fork each
+        with reading([path for path, _ in todo]):  # one reader child for the small files,
+            # not a fork each; it reads the next file while this one is analysed
             for path, name in todo:
                 done = Done(path, worker(path, options, with_figures), False)
                 if cache is not None and name is not None and keep(done.result):

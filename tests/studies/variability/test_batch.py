@@ -143,3 +143,33 @@ def test_bad_traces_are_skipped_and_not_cached(tmp_path: Path) -> None:
     assert report.analysed == 2
     assert rec.verdicts[bad.name].startswith("skipped: ")
     assert len(list(cache.glob("*.pkl"))) == 2
+
+
+def test_one_process_reads_each_trace_while_the_one_before_is_analysed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The reader child is told which files come, in order (cached ones are not read)."""
+    from ksptrace.trace import reader_child
+
+    paths = [str(p) for p in traces(tmp_path / "in", count=3)]
+    cache = tmp_path / "cache"
+    list(batch.run(paths[:1], lambda p, o, f: p, FAST, False, cache=cache))
+    plans: list[list[str]] = []
+    asked: list[object] = []
+    real = reader_child._Reader._ask_next
+
+    def watch(self: reader_child._Reader, p: Path) -> None:
+        plans.append(list(self.plan))
+        real(self, p)
+        asked.append(self.asked)
+
+    monkeypatch.setattr(reader_child._Reader, "_ask_next", watch)
+
+    def worker(path: str, options: AnalysisOptions, figures: bool) -> object:
+        from ksptrace.trace.read import read_trace
+        return read_trace(path).nprocs
+
+    done = list(batch.run(paths, worker, FAST, False, cache=cache))
+    assert [d.cached for d in done] == [True, False, False]
+    assert plans[0] == paths[1:]  # the cached first trace is not in the plan
+    assert [getattr(a, "key", (None,))[0] for a in asked] == [paths[2], None]
