@@ -31,13 +31,21 @@ OnFloats = Callable[[list[float]], float]
 
 INF = math.inf
 _XMIN = float(np.finfo(float).tiny)
-_SQRT_2PI = np.sqrt(2 * np.pi)
+_SQRT_2PI = np.array(np.sqrt(2 * np.pi))
+_ONE, _MINUS_HALF = np.array(1.0), np.array(-0.5)
 _FAST_POWERS = (0.5, 1.0, 2.0)
 """Exponents numpy's ``x ** c`` computes by another ufunc (sqrt, a copy, square), not power."""
 
 _sub, _div, _mul, _add, _neg = np.subtract, np.divide, np.multiply, np.add, np.negative
 _log, _exp, _sqrt, _square = np.log, np.exp, np.sqrt, np.square
 _sum = np.add.reduce
+
+
+def _operand() -> np.ndarray:
+    """A 0-d float64 array for a Python float operand, set with ``a[()] = v`` before each use:
+    the ufunc does the same float64 arithmetic as with the float, without converting it on
+    every call (0.15 µs a call, 17 calls an evaluation, 108,000 evaluations a demo)."""
+    return np.empty(())
 
 
 class _Frame:
@@ -48,14 +56,16 @@ class _Frame:
         self.z, self.twin, self.n = z, twin, z.size
         self.zmin, self.zmax = float(z.min()), float(z.max())
         self.x = np.empty(self.n)
+        self.loc, self.scale = _operand(), _operand()
 
     def fallback(self, p: list[float]) -> float:
         return float(self.twin(np.array(p, dtype=np.float64), self.z))
 
     def standardised(self, loc: float, scale: float) -> float:
         """Fill ``x`` with ``(z - loc) / scale``; scipy's ``n log(scale)``."""
-        _sub(self.z, loc, out=self.x)
-        _div(self.x, scale, out=self.x)
+        self.loc[()], self.scale[()] = loc, scale
+        _sub(self.z, self.loc, out=self.x)
+        _div(self.x, self.scale, out=self.x)
         return float(self.n * _log(scale))
 
     def ends(self, loc: float, scale: float) -> tuple[float, float]:
@@ -83,25 +93,26 @@ def _usable(loc: float, scale: float) -> bool:
 
 def _johnsonsu(z: np.ndarray, twin: Objective) -> OnFloats:
     fr = _Frame(z, twin)
-    x, t = fr.x, np.empty(fr.n)
+    x, t, a_, b_ = fr.x, np.empty(fr.n), _operand(), _operand()
 
     def f(p: list[float]) -> float:
         a, b, loc, scale = p
         if not (b > 0 and a == a and _usable(loc, scale)):
             return fr.fallback(p)
         nls = fr.standardised(loc, scale)  # the support is the whole line: nothing to test
+        a_[()], b_[()] = a, b  # b * 1.0 is b
         _mul(x, x, out=t)
-        _add(t, 1.0, out=t)
+        _add(t, _ONE, out=t)
         _sqrt(t, out=t)  # root
         _add(x, t, out=x)
         _log(x, out=x)
-        _mul(b, x, out=x)
-        _add(a, x, out=x)  # y
+        _mul(b_, x, out=x)
+        _add(a_, x, out=x)  # y
         _square(x, out=x)
-        _mul(x, -0.5, out=x)  # -y**2 / 2.0: halving and negating are exact, so the same bits
+        _mul(x, _MINUS_HALF, out=x)  # -y**2 / 2.0: halving and negating are exact: same bits
         _exp(x, out=x)
         _div(x, _SQRT_2PI, out=x)  # trm
-        _div(b * 1.0, t, out=t)
+        _div(b_, t, out=t)
         _mul(t, x, out=t)
         _log(t, out=t)
         return fr.finish(_sum(t), nls, p)
@@ -112,6 +123,7 @@ def _johnsonsu(z: np.ndarray, twin: Objective) -> OnFloats:
 def _exponweib(z: np.ndarray, twin: Objective) -> OnFloats:
     fr = _Frame(z, twin)
     x, t, u = fr.x, np.empty(fr.n), np.empty(fr.n)
+    c_, am1, cm1, k_ = _operand(), _operand(), _operand(), _operand()
 
     def f(p: list[float]) -> float:
         a, c, loc, scale = p
@@ -119,14 +131,15 @@ def _exponweib(z: np.ndarray, twin: Objective) -> OnFloats:
             else None
         if nls is None:
             return fr.fallback(p)
-        np.power(x, c, out=t)
+        c_[()], am1[()], cm1[()], k_[()] = c, a - 1.0, c - 1.0, _log(a) + _log(c)
+        np.power(x, c_, out=t)
         _neg(t, out=t)  # negxc
         sc.expm1(t, out=u)
         _neg(u, out=u)  # exm1c
-        sc.xlogy(a - 1.0, u, out=u)
-        _add(_log(a) + _log(c), u, out=u)
+        sc.xlogy(am1, u, out=u)
+        _add(k_, u, out=u)
         _add(u, t, out=u)
-        sc.xlogy(c - 1.0, x, out=t)
+        sc.xlogy(cm1, x, out=t)
         _add(u, t, out=u)
         return fr.finish(_sum(u), nls, p)
 
@@ -135,16 +148,17 @@ def _exponweib(z: np.ndarray, twin: Objective) -> OnFloats:
 
 def _gamma(z: np.ndarray, twin: Objective) -> OnFloats:
     fr = _Frame(z, twin)
-    x, t = fr.x, np.empty(fr.n)
+    x, t, am1, lga = fr.x, np.empty(fr.n), _operand(), _operand()
 
     def f(p: list[float]) -> float:
         a, loc, scale = p
         nls = fr.on_half_line(loc, scale, False) if a > 0 else None
         if nls is None:
             return fr.fallback(p)
-        sc.xlogy(a - 1.0, x, out=t)
+        am1[()], lga[()] = a - 1.0, sc.gammaln(a)
+        sc.xlogy(am1, x, out=t)
         _sub(t, x, out=t)
-        _sub(t, sc.gammaln(a), out=t)
+        _sub(t, lga, out=t)
         return fr.finish(_sum(t), nls, p)
 
     return f
@@ -152,18 +166,19 @@ def _gamma(z: np.ndarray, twin: Objective) -> OnFloats:
 
 def _lognorm(z: np.ndarray, twin: Objective) -> OnFloats:
     fr = _Frame(z, twin)
-    x, t = fr.x, np.empty(fr.n)
+    x, t, s_, twice_s2 = fr.x, np.empty(fr.n), _operand(), _operand()
 
     def f(p: list[float]) -> float:
         s, loc, scale = p
         nls = fr.on_half_line(loc, scale, True) if s > 0 else None  # no zero to leave out
         if nls is None:
             return fr.fallback(p)
+        s_[()], twice_s2[()] = s, 2 * (s * s)
         _log(x, out=t)
         _square(t, out=t)
         _neg(t, out=t)
-        _div(t, 2 * (s * s), out=t)
-        _mul(s, x, out=x)
+        _div(t, twice_s2, out=t)
+        _mul(s_, x, out=x)
         _mul(x, _SQRT_2PI, out=x)
         _log(x, out=x)
         _sub(t, x, out=t)
@@ -174,7 +189,7 @@ def _lognorm(z: np.ndarray, twin: Objective) -> OnFloats:
 
 def _genextreme(z: np.ndarray, twin: Objective) -> OnFloats:
     fr = _Frame(z, twin)
-    x, t, v = fr.x, np.empty(fr.n), np.empty(fr.n)
+    x, t, v, c_ = fr.x, np.empty(fr.n), np.empty(fr.n), _operand()
 
     def f(p: list[float]) -> float:
         c, loc, scale = p
@@ -186,10 +201,11 @@ def _genextreme(z: np.ndarray, twin: Objective) -> OnFloats:
         if not (low <= first and last <= high):
             return fr.fallback(p)
         nls = fr.standardised(loc, scale)
-        _mul(c, x, out=t)
+        c_[()] = c
+        _mul(c_, x, out=t)
         _neg(t, out=t)
         sc.log1p(t, out=t)  # logex2 (where 1 - c x is 0 or inf, the sum is not finite)
-        _div(t, c, out=x)  # logpex2
+        _div(t, c_, out=x)  # logpex2
         _exp(x, out=v)
         _neg(v, out=v)
         _add(v, x, out=v)
