@@ -70,9 +70,8 @@ def _externalise(node: Any, folder: str, stem: str, files: dict[str, bytes], inl
 
 
 def _table(t: Table) -> dict[str, Any]:
-    shown = t.display if t.display is not None else t.frame
     return {"title": t.title, "html": t.to_html(), "notes": t.notes,
-            "empty": bool(t.empty or shown.empty), "csv": f"{t.name}.csv", "summary": ""}
+            "empty": t.shows_nothing, "csv": f"{t.name}.csv", "summary": ""}
 
 
 def _studies(results: Results, single: bool, files: dict[str, bytes]

@@ -47,3 +47,24 @@ def test_matplotlib_is_imported_only_to_draw(campaign: list[str], tmp_path: Path
     pages = "".join(p.read_text() for p in (tmp_path / "r").rglob("*.html"))
     assert 'id="decision-1"' in pages  # a decision map was made (its figures drawn or not)
     assert loaded == ("PIL,matplotlib" if figures else ""), loaded
+
+
+PANDAS_PROBE = PROBE.replace('("matplotlib", "PIL")', '("pandas",)')
+
+
+def _loaded(args: list[str]) -> str:
+    proc = subprocess.run([sys.executable, "-c", PANDAS_PROBE, *args], cwd=ROOT,
+                          capture_output=True, text=True, check=False, timeout=300)
+    code, _, loaded = proc.stdout.strip().splitlines()[-1].partition(" ")
+    assert code == "0", proc.stderr
+    return loaded
+
+
+def test_pandas_is_imported_only_for_a_decision_map(campaign: list[str], tmp_path: Path) -> None:
+    """Runs at one P (the demo's) write their tables without pandas (0.15 s of a demo
+    analysis, issue 35); a campaign with a decision map still builds its frames with it."""
+    one_p = [p for p in campaign if "-p2-" in p]
+    common = ["--no-cache", "--quiet", *FAST, "--no-figures"]
+    assert _loaded(["analyze", *one_p, "--out", str(tmp_path / "a"), *common]) == ""
+    assert (tmp_path / "a" / "variability.csv").read_text().count("\n") == len(one_p) + 1
+    assert _loaded(["analyze", *campaign, "--out", str(tmp_path / "b"), *common]) == "pandas"

@@ -7,14 +7,24 @@ from __future__ import annotations
 import math
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
 from ksptrace.studies.decisions.quadtree import QuadTree
 from ksptrace.studies.decisions.study import DecisionStudy, TreeRow
 from ksptrace.studies.table import Table
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+
+def _frame(*args: Any, **kwargs: Any) -> pd.DataFrame:
+    """``pd.DataFrame(...)``, pandas imported only when a decision map is made (an analysis
+    without one does not load it)."""
+    import pandas as pd
+
+    return pd.DataFrame(*args, **kwargs)
 
 
 def methods_table(s: DecisionStudy, name: str) -> Table:
@@ -30,7 +40,7 @@ def methods_table(s: DecisionStudy, name: str) -> Table:
                      "cells measured": int(np.isfinite(dm.times[m][measured]).sum()),
                      "penalty mean %": percent(float(r.mean())) if r.size else float("nan"),
                      "penalty max %": percent(float(r.max())) if r.size else float("nan")})
-    frame = pd.DataFrame(rows).sort_values("penalty mean %", kind="stable")
+    frame = _frame(rows).sort_values("penalty mean %", kind="stable")
     return Table(name, f"{s.title}: always using one method", frame,
                  notes=("Penalty: the method's median time over the cell's best, minus 1, over "
                         "the cells where it was measured.",))
@@ -69,7 +79,7 @@ def sweep_table(s: DecisionStudy, limit: str, name: str, timed: bool = False) ->
     """The paper's Table 3 (and, with ``timed``, Table 4's decision times measured here)."""
     rows = s.by_depth if limit == "depth" else s.by_threshold
     times = [query_times(r.tree) for r in rows] if timed else []
-    frame = pd.DataFrame([{
+    frame = _frame([{
         ("max depth" if limit == "depth" else "accuracy threshold"):
             int(r.value) if limit == "depth" else r.value,
         "depth max": r.tree.stats.max_depth,
@@ -118,14 +128,14 @@ def cells_table(s: DecisionStudy, name: str) -> Table:
                 row[f"{label} seconds"] = dm.times[m, i, j]
             rows.append(row)
     return Table(name, f"{s.title}: every cell, best method and the tree's choice",
-                 pd.DataFrame(rows),
+                 _frame(rows),
                  notes=("Times are medians over repetitions (KSPSolve, slowest rank). Cells "
                         "without any measurement take the nearest measured cell's method "
                         "(measured = False).",))
 
 
 def regions_table(s: DecisionStudy, name: str) -> Table:
-    frame = pd.DataFrame([{
+    frame = _frame([{
         "region": k + 1, "method": r.method,
         s.dm.axis_names[0]: range_text(r.axis1_values, r.axis1_upper),
         s.dm.axis_names[1]: range_text(r.axis2_values, r.axis2_upper),
@@ -158,10 +168,10 @@ def cart_table(s: DecisionStudy, name: str) -> Table:
              "quadtree, trained on the measured cells (log2 of positive axes), scored with the "
              "same penalty.",)
     if not s.cart:
-        return Table(name, f"{s.title}: quadtree against CART", pd.DataFrame(),
+        return Table(name, f"{s.title}: quadtree against CART", _frame(),
                      notes=("scikit-learn is not installed: apt-get install python3-sklearn, "
                             "or pip install scikit-learn",))
-    frame = pd.DataFrame([{
+    frame = _frame([{
         "quadtree max depth": int(r.value), "leaves": r.tree.stats.leaves,
         "quadtree penalty mean %": percent(r.penalty.mean),
         "quadtree penalty max %": percent(r.penalty.max),
@@ -175,7 +185,7 @@ def cart_table(s: DecisionStudy, name: str) -> Table:
 
 def next_table(s: DecisionStudy, name: str) -> Table:
     a1, a2 = s.dm.axis_names
-    frame = pd.DataFrame([{a1: _plain(p.a), a2: _plain(p.b), "why": p.reason,
+    frame = _frame([{a1: _plain(p.a), a2: _plain(p.b), "why": p.reason,
                            "detail": p.detail} for p in s.next_points.points])
     notes: tuple[str, ...] = (
         "Unmeasured cells first, then points between neighbouring cells with different "

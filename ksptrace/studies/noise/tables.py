@@ -3,9 +3,8 @@ against pipelined methods under the same noise. Pure: a comparison in, tables ou
 
 from __future__ import annotations
 
-import pandas as pd
-
 from ksptrace.studies.noise.compare import NoiseComparison, NoiseRow
+from ksptrace.studies.rows import Rows
 from ksptrace.studies.table import Table
 from ksptrace.studies.variability.findings import fmt_pct, fmt_time
 
@@ -80,7 +79,7 @@ def noise_table(comparison: NoiseComparison) -> Table:
         *comparison.notes,
     )
     return Table(name="noise", title="Injected noise: prediction vs measurement",
-                 frame=pd.DataFrame(rows), display=pd.DataFrame(shown), notes=notes)
+                 frame=Rows.of(rows), display=Rows.of(shown), notes=notes)
 
 
 def noise_pair_table(comparison: NoiseComparison) -> Table:
@@ -127,4 +126,4 @@ def noise_pair_table(comparison: NoiseComparison) -> Table:
              "of the noisy runs in place of their measured times.",)
     return Table(name="noise_pairs",
                  title="Standard and pipelined methods under the same injected noise",
-                 frame=pd.DataFrame(rows), display=pd.DataFrame(shown), notes=notes)
+                 frame=Rows.of(rows), display=Rows.of(shown), notes=notes)

@@ -7,8 +7,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-import pandas as pd
 
+from ksptrace.studies.rows import Rows
 from ksptrace.studies.table import Table
 from ksptrace.studies.variability import montecarlo
 from ksptrace.studies.variability.findings import (
@@ -97,9 +97,9 @@ def apriori_table(analyses: Sequence[TraceAnalysis], runs: int = 16, seed: int =
     return Table(
         name="apriori",
         title="A priori prediction: one run's fits predict its neighbours (next P or n)",
-        frame=pd.DataFrame(rows, columns=["fitted_on", "predicts", "simulated_s", "KSPSolve_s",
+        frame=Rows.of(rows, columns=["fitted_on", "predicts", "simulated_s", "KSPSolve_s",
                                           "err_pct", "neighbour"]),
-        display=pd.DataFrame(shown, columns=["fitted on", "predicts", "simulated", "KSPSolve",
+        display=Rows.of(shown, columns=["fitted on", "predicts", "simulated", "KSPSolve",
                                              "error"]),
         notes=notes,
     )

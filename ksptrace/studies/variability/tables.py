@@ -11,12 +11,12 @@ report, a display frame of formatted text in which every empty cell says why it 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import pandas as pd
 
-from ksptrace.studies.table import Table, map_cells
+from ksptrace.studies.rows import Rows
+from ksptrace.studies.table import Table, frame_of, map_cells
 from ksptrace.studies.variability import montecarlo
 from ksptrace.studies.variability.findings import (
     Prediction,
@@ -33,6 +33,9 @@ from ksptrace.studies.variability.findings import (
 )
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 
+if TYPE_CHECKING:
+    import pandas as pd
+
 __all__ = ["Table"]
 
 
@@ -41,6 +44,7 @@ JSU_COLUMNS = tuple(f"{v}_{p}" + ("_s" if p in ("loc", "scale") else "")
                     for v in ("a_k", "s_k") for p in JSU_PARAMS)
 """Johnson S_U parameters (scipy's a, b, loc, scale) of a_k and then of s_k; loc and scale are
 times, in seconds (the ``_s`` suffix, as every time column of the CSV files)."""
+_TIME_COLUMNS = tuple(c for c in JSU_COLUMNS if c.endswith("_s"))
 
 
 def run_name(a: TraceAnalysis) -> str:
@@ -113,8 +117,8 @@ def model_table(analyses: Sequence[TraceAnalysis]) -> Table:
     return Table(
         name="table1_models",
         title="Table 1: models and bounds against the measured KSPSolve",
-        frame=pd.DataFrame(rows),
-        display=pd.DataFrame(shown),
+        frame=Rows.of(rows),
+        display=Rows.of(shown),
         notes=(
             "Errors are signed: 100·(model − KSPSolve)/KSPSolve. N is the number of independent "
             "units in the maximum (the trace's node count, or P with --independent ranks). K "
@@ -145,7 +149,7 @@ def prediction_table(analyses: Sequence[TraceAnalysis]) -> Table:
     return Table(
         name="table2_3_prediction",
         title="Johnson S_U fits of a_k and s_k, and Monte Carlo runtime against KSPSolve",
-        frame=pd.DataFrame(rows),
+        frame=Rows.of(rows),
     )
 
 
@@ -163,7 +167,7 @@ def jsu_table(a: TraceAnalysis) -> Table:
                      "a_k": why if p is None else show(p.lower.params[i], name),
                      "s_k": why if p is None else show(p.span.params[i], name)})
     return Table(name="jsu", title="Johnson S_U fits of a_k and s_k (scipy's shape a and b, "
-                 "loc and scale)", frame=pd.DataFrame(rows))
+                 "loc and scale)", frame=Rows.of(rows))
 
 
 def scaling_table(analyses: Sequence[TraceAnalysis], across: str = "P") -> Table:
@@ -185,20 +189,36 @@ def scaling_table(analyses: Sequence[TraceAnalysis], across: str = "P") -> Table
         for m in sorted(members, key=value_of):
             rows.append({"problem": g[0], "ksp": g[1], fixed: g[2],
                          key: m.nprocs if key == "P" else n_of(m), **_jsu(m.parameters)})
-    frame = pd.DataFrame(rows, columns=["problem", "ksp", fixed, key, *JSU_COLUMNS])
-    display = map_cells(frame.astype(object), _short)
-    for column in JSU_COLUMNS:  # times in the unit that suits them, as everywhere on the pages
-        if column.endswith("_s"):
-            display[column] = [fmt_time(v) if isinstance(v, float) and np.isfinite(v)
-                               else "no fit" for v in frame[column]]
-    display.columns = [c.removesuffix("_s") for c in display.columns]
+    data = Rows.of(rows, columns=["problem", "ksp", fixed, key, *JSU_COLUMNS])
     return Table(
         name=f"scaling_{'nprocs' if key == 'P' else 'n'}",
         title=f"Johnson S_U parameters of a_k and s_k across {across}",
-        frame=frame,
-        display=display,
+        frame=data,
+        display=_scaling_display(data),
         notes=() if rows else (f"Needs traces that differ only in {across}.",),
     )
+
+
+def _scaling_display(data: Rows) -> Rows | pd.DataFrame:
+    """The scaling table's cells as text: times in the unit that suits them (as everywhere on
+    the pages), other numbers short."""
+    def text(v: Any, column: str) -> str:
+        if column in _TIME_COLUMNS:
+            return fmt_time(v) if isinstance(v, float) and np.isfinite(v) else "no fit"
+        return _short(v)
+
+    columns = data.converted
+    names = data.columns
+    if columns is None:  # pandas decides the cells (see rows.py)
+        frame = frame_of(data)
+        shown = map_cells(frame.astype(object), _short)
+        for column in _TIME_COLUMNS:
+            shown[column] = [text(v, column) for v in frame[column]]
+        shown.columns = [c.removesuffix("_s") for c in shown.columns]
+        return shown
+    return Rows.of([[text(v, c) for v, c in zip(row, names, strict=True)]
+                    for row in zip(*columns, strict=True)],
+                   [c.removesuffix("_s") for c in names])
 
 
 def _short(v: Any) -> str:
@@ -228,7 +248,7 @@ def variability_table(analyses: Sequence[TraceAnalysis]) -> Table:
         })
     return Table(name="variability",
                  title="KS tests between ranks and node variances (variances in s²)",
-                 frame=pd.DataFrame(rows))
+                 frame=Rows.of(rows))
 
 
 def ks_table(a: TraceAnalysis) -> Table:
@@ -247,7 +267,7 @@ def ks_table(a: TraceAnalysis) -> Table:
                                   f"{all_.others.size} (reference rank {all_.reference})"),
     ]
     return Table(name="ks", title="Kolmogorov–Smirnov tests between ranks",
-                 frame=pd.DataFrame(rows, columns=["test", "result"]))
+                 frame=Rows.of(rows, columns=["test", "result"]))
 
 
 def _var(v: float) -> str:
@@ -271,7 +291,7 @@ def node_table(a: TraceAnalysis) -> Table:
                                      "each"),
     ]
     return Table(name="nodes", title="Within- and between-node variance",
-                 frame=pd.DataFrame(rows, columns=["quantity", "value"]))
+                 frame=Rows.of(rows, columns=["quantity", "value"]))
 
 
 def fit_table(a: TraceAnalysis) -> Table:
@@ -301,9 +321,9 @@ def fit_table(a: TraceAnalysis) -> Table:
                           "status": status})
     return Table(
         name="fits", title=f"Bulk fits of {run_name(a)}, ranked by histogram SSE",
-        frame=pd.DataFrame(rows, columns=["family", "sse", "ks", "aic", "n_fit", "params",
+        frame=Rows.of(rows, columns=["family", "sse", "ks", "aic", "n_fit", "params",
                                           "converged"]),
-        display=pd.DataFrame(shown, columns=["family", "SSE", "KS distance", "AIC", "n fitted",
+        display=Rows.of(shown, columns=["family", "SSE", "KS distance", "AIC", "n fitted",
                                              "parameters (shapes, loc, scale)", "status"]),
         notes=() if rows else (next((n for n in a.notes if "fit" in n), "no fit"),),
     )
@@ -320,5 +340,5 @@ def models_table(a: TraceAnalysis) -> Table:
                      "error": fmt_pct(p.error_pct) if p.value is not None else "—",
                      "flag": "\n".join(f"{f.code}: {f.message}" for f in p.flags) or "—"})
     return Table(name="models", title="Models and bounds against KSPSolve",
-                 frame=pd.DataFrame(rows, columns=["model", "formula", "predicted", "error",
+                 frame=Rows.of(rows, columns=["model", "formula", "predicted", "error",
                                                    "flag"]))
