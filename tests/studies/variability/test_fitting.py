@@ -7,7 +7,7 @@ import pytest
 import scipy.stats as st
 
 from ksptrace.errors import AnalysisError
-from ksptrace.studies.variability import fitting, outliers
+from ksptrace.studies.variability import fitting, outliers, subsampling
 
 TRUE = (1.2, 1.6, 4e-4, 5e-5)
 """Johnson S_U parameters (a, b, loc, scale) on the scale of iteration times."""
@@ -67,7 +67,7 @@ def test_unknown_family_and_constant_data_are_errors() -> None:
 
 def test_subsampling_effect_is_small_and_quantified() -> None:
     x = _jsu_sample(200_000, 4)
-    effect = fitting.subsampling_effect(x, sizes=(2_000, 20_000), seed=5)
+    effect = subsampling.subsampling_effect(x, sizes=(2_000, 20_000), seed=5)
     assert effect.sizes == (2_000, 20_000, 200_000)
     assert effect.mean_rel_change[-1] == 0.0
     # 20k of 200k values move the mean by < 0.5 % and the 99th percentile by < 2 %.
@@ -151,3 +151,14 @@ def test_a_fit_says_whether_scipys_optimizer_converged() -> None:
     assert jsu.params[:2] == pytest.approx(plain[:2], rel=1e-12)
     assert lognorm.converged is True
     assert norm.converged is None
+
+
+def test_a_prepared_sample_gives_the_same_fits() -> None:
+    """fit_candidates prepares the sample once for all families: the same fits to the bit."""
+    x = np.random.default_rng(3).lognormal(-9, 0.3, 3000)
+    hist = fitting.histogram(x, bins=50)
+    prepared = fitting.prepare(x)
+    for name in ("johnsonsu", "gamma", "norm"):
+        assert fitting.fit_one(name, prepared, hist) == fitting.fit_one(name, x, hist)
+    with pytest.raises(AnalysisError, match="all values are equal"):
+        fitting.prepare(np.full(20, 1e-4))
