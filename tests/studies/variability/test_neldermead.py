@@ -92,3 +92,26 @@ def test_the_evaluation_limit_mid_shrink_is_scipys() -> None:
 
     for x0 in ([0.3, -0.2], [1.0, 1.0], [0.0, 5.0]):
         _same(rough, np.array(x0))
+
+
+def test_the_convergence_test_is_scipys_on_nan_inf_and_ties() -> None:
+    """scipy's test: max |sim[1:] - sim[0]| <= xatol and max |fsim[0] - fsim[1:]| <= fatol,
+    where a NaN anywhere makes numpy's max NaN and the test False."""
+    rng = np.random.default_rng(11)
+    specials = [math.nan, math.inf, -math.inf, 0.0, 5e-5, 1e-4, 2e-4]
+    checked = 0
+    for _ in range(4000):
+        n = int(rng.integers(2, 5))
+        sim = rng.normal(0, 2e-5, (n + 1, n))
+        fsim = rng.normal(0, 2e-5, n + 1)
+        for _ in range(int(rng.integers(0, 3))):  # a few special values
+            target = sim if rng.random() < 0.5 else fsim
+            flat = target.reshape(-1)
+            flat[int(rng.integers(flat.size))] = specials[int(rng.integers(len(specials)))]
+        with np.errstate(invalid="ignore"):
+            scipys = bool(np.max(np.ravel(np.abs(sim[1:] - sim[0]))) <= neldermead.XATOL
+                          and np.max(np.abs(fsim[0] - fsim[1:])) <= neldermead.FATOL)
+        ours = neldermead._converged(sim.tolist(), fsim.tolist())
+        assert ours == scipys, (sim, fsim)
+        checked += scipys
+    assert 200 < checked < 3800  # both answers were tested
