@@ -9,8 +9,10 @@ element still goes through the same ufunc with the same operands in the same ord
 value is the twin's to the bit; genextreme's log1p of ``-c x``, which scipy computes twice, is
 computed once. The 224 fits of the 32 demo traces: 3.06 -> 2.24 s.
 
-Only the common case is taken here: finite loc and scale > 0, valid shapes, every value inside
-the support and a finite sum. Anything else (a penalty, NaN, infinities, exponweib's c in
+Only the common cases are taken here: finite loc and scale > 0, valid shapes and a finite sum,
+with every value inside the support, or with some outside: then, as scipy does, the sum runs
+over the values inside (``np.extract`` of the support mask, in their order) and each value
+outside adds the penalty. Anything else (NaN, infinities, a zero density, exponweib's c in
 numpy's fast powers 0.5, 1 and 2, genextreme's c of 0 or 1) is handed to the twin.
 :func:`kernel` checks the function against the twin at the optimiser's start and returns None
 if they differ in any bit; ``tests/studies/variability/test_inplace.py`` compares them at
@@ -25,7 +27,7 @@ from collections.abc import Callable
 import numpy as np
 from scipy import special as sc
 
-from ksptrace.studies.variability.fastnll import Objective, _same
+from ksptrace.studies.variability.fastnll import _PENALTY_UNIT, Objective, _same
 
 OnFloats = Callable[[list[float]], float]
 
@@ -39,6 +41,7 @@ _FAST_POWERS = (0.5, 1.0, 2.0)
 _sub, _div, _mul, _add, _neg = np.subtract, np.divide, np.multiply, np.add, np.negative
 _log, _exp, _sqrt, _square = np.log, np.exp, np.sqrt, np.square
 _sum = np.add.reduce
+_and = np.logical_and
 
 
 def _operand() -> np.ndarray:
@@ -56,6 +59,7 @@ class _Frame:
         self.z, self.twin, self.n = z, twin, z.size
         self.zmin, self.zmax = float(z.min()), float(z.max())
         self.x = np.empty(self.n)
+        self.keep, self.also = np.empty(self.n, dtype=bool), np.empty(self.n, dtype=bool)
         self.loc, self.scale = _operand(), _operand()
 
     def fallback(self, p: list[float]) -> float:
@@ -72,19 +76,45 @@ class _Frame:
         """The smallest and largest standardised values, to the bit."""
         return (self.zmin - loc) / scale, (self.zmax - loc) / scale
 
-    def on_half_line(self, loc: float, scale: float, open_: bool) -> float | None:
-        """For a family on [0, inf] ((0, inf) when ``open_``) with usable loc and scale:
-        :meth:`standardised`, or None when a value falls outside the support."""
+    def half_line(self, loc: float, scale: float, open_: bool
+                  ) -> tuple[float, np.ndarray | None] | None:
+        """For a family on [0, inf] ((0, inf) when ``open_``): None if loc or scale is not
+        usable; else :meth:`standardised` and None when every value is inside the support, or
+        the values inside, in their order, when some are not (scipy's penalised case)."""
         if not _usable(loc, scale):
             return None
         low, high = self.ends(loc, scale)
-        inside = (low > 0 and high < INF) if open_ else (low >= 0 and high <= INF)
-        return self.standardised(loc, scale) if inside else None
+        nls = self.standardised(loc, scale)
+        if (low > 0 and high < INF) if open_ else (low >= 0 and high <= INF):
+            return nls, None
+        if open_:
+            return nls, self.inside(0.0, INF, strict=True)
+        return nls, self.inside(0.0, INF)
 
-    def finish(self, total: float, n_log_scale: float, p: list[float]) -> float:
-        if total - total == 0:  # finite: scipy's unpenalised sum
+    def inside(self, low: float, high: float, strict: bool = False) -> np.ndarray:
+        """The values of ``x`` in [low, high] ((low, high) when ``strict``), in their order:
+        ``np.extract`` of scipy's support mask."""
+        above, below = (np.greater, np.less) if strict else (np.greater_equal, np.less_equal)
+        above(self.x, low, out=self.keep)
+        below(self.x, high, out=self.also)
+        _and(self.keep, self.also, out=self.keep)
+        return self.x[self.keep]
+
+    def finish(self, total: float, n_log_scale: float, p: list[float],
+               inside: np.ndarray | None = None) -> float:
+        """scipy's value from the sum of the log-densities: the plain sum when every value is
+        inside the support, else the sum over the values inside plus the penalty of the
+        others; the twin decides when the sum is not finite."""
+        if total - total != 0:
+            return self.fallback(p)
+        if inside is None:
             return float(-total + n_log_scale)
-        return self.fallback(p)
+        return float(-total + (self.n - inside.size) * _PENALTY_UNIT * 100 + n_log_scale)
+
+
+def _heads(size: int, *buffers: np.ndarray) -> tuple[np.ndarray, ...]:
+    """The first ``size`` elements of each buffer (for the values inside the support)."""
+    return tuple(b[:size] for b in buffers)
 
 
 def _usable(loc: float, scale: float) -> bool:
@@ -127,21 +157,23 @@ def _exponweib(z: np.ndarray, twin: Objective) -> OnFloats:
 
     def f(p: list[float]) -> float:
         a, c, loc, scale = p
-        nls = fr.on_half_line(loc, scale, False) if a > 0 and c > 0 and c not in _FAST_POWERS \
+        got = fr.half_line(loc, scale, False) if a > 0 and c > 0 and c not in _FAST_POWERS \
             else None
-        if nls is None:
+        if got is None:
             return fr.fallback(p)
+        nls, inside = got
+        xs, ts, us = (x, t, u) if inside is None else (inside, *_heads(inside.size, t, u))
         c_[()], am1[()], cm1[()], k_[()] = c, a - 1.0, c - 1.0, _log(a) + _log(c)
-        np.power(x, c_, out=t)
-        _neg(t, out=t)  # negxc
-        sc.expm1(t, out=u)
-        _neg(u, out=u)  # exm1c
-        sc.xlogy(am1, u, out=u)
-        _add(k_, u, out=u)
-        _add(u, t, out=u)
-        sc.xlogy(cm1, x, out=t)
-        _add(u, t, out=u)
-        return fr.finish(_sum(u), nls, p)
+        np.power(xs, c_, out=ts)
+        _neg(ts, out=ts)  # negxc
+        sc.expm1(ts, out=us)
+        _neg(us, out=us)  # exm1c
+        sc.xlogy(am1, us, out=us)
+        _add(k_, us, out=us)
+        _add(us, ts, out=us)
+        sc.xlogy(cm1, xs, out=ts)
+        _add(us, ts, out=us)
+        return fr.finish(_sum(us), nls, p, inside)
 
     return f
 
@@ -152,14 +184,16 @@ def _gamma(z: np.ndarray, twin: Objective) -> OnFloats:
 
     def f(p: list[float]) -> float:
         a, loc, scale = p
-        nls = fr.on_half_line(loc, scale, False) if a > 0 else None
-        if nls is None:
+        got = fr.half_line(loc, scale, False) if a > 0 else None
+        if got is None:
             return fr.fallback(p)
+        nls, inside = got
+        xs, ts = (x, t) if inside is None else (inside, t[:inside.size])
         am1[()], lga[()] = a - 1.0, sc.gammaln(a)
-        sc.xlogy(am1, x, out=t)
-        _sub(t, x, out=t)
-        _sub(t, lga, out=t)
-        return fr.finish(_sum(t), nls, p)
+        sc.xlogy(am1, xs, out=ts)
+        _sub(ts, xs, out=ts)
+        _sub(ts, lga, out=ts)
+        return fr.finish(_sum(ts), nls, p, inside)
 
     return f
 
@@ -170,19 +204,21 @@ def _lognorm(z: np.ndarray, twin: Objective) -> OnFloats:
 
     def f(p: list[float]) -> float:
         s, loc, scale = p
-        nls = fr.on_half_line(loc, scale, True) if s > 0 else None  # no zero to leave out
-        if nls is None:
+        got = fr.half_line(loc, scale, True) if s > 0 else None  # no zero to leave out
+        if got is None:
             return fr.fallback(p)
+        nls, inside = got
+        xs, ts = (x, t) if inside is None else (inside, t[:inside.size])
         s_[()], twice_s2[()] = s, 2 * (s * s)
-        _log(x, out=t)
-        _square(t, out=t)
-        _neg(t, out=t)
-        _div(t, twice_s2, out=t)
-        _mul(s_, x, out=x)
-        _mul(x, _SQRT_2PI, out=x)
-        _log(x, out=x)
-        _sub(t, x, out=t)
-        return fr.finish(_sum(t), nls, p)
+        _log(xs, out=ts)
+        _square(ts, out=ts)
+        _neg(ts, out=ts)
+        _div(ts, twice_s2, out=ts)
+        _mul(s_, xs, out=xs)
+        _mul(xs, _SQRT_2PI, out=xs)
+        _log(xs, out=xs)
+        _sub(ts, xs, out=ts)
+        return fr.finish(_sum(ts), nls, p, inside)
 
     return f
 
@@ -198,19 +234,19 @@ def _genextreme(z: np.ndarray, twin: Objective) -> OnFloats:
         high = 1.0 / max(c, _XMIN) if c > 0 else INF
         low = 1.0 / min(c, -_XMIN) if c < 0 else -INF
         first, last = fr.ends(loc, scale)
-        if not (low <= first and last <= high):
-            return fr.fallback(p)
         nls = fr.standardised(loc, scale)
+        inside = None if low <= first and last <= high else fr.inside(low, high)
+        xs, ts, vs = (x, t, v) if inside is None else (inside, *_heads(inside.size, t, v))
         c_[()] = c
-        _mul(c_, x, out=t)
-        _neg(t, out=t)
-        sc.log1p(t, out=t)  # logex2 (where 1 - c x is 0 or inf, the sum is not finite)
-        _div(t, c_, out=x)  # logpex2
-        _exp(x, out=v)
-        _neg(v, out=v)
-        _add(v, x, out=v)
-        _sub(v, t, out=v)
-        return fr.finish(_sum(v), nls, p)
+        _mul(c_, xs, out=ts)
+        _neg(ts, out=ts)
+        sc.log1p(ts, out=ts)  # logex2 (where 1 - c x is 0 or inf, the sum is not finite)
+        _div(ts, c_, out=xs)  # logpex2
+        _exp(xs, out=vs)
+        _neg(vs, out=vs)
+        _add(vs, xs, out=vs)
+        _sub(vs, ts, out=vs)
+        return fr.finish(_sum(vs), nls, p, inside)
 
     return f
 
