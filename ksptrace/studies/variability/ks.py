@@ -193,11 +193,16 @@ def one_vs_all(
         return int(block.shape[0])
 
     done = 0
-    with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
-        for rows in pool.map(one_block, starts):
-            done += rows
-            if progress is not None:
-                progress(done / nprocs)
+    if len(starts) == 1:  # one block (a small trace): no thread to start
+        done = one_block(0)
+        if progress is not None:
+            progress(1.0)
+    else:
+        with ThreadPoolExecutor(max_workers=max(1, workers)) as pool:
+            for rows in pool.map(one_block, starts):
+                done += rows
+                if progress is not None:
+                    progress(done / nprocs)
     others = np.delete(np.arange(nprocs, dtype=np.int64), reference)
     stats = np.delete(gaps, reference) / float(k * k)
     stats.setflags(write=False)
