@@ -6,6 +6,7 @@ import os
 import pickle
 import signal
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -46,6 +47,31 @@ def _gone(pid: int) -> bool:
         return True
     return False
 
+def _fail_on(monkeypatch: pytest.MonkeyPatch, name: str, fail: Callable[[], object]) -> None:
+    """Make the reader child's read of the file called ``name`` crash or hang (``fail``)."""
+    real = reader_child.read_fields
+
+    def read_fields(p: Path, file_bytes: int) -> object:
+        if p.name == name:
+            fail()
+        return real(p, file_bytes)
+
+    monkeypatch.setattr(reader_child, "read_fields", read_fields)
+
+
+def _segfault() -> None:
+    os.kill(os.getpid(), signal.SIGSEGV)
+
+
+def _hang() -> None:
+    time.sleep(120)
+
+
+def _same(a: object, b: object) -> None:
+    for field in ("stamps", "residual_norms", "node_ids", "solve_seconds"):
+        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
+
+
 
 def test_many_files_one_child_the_same_traces(files: list[Path], forks: list[int]) -> None:
     alone = [read_trace(p) for p in files]
@@ -54,28 +80,21 @@ def test_many_files_one_child_the_same_traces(files: list[Path], forks: list[int
         inside = [read_trace(p) for p in files]
     assert len(forks) == 1
     for a, b in zip(alone, inside, strict=True):
-        np.testing.assert_array_equal(a.stamps, b.stamps)
-        np.testing.assert_array_equal(a.residual_norms, b.residual_norms)
-        np.testing.assert_array_equal(a.node_ids, b.node_ids)
-        np.testing.assert_array_equal(a.solve_seconds, b.solve_seconds)
+        _same(a, b)
         assert a.hostnames == b.hostnames
         assert dict(a.attrs) == dict(b.attrs)
         assert a.path == b.path
     assert _gone(forks[0]), "the reader child outlived its block"
 
 
+@pytest.mark.parametrize("ahead", [False, True], ids=["asked-in-turn", "read-ahead"])
 def test_a_crash_refuses_that_file_and_the_next_gets_a_new_child(
-    files: list[Path], forks: list[int], monkeypatch: pytest.MonkeyPatch,
+    files: list[Path], forks: list[int], monkeypatch: pytest.MonkeyPatch, ahead: bool,
 ) -> None:
-    real = reader_child.read_fields
-
-    def crash_on_t2(p: Path, file_bytes: int) -> object:
-        if p.name == "t2.h5":
-            os.kill(os.getpid(), signal.SIGSEGV)
-        return real(p, file_bytes)
-
-    monkeypatch.setattr(reader_child, "read_fields", crash_on_t2)
-    with reading():
+    """Read ahead (the crash happens while t1 is analysed) or in turn, the file is refused
+    when its turn comes, with the crash named."""
+    _fail_on(monkeypatch, "t2.h5", _segfault)
+    with reading([str(p) for p in files] if ahead else ()):
         read_trace(files[1])
         with pytest.raises(TraceError, match=r"HDF5 library crashed reading it \(signal 11\)"
                            ) as info:
@@ -89,14 +108,7 @@ def test_a_crash_refuses_that_file_and_the_next_gets_a_new_child(
 def test_a_hang_is_killed_at_the_limit(
     files: list[Path], forks: list[int], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = reader_child.read_fields
-
-    def hang_on_t0(p: Path, file_bytes: int) -> object:
-        if p.name == "t0.h5":
-            time.sleep(120)
-        return real(p, file_bytes)
-
-    monkeypatch.setattr(reader_child, "read_fields", hang_on_t0)
+    _fail_on(monkeypatch, "t0.h5", _hang)
     monkeypatch.setattr(probe, "limit_for", lambda file_bytes: 1.0)
     with reading():
         start = time.monotonic()
@@ -213,11 +225,6 @@ def test_iter_traces_reads_through_one_child_and_closes_it_when_left(
     assert _gone(forks[1])
 
 
-def _same(a: object, b: object) -> None:
-    for field in ("stamps", "residual_norms", "node_ids", "solve_seconds"):
-        np.testing.assert_array_equal(getattr(a, field), getattr(b, field))
-
-
 def test_the_child_reads_the_next_expected_file_ahead(files: list[Path], forks: list[int]
                                                       ) -> None:
     alone = [read_trace(p) for p in files]
@@ -263,38 +270,10 @@ def test_files_read_out_of_the_expected_order_are_still_the_right_ones(
         _same(alone[p], trace)
 
 
-def test_a_crash_on_a_file_read_ahead_refuses_that_file_when_its_turn_comes(
-    files: list[Path], forks: list[int], monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    real = reader_child.read_fields
-
-    def crash_on_t1(p: Path, file_bytes: int) -> object:
-        if p.name == "t1.h5":
-            os.kill(os.getpid(), signal.SIGSEGV)
-        return real(p, file_bytes)
-
-    monkeypatch.setattr(reader_child, "read_fields", crash_on_t1)
-    with reading([str(p) for p in files]):
-        assert read_trace(files[0]).nprocs == 2  # the crash on t1 happens now, unasked
-        with pytest.raises(TraceError, match=r"crashed reading it \(signal 11\)") as info:
-            read_trace(files[1])
-        assert str(info.value).startswith(f"{files[1]}: ")
-        assert read_trace(files[2]).nprocs == 2
-    assert len(forks) == 2
-    assert all(_gone(pid) for pid in forks)
-
-
 def test_a_hang_on_a_file_read_ahead_is_named_a_hang(
     files: list[Path], monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    real = reader_child.read_fields
-
-    def hang_on_t1(p: Path, file_bytes: int) -> object:
-        if p.name == "t1.h5":
-            time.sleep(120)
-        return real(p, file_bytes)
-
-    monkeypatch.setattr(reader_child, "read_fields", hang_on_t1)
+    _fail_on(monkeypatch, "t1.h5", _hang)
     monkeypatch.setattr(probe, "limit_for", lambda file_bytes: 1.0)
     with reading([str(p) for p in files]):
         read_trace(files[0])
