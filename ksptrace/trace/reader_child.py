@@ -60,6 +60,8 @@ class _Reader:
         self.requests = self.replies = -1
         self.plan: list[str] = []
         """Files that will be read in this order (:func:`reading`'s ``expected``)."""
+        self.cursor = 0
+        """Where in :attr:`plan` the next file is looked for."""
         self.asked: _Asked | None = None
         """The file the child was asked to read before anyone wanted it."""
         self.deadline = 0.0
@@ -82,7 +84,7 @@ class _Reader:
 
     def close(self) -> None:
         """Close the pipes; the child leaves on its own (or is killed after a second)."""
-        self.plan, self.asked = [], None
+        self.plan, self.cursor, self.asked = [], 0, None
         if not self.pid:
             return
         os.close(self.requests)
@@ -145,11 +147,14 @@ class _Reader:
     def _ask_next(self, p: Path) -> None:
         """Ask the child now for the small file planned after ``p``, so that it reads it while
         this process analyses ``p`` (one file ahead: the reply waits in the pipe)."""
-        if not self.pid or str(p) not in self.plan:
+        if not self.pid:
             return
-        at = self.plan.index(str(p))
-        following, self.plan = self.plan[at + 1:at + 2], self.plan[at + 1:]
-        for name in following:
+        try:  # from the last file read on: in-order reads find it at once
+            at = self.plan.index(str(p), self.cursor)
+        except ValueError:
+            return
+        self.cursor = at + 1
+        for name in self.plan[at + 1:at + 2]:
             try:
                 file_bytes = probe.regular_file(Path(name))
                 key = _identity(Path(name))
