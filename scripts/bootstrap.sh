@@ -27,6 +27,8 @@ APT_PACKAGES=(python3-petsc4py python3-mpi4py python3-h5py-mpi openmpi-bin pytho
 if [ "${1:-}" = "--test" ]; then
   APT_PACKAGES+=(chromium chromium-driver python3-selenium python3-xarray python3-h5netcdf
                  hdf5-tools)
+  # `ksptrace trace`'s tests build PETSc's own tutorials (C and Fortran) in a temporary folder.
+  APT_PACKAGES+=(libpetsc3.18-dev-examples libpetsc-real3.18-dev gfortran)
 fi
 VENV=${KSPTRACE_VENV:-.venv}
 SYSPY=/usr/bin/python3

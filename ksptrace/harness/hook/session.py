@@ -24,7 +24,7 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ksptrace.errors import KsptraceError, OutputError, SolverError, TraceError, UsageError
+from ksptrace.errors import OutputError, SolverError, TraceError, UsageError
 from ksptrace.harness.hook import build, inject, records
 from ksptrace.harness.hook.assemble import Assembled, assemble
 from ksptrace.trace import publish, write
@@ -130,6 +130,7 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
         raise UsageError(f"{static} is statically linked, so LD_PRELOAD cannot reach it; "
                          "link it against a shared libpetsc to trace it")
     lib = build.library()
+    made = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
         raw = Path(tempfile.mkdtemp(prefix=".ksptrace-hook-", dir=out))
@@ -169,9 +170,8 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
         except OSError as exc:
             raise OutputError(publish.describe_write_error(exc, out, 0)) from None
         return Outcome(tuple(paths), assembled, 0)
-    except KsptraceError:
-        raise
     finally:
         shutil.rmtree(raw, ignore_errors=True)
-        with contextlib.suppress(OSError):
-            out.rmdir()  # only when it is empty: nothing was written into a folder made here
+        if made:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only when empty: a folder made here that holds no trace
