@@ -14,6 +14,7 @@ A statically linked executable has no dynamic loader, so ``LD_PRELOAD`` never re
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import struct
 from dataclasses import dataclass
@@ -100,14 +101,17 @@ def _as_file(word: str) -> Path | None:
 
 
 def program_of(argv: list[str], launcher: str) -> Path | None:
-    """The program the command runs (the first existing file after the launcher), or None."""
+    """The program the command runs (the first existing file after the launcher, the script
+    after an interpreter such as python), or None."""
+    found = None
     for word in argv[1:] if launcher != "none" else argv:
-        if word.startswith("-"):
+        path = None if word.startswith("-") else _as_file(word)
+        if path is None:
             continue
-        path = _as_file(word)
-        if path is not None:
+        if found is not None or not re.match(r"(python|pypy)[0-9.]*$", path.name):
             return path
-    return None
+        found = path
+    return found
 
 
 def static_program(argv: list[str], launcher: str) -> Path | None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -144,3 +145,43 @@ def test_analyze_of_a_traced_ex19_reports_both_newton_solves(
     assert [r["trace"].rsplit("#", 1)[1] for r in rows] == ["solve=0", "solve=1"]
     assert [r["iterations"] for r in rows] == t.solves.iterations.tolist()
     assert all(r["kspsolve"] > 0 and r["nprocs"] == 2 for r in rows)
+
+
+PETSC4PY_PROGRAM = """
+import sys
+import petsc4py
+petsc4py.init(sys.argv)
+from petsc4py import PETSc
+n = 100
+A = PETSc.Mat().createAIJ([n, n], nnz=3)
+start, end = A.getOwnershipRange()
+for i in range(start, end):
+    A[i, i] = 2.0
+    if i > 0:
+        A[i, i - 1] = -1.0
+    if i < n - 1:
+        A[i, i + 1] = -1.0
+A.assemble()
+x, b = A.createVecs()
+ksp = PETSc.KSP().create()
+ksp.setOperators(A)
+ksp.setType("cg")
+ksp.getPC().setType("jacobi")
+ksp.setFromOptions()
+for step in range(3):
+    b.set(step + 1.0)
+    ksp.solve(b, x)
+"""
+
+
+def test_an_unmodified_petsc4py_program_is_traced(ksptrace_cli: Runner, tmp_path: Path) -> None:
+    """petsc4py loads libpetsc privately (RTLD_LOCAL): the hook still finds PETSc's KSPSolve."""
+    script = tmp_path / "solve.py"
+    script.write_text(PETSC4PY_PROGRAM)
+    proc, (t,) = traced(ksptrace_cli, tmp_path / "out",
+                        [*mpiexec(2), sys.executable, str(script), "-ksp_monitor"])
+    assert t.attrs["problem"] == "solve"
+    assert t.attrs["ksp"] == "cg"
+    assert t.solves is not None
+    assert t.solves.count == 3
+    assert_as_monitored(t, proc.stdout)
