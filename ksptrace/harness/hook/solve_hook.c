@@ -1,50 +1,33 @@
-/* ksptrace's solve hook: loaded into an unmodified PETSc program with LD_PRELOAD by
-   `ksptrace trace`, it defines KSPSolve, KSPSetUp and PCSetUp, finds PETSc's own with
-   dlsym (RTLD_NEXT, else the loaded library that defines them: petsc4py loads libpetsc
-   RTLD_LOCAL) and calls them. Calls from the program and from inside libpetsc reach it, since
-   libpetsc calls its exported functions through its PLT.
+/* ksptrace's solve hook (docs/own-solver.md): preloaded into an unmodified PETSc program by
+   `ksptrace trace`, it defines KSPSolve, KSPSetUp and PCSetUp and calls PETSc's own, found with
+   dlsym (RTLD_NEXT, else in the loaded library defining them: petsc4py loads libpetsc
+   RTLD_LOCAL). libpetsc calls its exported functions through its PLT, so solves made inside
+   PETSc (SNESSolve's) reach it too. A solve's depth is 1 for the program's outermost solves,
+   one more per KSPSolve around it, and one more inside a set-up the program called itself.
+   Solves selected by KSPTRACE_HOOK_DEPTH/_SETUP/_PREFIX get a stamping monitor on their KSP;
+   others are counted. Each process writes <KSPTRACE_HOOK_DIR>/rank-<rank>-<pid>.bin (read by
+   ksptrace/harness/hook/records.py). No header is included: PETSc's objects are pointers and
+   its integer and real sizes are asked of the PETSc the program loaded, at run time. */
 
-   Each solve is given a depth: 1 for the program's outermost solves, one more for each
-   KSPSolve around it, and one more when it runs inside a set-up (KSPSetUp or PCSetUp: the
-   Chebyshev eigenvalue estimates of multigrid and GAMG) that the program called itself.
-   A solve is recorded when its depth is at most KSPTRACE_HOOK_DEPTH (default 1), or it is a
-   set-up solve one level deeper and KSPTRACE_HOOK_SETUP=1, and its KSP's options prefix is
-   KSPTRACE_HOOK_PREFIX when that is set (then at any depth unless a depth is also set). A
-   recorded KSP gets a stamping monitor (KSPMonitorSet) on first sight; the others are only
-   counted. Each process writes one raw file, <KSPTRACE_HOOK_DIR>/rank-<rank>-<pid>.bin, that
-   `ksptrace trace` turns into traces after the command exits: a header, one record per
-   recorded solve (its stamps and norms, times, set-up time, types, reason), one summary per
-   KSP at exit and an end mark. Set-up time is the time of the outermost KSPSetUp/PCSetUp
-   inside a solve (or called by the program before it) and is kept apart from the solve.
-
-   No header is included: PETSc's types are plain pointers and its integer and real sizes are
-   asked of the library the program loaded (PetscDataTypeGetSize), so one build serves any
-   PETSc with 4- or 8-byte integers and 4- or 8-byte reals. The monitor costs two stores and
-   one MPI_Wtime call per iteration. */
-
-#define RTLD_LAZY 1
-#define RTLD_NOLOAD 4
+enum { RTLD_LAZY = 1, RTLD_NOLOAD = 4 };
 #define RTLD_NEXT ((void *)-1l)
 
 typedef unsigned long size_t;
-void *dlsym(void *handle, const char *name);
-void *dlopen(const char *file, int mode);
+void *dlsym(void *handle, const char *name), *dlopen(const char *file, int mode);
 int dlclose(void *handle);
-typedef struct { const char *dli_fname; void *dli_fbase; const char *dli_sname; void *dli_saddr; } Dl_info;
+typedef struct { const char *dli_fname; void *base; const char *sname; void *saddr; } Dl_info;
 int dladdr(const void *addr, Dl_info *info);
 struct dl_phdr_info { unsigned long addr; const char *name; /* more fields unused */ };
 int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);
-void *calloc(size_t n, size_t size);
-void *realloc(void *p, size_t size);
+void *calloc(size_t n, size_t size), *realloc(void *p, size_t size);
 char *getenv(const char *name);
 int snprintf(char *s, size_t n, const char *fmt, ...);
-void *fopen(const char *path, const char *mode);
-size_t fwrite(const void *p, size_t size, size_t n, void *f);
-int fclose(void *f);
-int fprintf(void *f, const char *fmt, ...);
+struct iovec { const void *base; size_t len; };
+long writev(int fd, const struct iovec *iov, int count);
+int open(const char *path, int flags, ...), close(int fd), fprintf(void *f, const char *fmt, ...);
 extern void *stderr;
-int getpid(void);
-int gethostname(char *name, size_t len);
+#define O_WRONLY_CREAT_EXCL 0301  /* Linux: O_WRONLY | O_CREAT | O_EXCL */
+int getpid(void), gethostname(char *name, size_t len);
 char *strncpy(char *d, const char *s, size_t n);
 void *memcpy(void *d, const void *s, size_t n);
 int strcmp(const char *a, const char *b);
@@ -73,28 +56,26 @@ struct ksp_ctx {                /* one KSP seen by this process */
 
 static struct {
   int ready, broken, int_bytes, real_bytes, rank, size, ompi, max_depth, with_setup, ids;
+  int fd, pid;                  /* the raw file (-1: none), and the process that opened it */
   const char *prefix;
-  void *lib, *file;
+  void *lib;
   solve_fn solve;
   setup_fn ksp_setup, pc_setup;
   wtime_fn wtime;
   int (*monitor_set)(void *, void *, void *, int (*)(void **));
   get_ptr_fn ksp_type, pc_type, ksp_prefix;
-  int (*get_pc)(void *, void **);
-  int (*operators)(void *, void **, void **);
+  int (*get_pc)(void *, void **), (*operators)(void *, void **, void **);
   int (*mat_size)(void *, long long *, void *);
   get_int_fn iterations, reason, get_comm;
-  int (*comm_size_i)(int, int *);
-  int (*comm_size_p)(void *, int *);
-  int (*push_handler)(void *, void *);
-  int (*pop_handler)(void);
+  int (*comm_size_i)(int, int *), (*comm_size_p)(void *, int *);
+  int (*push_handler)(void *, void *), (*pop_handler)(void);
   void *ignore_handler;
   const char *const **reasons;
   struct ksp_ctx *ksps;
   char frames[MAX_FRAMES];      /* 's': a KSPSolve, 'u': a set-up */
   double setup_acc[MAX_FRAMES + 1];
   int nframes;
-} H;
+} H = {.fd = -1};
 
 int KSPSolve(void *ksp, void *b, void *x);
 
@@ -105,22 +86,26 @@ static int find_in(struct dl_phdr_info *info, size_t size, void *data) {
   h = dlopen(info->name, RTLD_LAZY | RTLD_NOLOAD);
   if (!h) return 0;
   f = dlsym(h, "KSPSolve");
-  if (f && f != (void *)KSPSolve) {
-    found[0] = h;
-    found[1] = f;
-    return 1;
-  }
+  if (f && f != (void *)KSPSolve) return found[0] = h, found[1] = f, 1;
   dlclose(h);
   return 0;
+}
+
+/* One record in one system call, only by the process that opened the file (a forked child
+   writes nothing); after a short write (a full disk) nothing more, and no end mark. */
+static void put(const struct iovec *iov, int count) {
+  long want = 0, k;
+  if (H.fd < 0 || getpid() != H.pid) return;
+  for (k = 0; k < count; ++k) want += (long)iov[k].len;
+  if (writev(H.fd, iov, count) != want) close(H.fd), H.fd = -1;
 }
 
 static void note(const char *text) {
   int kind = REC_NOTE;
   char buf[256] = {0};
-  if (!H.file) return;
+  struct iovec iov[2] = {{&kind, sizeof kind}, {buf, sizeof buf}};
   strncpy(buf, text, sizeof buf - 1);
-  fwrite(&kind, sizeof kind, 1, H.file);
-  fwrite(buf, 1, sizeof buf, H.file);
+  put(iov, 2);
 }
 
 static int ask_size(int (*from)(const char *, int *, int *), int (*size_of)(int, size_t *),
@@ -134,26 +119,23 @@ static int ask_size(int (*from)(const char *, int *, int *), int (*size_of)(int,
 static void open_file(const char *petsc_path) {
   const char *dir = getenv("KSPTRACE_HOOK_DIR");
   char path[4096], header[1536] = {0};
-  int *ints = (int *)header, (*version)(char *, size_t) = dlsym(H.lib, "PetscGetVersion");
+  int (*version)(char *, size_t) = dlsym(H.lib, "PetscGetVersion");
+  int ints[8] = {0x4b535054 /* "TPSK" */, HOOK_VERSION, H.rank, H.size, getpid(), H.int_bytes,
+                 H.real_bytes, H.ompi};
   if (!dir) return;
+  struct iovec iov = {header, sizeof header};
   snprintf(path, sizeof path, "%s/rank-%d-%d.bin", dir, H.rank, getpid());
-  H.file = fopen(path, "wbx");
-  if (!H.file) {
+  H.pid = getpid();
+  H.fd = open(path, O_WRONLY_CREAT_EXCL, 0600);
+  if (H.fd < 0) {
     fprintf(stderr, "ksptrace trace: cannot write %s; this rank is not traced\n", path);
     return;
   }
-  ints[0] = 0x4b535054;  /* "TPSK" */
-  ints[1] = HOOK_VERSION;
-  ints[2] = H.rank;
-  ints[3] = H.size;
-  ints[4] = getpid();
-  ints[5] = H.int_bytes;
-  ints[6] = H.real_bytes;
-  ints[7] = H.ompi;
+  memcpy(header, ints, sizeof ints);
   gethostname(header + 32, 255);
   if (version) version(header + 288, 255);
   strncpy(header + 544, petsc_path ? petsc_path : "", 991);
-  fwrite(header, 1, sizeof header, H.file);
+  put(&iov, 1);
 }
 
 /* Find PETSc's functions and this PETSc's sizes; 0 when the hook can run. */
@@ -163,45 +145,33 @@ static int resolve(void) {
   int (*from)(const char *, int *, int *);
   int (*size_of)(int, size_t *);
   int *rank, *size;
-  H.ready = 1;
-  found[1] = dlsym(RTLD_NEXT, "KSPSolve");
+  found[1] = dlsym(RTLD_NEXT, "KSPSolve"), H.ready = 1;
   if (found[1] && dladdr(found[1], &info) && info.dli_fname)
     found[0] = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
   if (!found[0]) dl_iterate_phdr(find_in, found);
   if (!found[0] || !found[1]) return H.broken = 1;
-  H.lib = found[0];
-  H.solve = (solve_fn)found[1];
+  H.lib = found[0], H.solve = (solve_fn)found[1];
   if (!info.dli_fname) dladdr(found[1], &info);
-  H.ksp_setup = (setup_fn)dlsym(H.lib, "KSPSetUp");
-  H.pc_setup = (setup_fn)dlsym(H.lib, "PCSetUp");
-  H.wtime = (wtime_fn)dlsym(H.lib, "MPI_Wtime");
-  H.monitor_set = dlsym(H.lib, "KSPMonitorSet");
-  H.ksp_type = (get_ptr_fn)dlsym(H.lib, "KSPGetType");
-  H.pc_type = (get_ptr_fn)dlsym(H.lib, "PCGetType");
-  H.ksp_prefix = (get_ptr_fn)dlsym(H.lib, "KSPGetOptionsPrefix");
-  H.get_pc = dlsym(H.lib, "KSPGetPC");
-  H.operators = dlsym(H.lib, "KSPGetOperators");
-  H.mat_size = dlsym(H.lib, "MatGetSize");
-  H.iterations = (get_int_fn)dlsym(H.lib, "KSPGetIterationNumber");
-  H.reason = (get_int_fn)dlsym(H.lib, "KSPGetConvergedReason");
-  H.get_comm = (get_int_fn)dlsym(H.lib, "PetscObjectGetComm");
+  H.ksp_setup = (setup_fn)dlsym(H.lib, "KSPSetUp"), H.pc_setup = dlsym(H.lib, "PCSetUp");
+  H.wtime = (wtime_fn)dlsym(H.lib, "MPI_Wtime"), H.monitor_set = dlsym(H.lib, "KSPMonitorSet");
+  H.ksp_type = dlsym(H.lib, "KSPGetType"), H.pc_type = dlsym(H.lib, "PCGetType");
+  H.ksp_prefix = dlsym(H.lib, "KSPGetOptionsPrefix"), H.get_pc = dlsym(H.lib, "KSPGetPC");
+  H.operators = dlsym(H.lib, "KSPGetOperators"), H.mat_size = dlsym(H.lib, "MatGetSize");
+  H.iterations = dlsym(H.lib, "KSPGetIterationNumber");
+  H.get_comm = dlsym(H.lib, "PetscObjectGetComm");
+  H.reason = dlsym(H.lib, "KSPGetConvergedReason"), H.reasons = dlsym(H.lib, "KSPConvergedReasons");
   H.push_handler = dlsym(H.lib, "PetscPushErrorHandler");
   H.pop_handler = dlsym(H.lib, "PetscPopErrorHandler");
   H.ignore_handler = dlsym(H.lib, "PetscIgnoreErrorHandler");
-  H.reasons = dlsym(H.lib, "KSPConvergedReasons");
   H.ompi = dlsym(H.lib, "ompi_mpi_comm_world") != 0;
   if (H.ompi) H.comm_size_p = dlsym(H.lib, "MPI_Comm_size");
   else H.comm_size_i = dlsym(H.lib, "MPI_Comm_size");
-  from = dlsym(H.lib, "PetscDataTypeFromString");
-  size_of = dlsym(H.lib, "PetscDataTypeGetSize");
-  H.int_bytes = ask_size(from, size_of, "int");
-  H.real_bytes = ask_size(from, size_of, "real");
-  rank = dlsym(H.lib, "PetscGlobalRank");
-  size = dlsym(H.lib, "PetscGlobalSize");
-  H.rank = rank ? *rank : 0;
-  H.size = size ? *size : 1;
-  H.prefix = getenv("KSPTRACE_HOOK_PREFIX");
-  if (H.prefix && !H.prefix[0]) H.prefix = 0;
+  from = dlsym(H.lib, "PetscDataTypeFromString"), size_of = dlsym(H.lib, "PetscDataTypeGetSize");
+  H.int_bytes = ask_size(from, size_of, "int"), H.real_bytes = ask_size(from, size_of, "real");
+  rank = dlsym(H.lib, "PetscGlobalRank"), size = dlsym(H.lib, "PetscGlobalSize");
+  H.rank = rank ? *rank : 0, H.size = size ? *size : 1;
+  H.prefix = getenv("KSPTRACE_HOOK_PREFIX") && *getenv("KSPTRACE_HOOK_PREFIX")
+                 ? getenv("KSPTRACE_HOOK_PREFIX") : 0;
   H.max_depth = getenv("KSPTRACE_HOOK_DEPTH") ? (int)strtol(getenv("KSPTRACE_HOOK_DEPTH"), 0, 10)
                                               : (H.prefix ? 1 << 20 : 1);
   H.with_setup = getenv("KSPTRACE_HOOK_SETUP") && !strcmp(getenv("KSPTRACE_HOOK_SETUP"), "1");
@@ -219,38 +189,31 @@ static int resolve(void) {
 }
 
 static void stamp(struct ksp_ctx *c, long long its, double rnorm) {
-  double t;
+  double t = c->active ? H.wtime() : 0.0;
   long long k;
-  if (!c->active) return;
-  t = H.wtime();
-  if (its < 0) return;
+  if (!c->active || its < 0) return;
   if (its >= c->cap) {
     long long cap = 2 * c->cap > its + 1 ? 2 * c->cap : its + 1;
     double *s = realloc(c->stamps, (size_t)cap * sizeof(double));
     double *n = s ? realloc(c->norms, (size_t)cap * sizeof(double)) : 0;
     if (s) c->stamps = s;
     if (!n) { c->active = 0; c->count = -1; return; }   /* no memory: the solve is lost */
-    c->norms = n;
-    c->cap = cap;
+    c->norms = n, c->cap = cap;
   }
   for (k = c->count; k < its; ++k) c->stamps[k] = c->norms[k] = 0.0 / 0.0;
-  c->stamps[its] = t;
-  c->norms[its] = rnorm;
+  c->stamps[its] = t, c->norms[its] = rnorm;
   if (its >= c->count) c->count = its + 1;
 }
 
 #define MONITOR(NAME, ITYPE, RTYPE) \
   static int NAME(void *ksp, ITYPE its, RTYPE rnorm, void *ctx) { \
     (void)ksp; stamp(ctx, (long long)its, (double)rnorm); return 0; }
-MONITOR(monitor_i4_r4, int, float)
-MONITOR(monitor_i4_r8, int, double)
-MONITOR(monitor_i8_r4, long long, float)
-MONITOR(monitor_i8_r8, long long, double)
+MONITOR(monitor_i4_r4, int, float) MONITOR(monitor_i4_r8, int, double)
+MONITOR(monitor_i8_r4, long long, float) MONITOR(monitor_i8_r8, long long, double)
 
 static int monitor_destroy(void **vctx) {   /* KSPDestroy or KSPMonitorCancel */
   struct ksp_ctx *c = *vctx;
-  if (c) c->attached = 0;
-  if (c) c->ksp = 0;                          /* a new KSP at this address is another one */
+  if (c) c->attached = 0, c->ksp = 0;         /* a new KSP at this address is another one */
   return 0;
 }
 
@@ -270,21 +233,31 @@ static int comm_size(void *ksp) {
   return n;
 }
 
+/* The context of `ksp`: the last one used, one in the list, a destroyed KSP's context that has
+   nothing left to report (its buffers kept), or a new one. */
 static struct ksp_ctx *context(void *ksp) {
-  struct ksp_ctx *c;
-  for (c = H.ksps; c; c = c->next)
-    if (c->ksp == ksp) return c;
-  c = calloc(1, sizeof *c);
-  if (!c) return 0;
+  static struct ksp_ctx *last;
+  struct ksp_ctx *c, *dead = 0;
+  if (last && last->ksp == ksp) return last;
+  for (c = H.ksps; c; c = c->next) {
+    if (c->ksp == ksp) return last = c;
+    if (!c->ksp && !c->skipped && !dead) dead = c;
+  }
+  if (dead) {
+    c = dead;
+  } else {
+    if (!(c = calloc(1, sizeof *c))) return 0;
+    c->next = H.ksps;
+    H.ksps = c;
+  }
   c->ksp = ksp;
   c->min_depth = 1 << 20;
   c->id = -1;
+  c->recorded = c->refused = c->setup_seen = 0;
   copy_name(c->type, H.ksp_type, ksp);
   copy_name(c->prefix, H.ksp_prefix, ksp);
   c->comm_size = comm_size(ksp);
-  c->next = H.ksps;
-  H.ksps = c;
-  return c;
+  return last = c;
 }
 
 static void attach(struct ksp_ctx *c) {
@@ -309,7 +282,7 @@ static void attach(struct ksp_ctx *c) {
 static void write_solve(struct ksp_ctx *c, int depth, int setup, const double *times) {
   char names[4 * NAME] = {0};
   long long its = 0, head[4];
-  int ints[8], reason = 0;
+  int reason = 0;
   void *pc = 0, *mat = 0;
   const char *rname = 0;
   H.iterations(c->ksp, &its);             /* a PetscInt: 4 or 8 bytes, zero-extended */
@@ -318,16 +291,9 @@ static void write_solve(struct ksp_ctx *c, int depth, int setup, const double *t
   copy_name(names, H.ksp_type, c->ksp);
   if (!H.get_pc(c->ksp, &pc)) copy_name(names + NAME, H.pc_type, pc);
   copy_name(names + 2 * NAME, H.ksp_prefix, c->ksp);
-  if (H.reasons && *H.reasons && reason > -100 && reason < 100) rname = (*H.reasons)[reason];
+  /* names of -11..9 exist in every PETSc since 3.14; others are written as numbers only */
+  if (H.reasons && *H.reasons && reason >= -11 && reason <= 9) rname = (*H.reasons)[reason];
   if (rname) strncpy(names + 3 * NAME, rname, NAME - 1);
-  ints[0] = REC_SOLVE;
-  ints[1] = c->id;
-  ints[2] = depth;
-  ints[3] = setup;
-  ints[4] = c->comm_size;
-  ints[5] = reason;
-  ints[6] = c->refused;
-  ints[7] = 0;
   head[0] = its;
   head[1] = c->count < 0 ? 0 : c->count;
   head[2] = c->count < 0;
@@ -335,13 +301,13 @@ static void write_solve(struct ksp_ctx *c, int depth, int setup, const double *t
   if (H.operators && H.mat_size && !H.operators(c->ksp, &mat, 0) && mat &&
       !H.mat_size(mat, &head[3], 0) && H.int_bytes == 4)
     head[3] = (long long)(int)head[3];
-  fwrite(ints, sizeof ints, 1, H.file);
-  fwrite(head, sizeof head, 1, H.file);
-  fwrite(times, sizeof(double), 4, H.file);
-  fwrite(names, 1, sizeof names, H.file);
-  if (head[1] > 0) {
-    fwrite(c->stamps, sizeof(double), (size_t)head[1], H.file);
-    fwrite(c->norms, sizeof(double), (size_t)head[1], H.file);
+  {
+    int ints[8] = {REC_SOLVE, c->id, depth, setup, c->comm_size, reason, c->refused, 0};
+    struct iovec iov[6] = {{ints, sizeof ints}, {head, sizeof head},
+                           {times, 4 * sizeof(double)}, {names, sizeof names},
+                           {c->stamps, (size_t)head[1] * sizeof(double)},
+                           {c->norms, (size_t)head[1] * sizeof(double)}};
+    put(iov, 6);
   }
 }
 
@@ -363,24 +329,17 @@ int KSPSolve(void *ksp, void *b, void *x) {
   int depth, setup, record, err, level;
   double times[4] = {0.0, 0.0, 0.0, 0.0};  /* begin, end, set-up inside, set-up before */
   if (!H.ready) resolve();
-  if (!H.solve) {
-    fprintf(stderr, "ksptrace trace: the hook found no PETSc KSPSolve to call\n");
-    return 76;  /* PETSC_ERR_LIB */
-  }
-  if (H.broken || !H.file || H.nframes >= MAX_FRAMES) return H.solve(ksp, b, x);
+  if (!H.solve) return fprintf(stderr, "ksptrace trace: the hook found no KSPSolve to call\n"), 76;
+  if (H.broken || H.fd < 0 || H.nframes >= MAX_FRAMES) return H.solve(ksp, b, x);
   depth = depth_now(&setup);
   c = context(ksp);
   record = c && selected(c, depth, setup);
   if (c && depth < c->min_depth) c->min_depth = depth;
   if (c && setup) c->setup_seen = 1;
   if (record) {
-    if (c->id < 0) {
-      c->id = H.ids++;
-      c->comm_size = comm_size(ksp);
-    }
+    if (c->id < 0) c->id = H.ids++, c->comm_size = comm_size(ksp);
     if (!c->attached && !c->refused) attach(c);
-    c->count = 0;
-    c->active = c->attached;
+    c->count = 0, c->active = c->attached;
   } else if (c) {
     ++c->skipped;
   }
@@ -392,10 +351,8 @@ int KSPSolve(void *ksp, void *b, void *x) {
   if (record) times[1] = H.wtime();
   --H.nframes;
   if (record) {
-    times[2] = H.setup_acc[level + 1];
-    times[3] = level == 0 ? H.setup_acc[0] : 0.0;
-    c->active = 0;
-    ++c->recorded;
+    times[2] = H.setup_acc[level + 1], times[3] = level == 0 ? H.setup_acc[0] : 0.0;
+    c->active = 0, ++c->recorded;
     write_solve(c, depth, setup, times);
   }
   if (level == 0) H.setup_acc[0] = 0.0;
@@ -407,16 +364,13 @@ static int timed_setup(setup_fn real, void *obj) {
   int err, outer;
   double t0 = 0.0;
   if (!real) return 76;  /* PETSC_ERR_LIB: no PETSc function to call */
-  if (H.broken || !H.file || H.nframes >= MAX_FRAMES) return real(obj);
+  if (H.broken || H.fd < 0 || H.nframes >= MAX_FRAMES) return real(obj);
   outer = H.nframes == 0 || H.frames[H.nframes - 1] == 's';
   if (outer) t0 = H.wtime();
   H.frames[H.nframes++] = 'u';
   err = real(obj);
   --H.nframes;
-  if (outer) {
-    int k = H.nframes;   /* frames below: 0 (the program) or the solve at k - 1 */
-    H.setup_acc[k] += H.wtime() - t0;
-  }
+  if (outer) H.setup_acc[H.nframes] += H.wtime() - t0;  /* [0]: the program's, [k]: solve k-1's */
   return err;
 }
 
@@ -432,21 +386,15 @@ int PCSetUp(void *pc) {
 
 __attribute__((destructor)) static void finish(void) {
   struct ksp_ctx *c;
-  int kind;
-  if (!H.file) return;
+  int kind = REC_END;
+  struct iovec end = {&kind, sizeof kind};
   for (c = H.ksps; c; c = c->next) {
     int ints[8] = {REC_KSP, c->id, c->comm_size, c->min_depth, c->setup_seen, c->recorded,
                    c->refused, 0};
-    char names[2 * NAME] = {0};
-    long long skipped = c->skipped;
-    memcpy(names, c->type, NAME);
-    memcpy(names + NAME, c->prefix, NAME);
-    fwrite(ints, sizeof ints, 1, H.file);
-    fwrite(&skipped, sizeof skipped, 1, H.file);
-    fwrite(names, 1, sizeof names, H.file);
+    struct iovec iov[4] = {{ints, sizeof ints}, {&c->skipped, sizeof c->skipped},
+                           {c->type, NAME}, {c->prefix, NAME}};
+    put(iov, 4);
   }
-  kind = REC_END;
-  fwrite(&kind, sizeof kind, 1, H.file);
-  fclose(H.file);
-  H.file = 0;
+  put(&end, 1);
+  if (H.fd >= 0 && getpid() == H.pid) close(H.fd), H.fd = -1;
 }
