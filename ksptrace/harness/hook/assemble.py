@@ -103,13 +103,18 @@ def _file_part(prefix: str, index: int) -> str:
 
 
 def _skipped(f: RankFile) -> list[str]:
-    """Rank 0's KSPs with solves left out, by depth: the set-up and nested solves."""
-    lines = []
-    for k in sorted(f.ksps, key=lambda k: (k.min_depth, k.prefix)):
+    """Rank 0's solves left out, by kind, KSP type, prefix and depth (the KSPs of one prefix,
+    such as one eigenvalue estimate per multigrid level, on one line)."""
+    groups: dict[tuple[int, str, str, str], list[int]] = defaultdict(list)
+    for k in f.ksps:
         if k.skipped:
             kind = "set-up solves" if k.setup_seen else "nested solves" if k.min_depth > 1 \
                 else "solves"
-            lines.append(f"{k.skipped} {kind} of KSP {_label(k)} at depth {k.min_depth}")
+            groups[(k.min_depth, k.prefix, kind, _label(k))].append(k.skipped)
+    lines = []
+    for (depth, _, kind, label), counts in sorted(groups.items()):
+        of = f" ({len(counts)} KSPs)" if len(counts) > 1 else ""
+        lines.append(f"{sum(counts)} {kind} of KSP {label}{of} at depth {depth}")
     return lines
 
 

@@ -88,3 +88,13 @@ def test_ranks_that_disagree_on_iterations_are_one_error() -> None:
                           + solve(0, [2.0, 2.2], [5.0, 0.5]) + END)
     with pytest.raises(TraceError, match="different solves"):
         assemble([rank_file(0), other], {})
+
+
+def test_left_out_ksps_of_one_prefix_are_one_line() -> None:
+    body = (header(0, 1) + solve(0, [1.0, 1.1], [2.0, 1.0], comm=1)
+            + skipped(-1, 1, 2, "pc_gamg_esteig_") + skipped(-1, 1, 2, "pc_gamg_esteig_")
+            + skipped(-1, 64, 2, "mg_levels_1_") + END)
+    got = assemble([records.parse(body)], {})
+    assert got.left_out == ("64 nested solves of KSP preonly (prefix mg_levels_1_) at depth 2",
+                            "2 nested solves of KSP preonly (prefix pc_gamg_esteig_) (2 KSPs) "
+                            "at depth 2")
