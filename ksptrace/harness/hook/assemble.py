@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -93,7 +93,9 @@ def assemble(files: list[RankFile], attrs: dict[str, AttrValue]) -> Assembled:
                         f"{sorted({s.comm_size for s in other})} ranks), not traced")
     left += _skipped(files[0])
     notes = tuple(dict.fromkeys(n for f in files for n in f.notes))
-    return Assembled(tuple(traces), tuple(left), notes)
+    said = {"solves_left_out": "; ".join(left) or "none"}
+    named = tuple((name, replace(t, attrs={**t.attrs, **said})) for name, t in traces)
+    return Assembled(named, tuple(left), notes)
 
 
 def _file_part(prefix: str, index: int) -> str:

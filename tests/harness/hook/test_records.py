@@ -63,6 +63,7 @@ def test_two_ranks_solves_become_one_trace_of_two_solves() -> None:
     assert t.attrs["setup_seconds"] == pytest.approx(0.02)
     assert t.attrs["n"] == 400
     assert got.left_out == ("7 nested solves of KSP preonly (prefix sub_) at depth 2",)
+    assert t.attrs["solves_left_out"] == got.left_out[0]  # named in the trace too
 
 
 def test_a_file_cut_short_is_incomplete_not_misread() -> None:

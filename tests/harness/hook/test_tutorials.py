@@ -66,6 +66,7 @@ def test_ex2_counts_and_norms_are_the_monitors(
     assert str(t.attrs["command_line"]).startswith("mpiexec -n")
     if nprocs == 2:  # block Jacobi's sub-solves are nested: counted and named, not traced
         assert "nested solves of KSP preonly (prefix sub_) at depth 2" in proc.stdout
+        assert "nested solves of KSP preonly (prefix sub_)" in str(t.attrs["solves_left_out"])
 
 
 @pytest.mark.parametrize("nprocs", [1, 2])
