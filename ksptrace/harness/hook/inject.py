@@ -44,7 +44,13 @@ def launcher_of(argv: list[str]) -> str:
     if name == "srun":
         return "srun"
     if name in MPIEXEC_NAMES:
-        flavor = launch.find_mpiexec(argv[0]).flavor
+        found = shutil.which(argv[0])
+        real = os.path.basename(os.path.realpath(found)) if found else name
+        if "openmpi" in real or real == "orterun":  # Debian's alternatives say it by name
+            return "openmpi"
+        if "mpich" in real or "hydra" in real:
+            return "mpich"
+        flavor = launch.find_mpiexec(argv[0]).flavor  # runs `mpiexec --version`
         if flavor == "unknown":
             raise UsageError(f"cannot tell which MPI {argv[0]} belongs to (Open MPI or "
                              "MPICH); run it with --version to check your installation")

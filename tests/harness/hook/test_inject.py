@@ -49,3 +49,16 @@ def test_a_static_executable_is_found_before_anything_runs(tmp_path: Path) -> No
         == tmp_path / "s"
     assert inject.static_program([str(tmp_path / "d")], "none") is None
     assert inject.static_program(["mpiexec", str(source)], "openmpi") is None  # not ELF
+
+
+def test_the_mpi_of_mpiexec_is_told_by_its_name_without_running_it(tmp_path: Path) -> None:
+    for target, flavor in (("orterun", "openmpi"), ("mpiexec.hydra", "mpich")):
+        real = tmp_path / target
+        real.write_text("#!/bin/sh\nexit 99\n")  # would fail if it were run
+        real.chmod(0o755)
+        link = tmp_path / f"{flavor}-mpiexec"
+        link.symlink_to(real)
+        alias = tmp_path / "mpiexec"
+        alias.unlink(missing_ok=True)
+        alias.symlink_to(link)
+        assert inject.launcher_of([str(alias), "-n", "2", "./app"]) == flavor
