@@ -19,7 +19,8 @@ from typing import Any
 
 
 def register(sub: Any) -> None:
-    p = sub.add_parser("trace", allow_abbrev=False)
+    p = sub.add_parser("trace", allow_abbrev=False, description=__doc__,
+                       formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", default="traces", metavar="DIR",
                    help="folder for the traces (default: traces)")
     p.add_argument("--depth", type=int, default=None, metavar="N",
