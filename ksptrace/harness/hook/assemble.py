@@ -56,6 +56,9 @@ def assemble(files: list[RankFile], attrs: dict[str, AttrValue]) -> Assembled:
         raise TraceError("no process reported a KSPSolve")
     size = files[0].size
     ranks = sorted(f.rank for f in files)
+    if len(set(ranks)) < len(ranks) or any(f.size != size for f in files):
+        raise TraceError("several PETSc programs ran in the command (a rank recorded twice, or "
+                         "programs of different sizes); trace one program per command")
     if ranks != list(range(size)):
         raise TraceError(f"records of ranks {ranks} but the program ran on {size}: a rank "
                          "did not record (its files are missing)")

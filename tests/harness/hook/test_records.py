@@ -99,3 +99,8 @@ def test_left_out_ksps_of_one_prefix_are_one_line() -> None:
     assert got.left_out == ("64 nested solves of KSP preonly (prefix mg_levels_1_) at depth 2",
                             "2 nested solves of KSP preonly (prefix pc_gamg_esteig_) (2 KSPs) "
                             "at depth 2")
+
+
+def test_two_programs_in_one_command_are_one_error() -> None:
+    with pytest.raises(TraceError, match="several PETSc programs ran"):
+        assemble([rank_file(0, 1), rank_file(0, 1)], {})
