@@ -21,6 +21,8 @@ from ksptrace.version import __version__
 
 SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "run": ("ksptrace.cli.run", "run one instrumented solve and write its trace"),
+    "trace": ("ksptrace.cli.trace",
+              "trace the Krylov solves of any unmodified PETSc program (C, Fortran, Python)"),
     "show": ("ksptrace.cli.show", "print a trace's summary"),
     "problems": ("ksptrace.cli.problems", "list the problems and their parameters"),
     "demo": ("ksptrace.cli.demo", "run the demo campaign, its table, report and segmentation"),

@@ -122,16 +122,17 @@ def _timeout() -> float:
         return COMPILE_SECONDS
 
 
-def _compile(cc: list[str], flags: list[str], folder: Path, stem: str) -> str | None:
-    """Compile into a fresh private folder inside ``folder``, then publish the library under
-    its content digest by one rename (ranks compiling at once each publish a whole file);
-    why not, or None."""
+def _compile(cc: list[str], flags: list[str], folder: Path, stem: str,
+             source: Path = SOURCE) -> str | None:
+    """Compile ``source`` into a fresh private folder inside ``folder``, then publish the
+    library under its content digest by one rename (ranks compiling at once each publish a
+    whole file); why not, or None."""
     build = Path(tempfile.mkdtemp(prefix=".build-", dir=folder))  # mode 0700
     try:
         out = build / "lib.so"
         limit = _timeout()
         try:
-            proc = subprocess.Popen([*cc, *flags, "-o", str(out), str(SOURCE)],
+            proc = subprocess.Popen([*cc, *flags, "-o", str(out), str(source)],
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
         except OSError as exc:
@@ -142,10 +143,10 @@ def _compile(cc: list[str], flags: list[str], folder: Path, stem: str) -> str | 
             with contextlib.suppress(OSError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-            return f"{cc[0]} took more than {limit:g} s to compile {SOURCE.name}; it was stopped"
+            return f"{cc[0]} took more than {limit:g} s to compile {source.name}; it was stopped"
         if proc.returncode != 0:
             first = (err.strip().splitlines() or ["no message"])[0]
-            return f"{cc[0]} failed on {SOURCE.name}: {first}"
+            return f"{cc[0]} failed on {source.name}: {first}"
         fd = private_files.open_private(out)
         try:
             digest = private_files.digest_of(fd)
@@ -154,7 +155,7 @@ def _compile(cc: list[str], flags: list[str], folder: Path, stem: str) -> str | 
         os.replace(out, folder / f"{stem}-{digest[:DIGEST_CHARS]}.so")
         return None
     except (OSError, ValueError) as exc:
-        return f"cannot build the C monitor in {folder}: {exc}"
+        return f"cannot build {source.name} in {folder}: {exc}"
     finally:
         shutil.rmtree(build, ignore_errors=True)
 

@@ -81,8 +81,8 @@ ATTRIBUTE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     ),
     "provenance": (
         "start_utc", "command_line", "argv", "petsc_version", "petsc4py_version",
-        "petsc_dir", "petsc_arch", "petsc_int_bytes", "petsc_real_bytes", "petsc_scalar",
-        "petsc_debugging",
+        "petsc_dir", "petsc_arch", "petsc_library", "petsc_int_bytes", "petsc_real_bytes",
+        "petsc_scalar", "petsc_debugging",
         "mpi4py_version", "mpi_library", "mpi_standard", "h5py_version", "numpy_version",
         "python_version", "ksptrace_version", "openblas_num_threads", "omp_num_threads",
         "generator", "campaign", "campaign_hash", "run_id", "repetition", "slurm_job_id",

@@ -1,0 +1,171 @@
+"""The traces of a traced program, assembled from its processes' raw records.
+
+Pure: :class:`~ksptrace.harness.hook.records.RankFile` objects in, frozen results out. One trace
+per KSP whose recorded solves ran on every rank together (PETSc's world: the KSP of an
+application, of a SNES or a TS), its solves back to back as ``ksptrace.record`` writes them;
+one trace per rank for a KSP that each rank solves alone (a sub-solve selected with
+``--depth``). Solves with no monitor call (``preonly``) and solves on other sub-communicators
+are left out, and said so. The solve time of each solve is its KSPSolve time less the set-up
+(KSPSetUp, PCSetUp) that ran inside it; the set-up is kept apart (attributes
+``setup_seconds``, the slowest rank's total, and ``setup_seconds_solves``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ksptrace.errors import TraceError
+from ksptrace.harness.hook.records import KspSummary, RankFile, SolveRecord
+from ksptrace.trace.model import AttrValue, Solves, Trace
+
+
+@dataclass(frozen=True)
+class Assembled:
+    """The traces of one traced run, and what was left out of them."""
+
+    traces: tuple[tuple[str, Trace], ...]
+    """(a name for the file, the trace)."""
+    left_out: tuple[str, ...]
+    """One line per kind of solve not in a trace: which KSP, how many, why."""
+    notes: tuple[str, ...]
+    """What the hook said (a KSP that refused the monitor)."""
+
+
+def _world_order(f: RankFile) -> list[int]:
+    """The ids of this rank's world KSPs in the order their first solve was recorded (the same
+    on every rank, since those solves are collective)."""
+    seen: list[int] = []
+    for s in f.solves:
+        if s.comm_size == f.size and s.ksp not in seen:
+            seen.append(s.ksp)
+    return seen
+
+
+def _label(s: SolveRecord | KspSummary) -> str:
+    prefix = f" (prefix {s.prefix})" if s.prefix else ""
+    return f"{s.ksp_type or '?'}{prefix}"
+
+
+def assemble(files: list[RankFile], attrs: dict[str, AttrValue]) -> Assembled:
+    """The traces of ``files`` (one per rank of the program), each with ``attrs`` added."""
+    if not files:
+        raise TraceError("no process reported a KSPSolve")
+    size = files[0].size
+    ranks = sorted(f.rank for f in files)
+    if len(set(ranks)) < len(ranks) or any(f.size != size for f in files):
+        raise TraceError("several PETSc programs ran in the command (a rank recorded twice, or "
+                         "programs of different sizes); trace one program per command")
+    if ranks != list(range(size)):
+        raise TraceError(f"records of ranks {ranks} but the program ran on {size}: a rank "
+                         "did not record (its files are missing)")
+    files = sorted(files, key=lambda f: f.rank)
+    hosts = tuple(f.hostname for f in files)
+    node_of = {h: i for i, h in enumerate(dict.fromkeys(hosts))}
+    nodes = np.array([node_of[h] for h in hosts])
+    left: list[str] = []
+    traces: list[tuple[str, Trace]] = []
+    orders = [_world_order(f) for f in files]
+    if any(len(o) != len(orders[0]) for o in orders):
+        raise TraceError("the ranks recorded solves of different numbers of KSPs; trace a "
+                         "KSP that all ranks solve together (--ksp-prefix)")
+    for index in range(len(orders[0])):
+        per_rank = [[s for s in f.solves if s.ksp == o[index]]
+                    for f, o in zip(files, orders, strict=True)]
+        made = _trace(per_rank, hosts, nodes, attrs, left)
+        name = "" if len(orders[0]) == 1 else _file_part(per_rank[0][0].prefix, index)
+        if made is not None:
+            traces.append((name, made))
+    for f in files:
+        if size > 1:
+            alone = defaultdict(list)
+            for s in f.solves:
+                if s.comm_size == 1:
+                    alone[s.ksp].append(s)
+            for number, solves in enumerate(alone.values()):
+                made = _trace([solves], (f.hostname,), np.array([0]), attrs, left)
+                if made is not None:
+                    part = _file_part(solves[0].prefix, number)
+                    traces.append((f"rank{f.rank}-{part}", made))
+        other = [s for s in f.solves if 1 < s.comm_size < f.size]
+        if other:
+            left.append(f"rank {f.rank}: {len(other)} solves on sub-communicators (of "
+                        f"{sorted({s.comm_size for s in other})} ranks), not traced")
+    left += _skipped(files[0])
+    notes = tuple(dict.fromkeys(n for f in files for n in f.notes))
+    said = {"solves_left_out": "; ".join(left) or "none"}
+    named = tuple((name, replace(t, attrs={**t.attrs, **said})) for name, t in traces)
+    return Assembled(named, tuple(left), notes)
+
+
+def _file_part(prefix: str, index: int) -> str:
+    """A KSP's part of a file name: its options prefix (letters, digits, _), else its index."""
+    clean = re.sub(r"[^A-Za-z0-9_]", "", prefix).strip("_")
+    return f"{clean}-ksp{index}" if clean else f"ksp{index}"
+
+
+def _skipped(f: RankFile) -> list[str]:
+    """Rank 0's solves left out, by kind, KSP type, prefix and depth (the KSPs of one prefix,
+    such as one eigenvalue estimate per multigrid level, on one line)."""
+    groups: dict[tuple[int, str, str, str], list[int]] = defaultdict(list)
+    for k in f.ksps:
+        if k.skipped:
+            kind = "set-up solves" if k.setup_seen else "nested solves" if k.min_depth > 1 \
+                else "solves"
+            groups[(k.min_depth, k.prefix, kind, _label(k))].append(k.skipped)
+    lines = []
+    for (depth, _, kind, label), counts in sorted(groups.items()):
+        of = f" ({len(counts)} KSPs)" if len(counts) > 1 else ""
+        lines.append(f"{sum(counts)} {kind} of KSP {label}{of} at depth {depth}")
+    return lines
+
+
+def _trace(per_rank: list[list[SolveRecord]], hosts: tuple[str, ...], nodes: np.ndarray,
+           attrs: dict[str, AttrValue], left: list[str]) -> Trace | None:
+    """The trace of one KSP's recorded solves on the ranks given (None, said in ``left``,
+    when none of its solves has a stamp)."""
+    first = per_rank[0]
+    counts = [[s.stamps.size for s in solves] for solves in per_rank]
+    if any(c != counts[0] for c in counts):
+        raise TraceError(f"KSP {_label(first[0])}: the ranks recorded different solves "
+                         f"(iterations per solve {counts[0][:5]} against others)")
+    keep = [i for i, s in enumerate(first) if s.stamps.size >= 1 and not s.lost]
+    if len(keep) < len(first):
+        why = ("its KSP refused a monitor (MAXKSPMONITORS)" if first[0].refused else
+               "no monitor call (PETSc calls none for preonly, nor for a KSP without norms "
+               "such as a smoother) or no memory")
+        left.append(f"{len(first) - len(keep)} solves of KSP {_label(first[0])}: {why}")
+    if not keep or max(first[i].stamps.size for i in keep) < 2:
+        return None
+    stamps = np.stack([np.concatenate([solves[i].stamps for i in keep]) for solves in per_rank])
+    norms = np.concatenate([first[i].norms for i in keep])
+    inside = np.array([[solves[i].setup_inside for i in keep] for solves in per_rank])
+    before = np.array([[solves[i].setup_before for i in keep] for solves in per_rank])
+    wall = np.array([[solves[i].end - solves[i].begin for i in keep] for solves in per_rank])
+    seconds = np.clip(wall - inside, 0.0, None)
+    setup = inside + before
+    offsets = np.concatenate([[0], np.cumsum([first[i].stamps.size for i in keep])])
+    solves = Solves(offsets, seconds, tuple(first[i].reason_name or str(first[i].reason)
+                                            for i in keep),
+                    np.array([first[i].iterations for i in keep]))
+    its = int(offsets[-1] - len(keep))
+    rows = first[keep[0]].rows
+    mine: dict[str, AttrValue] = {
+        "ksp": first[keep[0]].ksp_type, "ksp_requested": first[keep[0]].ksp_type,
+        "pc": first[keep[0]].pc_type, "ksp_prefix": first[keep[0]].prefix,
+        "solve_depth": first[keep[0]].depth, "setup_solve": first[keep[0]].setup,
+        "nprocs": len(per_rank), "n_nodes": int(np.unique(nodes).size),
+        "ranks_per_node": int(np.bincount(nodes).max()), "solves": len(keep),
+        "ksp_solves": len(first), "iterations_done": its,
+        "petsc_iterations": int(sum(first[i].iterations for i in keep)),
+        "solve_max": float(seconds.sum(axis=1).max()),
+        "setup_seconds": float(setup.sum(axis=1).max()),
+        "setup_seconds_solves": " ".join(f"{v:.6g}" for v in setup.max(axis=0)),
+    }
+    if rows > 0:
+        mine["n"] = mine["n_global"] = int(rows)
+    return Trace(stamps, norms, nodes, hosts, seconds.sum(axis=1), {**attrs, **mine},
+                 solves=solves)

@@ -1,0 +1,129 @@
+"""How the solve hook reaches every process of a user's command: the environment, passed on by
+the launcher, and a check that the program can be reached at all.
+
+The hook rides on ``LD_PRELOAD`` (in front of any the user set) with its settings in
+``KSPTRACE_HOOK_*`` variables. A launcher that starts ranks on other nodes passes variables
+only when told: Open MPI with ``-x NAME``, MPICH's Hydra with ``-genv NAME VALUE``, Slurm's
+``srun`` with ``--export=ALL,NAME=VALUE``; the flags go right after the launcher's name. A
+bare program just inherits the environment.
+
+A statically linked executable has no dynamic loader, so ``LD_PRELOAD`` never reaches it:
+:func:`static_program` finds one in the command before anything runs.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+from ksptrace.errors import UsageError
+from ksptrace.harness import launch
+
+HOOK_VARIABLES = ("LD_PRELOAD", "KSPTRACE_HOOK_DIR", "KSPTRACE_HOOK_DEPTH",
+                  "KSPTRACE_HOOK_PREFIX", "KSPTRACE_HOOK_SETUP")
+MPIEXEC_NAMES = ("mpiexec", "mpirun", "orterun", "mpiexec.openmpi", "mpirun.openmpi",
+                 "mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich")
+_PT_INTERP, _PT_DYNAMIC = 3, 2
+
+
+@dataclass(frozen=True)
+class Launch:
+    """The command to run and its launcher ('openmpi', 'mpich', 'srun' or 'none')."""
+
+    argv: tuple[str, ...]
+    launcher: str
+
+
+def launcher_of(argv: list[str]) -> str:
+    """'openmpi', 'mpich', 'srun' or 'none' for the command ``argv``."""
+    name = os.path.basename(argv[0])
+    if name == "srun":
+        return "srun"
+    if name in MPIEXEC_NAMES:
+        found = shutil.which(argv[0])
+        real = os.path.basename(os.path.realpath(found)) if found else name
+        if "openmpi" in real or real == "orterun":  # Debian's alternatives say it by name
+            return "openmpi"
+        if "mpich" in real or "hydra" in real:
+            return "mpich"
+        flavor = launch.find_mpiexec(argv[0]).flavor  # runs `mpiexec --version`
+        if flavor == "unknown":
+            raise UsageError(f"cannot tell which MPI {argv[0]} belongs to (Open MPI or "
+                             "MPICH); run it with --version to check your installation")
+        return flavor
+    return "none"
+
+
+def with_hook(argv: list[str], launcher: str, env: dict[str, str]) -> Launch:
+    """``argv`` with the launcher flags that pass the hook's variables in ``env`` on."""
+    names = [n for n in HOOK_VARIABLES if n in env]
+    head, rest = argv[:1], argv[1:]
+    if launcher == "openmpi":
+        flags = [w for n in names for w in ("-x", n)]
+    elif launcher == "mpich":
+        flags = [w for n in names for w in ("-genv", n, env[n])]
+    elif launcher == "srun":
+        if any(a.startswith("--export") for a in rest):
+            raise UsageError("the command sets srun --export itself; remove it (ksptrace trace "
+                             "passes the whole environment with --export=ALL,...)")
+        if any("," in env[n] for n in names):
+            raise UsageError("a path of the hook contains a comma, which srun --export cannot "
+                             "pass; set KSPTRACE_CACHE_DIR and TMPDIR to paths without one")
+        flags = ["--export=ALL," + ",".join(f"{n}={env[n]}" for n in names)]
+    else:
+        flags = []
+    return Launch(tuple(head + flags + rest), launcher)
+
+
+def _is_static_elf(path: Path) -> bool | None:
+    """True for a static ELF executable, False for a dynamic one, None when not ELF."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(64)
+            if head[:4] != b"\x7fELF" or head[4] != 2 or head[5] != 1:
+                return None  # only 64-bit little-endian ELF is checked
+            phoff, = struct.unpack_from("<Q", head, 32)
+            phentsize, phnum = struct.unpack_from("<HH", head, 54)
+            f.seek(phoff)
+            table = f.read(phentsize * phnum)
+    except (OSError, struct.error, IndexError):
+        return None
+    kinds = {struct.unpack_from("<I", table, i * phentsize)[0] for i in range(phnum)
+             if len(table) >= (i + 1) * phentsize}
+    return _PT_INTERP not in kinds and _PT_DYNAMIC not in kinds
+
+
+def _as_file(word: str) -> Path | None:
+    if "/" in word:
+        path = Path(word)
+    else:
+        found = shutil.which(word)
+        path = Path(found) if found else Path(word)
+    return path if path.is_file() else None
+
+
+def program_of(argv: list[str], launcher: str) -> Path | None:
+    """The program the command runs (the first existing file after the launcher, the script
+    after an interpreter such as python), or None."""
+    found = None
+    for word in argv[1:] if launcher != "none" else argv:
+        path = None if word.startswith("-") else _as_file(word)
+        if path is None:
+            continue
+        if found is not None or not re.match(r"(python|pypy)[0-9.]*$", path.name):
+            return path
+        found = path
+    return found
+
+
+def static_program(argv: list[str], launcher: str) -> Path | None:
+    """A statically linked executable in the command, or None."""
+    for word in argv[1:] if launcher != "none" else argv:
+        path = None if word.startswith("-") else _as_file(word)
+        if path is not None and _is_static_elf(path):
+            return path
+    return None

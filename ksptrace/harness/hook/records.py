@@ -1,0 +1,152 @@
+"""The raw files the solve hook (``solve_hook.c``) writes, one per traced process, read back.
+
+A file is a 1536-byte header (magic, format version, the rank and size of PETSc's world, the
+process id, this PETSc's integer and real sizes, whether MPI is Open MPI, the host name, the
+PETSc version string and the path of the libpetsc that was loaded), then records, each led by
+its kind: a recorded solve (its KSP, depth, times, names, stamps and norms), a KSP summary
+(written at exit: how many of its solves were left out, at which depth), a note, and an end
+mark. Nothing is unpickled or executed: the bytes are read as numbers and text, and a file
+that does not parse is reported with where it stops.
+"""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from ksptrace.errors import TraceError
+
+MAGIC = 0x4B535054
+VERSION = 1
+HEADER_BYTES = 1536
+NAME = 64
+_SOLVE = struct.Struct(f"<8i4q4d{4 * NAME}s")
+_KSP = struct.Struct(f"<8iq{2 * NAME}s")
+_NOTE_BYTES = 256
+KIND_SOLVE, KIND_KSP, KIND_NOTE, KIND_END = 1, 2, 3, 9
+
+
+@dataclass(frozen=True)
+class SolveRecord:
+    """One recorded KSPSolve on one process."""
+
+    ksp: int
+    depth: int
+    setup: bool
+    comm_size: int
+    reason: int
+    reason_name: str
+    refused: bool
+    iterations: int
+    lost: bool
+    rows: int
+    begin: float
+    end: float
+    setup_inside: float
+    setup_before: float
+    ksp_type: str
+    pc_type: str
+    prefix: str
+    stamps: np.ndarray
+    norms: np.ndarray
+
+
+@dataclass(frozen=True)
+class KspSummary:
+    """One KSP this process saw, with the solves of it that were left out."""
+
+    ksp: int
+    comm_size: int
+    min_depth: int
+    setup_seen: bool
+    recorded: int
+    refused: bool
+    skipped: int
+    ksp_type: str
+    prefix: str
+
+
+@dataclass(frozen=True)
+class RankFile:
+    """What one traced process wrote."""
+
+    path: str
+    rank: int
+    size: int
+    pid: int
+    int_bytes: int
+    real_bytes: int
+    open_mpi: bool
+    hostname: str
+    petsc_version: str
+    petsc_library: str
+    solves: tuple[SolveRecord, ...]
+    ksps: tuple[KspSummary, ...]
+    notes: tuple[str, ...]
+    complete: bool
+
+
+def _text(raw: bytes) -> str:
+    return raw.split(b"\0", 1)[0].decode("utf-8", "replace")
+
+
+def parse(data: bytes, path: str = "?") -> RankFile:
+    """The records of one raw file; TraceError saying where it is broken."""
+    if len(data) < HEADER_BYTES:
+        raise TraceError(f"{path}: {len(data)} bytes, shorter than the hook's header")
+    ints = struct.unpack_from("<8i", data, 0)
+    if ints[0] != MAGIC or ints[1] != VERSION:
+        raise TraceError(f"{path}: not a file of this ksptrace's solve hook (format {ints[1]})")
+    solves: list[SolveRecord] = []
+    ksps: list[KspSummary] = []
+    notes: list[str] = []
+    at, complete = HEADER_BYTES, False
+    try:
+        while at < len(data):
+            (kind,) = struct.unpack_from("<i", data, at)
+            if kind == KIND_SOLVE:
+                record, at = _solve(data, at)
+                solves.append(record)
+            elif kind == KIND_KSP:
+                k = _KSP.unpack_from(data, at)
+                ksps.append(KspSummary(k[1], k[2], k[3], bool(k[4]), k[5], bool(k[6]), k[8],
+                                       _text(k[9][:NAME]), _text(k[9][NAME:])))
+                at += _KSP.size
+            elif kind == KIND_NOTE:
+                notes.append(_text(data[at + 4:at + 4 + _NOTE_BYTES]))
+                at += 4 + _NOTE_BYTES
+            elif kind == KIND_END:
+                complete = at + 4 == len(data)
+                break
+            else:
+                raise TraceError(f"{path}: unknown record kind {kind} at byte {at}")
+    except struct.error:
+        complete = False  # cut short: the process died while writing
+    return RankFile(path, ints[2], ints[3], ints[4], ints[5], ints[6], bool(ints[7]),
+                    _text(data[32:288]), _text(data[288:544]), _text(data[544:HEADER_BYTES]),
+                    tuple(solves), tuple(ksps), tuple(notes), complete)
+
+
+def _solve(data: bytes, at: int) -> tuple[SolveRecord, int]:
+    v = _SOLVE.unpack_from(data, at)
+    its, count, lost, rows = v[8:12]
+    start = at + _SOLVE.size
+    end = start + 16 * count
+    if count < 0 or end > len(data):
+        raise struct.error("solve record cut short")
+    stamps = np.frombuffer(data, np.float64, count, start).copy()
+    norms = np.frombuffer(data, np.float64, count, start + 8 * count).copy()
+    names = v[16]
+    return SolveRecord(v[1], v[2], bool(v[3]), v[4], v[5], _text(names[3 * NAME:]), bool(v[6]),
+                       its, bool(lost), rows, v[12], v[13], v[14], v[15], _text(names[:NAME]),
+                       _text(names[NAME:2 * NAME]), _text(names[2 * NAME:3 * NAME]), stamps,
+                       norms), end
+
+
+def read_folder(folder: Path) -> list[RankFile]:
+    """Every process's file in the hook's private folder, by rank."""
+    found = [parse(p.read_bytes(), p.name) for p in sorted(folder.glob("rank-*.bin"))]
+    return sorted(found, key=lambda f: (f.rank, f.pid))

@@ -1,0 +1,177 @@
+"""``ksptrace trace``: run a user's command with the solve hook and write its traces.
+
+The hook library is built (or found verified) first; the command runs with it preloaded and
+its settings in the environment, passed on by the launcher; each process writes its raw
+records into a private folder (mode 0700) made inside the output folder, which a multi-node
+run shares. After the command exits, the records are assembled into ordinary ksptrace traces
+(:mod:`ksptrace.harness.hook.assemble`), every one is written to a temporary file, and only
+when all are written are they published, each by an atomic rename. The private folder is
+removed whatever happens.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime as dt
+import os
+import platform
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+from ksptrace.errors import OutputError, SolverError, TraceError, UsageError
+from ksptrace.harness.hook import build, inject, records
+from ksptrace.harness.hook.assemble import Assembled, assemble
+from ksptrace.trace import publish, write
+from ksptrace.trace.model import AttrValue
+from ksptrace.trace.temporaries import temp_path_for
+from ksptrace.version import __version__
+
+
+@dataclass(frozen=True)
+class Selection:
+    """Which solves are recorded (see ``solve_hook.c``)."""
+
+    depth: int | None = None
+    prefix: str | None = None
+    with_setup: bool = False
+
+    def env(self) -> dict[str, str]:
+        env = {"KSPTRACE_HOOK_SETUP": "1" if self.with_setup else "0"}
+        if self.depth is not None:
+            env["KSPTRACE_HOOK_DEPTH"] = str(self.depth)
+        if self.prefix is not None:
+            env["KSPTRACE_HOOK_PREFIX"] = self.prefix
+        return env
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What ``trace`` did: the traces written, what was left out, and the command's status."""
+
+    paths: tuple[Path, ...]
+    assembled: Assembled | None
+    returncode: int
+
+
+def _petsc_version(text: str) -> str:
+    found = re.search(r"(\d+\.\d+\.\d+)", text)
+    return found.group(1) if found else text.strip()
+
+
+def _attrs(argv: list[str], cmd: inject.Launch, files: list[records.RankFile], program: str,
+           start: str, load: float | None) -> dict[str, AttrValue]:
+    head = files[0]
+    lib = Path(head.petsc_library)
+    attrs: dict[str, AttrValue | None] = {
+        "problem": program, "recorded": True, "generator": "ksptrace trace",
+        "monitor": "c-hook", "noise": "none", "warmup": False, "restart": 0,
+        "problem_config": "{}", "petsc_options": os.environ.get("PETSC_OPTIONS", ""),
+        "solve_time_source": "hook: KSPSolve wall time less its KSPSetUp and PCSetUp",
+        "command_line": shlex.join(argv), "argv": shlex.join(sys.argv),
+        "launcher": cmd.launcher,
+        "launcher_flags": shlex.join(cmd.argv[1:len(cmd.argv) - len(argv) + 1]),
+        "petsc_version": _petsc_version(head.petsc_version),
+        "petsc_library": str(lib), "petsc_dir": str(lib.parent.parent) if lib.name else None,
+        "petsc_int_bytes": head.int_bytes, "petsc_real_bytes": head.real_bytes,
+        "mpi_library": "Open MPI" if head.open_mpi else "MPICH (or an MPICH ABI library)",
+        "cpu_count": os.cpu_count() or 0, "start_utc": start, "loadavg_before": load,
+        "ksptrace_version": __version__, "python_version": platform.python_version(),
+        "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""),
+        "omp_num_threads": os.environ.get("OMP_NUM_THREADS", ""),
+    }
+    return {k: v for k, v in attrs.items() if v is not None}
+
+
+def _names(out: Path, program: str, start: str, assembled: Assembled) -> list[Path]:
+    """A fresh file name for each trace: program, start time, and which KSP."""
+    stamp = start.replace(":", "").replace("-", "").split("+")[0]
+    for attempt in range(1, 1000):
+        suffix = "" if attempt == 1 else f"-{attempt}"
+        paths = [out / "-".join(p for p in (program, stamp + suffix, name) if p) for name, _ in
+                 assembled.traces]
+        paths = [p.with_name(p.name + ".h5") for p in paths]
+        if not any(p.exists() for p in paths):
+            return paths
+    raise OutputError(f"{out} already holds traces of {program} started at {start}; use "
+                      "another --out folder")
+
+
+def _write_all(paths: list[Path], assembled: Assembled) -> None:
+    """Every trace to a temporary file, then each published: none on a failure."""
+    temps: list[Path] = []
+    try:
+        for path, (_, trace) in zip(paths, assembled.traces, strict=True):
+            tmp = temp_path_for(path)
+            temps.append(tmp)
+            write.write_file(tmp, trace)
+        for tmp, path in zip(temps, paths, strict=True):
+            publish.publish(tmp, path, False)
+    except BaseException:
+        for tmp in temps:
+            with contextlib.suppress(FileNotFoundError):
+                tmp.unlink()
+        raise
+
+
+def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
+    """Run ``argv`` with the hook and write its traces into ``out``."""
+    if not argv:
+        raise UsageError("no command to trace; give it after --, e.g. ksptrace trace -- "
+                         "mpiexec -n 2 ./ex2")
+    launcher = inject.launcher_of(argv)
+    static = inject.static_program(argv, launcher)
+    if static is not None:
+        raise UsageError(f"{static} is statically linked, so LD_PRELOAD cannot reach it; "
+                         "link it against a shared libpetsc to trace it")
+    lib = build.library()
+    made = not out.exists()
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+        raw = Path(tempfile.mkdtemp(prefix=".ksptrace-hook-", dir=out))
+    except OSError as exc:
+        raise OutputError(f"cannot make a folder in {out}: {exc.strerror or exc}; give "
+                          "--out a folder you can write") from None
+    try:
+        env = dict(os.environ)
+        preload = " ".join(p for p in (str(lib), env.get("LD_PRELOAD", "")) if p)
+        env.update(LD_PRELOAD=preload, KSPTRACE_HOOK_DIR=str(raw), **selection.env())
+        cmd = inject.with_hook(argv, launcher, env)
+        start = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+        load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        try:
+            code = subprocess.run(list(cmd.argv), env=env, check=False).returncode
+        except OSError as exc:
+            raise UsageError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+        if code != 0:
+            return Outcome((), None, code)
+        files = records.read_folder(raw)
+        if not files:
+            raise SolverError("the command ran no KSPSolve that the hook could see: it uses no "
+                              "PETSc, or links PETSc statically (into the program or a static "
+                              "libpetsc.a); link a shared libpetsc to trace it")
+        broken = [f.path for f in files if not f.complete]
+        if broken:
+            raise TraceError(f"{len(broken)} processes did not finish their records "
+                             f"({', '.join(broken[:3])}): killed or crashed; no trace written")
+        program = inject.program_of(argv, launcher)
+        name = program.stem if program is not None else Path(argv[0]).stem
+        assembled = assemble(files, _attrs(argv, cmd, files, name, start, load))
+        if not assembled.traces:
+            return Outcome((), assembled, 0)
+        paths = _names(out, name, start, assembled)
+        try:
+            _write_all(paths, assembled)
+        except OSError as exc:
+            raise OutputError(publish.describe_write_error(exc, out, 0)) from None
+        return Outcome(tuple(paths), assembled, 0)
+    finally:
+        shutil.rmtree(raw, ignore_errors=True)
+        if made:
+            with contextlib.suppress(OSError):
+                out.rmdir()  # only when empty: a folder made here that holds no trace

@@ -1,0 +1,64 @@
+"""How the hook reaches a command's processes: launcher flags, and the programs it cannot
+reach (no process needed)."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+import pytest
+
+from ksptrace.errors import UsageError
+from ksptrace.harness.hook import inject
+
+ENV = {"LD_PRELOAD": "/c/hook.so", "KSPTRACE_HOOK_DIR": "/o/.k", "KSPTRACE_HOOK_SETUP": "0",
+       "PATH": "/bin"}
+
+
+@pytest.mark.parametrize(("launcher", "flags"), [
+    ("openmpi", ["-x", "LD_PRELOAD", "-x", "KSPTRACE_HOOK_DIR", "-x", "KSPTRACE_HOOK_SETUP"]),
+    ("mpich", ["-genv", "LD_PRELOAD", "/c/hook.so", "-genv", "KSPTRACE_HOOK_DIR", "/o/.k",
+               "-genv", "KSPTRACE_HOOK_SETUP", "0"]),
+    ("srun", ["--export=ALL,LD_PRELOAD=/c/hook.so,KSPTRACE_HOOK_DIR=/o/.k,"
+              "KSPTRACE_HOOK_SETUP=0"]),
+    ("none", []),
+])
+def test_the_launcher_passes_the_hooks_variables_on(launcher: str, flags: list[str]) -> None:
+    got = inject.with_hook(["run", "-n", "2", "./app", "-ksp_monitor"], launcher, ENV)
+    assert list(got.argv) == ["run", *flags, "-n", "2", "./app", "-ksp_monitor"]
+
+
+def test_srun_with_its_own_export_is_one_error() -> None:
+    with pytest.raises(UsageError, match="--export"):
+        inject.with_hook(["srun", "--export=NONE", "./app"], "srun", ENV)
+
+
+def test_the_program_is_the_script_after_an_interpreter(tmp_path: Path) -> None:
+    script = tmp_path / "solve.py"
+    script.write_text("")
+    assert inject.program_of(["mpiexec", "-n", "2", "python3", str(script)], "openmpi") == script
+    assert inject.program_of(["python3", "-c", "pass"], "none") is not None
+
+
+def test_a_static_executable_is_found_before_anything_runs(tmp_path: Path) -> None:
+    source = tmp_path / "s.c"
+    source.write_text("int main(void) { return 0; }\n")
+    subprocess.run(["cc", "-static", "-o", str(tmp_path / "s"), str(source)], check=True)
+    subprocess.run(["cc", "-o", str(tmp_path / "d"), str(source)], check=True)
+    assert inject.static_program(["mpiexec", "-n", "2", str(tmp_path / "s")], "openmpi") \
+        == tmp_path / "s"
+    assert inject.static_program([str(tmp_path / "d")], "none") is None
+    assert inject.static_program(["mpiexec", str(source)], "openmpi") is None  # not ELF
+
+
+def test_the_mpi_of_mpiexec_is_told_by_its_name_without_running_it(tmp_path: Path) -> None:
+    for target, flavor in (("orterun", "openmpi"), ("mpiexec.hydra", "mpich")):
+        real = tmp_path / target
+        real.write_text("#!/bin/sh\nexit 99\n")  # would fail if it were run
+        real.chmod(0o755)
+        link = tmp_path / f"{flavor}-mpiexec"
+        link.symlink_to(real)
+        alias = tmp_path / "mpiexec"
+        alias.unlink(missing_ok=True)
+        alias.symlink_to(link)
+        assert inject.launcher_of([str(alias), "-n", "2", "./app"]) == flavor
