@@ -13,11 +13,11 @@ if TYPE_CHECKING:
         caveats,
         fastest_ranking,
         fastest_summary,
-        group_text,
     )
     from ksptrace.studies.variability.apriori import apriori_table
     from ksptrace.studies.variability.batch import entry_name as cache_entry_name
     from ksptrace.studies.variability.batch import prune as prune_cache
+    from ksptrace.studies.variability.fastest import group_text
     from ksptrace.studies.variability.findings import (
         headline,
         ks_alpha_note,
@@ -55,7 +55,7 @@ PUBLIC: dict[str, tuple[str, str]] = {
     "caveats": ("answers", "caveats"),
     "fastest_ranking": ("answers", "fastest_ranking"),
     "fastest_summary": ("answers", "fastest_summary"),
-    "group_text": ("answers", "group_text"),
+    "group_text": ("fastest", "group_text"),
     "failure_rows": ("overview", "failure_rows"),
     "run_rows": ("overview", "run_rows"),
     "units_line": ("overview", "units_line"),

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ksptrace.studies.variability.cycles import is_pipelined
+from ksptrace.studies.variability.fastest import entries, ranking_sentences, summary_of
 from ksptrace.studies.variability.findings import (
     FAR,
     attr,
@@ -25,16 +26,8 @@ from ksptrace.studies.variability.findings import (
     problem_of,
 )
 from ksptrace.studies.variability.pipeline import TraceAnalysis
-from ksptrace.studies.variability.ranking import (
-    SINGLE_MARGIN,
-    SLOWDOWN,
-    Anomaly,
-    Entry,
-    Ranking,
-    anomalies,
-    rank,
-)
-from ksptrace.trace.model import CONFIG_DEFAULTS
+from ksptrace.studies.variability.ranking import Ranking, rank
+from ksptrace.studies.variability.reasons import split_sentences, trend_sentences
 
 CAVEATS = {"machine-loaded": "machine-loaded", "log-on": "PETSc's event log on",
            "oversubscribed": "oversubscribed"}
@@ -112,29 +105,10 @@ def variability(analyses: Sequence[TraceAnalysis]) -> Answer:
                       for k, v in sorted(by_solver.items()))
     tails = ", ".join(f"{_median([_tail(a) for a in v]):.0f} % for {k}"
                       for k, v in sorted(by_solver.items()))
-    out = [f"The middle half of an iteration's times spans {parts} of the median iteration "
+    out = [*split_sentences(base.runs, base.clause),
+           f"The middle half of an iteration's times spans {parts} of the median iteration "
            f"(interquartile range over median, median over {base.clause}); the 99th percentile "
-           f"lies {tails} above the median."]
-    by_p: dict[int, list[TraceAnalysis]] = {}
-    for a in base.runs:
-        by_p.setdefault(a.nprocs, []).append(a)
-    if len(by_p) > 1:
-        lo, hi = min(by_p), max(by_p)
-        out.append(f"From P = {lo} to P = {hi} that spread goes from "
-                   f"{_median([_spread(a) for a in by_p[lo]]):.0f} % to "
-                   f"{_median([_spread(a) for a in by_p[hi]]):.0f} %.")
-    by_n: dict[tuple[str, int], list[TraceAnalysis]] = {}
-    for a in base.runs:
-        n = n_of(a)
-        if n is not None:
-            by_n.setdefault((problem_of(a), n), []).append(a)
-    for problem in sorted({p for p, _ in by_n}):
-        sizes = sorted(n for p, n in by_n if p == problem)
-        if len(sizes) > 1:
-            first, last = by_n[(problem, sizes[0])], by_n[(problem, sizes[-1])]
-            out.append(f"On {problem}, from n = {fmt_n(sizes[0])} to n = {fmt_n(sizes[-1])} it "
-                       f"goes from {_median([_spread(a) for a in first]):.0f} % to "
-                       f"{_median([_spread(a) for a in last]):.0f} %.")
+           f"lies {tails} above the median.", *trend_sentences(base.runs)]
     ks = ks_sentence([finding(a, "") for a in base.runs])
     if ks and len(base.runs) < len(analyses) and ks.startswith("Every run has P = 1"):
         # the left-out runs may have had P >= 2: say which runs this is about
@@ -265,96 +239,23 @@ def fastest(analyses: Sequence[TraceAnalysis]) -> Answer:
     return Answer(answer.key, answer.question, (*answer.sentences, mixed))
 
 
-GROUP_KEYS = ("pc", "iterations", "noise", "problem_config", "solve")
-"""Run settings besides the problem, n and P that make a configuration (the solver excluded;
-the restart length goes with the GMRES family, as in the decision maps)."""
-MAX_CONFIGS_SHOWN = 4
-"""Configurations a "cannot tell" or an anomaly sentence names; the count covers all."""
-
-
-def group_of(a: TraceAnalysis) -> tuple[tuple[str, str], ...]:
-    """The configuration of a run with its solver left out (the ranking's group)."""
-    attrs = dict(a.attrs)
-    n = n_of(a)
-    return (("problem", problem_of(a)), ("n", "" if n is None else str(n)),
-            ("P", str(a.nprocs)),
-            *((k, str(attrs.get(k, CONFIG_DEFAULTS.get(k)))) for k in GROUP_KEYS))
-
-
-def group_text(group: tuple[tuple[str, str], ...]) -> str:
-    """"laplace1d n = 10 000, P = 2" (and the noise, when some was injected)."""
-    g = dict(group)
-    n = f" n = {fmt_n(int(g['n']))}," if g.get("n") else ""
-    noise = f", noise {g['noise']}" if g.get("noise") not in (None, "none") else ""
-    return f"{g['problem']}{n} P = {g['P']}{noise}"
-
-
-def _entry(a: TraceAnalysis) -> Entry:
-    return Entry(group_of(a), a.ksp.upper(), float(a.measured), a.path or a.label)
-
-
 def fastest_ranking(analyses: Sequence[TraceAnalysis]) -> Ranking:
     """The one answer to "which solver is fastest where" (Q4, the terminal table's marks, the
     decision page and summary.json all use it): the clean runs, or all runs with their caveat
     named, ranked by :mod:`.ranking`'s rule."""
     base = basis(analyses)
-    return rank([_entry(a) for a in base.runs], base.clause)
-
-
-def scaling_anomalies(analyses: Sequence[TraceAnalysis]) -> tuple[Anomaly, ...]:
-    """Every shown run's P-scaling anomalies (loaded runs included: they are marked)."""
-    return anomalies([_entry(a) for a in analyses])
+    return rank(entries(base.runs), base.clause)
 
 
 def fastest_summary(analyses: Sequence[TraceAnalysis]) -> dict[str, Any]:
     """summary.json's ``fastest``: the ranking's basis, rule and verdicts, and the P-scaling
-    anomalies (what the terminal table marks)."""
-    ranking = fastest_ranking(analyses)
-
-    def where(group: tuple[tuple[str, str], ...]) -> dict[str, Any]:
-        g = dict(group)
-        return {"problem": g["problem"], "n": int(g["n"]) if g["n"] else None,
-                "nprocs": int(g["P"]), "noise": g["noise"]}
-
-    return {
-        "basis": ranking.clause,
-        "rule": f"median KSPSolve; fastest only when separated from every other solver beyond "
-                f"the run-to-run spread (repetitions' ranges apart, or single runs more than "
-                f"{SINGLE_MARGIN:.0%} apart)",
-        "configurations": [
-            {**where(v.group), "verdict": v.kind, "fastest": v.winner, "cannot_tell": list(v.tied),
-             "median_seconds": {t.solver: t.median for t in v.timings},
-             "repetitions": {t.solver: t.repetitions for t in v.timings}}
-            for v in ranking.verdicts],
-        "slowdown": SLOWDOWN,
-        "scaling_anomalies": [
-            {**where(a.group), "ksp": a.solver, "from_nprocs": a.smaller, "ratio": a.ratio}
-            for a in scaling_anomalies(analyses)],
-    }
+    anomalies of every run (what the terminal table marks)."""
+    return summary_of(fastest_ranking(analyses), analyses)
 
 
 def _fastest(analyses: Sequence[TraceAnalysis], question: str) -> Answer:
-    ranking = fastest_ranking(analyses)
-    out = [ranking.sentence()]
-    open_ = [v for v in ranking.compared() if v.winner is None]
-    if open_:
-        named = "; ".join(f"{group_text(v.group)} ({', '.join(v.tied)})"
-                          for v in open_[:MAX_CONFIGS_SHOWN])
-        more = f" and {len(open_) - MAX_CONFIGS_SHOWN} more" if len(open_) > MAX_CONFIGS_SHOWN \
-            else ""
-        out.append(f"Cannot tell where the times lie within the run-to-run spread "
-                   f"(repetitions' ranges overlap, or single runs within "
-                   f"{SINGLE_MARGIN:.0%}): {named}{more}.".replace("%", " %"))
-    slow = scaling_anomalies(analyses)
-    if slow:
-        named = "; ".join(f"{a.solver} on {group_text(a.group)}: {a.ratio:.1f}× its time at "
-                          f"P = {a.smaller}" for a in slow[:MAX_CONFIGS_SHOWN])
-        more = f" and {len(slow) - MAX_CONFIGS_SHOWN} more" if len(slow) > MAX_CONFIGS_SHOWN \
-            else ""
-        out.append(f"With more ranks, {len(slow)} solver{'s' if len(slow) != 1 else ''} got at "
-                   f"least {SLOWDOWN:g}× slower (every run, flagged ones included): "
-                   f"{named}{more}.")
-    return Answer("fastest", question, tuple(out))
+    return Answer("fastest", question, tuple(ranking_sentences(fastest_ranking(analyses),
+                                                               analyses)))
 
 
 def answer_all(analyses: Sequence[TraceAnalysis]) -> tuple[Answer, ...]:
