@@ -97,16 +97,18 @@ def summary_lines(digest: dict[str, Any], report: str) -> list[str]:
     flagged = sum(1 for t in traces if t.get("caveats"))
     lines = [f"{len(traces)} runs" + (f" ({flagged} with a caveat: loaded, oversubscribed or "
                                       "log on)" if flagged else "") + f"; the report: {report}"]
+    fastest = digest.get("fastest")
+    basis = str(fastest["basis"]) if fastest else ""
     for i, answer in enumerate(digest.get("answers", []), start=1):
         first = answer["sentences"][0] if answer["sentences"] else ""
+        if basis.startswith("all "):  # the first line names the caveats once
+            first = first.replace(basis, basis.split(",", 1)[0] + ", none clean")
         lines += textwrap.wrap(f"{i}. {answer['question']} {first}", WIDTH,
                                subsequent_indent="   ")
-    fastest = digest.get("fastest")
-    basis = f" of {fastest['basis']}" if fastest else ""
     slowdown = float(fastest.get("slowdown", 2.0)) if fastest else 2.0
     lines += textwrap.wrap(
-        f"KSPSolve per configuration (* fastest, = cannot tell from the fastest{basis}; "
-        f"! loaded or flagged run; ^ {slowdown:g}x slower than at the next smaller P; the "
-        "headline model's error in brackets):", WIDTH)
+        "KSPSolve per configuration (* fastest, = cannot tell from the fastest: Q4's runs and "
+        f"rule; ! loaded or flagged run; ^ slower (x{slowdown:g} or more) than at the next "
+        "smaller P; the headline model's error in brackets):", WIDTH)
     lines += table_lines(traces, MAX_LINES - len(lines), fastest)
     return lines[:MAX_LINES]

@@ -44,10 +44,10 @@ def split_sentences(runs: Sequence[TraceAnalysis], clause: str) -> list[str]:
         return []
     over = ", ".join(f"{_pct(_share(v, lambda s: s.deterministic))} for {k}"
                      for k, v in solvers.items())
-    out = [f"Where an iteration sits (its place in the restart cycle, pipeline fill, the first "
-           f"iteration) explains {over} of the variance of the iteration times (median over "
-           f"{clause}); the rest, rank to rank and iteration to iteration at equal work, is "
-           "what the paper's fitted distributions describe."]
+    out = [f"Where an iteration sits (restart-cycle position, pipeline fill, first iteration) "
+           f"explains {over} of the iteration times' variance (median over {clause}); the "
+           "rest, rank to rank and iteration to iteration at equal work, is what the paper's "
+           "fitted distributions describe."]
     for k, v in solvers.items():
         length = max(s.cycle_length for s in v)
         parts = []

@@ -73,8 +73,8 @@ def test_q1_names_the_cause_and_the_solver_of_every_change() -> None:
     runs = [analyze_trace(synthetic_trace(p, 120, 2, ksp, seed=p, spread=s), opt)
             for ksp, s in (("gmres", 0.5), ("bcgs", 0.05)) for p in (1, 2)]
     said = answers.variability(runs).sentences
-    assert said[0].startswith("Where an iteration sits (its place in the restart cycle, "
-                              "pipeline fill, the first iteration) explains ")
+    assert said[0].startswith("Where an iteration sits (restart-cycle position, pipeline "
+                              "fill, first iteration) explains ")
     assert "for BCGS" in said[0]
     assert "for GMRES" in said[0]
     assert "is what the paper's fitted distributions describe" in said[0]
