@@ -12,6 +12,8 @@ from ksptrace.studies.variability import answers
 from ksptrace.studies.variability.cycles import cycle_layout
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import analyze_trace
+from ksptrace.studies.variability.runs import Analysed
+from ksptrace.studies.variability.sections import anchors, run_section
 from ksptrace.studies.variability.variance_split import variance_split
 from ksptrace.trace.synthetic import synthetic_trace
 
@@ -87,3 +89,13 @@ def test_q1_names_the_cause_and_the_solver_of_every_change() -> None:
     # a run without a split (one iteration) is left out of the medians, not counted as 0
     bare = dataclasses.replace(runs[0], variance=None)
     assert answers.variability([bare]).sentences[0].startswith("The middle half")
+
+
+def test_a_run_page_gives_the_split_first_and_no_empty_section_at_p1() -> None:
+    opt = AnalysisOptions(candidates=("norm",), mc_runs=2)
+    a = analyze_trace(synthetic_trace(1, 120, 1, "gmres", seed=3), opt)
+    first = run_section(Analysed(a), anchors([Analysed(a)])[0], opt)["parts"][0]
+    assert first["lead"].startswith("Where an iteration sits explains ")
+    assert "(restart-cycle position " in first["lead"]
+    assert first["omitted"] == ["One rank: no per-rank histograms; the histogram of every Tₚᵏ "
+                                "is in section 4."]
