@@ -120,6 +120,7 @@ def depth_axes(s: DecisionStudy) -> Any:
         tags = [f"{int(r.value)}" if r.limit == "depth" else f"{r.value:g}" for r in rows]
         for xi, yi, tag in merged_labels(list(zip(x, y, tags, strict=True))):
             ax.annotate(tag, (xi, yi), textcoords="offset points", xytext=offset, fontsize=7)
+    ax.margins(x=0.08, y=0.12)  # room for the labels beside the end points
     ax.set_xlabel("mean leaf depth")
     ax.set_ylabel("mean penalty (%)")
     ax.legend()
