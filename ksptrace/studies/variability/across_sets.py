@@ -137,7 +137,8 @@ def _scaling_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceD
                 collapsed = params is not None and getattr(params, f"{w}_normal") is not None
                 fits[w] = None if params is None or collapsed else getattr(params, w)
                 if fits[w] is None:
-                    why = "collapsed" if collapsed else "none"
+                    why = ("collapsed" if collapsed else "P = 1: sₖ = 0, so no Monte Carlo fits"
+                           if members[0][1].nprocs == 1 else "not fitted")
                     missing.append(f"{name_w} at {across} = {x:g} ({why})")
             points.append(figures.ScalingPoint(
                 x=x,
