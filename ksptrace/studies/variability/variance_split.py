@@ -30,6 +30,9 @@ import numpy as np
 
 from ksptrace.studies.variability.cycles import CycleLayout
 
+BLOCK = 1 << 22
+"""Values per block of the total sum of squares."""
+
 
 @dataclass(frozen=True)
 class VarianceSplit:
@@ -80,7 +83,11 @@ def variance_split(times: np.ndarray, layout: CycleLayout) -> VarianceSplit | No
         return None
     p, k = t.shape
     mean = float(t.sum() / t.size)
-    total = float(((t - mean) ** 2).sum())
+    step = max(1, BLOCK // k)  # row blocks: no temporary as large as a paper-scale trace
+    total = 0.0
+    for s in range(0, p, step):
+        d = t[s:s + step] - mean
+        total += float(np.einsum("ij,ij->", d, d))
     if total <= 0.0 or not np.isfinite(total):
         return None
     length = layout.cycle_length
