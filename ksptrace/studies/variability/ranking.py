@@ -7,8 +7,8 @@ from every other solver by more than the run-to-run spread:
 * both solvers repeated: the leader's slowest repetition is faster than the other's fastest
   (their ranges do not overlap);
 * a single run of either: no spread was measured, so the other must be more than
-  ``SINGLE_MARGIN`` slower (a few per cent is what one repetition of a KSPSolve on a shared
-  machine may differ from the next).
+  ``SINGLE_MARGIN`` slower (a stated rule, not a measured spread: repeat the runs to replace
+  it by theirs).
 
 Otherwise the answer is "cannot tell between" the leader and every solver it is not separated
 from. Which runs enter (clean ones, or all with their caveat) is decided by the caller once, and
