@@ -57,7 +57,7 @@ def split_sentences(runs: Sequence[TraceAnalysis], clause: str) -> list[str]:
         if any(s.has_fill for s in v):
             parts.append(f"pipeline fill {_pct(_share(v, lambda s: s.fill))}")
         parts.append(f"the first iteration {_pct(_share(v, lambda s: s.first))}")
-        cause = (", ".join(parts[:-1]) + " and " + parts[-1]) if len(parts) > 1 else parts[0]
+        cause = "explained by " + ", by ".join(parts)
         kind = "" if length > 1 else (" (no restart cycle; its fixed number of reductions per "
                                       "iteration sets the level, not the spread)")
         out.append(f"{k}{kind}: {cause}; the other {_pct(_share(v, lambda s: s.rest))} is "
