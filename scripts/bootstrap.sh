@@ -65,6 +65,17 @@ if [ ! -x "$VENV/bin/python" ]; then
   "$SYSPY" -m venv --system-site-packages "$VENV"
 fi
 
+# Open MPI's mpiexec refuses to start as root unless told it may, and a fresh container is root.
+# The venv's activate script tells it, for root only, so that the README's tour
+# ('mpiexec -n 2 .venv/bin/python ...' after 'source .venv/bin/activate') works as written
+# there; MPICH ignores the variables.
+hook='# ksptrace: as root, Open MPI may start (a fresh container is root)'
+if ! grep -qF "$hook" "$VENV/bin/activate"; then
+  printf '%s\n%s\n' "$hook" \
+    'if [ "$(id -u)" = 0 ]; then export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1; fi' \
+    >> "$VENV/bin/activate"
+fi
+
 # Debian's petsc4py is importable only with PETSC_DIR naming its PETSc (its petsc4py.pth
 # defaults to /usr/lib/petsc, an alternatives link only petsc-dev installs). A .pth in the venv,
 # read before the system's, sets that default for every python of the venv, so a user's own

@@ -1,10 +1,12 @@
 """The report's answers for a terminal (what ``ksptrace demo`` prints last): each question with
 its first sentence, and one line per configuration (problem, n, P) with every solver's KSPSolve
-and the headline model's signed error, sorted, the fastest solver marked. Pure: the report's
-summary.json in, lines out; at most ``MAX_LINES`` for any number of runs."""
+and the headline model's signed error, sorted, marked as the report's one ranking
+(summary.json's ``fastest``) says; a cell with repetitions shows their median. Pure: the
+report's summary.json in, lines out; at most ``MAX_LINES`` for any number of runs."""
 
 from __future__ import annotations
 
+import statistics
 import textwrap
 from typing import Any
 
@@ -24,23 +26,55 @@ def _n(value: Any) -> str:
     return "-" if value is None else f"{int(value):,}".replace(",", " ")
 
 
-def _cell(trace: dict[str, Any], fastest: bool) -> str:
-    err = trace.get("headline_error_pct")
-    mark = "*" if fastest else " "
-    shown = f"{_time(float(trace['kspsolve']))}{mark}"
+Key = tuple[str, int, int]
+"""(problem, n, P): one line of the table."""
+
+
+def _key(t: dict[str, Any]) -> Key:
+    return (str(t.get("problem") or "?"), int(t.get("n") or 0), int(t["nprocs"]))
+
+
+def marks_of(fastest: dict[str, Any] | None) -> dict[tuple[Key, str], str]:
+    """(line, solver) -> its marks from summary.json's ``fastest`` (the report's one ranking):
+    ``*`` fastest, ``=`` cannot be told apart from the fastest, ``^`` a P-scaling anomaly."""
+    out: dict[tuple[Key, str], str] = {}
+    if not fastest:
+        return out
+    for c in fastest.get("configurations", []):
+        key = _key(c)
+        if c.get("fastest"):
+            out[(key, str(c["fastest"]).lower())] = "*"
+        for s in c.get("cannot_tell", []):
+            out[(key, str(s).lower())] = "="
+    for a in fastest.get("scaling_anomalies", []):
+        name = (_key(a), str(a["ksp"]).lower())
+        out[name] = out.get(name, "") + "^"
+    return out
+
+
+def _cell(runs: list[dict[str, Any]], mark: str) -> str:
+    """The median KSPSolve of the cell's clean runs (of all, marked ``!``, when none is clean),
+    as the ranking counts them."""
+    clean = [t for t in runs if not t.get("caveats")]
+    used = clean or runs
+    if not clean:
+        mark += "!"
+    err = used[0].get("headline_error_pct")
+    shown = f"{_time(statistics.median(float(t['kspsolve']) for t in used))}{mark or ' '}"
     if not isinstance(err, int | float):
         return shown
     return shown + (" (0 %)" if abs(err) < 0.5 else f" ({err:+.0f} %)")
 
 
-def table_lines(traces: list[dict[str, Any]], limit: int) -> list[str]:
-    """One line per (problem, n, P), a column per solver; at most ``limit`` lines (the rows past
-    it are counted in the last line)."""
+def table_lines(traces: list[dict[str, Any]], limit: int,
+                fastest: dict[str, Any] | None = None) -> list[str]:
+    """One line per (problem, n, P), a column per solver, marked as ``fastest`` (summary.json's
+    ranking) says; at most ``limit`` lines (the rows past it are counted in the last line)."""
     solvers = sorted({str(t["ksp"]) for t in traces})
-    rows: dict[tuple[str, int, int], dict[str, dict[str, Any]]] = {}
+    rows: dict[Key, dict[str, list[dict[str, Any]]]] = {}
     for t in traces:
-        key = (str(t.get("problem") or "?"), int(t.get("n") or 0), int(t["nprocs"]))
-        rows.setdefault(key, {}).setdefault(str(t["ksp"]), t)
+        rows.setdefault(_key(t), {}).setdefault(str(t["ksp"]), []).append(t)
+    marks = marks_of(fastest)
     head = f"{'problem':<11}{'n':>9}{'P':>4}  " + "".join(f"{s:<22}" for s in solvers)
     lines = [head.rstrip()]
     keys = sorted(rows)
@@ -48,8 +82,7 @@ def table_lines(traces: list[dict[str, Any]], limit: int) -> list[str]:
     shown = keys if len(keys) <= room else keys[: room - 1]
     for key in shown:
         cells = rows[key]
-        best = min(cells, key=lambda s: float(cells[s]["kspsolve"]))
-        shown_cells = [_cell(cells[s], s == best and len(cells) > 1) if s in cells else "-"
+        shown_cells = [_cell(cells[s], marks.get((key, s.lower()), "")) if s in cells else "-"
                        for s in solvers]
         text = "".join(f"{c:<22}" for c in shown_cells)
         lines.append(f"{key[0]:<11}{_n(key[1] or None):>9}{key[2]:>4}  {text}".rstrip())
@@ -64,10 +97,18 @@ def summary_lines(digest: dict[str, Any], report: str) -> list[str]:
     flagged = sum(1 for t in traces if t.get("caveats"))
     lines = [f"{len(traces)} runs" + (f" ({flagged} with a caveat: loaded, oversubscribed or "
                                       "log on)" if flagged else "") + f"; the report: {report}"]
+    fastest = digest.get("fastest")
+    basis = str(fastest["basis"]) if fastest else ""
     for i, answer in enumerate(digest.get("answers", []), start=1):
         first = answer["sentences"][0] if answer["sentences"] else ""
+        if basis.startswith("all "):  # the first line names the caveats once
+            first = first.replace(basis, basis.split(",", 1)[0] + ", none clean")
         lines += textwrap.wrap(f"{i}. {answer['question']} {first}", WIDTH,
                                subsequent_indent="   ")
-    lines.append("KSPSolve per configuration (* fastest; the headline model's error in brackets):")
-    lines += table_lines(traces, MAX_LINES - len(lines))
+    slowdown = float(fastest.get("slowdown", 2.0)) if fastest else 2.0
+    lines += textwrap.wrap(
+        "KSPSolve per configuration (* fastest, = cannot tell from the fastest: Q4's runs and "
+        f"rule; ! loaded or flagged run; ^ slower (x{slowdown:g} or more) than at the next "
+        "smaller P; the headline model's error in brackets):", WIDTH)
+    lines += table_lines(traces, MAX_LINES - len(lines), fastest)
     return lines[:MAX_LINES]

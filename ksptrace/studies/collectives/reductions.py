@@ -129,8 +129,11 @@ class ReductionShare:
     allreduce_mean: float
     allreduce_std: float
     iteration_mean: float
+    """Mean over k of the slowest rank's iteration, maxₚ Tₚᵏ (s)."""
     iteration_std: float
     pipelined: bool
+    every_rank_mean: float = float("nan")
+    """Mean of every Tₚᵏ (s): ``show``'s mean_iteration, below ``iteration_mean`` at P > 1."""
 
     @property
     def mean_share(self) -> float:
@@ -144,13 +147,17 @@ class ReductionShare:
 
     def describe(self) -> str:
         bound = " (pipelined: overlapped, an upper bound)" if self.pipelined else ""
+        every = ("" if not np.isfinite(self.every_rank_mean) else
+                 f"; every rank's mean, ksptrace show's mean_iteration, is "
+                 f"{self.every_rank_mean * 1e6:.2f} us: the reductions wait for the slowest")
         over = (" > 1: the benchmark's allreduce varies more than the solve's iterations "
                 "(a noisier moment, or reductions hidden)" if self.spread_share > 1 else "")
         return (f"{self.reductions_per_iteration:.2f} reductions per iteration x "
                 f"{self.allreduce_mean * 1e6:.2f} us (sd {self.allreduce_std * 1e6:.2f} us) "
-                f"explain {self.mean_share:.1%} of the mean iteration "
-                f"({self.iteration_mean * 1e6:.2f} us) and {self.spread_share:.1%} of its "
-                f"variance (sd {self.iteration_std * 1e6:.2f} us){bound}{over}")
+                f"explain {self.mean_share:.1%} of the mean iteration of the slowest rank "
+                f"(mean over k of max_p T: {self.iteration_mean * 1e6:.2f} us{every}) and "
+                f"{self.spread_share:.1%} of its variance (sd {self.iteration_std * 1e6:.2f} us)"
+                f"{bound}{over}")
 
 
 def reduction_share(iteration_seconds: np.ndarray, allreduce_seconds: np.ndarray,
@@ -166,7 +173,7 @@ def reduction_share(iteration_seconds: np.ndarray, allreduce_seconds: np.ndarray
     slowest = t.max(axis=0)
     return ReductionShare(per_iteration, float(c.mean()), float(c.std(ddof=1)),
                           float(slowest.mean()), float(slowest.std(ddof=1)) if
-                          slowest.size > 1 else 0.0, ksp in PIPELINED)
+                          slowest.size > 1 else 0.0, ksp in PIPELINED, float(t.mean()))
 
 
 @dataclass(frozen=True)

@@ -3,7 +3,8 @@ and compact quadtrees (a :class:`StudyResult`)."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from typing import Any
 
 from ksptrace.errors import KsptraceError
 from ksptrace.studies.decisions.files import options_refused
@@ -18,16 +19,21 @@ from ksptrace.studies.decisions.study import DecisionStudy
 from ksptrace.studies.decisions.tables import sentences, study_tables, summary_of
 from ksptrace.studies.result import Figure, Part, StudyResult
 from ksptrace.studies.table import Table
+from ksptrace.studies.variability.answers import fastest_ranking
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import TraceAnalysis
+from ksptrace.studies.variability.ranking import Ranking, Verdict
 
 SHOWN_TABLES = 6
 """Tables of a map shown on the page; the rest (the cells) is written as CSV only."""
 
 
-def studies_of(analyses: Sequence[TraceAnalysis]) -> Studies:
-    """Decision maps over P x n of the analysed runs (none unless several solvers were run at
-    two or more values of both)."""
+def studies_of(analyses: Sequence[TraceAnalysis], ranking: Ranking | None = None) -> Studies:
+    """Decision maps over P x n of the runs the report's ranking rests on (``ranking``: all of
+    ``analyses``); none unless several solvers were run at two or more values of both."""
+    if ranking is not None:
+        rested = set(ranking.labels)
+        analyses = [a for a in analyses if (a.path or a.label) in rested]
     runs = [run_of(dict(a.attrs), a.nprocs, a.measured, a.path or a.label) for a in analyses]
     try:
         return build_studies(runs)
@@ -47,17 +53,31 @@ def _left_out(s: DecisionStudy) -> list[str]:
     return list(left_out(s))
 
 
+def _in_map(settings: dict[str, Any]) -> Callable[[Verdict], bool]:
+    """Whether a ranking's configuration is a cell of the map whose runs share ``settings``."""
+    wanted = {k: str(settings.get(k, "none" if k == "noise" else None))
+              for k in ("problem", "pc", "iterations", "noise")}
+    return lambda v: all(v.value(k) == want for k, want in wanted.items())
+
+
 def result_of(studies: Studies, tables_of: Sequence[Sequence[Table]] | None = None,
-              pictures_of: Sequence[Sequence[Figure]] | None = None) -> StudyResult:
+              pictures_of: Sequence[Sequence[Figure]] | None = None,
+              ranking: Ranking | None = None) -> StudyResult:
     """The maps as a study result (``tables_of`` and ``pictures_of`` per map: computed here
-    when not given; pass empty lists to leave the figures out)."""
+    when not given; pass empty lists to leave the figures out). With the report's ``ranking``,
+    a map's first sentence is the ranking's over its cells: the answer Q4 and the terminal
+    table give, from the same runs by the same rule."""
     parts = []
     for k, s in enumerate(studies.studies):
         tables = list(tables_of[k]) if tables_of is not None else study_tables(s, k)
         pictures = pictures_of[k] if pictures_of is not None else _drawn(s)
+        said = sentences(s)
+        if ranking is not None and k < len(studies.settings):
+            said[0] = (ranking.sentence(_in_map(studies.settings[k]), "measured cells")
+                       + " The map colours each cell by its lowest median.")
         parts.append(Part(
             title=s.title, anchor=f"decision-{k + 1}",
-            findings=(*sentences(s), *(_left_out(s) if pictures else ())),
+            findings=(*said, *(_left_out(s) if pictures else ())),
             tables=tuple(tables[:SHOWN_TABLES]), unshown=tuple(tables[SHOWN_TABLES:]),
             figures=tuple(pictures)))
     a1, a2 = studies.axes
@@ -77,7 +97,8 @@ def result_of(studies: Studies, tables_of: Sequence[Sequence[Table]] | None = No
 def study(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
           with_figures: bool = True) -> StudyResult:
     """The maps of ``analyses``; with no map, a result with no parts (nothing is shown)."""
-    studies = studies_of(analyses)
+    ranking = fastest_ranking(analyses)
+    studies = studies_of(analyses, ranking)
     pictures: list[list[Figure]] | None = (
         None if with_figures else [[] for _ in studies.studies])
-    return result_of(studies, None, pictures)
+    return result_of(studies, None, pictures, ranking)

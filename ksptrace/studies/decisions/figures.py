@@ -5,6 +5,7 @@ size, and the depth of the tree, as PNG bytes.
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -96,26 +97,44 @@ def penalty_figure(s: DecisionStudy) -> Figure:
                    "measured.", to_png(fig))
 
 
-def depth_figure(s: DecisionStudy) -> Figure:
-    """Mean penalty against mean depth, depth-limited and threshold-limited (Figure 5)."""
+def merged_labels(points: Sequence[tuple[float, float, str]]) -> list[tuple[float, float, str]]:
+    """One label per distinct point: the tags of the limits that give the same tree joined
+    ("0.4–0.6" for three or more, "0.4, 0.5" for two), so none is drawn over another."""
+    at: dict[tuple[float, float], list[str]] = {}
+    for x, y, tag in points:
+        at.setdefault((round(x, 6), round(y, 6)), []).append(tag)
+    return [(x, y, tags[0] if len(tags) == 1 else ", ".join(tags) if len(tags) == 2
+             else f"{tags[0]}–{tags[-1]}") for (x, y), tags in at.items()]
+
+
+def depth_axes(s: DecisionStudy) -> Any:
+    """The matplotlib figure of :func:`depth_figure`: depth limits labelled above their
+    points, thresholds below, one label per distinct point of each."""
     fig = _figure(height=3.6)
     ax = fig.subplots()
-    for rows, label, marker in ((s.by_depth, "maximum depth", "o"),
-                                (s.by_threshold, "accuracy threshold", "s")):
+    for rows, label, marker, offset in ((s.by_depth, "maximum depth", "o", (4, 4)),
+                                        (s.by_threshold, "accuracy threshold", "s", (4, -11))):
         x = [r.tree.stats.mean_depth for r in rows]
         y = [percent(r.penalty.mean) for r in rows]
         ax.plot(x, y, marker=marker, label=label)
-        for r, xi, yi in zip(rows, x, y, strict=True):
-            tag = f"{int(r.value)}" if r.limit == "depth" else f"{r.value:g}"
-            ax.annotate(tag, (xi, yi), textcoords="offset points", xytext=(4, 4), fontsize=7)
+        tags = [f"{int(r.value)}" if r.limit == "depth" else f"{r.value:g}" for r in rows]
+        for xi, yi, tag in merged_labels(list(zip(x, y, tags, strict=True))):
+            ax.annotate(tag, (xi, yi), textcoords="offset points", xytext=offset, fontsize=7)
+    ax.margins(x=0.08, y=0.12)  # room for the labels beside the end points
     ax.set_xlabel("mean leaf depth")
     ax.set_ylabel("mean penalty (%)")
     ax.legend()
     ax.grid(alpha=0.3)
+    return fig
+
+
+def depth_figure(s: DecisionStudy) -> Figure:
+    """Mean penalty against mean depth, depth-limited and threshold-limited (Figure 5)."""
     return Figure("decision_depth", f"{s.title}: penalty against tree size",
-                   "Mean penalty over measured cells against the trees' mean leaf depth, for "
-                   "trees limited by maximum depth (labels: the limit) and by accuracy threshold "
-                   "(labels: the threshold).", to_png(fig))
+                  "Mean penalty over measured cells against the trees' mean leaf depth, for "
+                  "trees limited by maximum depth (labels: the limit, above the point) and by "
+                  "accuracy threshold (labels: the threshold, below; limits that give the same "
+                  "tree share one label).", to_png(depth_axes(s)))
 
 
 def _tree_sizes(s: DecisionStudy) -> set[tuple[float, float]]:

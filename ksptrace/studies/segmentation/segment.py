@@ -151,8 +151,10 @@ class Segmentation:
             lines.append(f"single model: {self.single}")
         if self.ok:
             verdict = "segmented" if self.segmented else "not segmented"
-            if self.by_split:
-                verdict += " (no homogeneous window; found by the global two-segment test)"
+            if self.by_split:  # the windows may have been homogeneous (0s) yet placed no change
+                why = ("no homogeneous window" if "0" not in self.pattern else
+                       "the homogeneous windows (0s) placed no change")
+                verdict += f" ({why}; found by the global two-segment test)"
             if self.by_bend:
                 verdict += " (no single smooth law follows all points; found by the bend test)"
             lines.append(f"window pattern {self.pattern}: {verdict}")

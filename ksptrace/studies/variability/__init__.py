@@ -8,10 +8,16 @@ from typing import TYPE_CHECKING
 from ksptrace.studies.public import lazy
 
 if TYPE_CHECKING:
-    from ksptrace.studies.variability.answers import answer_all, caveats
+    from ksptrace.studies.variability.answers import (
+        answer_all,
+        caveats,
+        fastest_ranking,
+        fastest_summary,
+    )
     from ksptrace.studies.variability.apriori import apriori_table
     from ksptrace.studies.variability.batch import entry_name as cache_entry_name
     from ksptrace.studies.variability.batch import prune as prune_cache
+    from ksptrace.studies.variability.fastest import group_text
     from ksptrace.studies.variability.findings import (
         headline,
         ks_alpha_note,
@@ -47,6 +53,9 @@ if TYPE_CHECKING:
 PUBLIC: dict[str, tuple[str, str]] = {
     "answer_all": ("answers", "answer_all"),
     "caveats": ("answers", "caveats"),
+    "fastest_ranking": ("answers", "fastest_ranking"),
+    "fastest_summary": ("answers", "fastest_summary"),
+    "group_text": ("fastest", "group_text"),
     "failure_rows": ("overview", "failure_rows"),
     "run_rows": ("overview", "run_rows"),
     "units_line": ("overview", "units_line"),
@@ -95,7 +104,10 @@ __all__ = [
     "caveats",
     "config_key",
     "failure_rows",
+    "fastest_ranking",
+    "fastest_summary",
     "finding_row",
+    "group_text",
     "headline",
     "image",
     "ks_alpha_note",

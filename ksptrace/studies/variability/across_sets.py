@@ -23,6 +23,11 @@ def _fmt_n(n: float | None) -> str:
     return f"n = {int(n)}" if float(n).is_integer() else f"n = {n:g}"
 
 
+def _number(n: float | None) -> float:
+    """n as a sort key: numbers in numeric order (30 000 before 100 000), unknown last."""
+    return float("inf") if n is None else float(n)
+
+
 def _solver_times(a: TraceAnalysis, label: str) -> figures.SolverTimes:
     best = a.best_fit_name
     model = a.model(best) if best is not None else None
@@ -41,11 +46,12 @@ def _solver_times(a: TraceAnalysis, label: str) -> figures.SolverTimes:
 
 def _solver_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceDigest]]) -> None:
     """Solvers overlaid for the same problem, n and P (the paper's Figs. 10-11)."""
-    groups: dict[tuple[str, str, int], list[tuple[TraceAnalysis, TraceDigest]]] = {}
+    groups: dict[tuple[str, float, int], list[tuple[TraceAnalysis, TraceDigest]]] = {}
     for a, d in items:
-        groups.setdefault((d.problem, _fmt_n(d.n), d.nprocs), []).append((a, d))
+        groups.setdefault((d.problem, _number(d.n), d.nprocs), []).append((a, d))
     single: list[str] = []
-    for (problem, n, nprocs), members in groups.items():
+    for (problem, _, nprocs), members in sorted(groups.items(), key=lambda kv: kv[0]):
+        n = _fmt_n(members[0][1].n)
         solvers = list(dict.fromkeys(d.ksp for _, d in members))
         name = f"{problem}, {n}, P = {nprocs}"
         if len(solvers) < 2:
@@ -59,17 +65,28 @@ def _solver_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceDi
                 s if len(mine) == 1 else f"{s} ({len(mine)} runs)",
                 [sum(getattr(d, w).counts for d in mine) for w in ("times", "lower", "span")],
             ))
+        names = ("iteration time $T_p^k$", "minimum $a_k$", "span $s_k$")
+        shown = [p for p in range(len(names)) if any(c[p].sum() > 0 for _, c in merged)]
+        if nprocs == 1:  # one rank: its time is the iteration's minimum, aₖ = Tₚᵏ
+            shown = [p for p in shown if p != 1]
+        if not shown:
+            single.append(f"{name} (every value below 1 ns)")
+            continue
+        left = [n for p, n in enumerate(("Tₚᵏ", "aₖ", "sₖ")) if p not in shown]
+        gone = (" No aₖ or sₖ panel: at P = 1 the one rank's time is the iteration's minimum "
+                "(aₖ = Tₚᵏ) and its span is 0." if nprocs == 1 else
+                f" No {' or '.join(left)} panel: every value is below 1 ns." if left else "")
         out.later(
             f"solvers-distributions-{slug}",
             f"Solvers compared: {name}",
-            f"Distributions of Tₚᵏ, aₖ and sₖ (kept iterations, repetitions pooled) of each "
-            f"solver for {name} (the paper's Figs. 10-11). Logarithmic time axes, density per "
-            "decade, so that solvers far apart share the axes; values below 1 ns (sₖ = 0) are not "
-            "shown.",
+            f"Distributions of {', '.join(('Tₚᵏ', 'aₖ', 'sₖ')[p] for p in shown)} (kept "
+            f"iterations, repetitions pooled) of each solver for {name} (the paper's Figs. "
+            "10-11). Logarithmic time axes, density per decade, so that solvers far apart share "
+            f"the axes; values below 1 ns are not shown.{gone}",
             functools.partial(
-                figures.solver_distributions,
-                LOG_EDGES, merged, ("iteration time $T_p^k$", "minimum $a_k$", "span $s_k$")
-            ),
+                figures.solver_distributions, LOG_EDGES,
+                [(label, [c[p] for p in shown]) for label, c in merged],
+                tuple(names[p] for p in shown)),
         )
         seen: dict[str, int] = {}
         rows = []
@@ -96,15 +113,17 @@ def _solver_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceDi
 def _scaling_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceDigest]],
                      across: str) -> None:
     """Model parameters across P (fixed n) or across n (fixed P) (the paper's Figs. 8-9)."""
-    groups: dict[tuple[str, str, str], dict[float, list[tuple[TraceAnalysis, TraceDigest]]]] = {}
+    groups: dict[tuple[str, str, float, str],
+                 dict[float, list[tuple[TraceAnalysis, TraceDigest]]]] = {}
     for a, d in items:
         x = float(d.nprocs) if across == "P" else d.n
         if x is None:
             continue
         fixed = _fmt_n(d.n) if across == "P" else f"P = {d.nprocs}"
-        groups.setdefault((d.problem, d.ksp, fixed), {}).setdefault(x, []).append((a, d))
+        order = _number(d.n) if across == "P" else float(d.nprocs)
+        groups.setdefault((d.problem, d.ksp, order, fixed), {}).setdefault(x, []).append((a, d))
     single: list[str] = []
-    for (problem, ksp, fixed), by_x in groups.items():
+    for (problem, ksp, _, fixed), by_x in sorted(groups.items(), key=lambda kv: kv[0]):
         name = f"{problem}, {ksp}, {fixed}"
         if len(by_x) < 2:
             single.append(name)
@@ -118,7 +137,8 @@ def _scaling_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceD
                 collapsed = params is not None and getattr(params, f"{w}_normal") is not None
                 fits[w] = None if params is None or collapsed else getattr(params, w)
                 if fits[w] is None:
-                    why = "collapsed" if collapsed else "none"
+                    why = ("collapsed" if collapsed else "P = 1: sₖ = 0, so no Monte Carlo fits"
+                           if members[0][1].nprocs == 1 else "not fitted")
                     missing.append(f"{name_w} at {across} = {x:g} ({why})")
             points.append(figures.ScalingPoint(
                 x=x,
@@ -130,6 +150,10 @@ def _scaling_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceD
         slug = f"{problem}-{ksp}-{fixed.replace(' ', '').replace('=', '')}"
         what = "processor counts P" if across == "P" else "problem sizes n"
         gaps = f" No Johnson S_U fit drawn for {', '.join(missing)}." if missing else ""
+        if not any(p.lower or p.span for p in points):
+            gaps = (" Only the moments are drawn: no Johnson S_U fit of aₖ or sₖ at any "
+                    f"{across}" + (" (at P = 1 sₖ = 0, and the Monte Carlo fits were not made)"
+                                   if fixed == "P = 1" else "") + ".")
         out.later(
             f"scaling-{across}-{slug}",
             f"Across {what}: {name}",

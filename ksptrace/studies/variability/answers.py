@@ -11,8 +11,10 @@ from __future__ import annotations
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from ksptrace.studies.variability.cycles import is_pipelined
+from ksptrace.studies.variability.fastest import entries, ranking_sentences, summary_of
 from ksptrace.studies.variability.findings import (
     FAR,
     attr,
@@ -24,6 +26,8 @@ from ksptrace.studies.variability.findings import (
     problem_of,
 )
 from ksptrace.studies.variability.pipeline import TraceAnalysis
+from ksptrace.studies.variability.ranking import Ranking, rank
+from ksptrace.studies.variability.reasons import split_sentences, trend_sentences
 
 CAVEATS = {"machine-loaded": "machine-loaded", "log-on": "PETSc's event log on",
            "oversubscribed": "oversubscribed"}
@@ -101,29 +105,10 @@ def variability(analyses: Sequence[TraceAnalysis]) -> Answer:
                       for k, v in sorted(by_solver.items()))
     tails = ", ".join(f"{_median([_tail(a) for a in v]):.0f} % for {k}"
                       for k, v in sorted(by_solver.items()))
-    out = [f"The middle half of an iteration's times spans {parts} of the median iteration "
+    out = [*split_sentences(base.runs, base.clause),
+           f"The middle half of an iteration's times spans {parts} of the median iteration "
            f"(interquartile range over median, median over {base.clause}); the 99th percentile "
-           f"lies {tails} above the median."]
-    by_p: dict[int, list[TraceAnalysis]] = {}
-    for a in base.runs:
-        by_p.setdefault(a.nprocs, []).append(a)
-    if len(by_p) > 1:
-        lo, hi = min(by_p), max(by_p)
-        out.append(f"From P = {lo} to P = {hi} that spread goes from "
-                   f"{_median([_spread(a) for a in by_p[lo]]):.0f} % to "
-                   f"{_median([_spread(a) for a in by_p[hi]]):.0f} %.")
-    by_n: dict[tuple[str, int], list[TraceAnalysis]] = {}
-    for a in base.runs:
-        n = n_of(a)
-        if n is not None:
-            by_n.setdefault((problem_of(a), n), []).append(a)
-    for problem in sorted({p for p, _ in by_n}):
-        sizes = sorted(n for p, n in by_n if p == problem)
-        if len(sizes) > 1:
-            first, last = by_n[(problem, sizes[0])], by_n[(problem, sizes[-1])]
-            out.append(f"On {problem}, from n = {fmt_n(sizes[0])} to n = {fmt_n(sizes[-1])} it "
-                       f"goes from {_median([_spread(a) for a in first]):.0f} % to "
-                       f"{_median([_spread(a) for a in last]):.0f} %.")
+           f"lies {tails} above the median.", *trend_sentences(base.runs)]
     ks = ks_sentence([finding(a, "") for a in base.runs])
     if ks and len(base.runs) < len(analyses) and ks.startswith("Every run has P = 1"):
         # the left-out runs may have had P >= 2: say which runs this is about
@@ -254,25 +239,23 @@ def fastest(analyses: Sequence[TraceAnalysis]) -> Answer:
     return Answer(answer.key, answer.question, (*answer.sentences, mixed))
 
 
-def _fastest(analyses: Sequence[TraceAnalysis], question: str) -> Answer:
+def fastest_ranking(analyses: Sequence[TraceAnalysis]) -> Ranking:
+    """The one answer to "which solver is fastest where" (Q4, the terminal table's marks, the
+    decision page and summary.json all use it): the clean runs, or all runs with their caveat
+    named, ranked by :mod:`.ranking`'s rule."""
     base = basis(analyses)
-    groups: dict[tuple[str, int | None, int], dict[str, list[float]]] = {}
-    for a in base.runs:
-        key = (problem_of(a), n_of(a), a.nprocs)
-        groups.setdefault(key, {}).setdefault(a.ksp.upper(), []).append(a.measured / a.kept
-                                                                          if a.kept else 0.0)
-    compared = {k: v for k, v in groups.items() if len(v) > 1}
-    if not compared:
-        return Answer("fastest", question, (
-            "No configuration (problem, n, P) ran two solvers, so none can be ranked.",))
-    wins: dict[str, int] = {}
-    for solvers in compared.values():
-        best = min(solvers, key=lambda k: _median(solvers[k]))
-        wins[best] = wins.get(best, 0) + 1
-    ranked = ", ".join(f"{k} in {v}" for k, v in sorted(wins.items(), key=lambda kv: -kv[1]))
-    return Answer("fastest", question, (
-        f"Per iteration (KSPSolve over K), the fastest solver is {ranked} of the "
-        f"{len(compared)} configurations that ran two or more ({base.clause}).",))
+    return rank(entries(base.runs), base.clause)
+
+
+def fastest_summary(analyses: Sequence[TraceAnalysis]) -> dict[str, Any]:
+    """summary.json's ``fastest``: the ranking's basis, rule and verdicts, and the P-scaling
+    anomalies of every run (what the terminal table marks)."""
+    return summary_of(fastest_ranking(analyses), analyses)
+
+
+def _fastest(analyses: Sequence[TraceAnalysis], question: str) -> Answer:
+    return Answer("fastest", question, tuple(ranking_sentences(fastest_ranking(analyses),
+                                                               analyses)))
 
 
 def answer_all(analyses: Sequence[TraceAnalysis]) -> tuple[Answer, ...]:

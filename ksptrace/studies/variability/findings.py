@@ -16,6 +16,7 @@ from ksptrace.studies.variability import ks
 from ksptrace.studies.variability.choices import HEADLINE_MODEL
 from ksptrace.studies.variability.flags import Flag
 from ksptrace.studies.variability.pipeline import TraceAnalysis
+from ksptrace.trace.model import MIN_ITERATION_SECONDS
 
 FAR = 50.0
 """A prediction more than this many per cent off the measurement is flagged."""
@@ -24,7 +25,8 @@ RANK_INDEPENDENT = 10.0
 
 
 def fmt_time(seconds: float | None) -> str:
-    """A duration in the unit that suits it: s, ms or µs, four significant digits."""
+    """A duration in the unit that suits it: s, ms or µs, four significant digits, never finer
+    than the clock's resolution (1 ns, :data:`MIN_ITERATION_SECONDS`): '12 ns', '< 1 ns'."""
     if seconds is None or not math.isfinite(seconds):
         return "—" if seconds is None else str(seconds)
     size = abs(seconds)
@@ -32,7 +34,16 @@ def fmt_time(seconds: float | None) -> str:
         return f"{seconds:.4g} s"
     if size >= 1e-3:
         return f"{seconds * 1e3:.4g} ms"
-    return f"{seconds * 1e6:.4g} µs"
+    if size >= 1e-6:
+        return f"{seconds * 1e6:.4g} µs"
+    return below_microsecond(seconds)
+
+
+def below_microsecond(seconds: float) -> str:
+    """A time under 1 µs in whole nanoseconds (the clock's resolution), or '< 1 ns'."""
+    if abs(seconds) < MIN_ITERATION_SECONDS / 2:
+        return f"{'-' if seconds < 0 else ''}< 1 ns"
+    return f"{round(seconds / MIN_ITERATION_SECONDS):.0f} ns"
 
 
 def fmt_pct(pct: float | None) -> str:

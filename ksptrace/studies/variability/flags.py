@@ -55,7 +55,7 @@ def _t(seconds: float) -> str:
         return f"{seconds * 1e3:.3g} ms"
     if size >= 1e-6:
         return f"{seconds * 1e6:.3g} µs"
-    return f"{seconds * 1e9:.3g} ns"
+    return f"{seconds * 1e9:.0f} ns"  # the clock's resolution: no digit below 1 ns
 
 
 def _mean_flag(

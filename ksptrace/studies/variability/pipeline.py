@@ -53,6 +53,7 @@ from ksptrace.studies.variability.lanes import Lanes
 from ksptrace.studies.variability.nodes import NodeVariance, node_variance
 from ksptrace.studies.variability.options import AnalysisOptions, Progress, units
 from ksptrace.studies.variability.penalty import Penalty, wait_penalty
+from ksptrace.studies.variability.variance_split import VarianceSplit, variance_split
 from ksptrace.trace.model import Trace
 
 
@@ -100,6 +101,8 @@ class TraceAnalysis:
     """The injected noise (spec 'none' for a noise-free run) and the natural iteration times."""
     penalty: Penalty | None = None
     """What waiting costs a standard and a pipelined method on these iterations."""
+    variance: VarianceSplit | None = None
+    """The share of the iteration times' variance each deterministic cause explains."""
 
     @property
     def noisy(self) -> bool:
@@ -358,6 +361,7 @@ def analyze_trace(
         lockstep_sum=models.measured_standard(kept),
         rank_sum_max=models.measured_pipelined(kept),
         penalty=waits,
+        variance=variance_split(times, layout),
         bounds=bounds,
         notes=tuple(notes),
         attrs=tuple(sorted((str(a), v) for a, v in trace.attrs.items())),

@@ -146,6 +146,17 @@ def run_section(d: Analysed, f: findings.Finding, options: AnalysisOptions) -> d
     else:
         mc = f"No Monte Carlo: {findings._montecarlo_why(a)}."
     parts[-1]["lead"] = mc
+    if a.variance is not None:
+        v = a.variance
+        parts[0]["lead"] = (
+            f"Where an iteration sits explains {100 * v.deterministic:.0f} % of this run's "
+            f"iteration-time variance (restart-cycle position {100 * v.cycle:.0f} %, pipeline "
+            f"fill {100 * v.fill:.0f} %, first iteration {100 * v.first:.0f} %); the other "
+            f"{100 * v.rest:.0f} % is what the fitted distributions describe.")
+    if not parts[0]["figures"] and not parts[0]["omitted"]:
+        parts[0]["omitted"] = ["One rank: no per-rank histograms; the histogram of every Tₚᵏ "
+                               "is in section 4." if a.nprocs == 1 else
+                               "No distribution figure was drawn for this run."]
     parts[1]["lead"] = findings.ks_alpha_note(options.alpha, options.reference_rank)
     if a.count <= 1.0:
         parts[4]["lead"] = ("N = 1 independent unit (one node): every stationary model collapses "

@@ -179,7 +179,8 @@ def scaling_table(analyses: Sequence[TraceAnalysis], across: str = "P") -> Table
         value = n_of(a) if fixed == "n" else a.nprocs
         groups.setdefault((problem_of(a), a.ksp, value), []).append(a)
     rows = []
-    for g, members in sorted(groups.items(), key=lambda kv: str(kv[0])):
+    for g, members in sorted(groups.items(), key=lambda kv: (
+            kv[0][0], kv[0][1], float("inf") if kv[0][2] is None else float(kv[0][2]))):
         def value_of(m: TraceAnalysis) -> float:
             v = m.nprocs if key == "P" else n_of(m)
             return float(v or 0)

@@ -13,7 +13,7 @@ from matplotlib.figure import Figure
 
 from ksptrace.studies.drawing import _figure
 from ksptrace.studies.variability.figures.axes import legend, log_time_ticks, unit_for
-from ksptrace.studies.variability.figures.fits import jsu_curves, no_fit
+from ksptrace.studies.variability.figures.fits import jsu_curves
 from ksptrace.studies.variability.fitting import JohnsonSU
 
 
@@ -43,11 +43,15 @@ def _log_x(ax: Axes, xs: Sequence[float]) -> None:
 
 
 def scaling(points: Sequence[ScalingPoint], across: str) -> Figure:
-    """Model parameters against P or n: mean and std of T, Johnson S_U shapes, and pdfs."""
+    """Model parameters against P or n: mean and std of T, Johnson S_U shapes, and pdfs. A
+    panel with nothing to show (no fit of aₖ or sₖ anywhere; sₖ = 0 at P = 1) is left out."""
     pts = sorted(points, key=lambda p: p.x)
     xs = [p.x for p in pts]
-    fig = _figure(height=7.0)
-    (moments, shapes), (lower, span) = fig.subplots(2, 2)
+    kinds = [w for w in ("lower", "span") if any(getattr(p, w) is not None for p in pts)]
+    count = 1 + (1 + len(kinds) if kinds else 0)
+    fig = _figure(height=7.0 if count > 2 else 3.6)
+    grid = fig.add_gridspec(2 if count > 2 else 1, 2)
+    moments = fig.add_subplot(grid[0, 0] if count > 1 else grid[0, :])
     scale, unit = unit_for(max(p.mean + p.std for p in pts))
     moments.errorbar(xs, [p.mean / scale for p in pts], yerr=[p.std / scale for p in pts],
                      fmt="o-", markersize=7, capsize=4, label="mean of $T_p^k$ ± std")
@@ -55,24 +59,27 @@ def scaling(points: Sequence[ScalingPoint], across: str) -> Figure:
     moments.set_ylabel(f"time ({unit})")
     moments.set_ylim(bottom=0)
     legend(moments, fontsize="small", loc="best")
-    for which, marker in (("lower", "o"), ("span", "s")):
-        sub = [(p.x, getattr(p, which)) for p in pts if getattr(p, which) is not None]
-        name = "a_k" if which == "lower" else "s_k"
-        shapes.plot([x for x, _ in sub], [j.a for _, j in sub], marker + "-", markersize=7,
-                    label=f"shape $a$ of ${name}$")
-        shapes.plot([x for x, _ in sub], [j.b for _, j in sub], marker + ":", markersize=7,
-                    label=f"shape $b$ of ${name}$")
-    shapes.set_ylabel("Johnson $S_U$ shape")
-    if shapes.get_legend_handles_labels()[0] and any(len(ln.get_xdata()) for ln in shapes.lines):
+    axes = [moments]
+    if kinds:
+        shapes = fig.add_subplot(grid[0, 1])
+        axes.append(shapes)
+        for which, marker in (("lower", "o"), ("span", "s")):
+            sub = [(p.x, getattr(p, which)) for p in pts if getattr(p, which) is not None]
+            name = "a_k" if which == "lower" else "s_k"
+            shapes.plot([x for x, _ in sub], [j.a for _, j in sub], marker + "-", markersize=7,
+                        label=f"shape $a$ of ${name}$")
+            shapes.plot([x for x, _ in sub], [j.b for _, j in sub], marker + ":", markersize=7,
+                        label=f"shape $b$ of ${name}$")
+        shapes.set_ylabel("Johnson $S_U$ shape")
         legend(shapes, fontsize="small")
-    else:
-        no_fit(shapes)
-    for ax in (moments, shapes):
+    for ax in axes:
         _log_x(ax, xs)
         ax.set_xlabel(across)
-    for ax, which, name in ((lower, "lower", "$a_k$"), (span, "span", "$s_k$")):
+    for k, which in enumerate(kinds):
+        ax = fig.add_subplot(grid[1, k] if len(kinds) == 2 else grid[1, :])
         jsu_curves(ax, [(f"{across} = {p.x:g}", getattr(p, which)) for p in pts
-                         if getattr(p, which) is not None], name)
+                        if getattr(p, which) is not None],
+                   "$a_k$" if which == "lower" else "$s_k$")
     return fig
 
 

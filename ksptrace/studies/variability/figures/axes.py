@@ -13,6 +13,8 @@ from matplotlib.axes import Axes
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ksptrace.errors import AnalysisError
+from ksptrace.studies.variability.figures.ticks import Readable
+from ksptrace.trace.model import MIN_ITERATION_SECONDS
 
 MAX_IMAGE_ROWS = 1024
 """Colormaps of larger traces are shown as block means (rows and columns)."""
@@ -71,8 +73,13 @@ def unit_for(seconds: float) -> tuple[float, str]:
 
 
 def fmt_time(seconds: float) -> str:
-    """A time in the unit that suits it, 3 significant digits: '28 ms', '398 µs'."""
+    """A time in the unit that suits it, 3 significant digits: '28 ms', '398 µs'; under 1 µs
+    in whole ns, the clock's resolution ('12 ns', '< 1 ns')."""
     scale, name = unit_for(seconds)
+    if name == "ns" and np.isfinite(seconds) and seconds != 0:
+        if abs(seconds) < MIN_ITERATION_SECONDS / 2:
+            return f"{'-' if seconds < 0 else ''}< 1 ns"
+        return f"{round(seconds / MIN_ITERATION_SECONDS):.0f} ns"
     return f"{seconds / scale:.3g} {name}"
 
 
@@ -183,10 +190,11 @@ def _in_view(locator: Any) -> Any:
 
 
 def log_time_ticks(ax: Axes, which: str = "x") -> None:
-    """A logarithmic axis in seconds whose ticks carry their own unit: '10 µs', '1 ms'."""
+    """A logarithmic axis in seconds whose ticks carry their own unit: '10 µs', '1 ms', with
+    at least three labelled ticks in view (:class:`ticks.Readable`)."""
     axis = ax.xaxis if which == "x" else ax.yaxis
     (ax.set_xscale if which == "x" else ax.set_yscale)("log")
-    axis.set_major_locator(_in_view(axis.get_major_locator()))
+    axis.set_major_locator(Readable(_in_view(axis.get_major_locator())))
     axis.set_minor_locator(_in_view(axis.get_minor_locator()))
     axis.set_major_formatter(FuncFormatter(lambda v, _pos: fmt_time(v)))
     axis.set_minor_formatter(NullFormatter())
