@@ -99,7 +99,7 @@ def test_runs_count_their_reductions_and_analyze_reports_the_shares(
     # Issue 30: the main page answers "how much of an iteration do the collectives explain?"
     main = (tmp_path / "rep" / "report.html").read_text()
     assert "How much of an iteration do the collectives explain?" in main
-    assert re.search(r"CG at P = 2: 3(\.0\d*)? reductions per iteration of [\d.]+ µs each "
+    assert re.search(r"CG at P = 2: 3(\.0\d*)? reductions per iteration of [\d.]+ [nµm]?s each "
                      r"explain [\d.]+ % of the mean iteration", main)
     assert "PIPECG at P = 2: " in main
     assert "each explain at most" in main  # pipelined: an upper bound
