@@ -383,7 +383,10 @@ class JohnsonSU:
 
 def fit_johnsonsu(x: np.ndarray, fit_size: int | None = None, seed: int = 0) -> JohnsonSU:
     """Maximum-likelihood Johnson S_U fit of ``x`` (standardised, then mapped back)."""
-    sample = subsample(checked(x), fit_size, seed)
+    flat = checked(x)
+    sample = subsample(flat, fit_size, seed)
+    if (drawn := _constant_draw(sample, flat)) is not None:
+        raise AnalysisError(drawn)
     lo, hi = float(sample.min()), float(sample.max())
     fit = fit_one("johnsonsu", sample, histogram(sample, bins=32, range_=(lo, hi)))
     a, b, loc, scale = fit.params

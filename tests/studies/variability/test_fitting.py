@@ -175,5 +175,7 @@ def test_a_two_valued_sample_is_not_called_constant() -> None:
     assert ranking.failed == tuple(
         (name, "the 10,000 values drawn at random to fit are all equal (0.0001); only 2 of "
          "all 200,000 differ from it, too few to fit a distribution") for name in ("norm", "gamma"))
+    with pytest.raises(AnalysisError, match="the 10,000 values drawn at random to fit are all"):
+        fitting.fit_johnsonsu(x, fit_size=10_000)
     with pytest.raises(AnalysisError, match="all values are equal"):  # a truly constant one
         fit_candidates(np.full(1000, 1e-4), ("norm",)).best.name  # noqa: B018
