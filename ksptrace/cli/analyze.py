@@ -186,9 +186,9 @@ def main(args: argparse.Namespace) -> int:
                                     args.single_file, extra)
     if report.units:
         print(report.units)
-    skipped = [(s.path, s.reason) for s in report.skipped]
+    left = [(s.path, s.reason) for s in report.skipped]
     print(f"wrote {report.html} ({report.analysed} traces analysed, "
-          + (leftout.reasons(skipped) if skipped else "0 skipped")
+          + (leftout.reasons(left) if left else "0 skipped")
           + (f"; per-trace results in {cache}" if cache is not None else "") + ")")
     if collective_paths:
         return _collectives(Path(args.out) / COLLECTIVES_FOLDER, collective_paths,

@@ -122,3 +122,35 @@ def test_the_memory_check_refuses_what_would_not_fit(monkeypatch: pytest.MonkeyP
     # gather at the root holds every rank's message twice (received and expected)
     gather = operations.buffer_bytes("gather", 1 << 20, 4)
     assert gather >= 9 * (1 << 20)
+
+
+def test_one_size_s_buffers_are_alive_at_a_time(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check counts one size's buffers: the sweep lets go of a size's before it fills the
+    next one's (it held both: 1.5 times the largest size's at the end of the sweep)."""
+    import gc
+    import weakref
+    from pathlib import Path
+
+    from ksptrace.collectives import algorithms, bench
+
+    alive: list[weakref.ref[Any]] = []
+    largest: list[int] = []
+
+    class Ready:
+        pass
+
+    def prepare(op: str, comm: object, nbytes: int) -> Ready:
+        gc.collect()
+        largest.append(sum(r() is not None for r in alive))
+        ready = Ready()
+        alive.append(weakref.ref(ready))
+        return ready
+
+    monkeypatch.setattr(bench, "prepare", prepare)
+    monkeypatch.setattr(bench, "time_calls", lambda *a: (np.zeros(2), None))
+    comm = types.SimpleNamespace(Get_rank=lambda: 0, Get_size=lambda: 1,
+                                 allgather=lambda x: [x], bcast=lambda x, root=0: x)
+    forcing = algorithms.default_forcing("openmpi", "allreduce")
+    settings = bench.BenchSettings("allreduce", (8, 16, 32), 2, 0, forcing, Path("x.h5"))
+    bench._measure(comm, settings, lambda: 0.0)
+    assert largest == [0, 0, 0]
