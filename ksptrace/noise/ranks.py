@@ -31,7 +31,7 @@ def parse(text: str, spec: str) -> Intervals:
     pairs: list[tuple[int, int]] = []
     for part in text.split("+"):
         match = _PART.fullmatch(part)
-        if not match or len(part) > 40:
+        if not match or len(part) > 40:  # 40: no int() of a thousand digits
             raise UsageError(f"noise '{spec}': ranks={_short(text)} is not a rank list; use "
                              "e.g. ranks=0, ranks=0-3 or ranks=0+2")
         first = int(match.group(1))

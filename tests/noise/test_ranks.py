@@ -36,6 +36,8 @@ def test_canonical_text_lists_small_sets_as_before_and_large_ones_as_intervals()
     assert parse(big.text()) == big
     with pytest.raises(UsageError, match="beyond the largest MPI rank"):
         parse(f"fixed:value=1us,ranks=0-{2**31}")
+    with pytest.raises(UsageError, match=r"ranks='99999.*\.\.\.' is not a rank list"):
+        parse("fixed:value=1us,ranks=" + "9" * 5000)  # int() refuses 4300 digits: one line
 
 
 def test_a_spec_names_only_ranks_the_run_has() -> None:
