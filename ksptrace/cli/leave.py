@@ -75,9 +75,11 @@ class _Descriptor(io.RawIOBase):
     def isatty(self) -> bool:
         return os.isatty(self.fd)
 
-    def write(self, data: Any) -> int:
+    def write(self, data: Any) -> int | None:
         try:
             return os.write(self.fd, data)
+        except BlockingIOError:
+            return None  # a non-blocking descriptor that is full: the buffer says so, as ever
         except BrokenPipeError:
             raise
         except OSError as exc:
