@@ -16,6 +16,10 @@ import shlex
 
 _C_PLAIN = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_ .+-")
 _COMMENT_PLAIN = re.compile(r"[^A-Za-z0-9 _.,:;=+\-()\[\]<>%@]")
+_COMMENT_ASCII = str.maketrans({"≥": ">=", "≤": "<=", "×": "x", "µ": "u", "μ": "u", "–": "-",
+                                "—": "-", "−": "-", "…": "..."})
+"""Symbols ksptrace writes itself, spelt in the characters a comment keeps ("nprocs ≥ 2" reads
+"nprocs >= 2", not "nprocs _ 2")."""
 PETSC_NAME = re.compile(r"[A-Za-z0-9_]+\Z")
 """What a PETSc type name (``-ksp_type NAME``) is made of."""
 _TOML_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+\Z")
@@ -36,8 +40,9 @@ def c_string(text: str) -> str:
 def comment(text: str, limit: int = 200) -> str:
     """``text`` fit for a one-line comment in C, Python (also a docstring), TOML, a PETSc
     options file or an Open MPI rules file: printable ASCII without quotes, backslashes,
-    ``*``, ``/``, ``?``, ``#`` or line breaks (others become ``_``), at most ``limit`` chars."""
-    flat = " ".join(text.split())
+    ``*``, ``/``, ``?``, ``#`` or line breaks (a few symbols spelt out, ``≥`` as ``>=``; others
+    become ``_``), at most ``limit`` chars."""
+    flat = " ".join(text.translate(_COMMENT_ASCII).split())
     safe = _COMMENT_PLAIN.sub("_", flat)
     return safe if len(safe) <= limit else safe[:limit - 3] + "..."
 

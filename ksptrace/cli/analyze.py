@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from ksptrace.cli import leftout
 from ksptrace.cli.progress import Progress
 from ksptrace.errors import UsageError
 from ksptrace.jobs.analysis import BACKENDS, prepare
@@ -152,13 +153,19 @@ def main(args: argparse.Namespace) -> int:
         return _collectives(Path(args.out), collective_paths, with_figures=not args.no_figures)
     cache = None if args.no_cache else Path(args.cache or str(Path(args.out)) + CACHE_SUFFIX)
     if args.backend != "local":
-        return _submit(args, [str(p) for p in paths], cache)
+        return _submit(args, [str(p) for p in paths], cache, [str(p) for p in collective_paths])
     if args.cache_only:
         assert cache is not None
         analysed, skipped = cache_files(paths, options, not args.no_figures, args.jobs, cache)
         for s in skipped:
             print(f"ksptrace: skipped {s.reason}", file=sys.stderr)
-        print(f"cached {analysed} of {len(paths)} traces in {cache}")
+        if collective_paths:  # a cache holds solver analyses: say which inputs it left out
+            print(f"ksptrace: left out {len(collective_paths)} collectives traces "
+                  f"({leftout.names(collective_paths)}): the cache holds solver analyses; "
+                  "their page is made by ksptrace analyze TRACES --out DIR", file=sys.stderr)
+        print(f"cached {analysed} of {len(paths)} traces in {cache}"
+              + (f" ({leftout.reasons([(s.path, s.reason) for s in skipped])})"
+                 if skipped else ""))
         return 0 if analysed else 7
     with Progress(len(paths), "trace", sys.stderr, enabled=not args.quiet) as progress, \
             warnings.catch_warnings():
@@ -179,7 +186,9 @@ def main(args: argparse.Namespace) -> int:
                                     args.single_file, extra)
     if report.units:
         print(report.units)
-    print(f"wrote {report.html} ({report.analysed} traces analysed, {len(report.skipped)} skipped"
+    left = [(s.path, s.reason) for s in report.skipped]
+    print(f"wrote {report.html} ({report.analysed} traces analysed, "
+          + (leftout.reasons(left) if left else "0 skipped")
           + (f"; per-trace results in {cache}" if cache is not None else "") + ")")
     if collective_paths:
         return _collectives(Path(args.out) / COLLECTIVES_FOLDER, collective_paths,
@@ -221,8 +230,10 @@ def _option_flags(args: argparse.Namespace) -> list[str]:
     return flags
 
 
-def _submit(args: argparse.Namespace, traces: list[str], cache: Path | None) -> int:
-    """--backend slurm|pbs: the jobs folder beside the report, then the submission."""
+def _submit(args: argparse.Namespace, traces: list[str], cache: Path | None,
+            collective: Sequence[str] = ()) -> int:
+    """--backend slurm|pbs: the jobs folder beside the report, then the submission; the
+    collectives traces are read by the merge job alone (their page needs no array job)."""
     assert cache is not None
     out = Path(args.out).resolve()
     cache = cache.resolve()
@@ -231,20 +242,25 @@ def _submit(args: argparse.Namespace, traces: list[str], cache: Path | None) -> 
         raise UsageError(f"{missing[0]} is not a file ({len(missing)} missing); the jobs read "
                          "the traces where they are")
     absolute = [str(Path(t).resolve()) for t in traces]
+    beside = [str(Path(t).resolve()) for t in collective]
     base = [sys.executable, "-m", "ksptrace", "analyze"]
     flags = _option_flags(args)
     max_array = args.max_array or int(os.environ.get("KSPTRACE_SLURM_MAX_ARRAY", "1000"))
     jobs = prepare(args.backend, Path(str(out) + ".jobs"), absolute,
                    [*base, "--cache-only", "--cache", str(cache), *flags],
-                   [*base, *absolute, "--out", str(out), "--cache", str(cache), *flags],
+                   [*base, *absolute, *beside, "--out", str(out), "--cache", str(cache),
+                    *flags],
                    walltime=args.walltime, max_array=max_array,
                    directives=_site_directives(args), dry_run=args.dry_run)
+    also = (f"; the merge also reads {len(beside)} collectives traces "
+            f"({leftout.names(collective)})" if beside else "")
     if args.dry_run:
-        print(f"wrote {len(jobs.arrays)} array script(s) and {jobs.merge} (nothing submitted)")
+        print(f"wrote {len(jobs.arrays)} array script(s) and {jobs.merge} (nothing submitted"
+              f"{also})")
         return 0
     print(f"submitted {len(absolute)} trace analyses as array job(s) "
           f"{', '.join(jobs.job_ids[:-1])} and the merge as job {jobs.job_ids[-1]}, which "
-          f"writes {out}/report.html; logs in {jobs.folder / 'logs'}")
+          f"writes {out}/report.html{also}; logs in {jobs.folder / 'logs'}")
     return 0
 
 

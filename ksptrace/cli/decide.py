@@ -139,6 +139,7 @@ def main(args: argparse.Namespace) -> int:
               f"{len(s.dm.methods)} methods; exact tree {s.exact.tree.stats.leaves} leaves, "
               f"depth {s.exact.tree.stats.max_depth}; one method for all: "
               f"{100 * zero.penalty.mean:+.1f} % mean penalty")
-    print(f"wrote {folder / 'decision.html'} ({len(studies.studies)} map(s), "
-          f"{len(runs)} runs, {len(skipped)} skipped)")
+    print(f"wrote {folder / 'decision.html'} ({len(studies.studies)} map(s) from "
+          f"{len(runs) - studies.left_out} runs; {studies.left_out} runs left out, "
+          f"{len(skipped)} skipped (unreadable))")
     return 0

@@ -14,7 +14,7 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from ksptrace.cli.leave import leave
+from ksptrace.cli.leave import finish
 from ksptrace.cli.signals import sigterm_as_ctrl_c
 from ksptrace.errors import KsptraceError
 from ksptrace.version import __version__
@@ -142,4 +142,4 @@ def _load_problem(argv: list[str]) -> None:
 
 
 def entry() -> None:
-    leave(main())
+    finish(main)

@@ -20,6 +20,7 @@ from ksptrace.cli.display import seconds, stop_reason
 from ksptrace.errors import EnvironmentProblem, TraceError, UsageError
 from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
 from ksptrace.harness.options import CHECK_PARAMS, RUN_PARAMS
+from ksptrace.noise.spec import parse as parse_noise
 from ksptrace.params import nearest, resolve
 from ksptrace.problems import registry
 from ksptrace.trace import publish, temporaries
@@ -162,6 +163,9 @@ def main(args: argparse.Namespace) -> int:
         nprocs = size or 1
     else:
         nprocs = args.np or 1
+    reach = parse_noise(run["noise"]).reach_problem(nprocs)  # nodes: checked once launched
+    if reach is not None:
+        raise UsageError(reach)
     path = output_path(args.out, run, nprocs, args.tag, petsc_options)
     if not args.overwrite:
         _refuse_other_experiment(path, run, problem, petsc_options, nprocs)

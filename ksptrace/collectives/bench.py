@@ -180,6 +180,7 @@ def _measure(comm: Any, s: BenchSettings, wtime: Callable[[], float]) -> Timings
             seconds[j], comm_s[j], compute_s[j] = both, alone, work
         else:
             seconds[j], wrong = time_calls(comm, prepared, r, s.warmup, wtime)
+        del prepared  # before the next size's buffers: one size's at a time (buffer_bytes)
         agree_on_error(comm, None if wrong is None else WrongResult(
             f"{s.operation} ({s.forcing.name}) at {nbytes} B on rank {comm.Get_rank()}: "
             f"{wrong}"))

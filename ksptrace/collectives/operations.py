@@ -20,6 +20,14 @@ from typing import Any
 import numpy as np
 
 from ksptrace.collectives.params import OPERATIONS
+from ksptrace.collectives.patterns import (
+    CHECK_BYTES,
+    byte_pattern,
+    byte_period,
+    first_difference,
+    tile_into,
+    tiled,
+)
 
 SENTINEL = 255
 """Byte written into outputs before each repetition; no pattern below produces it."""
@@ -39,38 +47,42 @@ class Prepared:
 
 
 def buffer_bytes(operation: str, nbytes: int, nprocs: int) -> int:
-    """Bytes one rank allocates for ``operation`` at ``nbytes`` (root's share, the largest)."""
+    """Peak bytes one rank allocates for ``operation`` at ``nbytes`` (root's share, the
+    largest): its buffers, plus the bounded temporary of the check."""
     if operation == "barrier":
         return 0
     if operation == "plogp":
-        return 3 * nbytes  # send, receive, expected
+        return 3 * nbytes + CHECK_BYTES  # send, receive, expected
     if operation in ("gather", "allgather"):
-        return nbytes * (nprocs + 1)
+        return nbytes * (2 * nprocs + 1) + CHECK_BYTES  # send, everyone's, expected everyone's
     if operation in ("allreduce", "iallreduce", "iallreduce_overlap", "reduce"):
-        return 3 * nbytes  # send, receive, expected
-    return 2 * nbytes  # bcast: buffer, expected
+        return 3 * nbytes + CHECK_BYTES  # send, receive, expected
+    return 2 * nbytes + CHECK_BYTES  # bcast: buffer, expected
 
 
 def _pattern(nbytes: int, seed: int) -> np.ndarray:
-    return ((np.arange(nbytes, dtype=np.int64) * 31 + 7 + 13 * seed) % 251).astype(np.uint8)
+    return byte_pattern(nbytes, 31, 7 + 13 * seed)
 
 
 def _reduction_buffers(nbytes: int, rank: int, nprocs: int) -> tuple[np.ndarray, ...]:
+    """Send, receive and expected buffers: element i's value is a function of i % 7 alone,
+    so each is one period of 7 computed and tiled."""
     if nbytes % 8 == 0:
-        base = (np.arange(nbytes // 8) % 7).astype(np.float64)
-        send = base + (rank + 1)
-        expected = base * nprocs + nprocs * (nprocs + 1) / 2
+        base = np.arange(7).astype(np.float64)
+        send = tiled(base + (rank + 1), nbytes // 8)
+        expected = tiled(base * nprocs + nprocs * (nprocs + 1) / 2, nbytes // 8)
     else:
-        base = (np.arange(nbytes) % 7).astype(np.int64)
-        send = (base + rank + 1).astype(np.uint8)
-        expected = ((base * nprocs + nprocs * (nprocs + 1) // 2) % 256).astype(np.uint8)
+        small = np.arange(7, dtype=np.int64)
+        send = tiled((small + rank + 1).astype(np.uint8), nbytes)
+        expected = tiled(((small * nprocs + nprocs * (nprocs + 1) // 2) % 256).astype(np.uint8),
+                         nbytes)
     return send, np.empty_like(send), expected
 
 
 def _mismatch(got: np.ndarray, expected: np.ndarray, what: str) -> str | None:
-    if np.array_equal(got, expected):
+    first = first_difference(got, expected)
+    if first is None:
         return None
-    first = int(np.flatnonzero(got != expected)[0])
     return (f"{what} returned wrong values: element {first} is {got[first]!r}, expected "
             f"{expected[first]!r}")
 
@@ -112,8 +124,10 @@ def prepare(operation: str, comm: Any, nbytes: int) -> Prepared:
                         lambda: _mismatch(buf, expected, "bcast"))
     if operation in ("gather", "allgather"):
         send = _pattern(nbytes, rank)
-        everyone = np.concatenate([_pattern(nbytes, r) for r in range(nprocs)]) \
-            if rank == 0 or operation == "allgather" else np.empty(0, np.uint8)
+        everyone = np.empty(nbytes * nprocs if rank == 0 or operation == "allgather" else 0,
+                            np.uint8)
+        for r in range(nprocs if everyone.size else 0):  # in place: no copy per rank
+            tile_into(everyone[r * nbytes:(r + 1) * nbytes], byte_period(31, 7 + 13 * r))
         recv = np.empty_like(everyone)
         if operation == "gather":
             call = lambda: comm.Gather(send, recv if rank == 0 else None, 0)  # noqa: E731

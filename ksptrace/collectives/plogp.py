@@ -28,6 +28,8 @@ from typing import Any
 
 import numpy as np
 
+from ksptrace.collectives.patterns import byte_pattern, first_difference
+
 BURST = 8
 """Messages in the burst that measures the gap."""
 SETTLE = 20e-6
@@ -47,7 +49,7 @@ class PLogPTimes:
 
 
 def _pattern(nbytes: int, rank: int) -> np.ndarray:
-    return ((np.arange(nbytes, dtype=np.int64) * 7 + 13 * rank + 1) % 251).astype(np.uint8)
+    return byte_pattern(nbytes, 7, 13 * rank + 1)
 
 
 def _spin(until: float, wtime: Callable[[], float]) -> None:
@@ -69,7 +71,7 @@ def time_plogp(comm: Any, nbytes: int, repetitions: int, warmup: int,
 
     def received() -> None:
         nonlocal wrong
-        if wrong is None and not np.array_equal(recv, expected):
+        if wrong is None and first_difference(recv, expected) is not None:
             wrong = f"the {nbytes} B message from rank {peer} arrived altered"
         recv.fill(0)
 

@@ -139,6 +139,16 @@ class StampMonitor:
             _remove_callback(self._ksp, self.callback)
         self._ksp = None
 
+    def in_petsc(self) -> bool:
+        """Whether PETSc still calls this monitor: a program may take every monitor off the KSP
+        (``KSPMonitorCancel``, ``ksp.cancelMonitor()``)."""
+        if self._ksp is None or not self._ksp.handle:
+            return False
+        if self._bound is not None:
+            lib, ctx = self._bound
+            return bool(lib.ksptrace_stamp_serves(ctx, int(self._ksp.handle)))
+        return any(entry[0] is self.callback for entry in self._ksp.getMonitor() or ())
+
     def forget(self) -> None:
         """Let go of a KSP that PETSc already destroyed (with its monitors): give back the C
         context's reference, touch nothing of the KSP."""

@@ -24,10 +24,9 @@ import numpy as np
 def spin(seconds: float, clock: Any = time.perf_counter) -> float:
     """Busy-wait ``seconds``; returns the time actually spent (at least ``seconds``)."""
     start = clock()
-    end = start + seconds
     now = start
-    while now < end:
-        now = clock()
+    while now - start < seconds:  # not now < start + seconds: that sum rounds, and the spin
+        now = clock()             # could end (and report) an ulp of the clock short
     return now - start
 
 

@@ -123,6 +123,8 @@ class Recorder:
         self._got: Recorded | None = None
         """What the hooks recorded, taken over after the block."""
         self._error: KsptraceError | None = None
+        self._cancelled = False
+        """PETSc no longer called the stamping monitor when the block ended."""
         self._attached = 0
         """The handle of the KSP the hooks are on (0: none)."""
 
@@ -182,7 +184,16 @@ class Recorder:
             self._got = self._hooks.results(self.ksp.getType() if alive else self._type)
             self._hooks.free()
             self._error = self._error or self._got.error
+            if self._cancelled and isinstance(self._error, SolverError):
+                self._error = self._cancel_error()  # what stopped the stamps, not the method
         return self._got
+
+    def _cancel_error(self) -> SolverError:
+        return SolverError(
+            "the ksptrace monitor was taken off the KSP inside the ksptrace.record block "
+            "(KSPMonitorCancel or ksp.cancelMonitor()), so a solve after it recorded no "
+            f"iteration; no trace written to {self.path}: cancel monitors before the block, "
+            "or after it")
 
     def _check_all(self) -> None:
         """Every iteration of every recorded solve was reported (SolverError, saying which
@@ -208,6 +219,7 @@ class Recorder:
             self.monitor.forget()
             raise SolverError("the KSP was destroyed inside the ksptrace.record block; no trace "
                               f"written to {self.path}: destroy it after the block")
+        self._cancelled = not self.monitor.in_petsc()
         handle = ctypes.c_void_p(attached)
         self._lib.KSPSetPreSolve(handle, None, None)
         self._lib.KSPSetPostSolve(handle, None, None)
@@ -230,7 +242,7 @@ class Recorder:
             try:
                 self._check_all()
             except KsptraceError as exc:
-                self._error = exc
+                self._error = self._cancel_error() if self._cancelled else exc
         agree_on_error(self.mpicomm, self._error)
         if not self._take().ends:
             raise SolverError(f"no KSPSolve ran inside the ksptrace.record block; no trace "

@@ -18,7 +18,7 @@ from ksptrace.errors import KsptraceError, SolverError, UsageError
 from ksptrace.harness import cpuload, eventlog, lifeline, native, petsc_compat, writer
 from ksptrace.harness.kspsetup import check_iterations, check_unused, configure, validate
 from ksptrace.harness.monitor import StampMonitor
-from ksptrace.harness.mpienv import agree_on_error, fail_together, node_layout
+from ksptrace.harness.mpienv import NodeLayout, agree_on_error, fail_together, node_layout
 from ksptrace.harness.noise import DetourPC, wrap_pc
 from ksptrace.harness.petscenv import (
     force_solver_env,
@@ -91,7 +91,7 @@ def _solve_and_write(
     except KsptraceError as exc:
         error = exc
     agree_on_error(mpicomm, error)
-    detour = _inject_noise(settings, petsc, ksp, rank, layout.node_id)
+    detour = _inject_noise(settings, petsc, ksp, rank, layout)
     instance.prepare()
 
     if settings.warmup:
@@ -191,13 +191,15 @@ def _solve_and_write(
 
 
 def _inject_noise(
-    settings: RunSettings, petsc: Any, ksp: Any, rank: int, node_id: int
+    settings: RunSettings, petsc: Any, ksp: Any, rank: int, layout: NodeLayout
 ) -> DetourPC | None:
-    """Wrap the configured PC in the detour injector when the run has active noise."""
+    """Wrap the configured PC in the detour injector when the run has active noise (every rank
+    refuses alike noise that names a rank or node the run does not have)."""
     spec = parse_noise(settings.noise)
     if not spec.active:
         return None
-    problem = spec.run_problem()
+    problem = spec.run_problem() or spec.reach_problem(len(layout.node_ids),
+                                                       len(set(layout.node_ids)))
     if problem is not None:
         raise UsageError(problem)
-    return wrap_pc(petsc, ksp, rank_detours(spec, rank, node_id, settings.iterations + 1))
+    return wrap_pc(petsc, ksp, rank_detours(spec, rank, layout.node_id, settings.iterations + 1))

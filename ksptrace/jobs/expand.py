@@ -183,6 +183,7 @@ def build_spec(cf: CampaignFile, output: str | Path | None = None,
             "or set oversubscribe = true in [campaign]")
     runs = expand_runs(cf)
     check_nodes(cf, scheduler, runs)
+    check_noise_reach(cf, scheduler, runs)
     return CampaignSpec(
         name=cf.campaign["name"], source=str(cf.path),
         campaign_hash=hashlib.sha256(cf.text.encode()).hexdigest(),
@@ -253,3 +254,21 @@ def check_algorithms(cf: CampaignFile, spec: CampaignSpec, library: str | None =
         except (UsageError, EnvironmentProblem) as exc:
             raise CampaignError(f"{cf.where('sweep', 'algorithm')}: run {run.run_id} "
                                 f"({run.label}): {exc}") from None
+
+
+def check_noise_reach(cf: CampaignFile, sched: SchedulerSpec, runs: tuple[RunSpec, ...]) -> None:
+    """Every run's noise must name only ranks (nodes with per=node) the run has: a rank it
+    does not have would detour nowhere, silently (a node count the file does not fix is bounded
+    by the run's ranks; the run itself checks its real nodes)."""
+    from ksptrace.noise.spec import parse
+
+    for run in runs:
+        text = run.param("noise") if run.kind == SOLVER else "none"
+        if not text or text == "none":
+            continue
+        known = sched.node_count is not None or sched.ranks_per_node is not None
+        problem = parse(str(text)).reach_problem(run.nprocs, sched.nodes(run.nprocs)
+                                                 if known else None)
+        if problem is not None:
+            raise CampaignError(f"{cf.where('sweep', 'noise')}: run {run.run_id} "
+                                f"({run.label}): {problem}")

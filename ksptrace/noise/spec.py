@@ -30,6 +30,7 @@ from statistics import NormalDist
 from typing import Any
 
 from ksptrace.errors import UsageError
+from ksptrace.noise import ranks as rank_list
 
 DISTRIBUTIONS: dict[str, tuple[str, ...]] = {
     "none": (),
@@ -69,8 +70,9 @@ class NoiseSpec:
     p: float = 1.0
     per: str = "rank"
     seed: int = 0
-    ranks: tuple[int, ...] | None = None
-    """The ranks (nodes with per=node) that detour; None: all of them."""
+    ranks: rank_list.Intervals | None = None
+    """The ranks (nodes with per=node) that detour, as sorted inclusive (first, last)
+    intervals (:mod:`ksptrace.noise.ranks`); None: all of them."""
     also: tuple[NoiseSpec, ...] = ()
     """Further specs whose detours add to this one's (``spec; spec``); empty for one spec."""
 
@@ -91,7 +93,33 @@ class NoiseSpec:
 
     def detours_on(self, unit: int) -> bool:
         """Whether rank (or node) ``unit`` draws detours at all."""
-        return self.ranks is None or unit in self.ranks
+        return self.ranks is None or rank_list.contains(self.ranks, unit)
+
+    def units(self, nprocs: int, n_nodes: int) -> int:
+        """How many of the run's ranks (nodes with per=node) draw detours from this spec."""
+        total = n_nodes if self.per == "node" else nprocs
+        return total if self.ranks is None else rank_list.count(self.ranks, total)
+
+    def reach_problem(self, nprocs: int, n_nodes: int | None = None, idle: bool = False
+                      ) -> str | None:
+        """Why this noise names a rank (node with per=node) that a run of ``nprocs`` ranks on
+        ``n_nodes`` nodes does not have (a node count not known yet is bounded by ``nprocs``);
+        with ``idle``, only a spec that detours on none of the run's ranks. None: no such
+        problem."""
+        for part in self.parts:
+            unit = "node" if part.per == "node" else "rank"
+            total = nprocs if unit == "rank" or n_nodes is None else n_nodes
+            if part.ranks is None or not part.active:
+                continue
+            inside = rank_list.count(part.ranks, total)
+            if inside == rank_list.count(part.ranks) or (idle and inside > 0):
+                continue
+            return (f"noise '{part.text()[:120]}' "
+                    f"{f'detours on no {unit} of the run: it ' if idle else ''}names {unit} "
+                    f"{rank_list.beyond(part.ranks, total)}, but the run has {total} {unit}"
+                    f"{'s' if total != 1 else ''}, numbered from 0"
+                    f"{'' if idle else f'; name {unit}s below {total} or leave ranks= out'}")
+        return None
 
     def param(self, name: str) -> float:
         return dict(self.params)[name]
@@ -170,24 +198,8 @@ class NoiseSpec:
         parts = [f"{k}={_format(v, k in DURATIONS)}" for k, v in self.params]
         parts += [f"p={self.p:g}", f"per={self.per}", f"seed={self.seed}"]
         if self.ranks is not None:
-            parts.append(f"ranks={'+'.join(map(str, self.ranks))}")
+            parts.append(f"ranks={rank_list.text(self.ranks)}")
         return f"{self.dist}:{','.join(parts)}"
-
-
-def _ranks(text: str, spec: str) -> tuple[int, ...]:
-    """``0``, ``0-3``, ``0+2+5`` (and mixes, ``0-1+4``) -> the sorted rank numbers."""
-    out: set[int] = set()
-    for part in text.split("+"):
-        match = re.fullmatch(r"\s*(\d+)\s*(?:-\s*(\d+)\s*)?", part)
-        if not match or (match.group(2) and int(match.group(2)) < int(match.group(1))):
-            raise UsageError(f"noise '{spec}': ranks={text!r} is not a rank list; use e.g. "
-                             "ranks=0, ranks=0-3 or ranks=0+2")
-        first = int(match.group(1))
-        last = int(match.group(2)) if match.group(2) else first
-        if last - first > 1_000_000:
-            raise UsageError(f"noise '{spec}': ranks={text!r} spans more than a million ranks")
-        out.update(range(first, last + 1))
-    return tuple(sorted(out))
 
 
 def _format(value: float, duration: bool) -> str:
@@ -275,7 +287,7 @@ def _parse_one(text: str) -> NoiseSpec:
     seed_text = given.get("seed", "0")
     if not re.fullmatch(r"\d+", seed_text):
         raise UsageError(f"noise '{text}': seed must be a non-negative integer, got {seed_text!r}")
-    ranks = _ranks(given["ranks"], text) if "ranks" in given else None
+    ranks = rank_list.parse(given["ranks"], text) if "ranks" in given else None
     out = NoiseSpec(name, params, p, per, int(seed_text), ranks)
     _check_values(out, text)
     return out

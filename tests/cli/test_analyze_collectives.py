@@ -96,3 +96,52 @@ def test_decide_labels_each_size_by_the_algorithm_that_ran(tmp_path: Path) -> No
     small, large = decision_runs(ring)
     assert (small.attrs["algorithm"], small.attrs["algorithm_name"]) == (3, "recursive_doubling")
     assert (large.attrs["algorithm"], large.attrs["algorithm_name"]) == (4, "ring")
+
+
+def test_inputs_left_out_are_named_grouped(tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 50: analyze counted what it left out and named none of its collectives inputs:
+    the cache (and the jobs' array) hold solver analyses only, so the collectives traces are
+    named there as left out, and the merge job reads them; the closing line groups the skipped
+    traces by cause."""
+    paths = _write(tmp_path / "t")
+    solver = tmp_path / "t" / "s.h5"
+    write_trace(synthetic_trace(nprocs=2, iterations=50, seed=1), solver)
+    bad = [tmp_path / "t" / f"bad{i}.h5" for i in range(2)]
+    for b in bad:
+        b.write_bytes(b"not hdf5")
+    given = [str(solver), *map(str, bad), *paths]
+    assert main(["analyze", *given, "--cache-only", "--cache", str(tmp_path / "c"), "--quiet",
+                 "--mc-runs", "2", "--no-figures"]) == 0
+    out, err = capsys.readouterr()
+    assert out.strip() == (f"cached 1 of 3 traces in {tmp_path / 'c'} (2 skipped: 2 not a "
+                           "readable HDF5 file)")
+    [left] = [ln for ln in err.splitlines() if "left out" in ln]
+    assert left == (f"ksptrace: left out 6 collectives traces ({paths[0]}, {paths[1]}, "
+                    f"{paths[2]} and 3 more): the cache holds solver analyses; their page is "
+                    "made by ksptrace analyze TRACES --out DIR")
+    report = tmp_path / "rep"
+    assert main(["analyze", *given, "--out", str(report), "--backend", "slurm", "--dry-run",
+                 "--mc-runs", "2"]) == 0
+    assert "the merge also reads 6 collectives traces" in capsys.readouterr().out
+    merge = Path(f"{report}.jobs", "merge.sbatch").read_text()
+    assert all(str(Path(p).resolve()) in merge for p in paths)
+    assert main(["analyze", *given, "--out", str(report), "--no-figures", "--quiet",
+                 "--mc-runs", "2", "--cache", str(tmp_path / "c")]) == 0
+    out = capsys.readouterr().out
+    assert "(1 traces analysed, 2 skipped: 2 not a readable HDF5 file; per-trace" in out
+    assert "(6 collectives traces)" in out
+
+
+def test_skipped_traces_are_grouped_by_cause() -> None:
+    from ksptrace.cli import leftout
+
+    skipped = [(f"d/a{i}.h5", f"d/a{i}.h5: not a readable HDF5 file (corrupt); rerun it")
+               for i in range(10)]
+    skipped += [("b.h5", "b.h5: incomplete trace, missing datasets stamps"),
+                ("c.h5", "c.h5 has schema 9, newer than this ksptrace's 3; upgrade"),
+                ("e.h5", "timings contain NaN or inf"), ("f.h5", "stamps not increasing")]
+    assert leftout.reasons(skipped) == ("14 skipped: 10 not a readable HDF5 file; 1 incomplete "
+                                        "trace; 1 has schema N; 2 other")
+    assert leftout.names([f"x{i}.h5" for i in range(54)]) == "x0.h5, x1.h5, x2.h5 and 51 more"
+    assert leftout.names(["x.h5"]) == "x.h5"

@@ -154,3 +154,27 @@ def test_rules_for_solver_names_are_refused_in_one_line(
     assert "is not an Open MPI algorithm" in err
     assert err.count("\n") == 1
     assert not (tmp_path / "o").exists()
+
+
+def test_runs_in_no_map_are_counted_as_left_out(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Issue 50: decide left out 8 traces (a group with one method) and said "0 skipped"."""
+    import dataclasses
+
+    folder = tmp_path / "camp"
+    folder.mkdir()
+    for p in (1, 2):
+        for n in (1000, 10_000):
+            for k, ksp in enumerate(("gmres", "cg")):
+                t = synthetic_trace(p, 20, p, ksp, n=n, seed=3 * p + k)
+                write_trace(t, folder / f"{ksp}-P{p}-n{n}.h5")
+            lone = synthetic_trace(p, 20, p, "gmres", n=n, seed=9)
+            write_trace(dataclasses.replace(lone, attrs={**lone.attrs, "pc": "sor"}),
+                        folder / f"sor-P{p}-n{n}.h5")
+    assert main(["decide", str(folder), "--out", str(tmp_path / "d"), "--quiet"]) == 0
+    out, err = capsys.readouterr()
+    assert out.splitlines()[-1].endswith(
+        "(1 map(s) from 8 runs; 4 runs left out, 0 skipped (unreadable))")
+    assert "pc=sor: no decision map (4 runs left out): a decision map needs at least 2 methods" \
+        in err

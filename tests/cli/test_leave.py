@@ -81,3 +81,32 @@ def test_a_tracer_keeps_the_ordinary_exit() -> None:
         assert leave.teardown_needed()
     finally:
         sys.settrace(before)
+
+
+def _ksptrace(args: list[str], stdout: str, tmp_path: Path) -> subprocess.CompletedProcess[str]:
+    """``python -m ksptrace ARGS`` with standard output at /dev/full or closed (``>&-``)."""
+    redirect = ">/dev/full" if stdout == "full" else ">&-"
+    command = " ".join(f"'{a}'" for a in [sys.executable, "-m", "ksptrace", *args])
+    return subprocess.run(["sh", "-c", f"exec {command} {redirect}"], capture_output=True,
+                          text=True, timeout=120, check=False, cwd=tmp_path)
+
+
+@pytest.mark.parametrize("stdout", ["full", "closed"])
+@pytest.mark.parametrize("args", [["show", "t.h5"], ["--version"], ["show", "--help"]])
+def test_standard_output_that_refuses_is_one_line_and_exit_8(
+        tmp_path: Path, args: list[str], stdout: str) -> None:
+    """Issue 50: ``show trace.h5 > /dev/full`` (or ``>&-``) ended in a traceback, exit 1."""
+    from ksptrace.trace.io import write_trace
+    from ksptrace.trace.synthetic import synthetic_trace
+
+    if args[-1] == "t.h5":
+        write_trace(synthetic_trace(nprocs=2, iterations=2000, seed=1), tmp_path / "t.h5")
+    done = _ksptrace(args, stdout, tmp_path)
+    assert done.returncode == 8, done.stderr
+    lines = done.stderr.splitlines()
+    assert len(lines) == 1, done.stderr
+    assert lines[0] == ("ksptrace: error: cannot write to standard output (No space left on "
+                        "device); the output is lost: send it to a file on a disk with room, or "
+                        "to a pipe" if stdout == "full" else
+                        "ksptrace: error: standard output is closed (>&-); send it to a file "
+                        "or to /dev/null")

@@ -32,6 +32,14 @@ def one_error_line(stderr: str) -> str:
         (["--iterations", "0"], "--iterations must be >= 1"),
         (["--iterations", "ten"], "--iterations must be int"),
         (["--iteration", "10"], "unknown option --iteration; did you mean --iterations?"),
+        # issue 50: a rank the run does not have detoured nowhere, and the run exited 0
+        (["--noise", "fixed:value=100us,ranks=5"],
+         "names rank 5, but the run has 2 ranks, numbered from 0; name ranks below 2"),
+        (["--noise", "fixed:value=100us,ranks=0; fixed:value=1us,ranks=1-3+7"],
+         "names rank 2-3+7, but the run has 2 ranks"),
+        # per=node: the node count is known only once launched; every rank refuses alike
+        (["--noise", "fixed:value=100us,per=node,ranks=1"],
+         "names node 1, but the run has 1 node, numbered from 0; name nodes below 1"),
     ],
 )
 def test_bad_input(ksptrace_cli, tmp_path: Path, args: list[str], message: str) -> None:

@@ -223,3 +223,17 @@ def test_noise_is_a_sweep_key_checked_at_load(write_campaign: Write) -> None:
         load_spec(write_campaign("[sweep]\nnoise = 'gauss:scale=1us'\n", name="bad.toml"))
     with pytest.raises(CampaignError, match=r"p is a probability, must be in \[0, 1\]"):
         load_spec(write_campaign("[sweep]\nnoise = 'fixed:value=1us,p=-1'\n", name="bad2.toml"))
+
+
+def test_noise_naming_a_rank_or_node_a_run_lacks_is_refused(write_campaign: Write) -> None:
+    """Issue 50: ranks=5 at P = 2 detoured nowhere, and the campaign ran it as noisy."""
+    with pytest.raises(CampaignError, match=r"campaign.toml:3: run \w+ \(.* P=2 .*\): noise "
+                       r"'fixed.*' names rank 2-3, but the run has 2 ranks"):
+        load_spec(write_campaign("[sweep]\nnprocs = [4, 2]\nnoise = 'fixed:value=1us,ranks=1-3'\n"))
+    node = "[sweep]\nnprocs = 4\nnoise = 'fixed:value=1us,per=node,ranks=1'\n[scheduler]\n"
+    assert len(load_spec(write_campaign(node + "nodes = 2\n", name="two.toml")).runs) == 1
+    with pytest.raises(CampaignError, match="names node 1, but the run has 1 node"):
+        load_spec(write_campaign(node + "ranks_per_node = 4\n", name="one.toml"))
+    # p = 0 detours nowhere anyway: not refused
+    assert load_spec(write_campaign("[sweep]\nnoise = 'fixed:value=1us,p=0,ranks=9'\n",
+                                    name="idle.toml")).runs

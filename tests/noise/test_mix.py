@@ -15,9 +15,9 @@ MIX = "fixed:value=200us,ranks=1; uniform:low=0,high=150us,p=0.5,ranks=0"
 def test_a_mix_parses_to_its_parts_and_round_trips() -> None:
     spec = parse(MIX)
     first, second = spec.parts
-    assert (first.dist, first.ranks) == ("fixed", (1,))
+    assert (first.dist, first.ranks) == ("fixed", ((1, 1),))
     assert first.param("value") == pytest.approx(200e-6)
-    assert (second.dist, second.ranks, second.p) == ("uniform", (0,), 0.5)
+    assert (second.dist, second.ranks, second.p) == ("uniform", ((0, 0),), 0.5)
     assert spec.active
     text = spec.text()
     assert text == ("fixed:value=200us,p=1,per=rank,seed=0,ranks=1; "

@@ -81,7 +81,7 @@ def test_ranks_limit_the_detours_to_some_ranks() -> None:
     from ksptrace.noise.draw import all_detours
 
     spec = parse("exponential:scale=30us,p=0.5,ranks=0+2-3,seed=4")
-    assert spec.ranks == (0, 2, 3)
+    assert spec.ranks == ((0, 0), (2, 3))  # intervals, never one number per rank
     assert parse(spec.text()) == spec
     assert spec.text().endswith(",ranks=0+2+3")
     hit = (all_detours(spec, np.zeros(5, np.int64), 200) > 0).sum(axis=1)
@@ -89,7 +89,7 @@ def test_ranks_limit_the_detours_to_some_ranks() -> None:
     assert hit[4] == 0
     assert (hit[[0, 2, 3]] > 60).all()
     assert parse("exponential:scale=30us").ranks is None  # every rank, as before
-    with pytest.raises(UsageError, match="is not a rank list"):
+    with pytest.raises(UsageError, match="has 3-1, which runs backwards; write 1-3"):
         parse("fixed:value=1us,ranks=3-1")
     with pytest.raises(UsageError, match="is not a rank list"):
         parse("fixed:value=1us,ranks=a")

@@ -64,3 +64,17 @@ def test_the_verdict_is_worked_out_once_per_trace(monkeypatch: pytest.MonkeyPatc
     bad = replace(trace, solve_seconds=np.array([-1.0, 1.0]))  # a new trace: asked afresh
     assert bad.timing_fault() == "negative KSPSolve times"
     assert len(calls) > first
+
+
+@pytest.mark.parametrize("base", [3e-5, 1e-3, 0.1])
+def test_one_nanosecond_is_not_below_one_nanosecond(base: float) -> None:
+    """Issue 50: a 1e-9 s time, computed from stamps that carry rounding, was refused as
+    "below 1 ns (the shortest is 1e-09 s)"; a time truly below says so in enough digits."""
+    for where in range(6):
+        times = np.full((2, 6), base)
+        times[1, where] = 1e-9
+        assert _with_times(times).timing_fault() is None, (base, where)
+        times[1, where] = 0.99996e-9
+        fault = _with_times(times).timing_fault()
+        assert fault is not None
+        assert fault.startswith("iteration times below 1 ns (the shortest is 9.9996e-10 s)")

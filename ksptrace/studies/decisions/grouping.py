@@ -50,6 +50,8 @@ class Studies:
     notes: tuple[str, ...]
     settings: tuple[dict[str, Any], ...] = ()
     """Per study, the campaign keys its runs share (for the follow-up campaign file)."""
+    left_out: int = 0
+    """Runs in no map: without a numeric axis, or in a group that formed none (see notes)."""
 
 
 def run_of(attrs: Mapping[str, Any], nprocs: int, seconds: float, path: str = "") -> Run:
@@ -89,10 +91,12 @@ def build_studies(runs: Sequence[Run], axes: tuple[str, str] = DEFAULT_AXES,
     group_keys = [k for k in CONFIG_KEYS if k not in skip]
     groups: dict[tuple[Any, ...], list[Run]] = {}
     notes: list[str] = []
+    left_out = 0
     for r in runs:
         values = [_number(r.attrs.get(a)) for a in axes]
         if None in values:
             notes.append(f"{r.path or 'a run'}: no numeric {axes[values.index(None)]}; left out")
+            left_out += 1
             continue
         groups.setdefault(tuple(str(r.attrs.get(k)) for k in group_keys), []).append(r)
     out: list[DecisionStudy] = []
@@ -107,14 +111,15 @@ def build_studies(runs: Sequence[Run], axes: tuple[str, str] = DEFAULT_AXES,
                 np.array([str(r.attrs.get(method)) for r in members]),
                 np.array([r.seconds for r in members], dtype=float), axis_names=axes)
         except AnalysisError as exc:
-            notes.append(f"{title}: no decision map: {exc}")
+            notes.append(f"{title}: no decision map ({len(members)} runs left out): {exc}")
+            left_out += len(members)
             continue
         out.append(study(dm, title, max_depth=max_depth, threshold=threshold))
         settings.append(_shared_settings(members))
     if strict and not out:
         raise AnalysisError("no decision map could be built: " + ("; ".join(notes) or
                             "no runs") + f" (axes {axes[0]} x {axes[1]}, method {method})")
-    return Studies(axes, method, tuple(out), tuple(notes), tuple(settings))
+    return Studies(axes, method, tuple(out), tuple(notes), tuple(settings), left_out)
 
 
 SHARED_KEYS = ("problem", "pc", "iterations", "noise")

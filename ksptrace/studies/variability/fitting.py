@@ -330,6 +330,10 @@ def fit_candidates(
     for name in candidates:
         cap = SLOW_FAMILY_CAP.get(name)
         used = subsample(sample, cap, seed) if cap is not None else sample
+        drawn = _constant_draw(used, flat)
+        if drawn is not None:
+            failed.append((name, drawn))
+            continue
         try:
             target: np.ndarray | Prepared = used
             if used is sample:  # every family but a capped one: the sample prepared once
@@ -347,6 +351,17 @@ def fit_candidates(
         n_total=int(flat.size),
         n_fit=int(sample.size),
     )
+
+
+def _constant_draw(used: np.ndarray, flat: np.ndarray) -> str | None:
+    """Why a random subsample cannot be fitted when it drew one value only, from a sample
+    that holds others (None when it holds several, or is the whole sample)."""
+    if used.size == flat.size or used.size == 0 or used.min() != used.max():
+        return None
+    other = int(np.count_nonzero(flat != used[0]))
+    return (f"the {used.size:,} values drawn at random to fit are all equal ({used[0]:.4g}); "
+            f"only {other:,} of all {flat.size:,} differ from it, too few to fit a "
+            "distribution")
 
 
 @dataclass(frozen=True)
@@ -368,7 +383,10 @@ class JohnsonSU:
 
 def fit_johnsonsu(x: np.ndarray, fit_size: int | None = None, seed: int = 0) -> JohnsonSU:
     """Maximum-likelihood Johnson S_U fit of ``x`` (standardised, then mapped back)."""
-    sample = subsample(checked(x), fit_size, seed)
+    flat = checked(x)
+    sample = subsample(flat, fit_size, seed)
+    if (drawn := _constant_draw(sample, flat)) is not None:
+        raise AnalysisError(drawn)
     lo, hi = float(sample.min()), float(sample.max())
     fit = fit_one("johnsonsu", sample, histogram(sample, bins=32, range_=(lo, hi)))
     a, b, loc, scale = fit.params

@@ -241,8 +241,7 @@ class InjectedNoise:
     def units(self, nprocs: int, n_nodes: int) -> int:
         """N of the known truth: the independent noise sources (ranks, or nodes with per=node;
         only those ``ranks=`` names, when it is given)."""
-        total = n_nodes if self.spec.per == "node" else nprocs
-        return total if self.spec.ranks is None else sum(1 for u in self.spec.ranks if u < total)
+        return self.spec.units(nprocs, n_nodes)
 
 
 def natural_sample(times: np.ndarray, injected: np.ndarray | None = None) -> np.ndarray:

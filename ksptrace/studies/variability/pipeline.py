@@ -381,6 +381,10 @@ def _injection(trace: Trace, times: np.ndarray, notes: list[str]) -> InjectedNoi
     except KsptraceError as exc:
         notes.append(f"noise attribute {text!r} not understood ({exc}); no noise analysis")
         return None
+    idle = spec.reach_problem(int(times.shape[0]), trace.n_nodes, idle=True)
+    if idle is not None:
+        notes.append(f"{idle}: no noise analysis")
+        return None
     if spec.active and trace.injected_seconds is None:
         notes.append(f"noise {text} but no recorded detours: no noise analysis")
         return injected_noise(times, None, NoiseSpec("none"))

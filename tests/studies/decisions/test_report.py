@@ -100,6 +100,10 @@ def test_options_files_set_the_ksp_type_of_each_region() -> None:
         assert text.rstrip().splitlines()[-1] == f"-ksp_type {region.method}"
         assert all(line.startswith("#") for line in text.rstrip().splitlines()[:-1])
     assert options_files(s, "restart") == {}
+    # issue 50: the last region's range, "nprocs ≥ 8", was written "nprocs _ 8"
+    last = files[sorted(files)[-1]].splitlines()[1]
+    assert ">= " in last
+    assert "_ " not in last
 
 
 def test_the_folder_holds_code_that_agrees_with_the_tree(tmp_path: Path) -> None:

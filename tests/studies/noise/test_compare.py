@@ -12,6 +12,7 @@ import pytest
 from ksptrace.noise.spec import parse
 from ksptrace.report.compose import write_report
 from ksptrace.studies.noise import compare as noise_compare
+from ksptrace.studies.noise import entry as noise_entry
 from ksptrace.studies.variability.injected import noise_truth
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
@@ -149,3 +150,21 @@ def test_a_report_without_noise_has_no_noise_section(tmp_path: Path) -> None:
     assert 'id="q-noise"' not in report.html.read_text()
     assert not (tmp_path / "r" / "studies").exists()
     assert not (tmp_path / "r" / "noise.csv").exists()
+
+
+def test_a_noise_naming_no_rank_of_its_run_is_left_out_with_a_note(tmp_path: Path) -> None:
+    """Issue 50: ranks=5 at P = 4 detoured nowhere; the study of the set then stopped on
+    "N must be >= 1, got 0" and no report was written for any trace."""
+    idle = run("gmres", "fixed:value=1ms,ranks=5", 7)
+    idle = dataclasses.replace(idle, injected_seconds=np.zeros((P, K)),
+                               path="/x/gmres_idle.h5")
+    alone = analyze_trace(idle, OPTIONS)
+    assert alone.injection is None
+    note = [n for n in alone.notes if "no noise analysis" in n]
+    assert note == ["noise 'fixed:value=1ms,p=1,per=rank,seed=0,ranks=5' detours on no rank "
+                    "of the run: it names rank 5, but the run has 4 ranks, numbered from 0: "
+                    "no noise analysis"]
+    result = noise_entry.study([*analyses(), alone], OPTIONS, with_figures=False)
+    assert result is not None
+    rows = noise_compare.compare([*analyses(), alone]).rows
+    assert len(rows) == len(noise_compare.compare(analyses()).rows)

@@ -162,3 +162,20 @@ def test_a_prepared_sample_gives_the_same_fits() -> None:
         assert fitting.fit_one(name, prepared, hist) == fitting.fit_one(name, x, hist)
     with pytest.raises(AnalysisError, match="all values are equal"):
         fitting.prepare(np.full(20, 1e-4))
+
+
+def test_a_two_valued_sample_is_not_called_constant() -> None:
+    """Issue 50: a random subsample of a two-valued sample can draw one value only; the fits
+    then said "all values are equal", which the sample is not."""
+    from ksptrace.studies.variability.fitting import fit_candidates
+
+    x = np.full(200_000, 1e-4)
+    x[:2] = 2e-4
+    ranking = fit_candidates(x, ("norm", "gamma"), fit_size=10_000)
+    assert ranking.failed == tuple(
+        (name, "the 10,000 values drawn at random to fit are all equal (0.0001); only 2 of "
+         "all 200,000 differ from it, too few to fit a distribution") for name in ("norm", "gamma"))
+    with pytest.raises(AnalysisError, match="the 10,000 values drawn at random to fit are all"):
+        fitting.fit_johnsonsu(x, fit_size=10_000)
+    with pytest.raises(AnalysisError, match="all values are equal"):  # a truly constant one
+        fit_candidates(np.full(1000, 1e-4), ("norm",)).best.name  # noqa: B018
