@@ -3,7 +3,8 @@
 Unpickling runs whatever code the bytes name. The package may unpickle only bytes that no other
 user can have written; each place that does is listed here with why. A new ``pickle.load`` (or
 ``np.load(..., allow_pickle=True)``, ``marshal``, ``torch.load``, ...) anywhere in the package
-fails this test until it is shown to be of that kind and listed.
+fails this test until it is shown to be of that kind and listed. (The process pools of
+``concurrent.futures`` pickle too, over pipes between this process and its own workers.)
 """
 
 from __future__ import annotations
