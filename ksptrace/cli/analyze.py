@@ -14,7 +14,7 @@ import sys
 import warnings
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ksptrace.cli import leftout
 from ksptrace.cli.progress import Progress
@@ -25,6 +25,9 @@ from ksptrace.studies.variability.choices import (
     DEFAULT_CANDIDATES,
     INDEPENDENT_UNITS,
 )
+
+if TYPE_CHECKING:
+    from ksptrace.studies.variability.options import AnalysisOptions
 
 
 def register(subparsers: Any) -> None:
@@ -121,22 +124,10 @@ def main(args: argparse.Namespace) -> int:
     from scipy.integrate import IntegrationWarning
 
     from ksptrace.report.compose import write_report_files
-    from ksptrace.studies.variability.options import AnalysisOptions
     from ksptrace.studies.variability.runs import cache_files
     from ksptrace.trace.collectives import collectives_flags
 
-    options = AnalysisOptions(
-        alpha=args.alpha,
-        reference_rank=args.reference_rank,
-        candidates=tuple(c.strip() for c in args.candidates.split(",") if c.strip()),
-        fit_size=args.fit_size or None,
-        independent=args.independent,
-        drop_fill=not args.keep_fill,
-        mc_runs=args.mc_runs,
-        seed=args.seed,
-        iteration=args.iteration,
-        pool_solves=args.pool_solves,
-    )
+    options = options_of(args)
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")
     if args.out is None and not args.cache_only:
@@ -152,6 +143,7 @@ def main(args: argparse.Namespace) -> int:
     if collective_paths and args.out is not None and not args.cache_only and not paths:
         return _collectives(Path(args.out), collective_paths, with_figures=not args.no_figures)
     cache = None if args.no_cache else Path(args.cache or str(Path(args.out)) + CACHE_SUFFIX)
+    cache = _usable(cache, strict=args.cache_only or args.backend != "local")
     if args.backend != "local":
         return _submit(args, [str(p) for p in paths], cache, [str(p) for p in collective_paths])
     if args.cache_only:
@@ -194,6 +186,38 @@ def main(args: argparse.Namespace) -> int:
         return _collectives(Path(args.out) / COLLECTIVES_FOLDER, collective_paths,
                             with_figures=not args.no_figures, solver_paths=paths)
     return 0
+
+
+def options_of(args: argparse.Namespace) -> AnalysisOptions:
+    """The analysis options the flags ask for."""
+    from ksptrace.studies.variability.options import AnalysisOptions
+
+    return AnalysisOptions(
+        alpha=args.alpha,
+        reference_rank=args.reference_rank,
+        candidates=tuple(c.strip() for c in args.candidates.split(",") if c.strip()),
+        fit_size=args.fit_size or None,
+        independent=args.independent,
+        drop_fill=not args.keep_fill,
+        mc_runs=args.mc_runs,
+        seed=args.seed,
+        iteration=args.iteration,
+        pool_solves=args.pool_solves,
+    )
+
+
+def _usable(cache: Path | None, strict: bool) -> Path | None:
+    """``cache`` when it may be used; else None with a note (an error when the command works
+    through the cache: ``--cache-only``, ``--backend``)."""
+    from ksptrace.studies.variability.batch import cache_problem
+
+    problem = None if cache is None else cache_problem(cache)
+    if problem is None:
+        return cache
+    if strict:
+        raise UsageError(f"the cache {cache} cannot be used: {problem}")
+    print(f"ksptrace: note: the cache {cache} is not used: {problem}", file=sys.stderr)
+    return None
 
 
 COLLECTIVES_FOLDER = "collectives"

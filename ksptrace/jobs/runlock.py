@@ -5,8 +5,12 @@ name and hard-linked into place, so no runner ever reads a half-written lock and
 a stale one. It holds the holder's pid, host, identity (pid and start time) and start time, and,
 while a solve runs, the process group of that solve. A lock whose holder is dead (``kill -9``, a
 reboot) is stale: the next runner kills whatever is left of the dead holder's solves, then takes
-the lock over. Looking at a lock and taking it over happen under ``flock`` on the campaign folder
-itself (no extra file), so two runners that both find a stale lock cannot both take it.
+the lock over. It signals the recorded process group only while that group's leader is still the
+process the holder started (same pid, same start time from ``/proc/<pid>/stat``): a group number
+reused since (by a reboot, by another user's job) is never signalled; the processes whose
+environment names the dead holder as their launcher are ended either way. Looking at a lock and
+taking it over happen under ``flock`` on the campaign folder itself (no extra file), so two
+runners that both find a stale lock cannot both take it.
 """
 
 from __future__ import annotations
@@ -45,13 +49,30 @@ def _holder_alive(data: dict[str, Any]) -> bool:
 
 
 def _clean_up_after(data: dict[str, Any]) -> None:
-    """Kill what a dead holder left running: its solve's process group and descendants."""
+    """Kill what a dead holder left running: its solve's process group, if its leader is still
+    the process the holder started, and the processes that name the holder as their launcher."""
     pgid = data.get("solve_pgid")
-    if isinstance(pgid, int) and pgid > 1:
+    if isinstance(pgid, int) and pgid > 1 and _still_the_solve(pgid, data.get("solve_leader")):
         lifeline.kill_group(pgid)
     ident = data.get("identity")
     if isinstance(ident, str) and ident:
         lifeline.kill_descendants_of(ident)
+
+
+def _still_the_solve(pgid: int, leader: object) -> bool:
+    """Whether process group ``pgid`` is still led by the solve recorded as ``leader``
+    (``<pid>:<start time>``, :func:`lifeline.identity`); a lock without one cannot tell."""
+    if not isinstance(leader, str):
+        return False
+    pid, _, started = leader.partition(":")
+    if pid != str(pgid) or not started.isdigit():
+        return False
+    try:
+        if os.getpgid(pgid) != pgid:
+            return False  # no longer a group leader
+    except OSError:
+        return False
+    return lifeline.start_time(pgid) == started
 
 
 class CampaignLock:
@@ -63,6 +84,7 @@ class CampaignLock:
             "pid": os.getpid(), "host": socket.gethostname(),
             "identity": lifeline.identity(),
             "started": time.strftime("%Y-%m-%d %H:%M:%S"), "solve_pgid": None,
+            "solve_leader": None,
         }
 
     def acquire(self) -> None:
@@ -99,8 +121,11 @@ class CampaignLock:
         raise CampaignError(f"{self.path}: cannot take the campaign lock; rerun")
 
     def record_solve(self, pgid: int | None) -> None:
-        """Write down the process group of the solve now running (None when none runs)."""
+        """Write down the process group of the solve now running (None when none runs), and
+        the identity of its leader (pid and start time), so that only that group is ever
+        signalled by a runner that finds this lock stale."""
         self.data["solve_pgid"] = pgid
+        self.data["solve_leader"] = None if pgid is None else lifeline.identity(pgid)
         tmp = self.path.with_name(f".{LOCK}.tmp-{os.getpid()}")
         tmp.write_text(json.dumps(self.data))
         os.replace(tmp, self.path)

@@ -222,7 +222,7 @@ def write_report_files(
         for p in paths:
             try:
                 keep.add(cache_entry_name(p, opt, with_figures))
-            except OSError:
+            except (OSError, KsptraceError):
                 continue
         prune_cache(cache, keep)
     return report

@@ -115,10 +115,6 @@ def _hostnames(raw: np.ndarray) -> tuple[str, ...]:
         raise TraceError("hostnames are not valid UTF-8") from None
 
 
-class MapFull(Exception):
-    """The shared map cannot hold the trace (the parent then reads the file itself)."""
-
-
 Allocator = Callable[[tuple[int, ...], "np.dtype[Any]"], np.ndarray]
 """Makes the empty array a dataset is read into (shape, dtype)."""
 
@@ -173,8 +169,6 @@ def read_fields(p: Path, file_bytes: int, alloc: Allocator | None = None) -> dic
             }
     except TraceError as exc:
         raise TraceError(f"{p}: {exc}") from None
-    except MapFull:
-        raise
     except Exception as exc:  # any fault of an untrusted file makes a bad trace
         raise TraceError(_unreadable(p, exc)) from None
 

@@ -108,7 +108,10 @@ def read_ahead(path: str | os.PathLike[str]) -> None:
     if not _STOP_AT_EXIT:
         atexit.register(_abandon_all)
         _STOP_AT_EXIT.append(True)
-    _AHEAD[key] = start_read(p, file_bytes)
+    try:
+        _AHEAD[key] = start_read(p, file_bytes)
+    except TraceError:
+        return  # no memory to map for it: read_trace says so
 
 
 _STOP_AT_EXIT: list[bool] = []

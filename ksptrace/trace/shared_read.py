@@ -8,13 +8,13 @@ and never copied).
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import faulthandler
 import mmap
 import os
 import pickle
 import signal
 import struct
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ import numpy as np
 
 from ksptrace.errors import TraceError
 from ksptrace.trace import probe
-from ksptrace.trace.fields import MapFull, make_trace, read_fields, read_here
+from ksptrace.trace.fields import make_trace, read_fields
 from ksptrace.trace.model import (
     Trace,
 )
@@ -31,7 +31,12 @@ _HEADER = struct.Struct("<QQQ")
 """The shared map's header: status, offset and length of the pickled result."""
 
 
-_OK, _REFUSED = 1, 2
+_OK, _REFUSED, _RETRY = 1, 2, 3
+"""The child's outcomes: the trace is in the map; refused (the reason is); the map was too
+small (the header's offset says how large one must be)."""
+
+_FALLBACK_MAP = 256 << 20
+"""The first map when one sized from the file cannot be had (a huge sparse file)."""
 
 
 _ALIGN = 64
@@ -47,13 +52,14 @@ def read_in_child(p: Path, file_bytes: int) -> Trace:
     50 MB). The child reads each dataset straight into an anonymous shared map and pickles the
     trace's fields (protocol 5) with the arrays out of band, as spans of that map; the parent's
     arrays are views of the map. So the data are read once and never copied, and a trace costs
-    its size in memory once, not twice. A trace the map cannot hold (it is sized from the file)
-    is read again by the parent, which is safe once the child has read it without crashing.
+    its size in memory once, not twice. A trace the map cannot hold (it is sized from the file,
+    and a compressed trace may hold more) is read once more by a second child, into a map of
+    the size the first one found it needs; the parent itself never reads the file.
     """
     return finish_read(start_read(p, file_bytes))
 
 
-@dataclass(frozen=True)
+@dataclasses.dataclass(frozen=True)
 class Started:
     """A read under way in a forked child (:func:`start_read`); :func:`finish_read` waits."""
 
@@ -64,11 +70,14 @@ class Started:
     """The child reading the file."""
     parent: int
     """The process that forked it: the only one that can wait for it."""
+    retried: bool = False
+    """Whether this is the second child, in a map sized by the first."""
 
 
-def start_read(p: Path, file_bytes: int) -> Started:
-    """Fork the child that reads ``p`` into a shared map, and return at once."""
-    shared = mmap.mmap(-1, _map_bytes(file_bytes))  # anonymous and MAP_SHARED: ours too
+def start_read(p: Path, file_bytes: int, map_bytes: int | None = None) -> Started:
+    """Fork the child that reads ``p`` into a shared map (of ``map_bytes``, by default sized
+    from the file), and return at once."""
+    shared = _shared_map(p, map_bytes, file_bytes)
     pid = os.fork()
     if pid == 0:  # the child: read, then leave without exit handlers or crash reports
         try:
@@ -91,10 +100,14 @@ def finish_read(started: Started) -> Trace:
     if fault is not None:
         raise TraceError(fault)
     state, offset, length = _HEADER.unpack_from(shared, 0)
-    if state == _REFUSED:
+    if state == _REFUSED:  # the message the child wrote: a pickled str, from this process
         raise TraceError(pickle.loads(shared[offset:offset + length]))
-    if state != _OK:  # the map was too small, or the child ran out of memory: read here
-        return read_here(p, file_bytes)
+    if state == _RETRY and not started.retried:  # a second child, with a map large enough
+        again = start_read(p, file_bytes, offset)
+        return finish_read(dataclasses.replace(again, retried=True))
+    if state != _OK:  # never read a foreign file here: refuse it with the reason
+        raise TraceError(f"{p}: the reader gave nothing back (out of memory, or the file "
+                         "changed while it was read); rerun the command")
     fields, spans = pickle.loads(shared[offset:offset + length])
     view = memoryview(shared).toreadonly()  # nothing else can write the map: Trace keeps it
     buffers = [view[start:start + size] for start, size in spans]
@@ -112,23 +125,28 @@ def abandon(started: Started) -> None:
 
 
 class _Carver:
-    """Hands out aligned arrays from ``shared``, after its header, in the order asked."""
+    """Hands out aligned arrays from ``shared``, after its header, in the order asked; once the
+    map is full, arrays of private memory, while :attr:`end` goes on counting the map's size
+    that would have held everything."""
 
     def __init__(self, shared: mmap.mmap) -> None:
         self.shared = shared
         self.end = _ALIGN
+        self.full = False
         self.base = np.frombuffer(shared, np.uint8).ctypes.data
 
-    def take(self, nbytes: int) -> int:
+    def take(self, nbytes: int) -> int | None:
+        """Where ``nbytes`` go in the map; None once it is full."""
         start = self.end
-        if start + nbytes > len(self.shared):
-            raise MapFull
         self.end = start + -(-nbytes // _ALIGN) * _ALIGN
-        return start
+        self.full = self.full or start + nbytes > len(self.shared)
+        return None if self.full else start
 
     def array(self, shape: tuple[int, ...], dtype: np.dtype[Any]) -> np.ndarray:
         count = int(np.prod(shape, dtype=np.int64))
         start = self.take(count * dtype.itemsize)
+        if start is None:
+            return np.empty(shape, dtype=dtype)
         return np.ndarray(shape, dtype=dtype, buffer=self.shared, offset=start)
 
     def span(self, raw: memoryview) -> tuple[int, int]:
@@ -137,18 +155,32 @@ class _Carver:
             start = np.frombuffer(raw, np.uint8).ctypes.data - self.base
             if start >= 0 and start + raw.nbytes <= len(self.shared):
                 return start, raw.nbytes
-        start = self.take(raw.nbytes)
-        self.shared[start:start + raw.nbytes] = raw
-        return start, raw.nbytes
+        at = self.take(raw.nbytes)
+        if at is not None:
+            self.shared[at:at + raw.nbytes] = raw
+        return (at or 0), raw.nbytes
 
 
 def _map_bytes(file_bytes: int) -> int:
     """The shared map's size: room for the data of an uncompressed trace and its pickle.
 
     Only the pages the child writes cost memory; a compressed trace may not fit, and is then
-    read by the parent.
+    read again into a map of the size the child found it needs.
     """
     return 2 * file_bytes + (16 << 20)
+
+
+def _shared_map(p: Path, map_bytes: int | None, file_bytes: int) -> mmap.mmap:
+    """An anonymous shared map (ours and the child's); a smaller one first when the size from
+    the file cannot be had (a huge sparse file: the child says what it really needs)."""
+    sizes = [map_bytes] if map_bytes is not None else [_map_bytes(file_bytes), _FALLBACK_MAP]
+    for size in sizes:
+        try:
+            return mmap.mmap(-1, size)
+        except (OSError, OverflowError, ValueError):
+            continue
+    raise TraceError(f"{p}: reading it needs {sizes[0] / 2**30:.1f} GiB of memory, more than "
+                     "this machine gives; read it on a larger machine")
 
 
 def _hand_over(shared: mmap.mmap, p: Path, file_bytes: int) -> None:
@@ -160,39 +192,43 @@ def _hand_over(shared: mmap.mmap, p: Path, file_bytes: int) -> None:
     carver = _Carver(shared)
     try:
         values = read_fields(p, file_bytes, carver.array)
-    except TraceError as exc:
-        message = pickle.dumps(str(exc))
-        shared[_ALIGN:_ALIGN + len(message)] = message
-        _HEADER.pack_into(shared, 0, _REFUSED, _ALIGN, len(message))
-        return
-    except MapFull:
-        return
-    durations = _durations(values, carver)
-    buffers: list[pickle.PickleBuffer] = []
-    fields = pickle.dumps((values, durations), protocol=5, buffer_callback=buffers.append)
-    try:
+        durations = _durations(values, carver)
+        buffers: list[pickle.PickleBuffer] = []
+        fields = pickle.dumps((values, durations), protocol=5, buffer_callback=buffers.append)
         spans = [carver.span(buffer.raw()) for buffer in buffers]
         result = pickle.dumps((fields, spans))
-        end = carver.take(len(result))
-    except MapFull:
+    except TraceError as exc:
+        _refuse(shared, str(exc))
+        return
+    except Exception as exc:  # any fault of an untrusted file makes a bad trace
+        reason = (str(exc).splitlines() or [type(exc).__name__])[0][:200]
+        _refuse(shared, f"{p}: unreadable ({reason or type(exc).__name__}); rerun the run "
+                        "that made it")
+        return
+    end = carver.take(len(result))
+    if end is None:
+        _HEADER.pack_into(shared, 0, _RETRY, carver.end + (1 << 20), 0)
         return
     shared[end:end + len(result)] = result
     _HEADER.pack_into(shared, 0, _OK, end, len(result))
+
+
+def _refuse(shared: mmap.mmap, reason: str) -> None:
+    message = pickle.dumps(reason)
+    shared[_ALIGN:_ALIGN + len(message)] = message
+    _HEADER.pack_into(shared, 0, _REFUSED, _ALIGN, len(message))
 
 
 def _durations(values: dict[str, Any], carver: _Carver) -> np.ndarray | None:
     """In the child: the iteration times ``np.diff(stamps, axis=1)`` (the same subtraction, so
     the same bits) in the shared map, while the parent may still be importing: a parent would
     spend 0.5 s at paper scale on the first touch of a new 330 MB array. None for a trace of
-    several solves (the parent drops the gaps between them), float32 stamps, or a full map."""
+    several solves (the parent drops the gaps between them) or float32 stamps."""
     stamps = values.get("stamps")
     if (values.get("solves") is not None or not isinstance(stamps, np.ndarray)
             or stamps.dtype != np.float64 or stamps.ndim != 2 or stamps.shape[1] < 2):
         return None
-    try:
-        out = carver.array((stamps.shape[0], stamps.shape[1] - 1), np.dtype(np.float64))
-    except MapFull:
-        return None
+    out = carver.array((stamps.shape[0], stamps.shape[1] - 1), np.dtype(np.float64))
     with np.errstate(invalid="ignore", over="ignore"):
         np.subtract(stamps[:, 1:], stamps[:, :-1], out=out)
     return out

@@ -179,6 +179,37 @@ def test_cli_refuses_a_giant_sweep_in_one_line(
     assert not (path.parent / "runs").exists()
 
 
+def test_allow_large_has_a_ceiling(
+        write_campaign: Write, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 50: a 10^13-run sweep with --allow-large reached 3.67 GB in 60 s expanding."""
+    monkeypatch.setenv(SOURCE_ENV, "builtin")
+    build_parser()
+    axis = str(list(range(1000, 2000)))
+    path = write_campaign(f"[campaign]\nrepetitions = 10\n[sweep]\nn = {axis}\n"
+                          f"iterations = {axis}\nrestart = {axis}\nwarmup = {axis}\n")
+    for action in (["plan"], ["run", "--backend", "slurm", "--dry-run"]):
+        tracemalloc.start()
+        start = time.perf_counter()
+        try:
+            code = main(["campaign", *action, str(path), "--allow-large"])
+            seconds = time.perf_counter() - start
+            peak = tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+        assert code == 7
+        assert seconds < 10.0  # refused before expanding (expanding took minutes and GBs)
+        assert peak < 20e6
+        captured = capsys.readouterr()
+        assert captured.out == ""
+        assert captured.err.splitlines() == [
+            f"ksptrace: error: {path}: the sweep has 10,000,000,000,000 runs (1000 n x 1000 "
+            "iterations x 1000 restart x 1000 warmup x 10 repetitions), more than 1,000,000, "
+            "the most ksptrace expands even with --allow-large; split it into several "
+            "campaigns"]
+    assert not (path.parent / "runs").exists()
+
+
 def test_plan_warns_above_a_thousand_runs(
         write_campaign: Write, capsys: pytest.CaptureFixture[str]) -> None:
     path = write_campaign("[sweep]\nn = " + str(list(range(1000, 2001))) + "\n")

@@ -9,14 +9,22 @@ from __future__ import annotations
 import json
 import multiprocessing as mp
 import shutil
+import signal
 import socket
+import subprocess
+from collections.abc import Callable, Iterator
 from multiprocessing.synchronize import Barrier
 from pathlib import Path
 
 import pytest
 
 from ksptrace.errors import CampaignError
+from ksptrace.harness import lifeline
+from ksptrace.jobs.backends import get_backend
+from ksptrace.jobs.expand import load_spec
 from ksptrace.jobs.runlock import LOCK, CampaignLock, campaign_lock
+from ksptrace.jobs.runner import run_campaign
+from tests.conftest import dies_with_the_suite
 
 RACERS = 6
 ROUNDS = 12
@@ -107,3 +115,65 @@ def test_a_folder_removed_while_held_is_released_quietly(tmp_path: Path) -> None
     with campaign_lock(folder):
         shutil.rmtree(folder)  # what a rejected first submission does
     assert not folder.exists()
+
+
+@pytest.fixture
+def stranger() -> Iterator[subprocess.Popen[bytes]]:
+    """An unrelated process group (``setsid sleep``) that no runner may touch."""
+    proc = subprocess.Popen(["sleep", "600"], start_new_session=True,
+                            preexec_fn=dies_with_the_suite)
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def _survives(proc: subprocess.Popen[bytes]) -> None:
+    """``proc`` is still running a second later (a SIGKILL sent to it ends it at once)."""
+    with pytest.raises(subprocess.TimeoutExpired):
+        proc.wait(timeout=1.0)
+
+
+def _stale_lock_naming(folder: Path, pgid: int, leader: str | None) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    stale = {**_dead_holder(), "solve_pgid": pgid}
+    if leader is not None:
+        stale["solve_leader"] = leader
+    (folder / LOCK).write_text(json.dumps(stale))
+
+
+@pytest.mark.parametrize("leader", ["none recorded", "its pid, another start time"])
+def test_a_stale_lock_never_kills_a_group_that_is_not_the_dead_holders_solve(
+        tmp_path: Path, stranger: subprocess.Popen[bytes], leader: str) -> None:
+    """Issue 50: a stale lock's ``solve_pgid`` named an unrelated group (a number reused since
+    the holder died), and the next runner SIGKILLed it."""
+    started = lifeline.start_time(stranger.pid)
+    assert started is not None
+    recorded = None if leader == "none recorded" else f"{stranger.pid}:{int(started) + 1}"
+    _stale_lock_naming(tmp_path, stranger.pid, recorded)
+    with campaign_lock(tmp_path):
+        pass
+    _survives(stranger)
+
+
+def test_a_stale_lock_still_kills_the_dead_holders_own_solve(tmp_path: Path) -> None:
+    solve = subprocess.Popen(["sleep", "600"], start_new_session=True,
+                             preexec_fn=dies_with_the_suite)
+    try:
+        _stale_lock_naming(tmp_path, solve.pid, lifeline.identity(solve.pid))
+        with campaign_lock(tmp_path):
+            assert solve.wait(timeout=60) == -signal.SIGKILL
+    finally:
+        solve.kill()
+        solve.wait()
+
+
+def test_a_campaign_run_that_finds_a_lock_naming_a_strangers_group_leaves_it_alone(
+        local_campaign: Callable[..., str], write_campaign: Callable[..., Path],
+        fake_env: Path, stranger: subprocess.Popen[bytes]) -> None:
+    """The issue's reproduction end to end: ``setsid sleep``, a lock with a dead pid and the
+    sleep's group, then a local campaign run: it completes, and the sleep lives."""
+    spec = load_spec(write_campaign(local_campaign(nprocs="1", runs_ksp='["gmres"]')))
+    _stale_lock_naming(spec.output, stranger.pid, None)
+    outcome = run_campaign(spec, get_backend("local"))
+    assert len(outcome.pending) == 1
+    _survives(stranger)

@@ -51,7 +51,7 @@ def _stamps(dtype: type) -> dict[str, object]:
     return {"solves": None, "stamps": np.cumsum(np.ones((3, 9), dtype=dtype), axis=1)}
 
 
-def test_no_durations_from_float32_stamps_or_a_full_map() -> None:
+def test_no_durations_from_float32_stamps_and_a_full_map_counts_them() -> None:
     shared = mmap.mmap(-1, 1 << 16)
     assert shared_read._durations(_stamps(np.float32), shared_read._Carver(shared)) is None
     done = shared_read._durations(_stamps(np.float64), shared_read._Carver(shared))
@@ -59,7 +59,10 @@ def test_no_durations_from_float32_stamps_or_a_full_map() -> None:
     assert done.shape == (3, 8)
     np.testing.assert_array_equal(done, np.ones((3, 8)))
     big = {"solves": None, "stamps": np.zeros((3, 1 << 13))}  # 3 x 8192 x 8 B: no room
-    assert shared_read._durations(big, shared_read._Carver(shared)) is None
+    carver = shared_read._Carver(shared)
+    assert shared_read._durations(big, carver) is not None  # in private memory, and counted:
+    assert carver.full
+    assert carver.end > len(shared)
 
 
 @pytest.mark.parametrize("value", [np.inf, np.nan])

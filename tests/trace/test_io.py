@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
+from typing import Any
 
 import h5py
 import numpy as np
@@ -194,21 +196,55 @@ def test_a_read_trace_is_a_read_only_view_of_what_the_reader_read(tmp_path: Path
         back.stamps[0, 0] = 1.0
 
 
-def test_a_trace_the_shared_map_cannot_hold_is_read_by_the_parent(
+def _only_in_a_child(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Make any read of a trace file in this (the parent) process fail the test."""
+    from ksptrace.trace import shared_read
+
+    parent, real = os.getpid(), shared_read.read_fields
+
+    def read_fields(*args: Any) -> Any:
+        assert os.getpid() != parent, "the parent read a foreign file"
+        return real(*args)
+
+    monkeypatch.setattr(shared_read, "read_fields", read_fields)
+    monkeypatch.setattr("ksptrace.trace.fields.read_fields", read_fields)
+
+
+def test_a_trace_the_shared_map_cannot_hold_is_read_by_a_second_child_never_the_parent(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
+    """Issue 50: a compressed trace (30 MiB) overflowed the map sized from the file and was
+    read again by the parent, out of the crash isolation's reach."""
     from ksptrace.trace import shared_read
 
     trace = make_trace(nprocs=8, k=300)
     path = write_trace(trace, tmp_path / "t.h5")
     shared = read_trace(path)
+    _only_in_a_child(monkeypatch)
     monkeypatch.setattr(shared_read, "_map_bytes", lambda file_bytes: 4096)
     back = read_trace(path)
-    assert back.stamps.flags.owndata  # read again here, not handed over
+    assert not back.stamps.flags.owndata  # handed over by the second child
     np.testing.assert_array_equal(back.stamps, trace.stamps)
     np.testing.assert_array_equal(back.node_ids, shared.node_ids)
     assert back.hostnames == shared.hostnames
     assert dict(back.attrs) == dict(shared.attrs)
+
+
+def test_a_fault_of_the_child_refuses_the_file_and_the_parent_never_reads_it(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ksptrace.trace import shared_read
+
+    path = write_trace(make_trace(nprocs=2, k=20), tmp_path / "t.h5")
+
+    def broken(*args: Any) -> Any:
+        raise RuntimeError("a fault nobody expected")
+
+    _only_in_a_child(monkeypatch)
+    monkeypatch.setattr(shared_read, "read_fields", broken)
+    with pytest.raises(TraceError, match=r"unreadable \(a fault nobody expected\)") as info:
+        read_trace(path)
+    assert str(info.value).startswith(f"{path}: ")
 
 
 def test_a_trace_copies_arrays_anyone_could_still_change() -> None:

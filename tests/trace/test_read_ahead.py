@@ -131,3 +131,20 @@ def test_analyze_reads_the_first_trace_ahead_with_one_job(
                  "--no-figures", "--jobs", jobs, "--mc-runs", "2", "--candidates", "norm"])
     assert code == 0
     assert asked == (paths[:1] if ahead else [])
+
+
+def test_a_file_no_memory_can_be_mapped_for_is_refused_in_one_line(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A huge file (a sparse one, say) whose map cannot be had: read_ahead does nothing, and
+    read_trace refuses it with the reason instead of an OSError traceback (issue 50)."""
+    path = write_trace(synthetic_trace(2, 20, 1, seed=1), tmp_path / "t.h5")
+
+    def no_memory(*args: object) -> object:
+        raise OSError(12, "Cannot allocate memory")
+
+    monkeypatch.setattr(shared_read.mmap, "mmap", no_memory)
+    read_ahead(path)
+    assert not read._AHEAD
+    with pytest.raises(TraceError, match=r"reading it needs .* GiB of memory, more than this "
+                                         r"machine gives"):
+        read_trace(path)

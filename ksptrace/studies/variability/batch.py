@@ -11,29 +11,27 @@ hash and a hash of everything that changes them (the analysis options, whether f
 drawn, the ksptrace version). A rerun after new traces arrive analyses only the new ones, and a
 run killed half-way keeps what it finished. Each entry is written to a temporary name and
 renamed, so an entry is whole or absent; an entry that cannot be read (truncated, from another
-Python) is analysed again, never trusted.
+Python) is analysed again, never trusted. The cache is used only in a folder no one else can
+write, and each entry is sealed with this user's key (:mod:`.sealed`): nothing another user
+could have written is ever unpickled.
 """
 
 from __future__ import annotations
 
-import contextlib
 import dataclasses
 import hashlib
 import os
-import pickle
-import uuid
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass
 from pathlib import Path
 
 from ksptrace.errors import KsptraceError
+from ksptrace.studies.variability import sealed
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.workers import forked_pool
 from ksptrace.trace.reader_child import keep_reading, reading
 from ksptrace.version import __version__
-
-HASH_BLOCK = 1 << 22
 
 
 @dataclass(frozen=True)
@@ -44,15 +42,6 @@ class Done:
     path: str
     result: object
     cached: bool
-
-
-def content_key(path: str | os.PathLike[str]) -> str:
-    """BLAKE2b of the file's bytes (32 hex digits)."""
-    h = hashlib.blake2b(digest_size=16)
-    with open(path, "rb") as f:
-        while block := f.read(HASH_BLOCK):
-            h.update(block)
-    return h.hexdigest()
 
 
 RESULTS_FORMAT = 4
@@ -67,18 +56,21 @@ def options_key(options: AnalysisOptions, with_figures: bool) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
-def entry_name(path: str | os.PathLike[str], options: AnalysisOptions, with_figures: bool) -> str:
-    return f"{content_key(path)}-{options_key(options, with_figures)}.pkl"
+def entry_name(path: str | os.PathLike[str], options: AnalysisOptions,
+               with_figures: bool) -> str:
+    """The name of ``path``'s entry (TraceError for a FIFO, a device, a folder; OSError when
+    it cannot be opened)."""
+    return f"{sealed.content_key(path)}-{options_key(options, with_figures)}{sealed.SUFFIX}"
 
 
-def _load(entry: Path, path: str) -> object | None:
-    try:
-        with open(entry, "rb") as f:
-            done = pickle.load(f)
-    except FileNotFoundError:
-        return None
-    except Exception:  # a damaged entry is recomputed, whatever the damage
-        return None
+def cache_problem(folder: Path) -> str | None:
+    """Why the cache in ``folder`` may not be used (None when it may)."""
+    opened = sealed.open_cache(folder)
+    return opened if isinstance(opened, str) else None
+
+
+def _load(cache: sealed.Cache, name: str, path: str) -> object | None:
+    done = sealed.load(cache, name)
     if not isinstance(done, Done):
         return None
     return _with_path(done.result, path)
@@ -99,26 +91,6 @@ def _with_path(result: object, path: str) -> object:
     return result
 
 
-def _store(folder: Path, name: str, done: Done) -> None:
-    """Write one entry whole or not at all; a cache that cannot be written (read-only, full
-    disk) only costs time on the next run, so failures are ignored."""
-    tmp = folder / f".{name}.{uuid.uuid4().hex[:8]}.tmp"
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "wb") as f:
-            pickle.dump(done, f, protocol=pickle.HIGHEST_PROTOCOL)
-        os.replace(tmp, folder / name)
-    except OSError:
-        with contextlib.suppress(OSError):
-            tmp.unlink(missing_ok=True)
-        _remove_if_empty(folder)
-
-
-def _remove_if_empty(folder: Path) -> None:
-    with contextlib.suppress(OSError):
-        folder.rmdir()  # only succeeds when empty
-
-
 Worker = Callable[[str, AnalysisOptions, bool], object]
 
 
@@ -129,22 +101,28 @@ def _work(job: tuple[Worker, str, AnalysisOptions, bool]) -> object:
 
 def run(paths: Sequence[str], worker: Worker, options: AnalysisOptions, with_figures: bool,
         jobs: int = 1, cache: Path | None = None,
-        keep: Callable[[object], bool] = lambda result: True) -> Iterator[Done]:
+        keep: Callable[[object], bool] = lambda result: True,
+        note: Callable[[str], None] | None = None) -> Iterator[Done]:
     """Yield each trace's ``Done`` as it completes: from the cache when there, else from
     ``worker(path, options, with_figures)`` (in ``jobs`` processes), stored in the cache when
     ``keep(result)`` (a skipped trace is not kept: its reason may be transient)."""
     if jobs < 1:
         raise KsptraceError(f"--jobs must be at least 1, got {jobs}")
+    opened = None if cache is None else sealed.open_cache(cache)
+    if isinstance(opened, str):
+        if note is not None:
+            note(f"ksptrace: note: the cache {cache} is not used: {opened}")
+        opened = None
     todo: list[tuple[str, str | None]] = []
     for path in paths:
         name = None
-        if cache is not None:
+        if opened is not None:
             try:
                 name = entry_name(path, options, with_figures)
-            except OSError:
-                name = None  # unreadable: the worker names the problem
-        if name is not None and cache is not None:
-            hit = _load(cache / name, path)
+            except (OSError, KsptraceError):
+                name = None  # unreadable, not a file: the worker names the problem
+        if name is not None and opened is not None:
+            hit = _load(opened, name, path)
             if hit is not None:
                 yield Done(path, hit, True)
                 continue
@@ -154,8 +132,8 @@ def run(paths: Sequence[str], worker: Worker, options: AnalysisOptions, with_fig
             # not a fork each; it reads the next file while this one is analysed
             for path, name in todo:
                 done = Done(path, worker(path, options, with_figures), False)
-                if cache is not None and name is not None and keep(done.result):
-                    _store(cache, name, done)
+                if opened is not None and name is not None and keep(done.result):
+                    sealed.store(opened, name, done)
                 yield done
         return
     with forked_pool(min(jobs, len(todo)), keep_reading) as pool:  # Ctrl-C: workers stopped
@@ -170,17 +148,11 @@ def run(paths: Sequence[str], worker: Worker, options: AnalysisOptions, with_fig
             for future in finished:
                 path, name = pending.pop(future)
                 done = Done(path, future.result(), False)
-                if cache is not None and name is not None and keep(done.result):
-                    _store(cache, name, done)
+                if opened is not None and name is not None and keep(done.result):
+                    sealed.store(opened, name, done)
                 yield done
 
 
 def prune(cache: Path, keep: set[str]) -> None:
     """Remove entries of traces no longer analysed (and stray temporary files)."""
-    if not cache.is_dir():
-        return
-    with contextlib.suppress(OSError):
-        for entry in cache.iterdir():
-            if entry.name not in keep and (entry.suffix in (".pkl", ".tmp")):
-                entry.unlink(missing_ok=True)
-    _remove_if_empty(cache)
+    sealed.prune(cache, keep)

@@ -241,7 +241,7 @@ def analyse_files(
     if jobs == 1 and progress is not None:
         worker = functools.partial(analyse_file, tick=_ticker(progress))
     for item in batch.run([str(p) for p in paths], worker, opt, with_figures, jobs, cache,
-                          keep=kept):
+                          keep=kept, note=None if progress is None else progress.note):
         result = item.result
         if not isinstance(result, Analysed | Skipped | Several):
             raise AnalysisError(f"{item.path}: the analysis returned {type(result).__name__}")
