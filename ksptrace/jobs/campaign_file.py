@@ -250,8 +250,12 @@ def _check_program(data: Mapping[str, Any], kind: str, sweep: Mapping[str, tuple
     if "program" not in data:
         raise CampaignError(f"{location(path, text, 'campaign', 'kind')}: kind = \"program\" "
                             "needs a [program] table with command = [\"./app\", ...]")
-    table = _resolve_table(_table(data, "program", path, text), PROGRAM_KEYS, "program",
-                           path, text)
+    raw = _table(data, "program", path, text)
+    if isinstance(raw.get("command"), str):
+        raise CampaignError(f"{location(path, text, 'program', 'command')}: command must be a "
+                            "list of strings, e.g. [\"./app\", \"-ksp_type\", \"{ksp}\"], not a "
+                            "shell line (nothing in it is split or expanded)")
+    table = _resolve_table(raw, PROGRAM_KEYS, "program", path, text)
     table["command"] = check_command(table["command"], sweep,
                                      location(path, text, "program", "command"))
     return table
