@@ -16,7 +16,7 @@ from typing import Any
 from ksptrace.errors import CampaignError, KsptraceError
 from ksptrace.harness.petsc_types import BUILTIN, PetscTypes
 from ksptrace.inputs import read_bounded
-from ksptrace.jobs.program import AXIS_NAME, PROGRAM_KEYS, check_command
+from ksptrace.jobs.program import PROGRAM_KEYS, check_axis, check_command
 from ksptrace.jobs.schema import (
     CAMPAIGN_BYTES,
     CAMPAIGN_KEYS,
@@ -204,7 +204,7 @@ def _check_sweep(table: Mapping[str, Any], path: Path, text: str,
     for key, value in table.items():
         where = location(path, text, "sweep", key)
         if kind == PROGRAM and key not in known:
-            out[key] = _program_axis(key, value, where)
+            out[key] = check_axis(key, value, where)
             continue
         if key not in known:
             raise unknown_key(where, key, known, "key in [sweep]")
@@ -222,22 +222,6 @@ def _check_sweep(table: Mapping[str, Any], path: Path, text: str,
     return out
 
 
-def _program_axis(key: str, value: Any, where: str) -> tuple[Any, ...]:
-    """A program campaign's own sweep key: a placeholder name, strings or numbers."""
-    if not AXIS_NAME.fullmatch(key) or key in ("argv", "trace_flags"):
-        raise CampaignError(f"{where}: sweep key {key!r} cannot be a placeholder of the "
-                            "command; use letters, digits and '_' (not first a digit), and "
-                            "not argv or trace_flags")
-    values = value if isinstance(value, list) else [value]
-    if not values:
-        raise CampaignError(f"{where}: '{key}' is an empty list; give at least one value")
-    for v in values:
-        if isinstance(v, bool) or not isinstance(v, str | int | float):
-            raise CampaignError(f"{where}: '{key}' values must be strings or numbers (they "
-                                f"become words of the command), got {v!r}")
-    return tuple(values)
-
-
 def _check_program(data: Mapping[str, Any], kind: str, sweep: Mapping[str, tuple[Any, ...]],
                    path: Path, text: str) -> dict[str, Any] | None:
     """The ``[program]`` table: required with kind = 'program', refused otherwise."""
@@ -251,13 +235,11 @@ def _check_program(data: Mapping[str, Any], kind: str, sweep: Mapping[str, tuple
         raise CampaignError(f"{location(path, text, 'campaign', 'kind')}: kind = \"program\" "
                             "needs a [program] table with command = [\"./app\", ...]")
     raw = _table(data, "program", path, text)
-    if isinstance(raw.get("command"), str):
-        raise CampaignError(f"{location(path, text, 'program', 'command')}: command must be a "
-                            "list of strings, e.g. [\"./app\", \"-ksp_type\", \"{ksp}\"], not a "
-                            "shell line (nothing in it is split or expanded)")
+    where = location(path, text, "program", "command")
+    if isinstance(raw.get("command"), str):  # a shell line: its own message
+        check_command(raw["command"], sweep, where)
     table = _resolve_table(raw, PROGRAM_KEYS, "program", path, text)
-    table["command"] = check_command(table["command"], sweep,
-                                     location(path, text, "program", "command"))
+    table["command"] = check_command(table["command"], sweep, where)
     return table
 
 

@@ -61,8 +61,28 @@ def fill(word: str, values: Mapping[str, Any]) -> str:
     return _TOKEN.sub(one, word)
 
 
+def check_axis(key: str, value: Any, where: str) -> tuple[Any, ...]:
+    """A program campaign's own sweep key: a placeholder name, strings or numbers."""
+    if not AXIS_NAME.fullmatch(key) or key in ("argv", "trace_flags"):
+        raise CampaignError(f"{where}: sweep key {key!r} cannot be a placeholder of the "
+                            "command; use letters, digits and '_' (not first a digit), and "
+                            "not argv or trace_flags")
+    values = value if isinstance(value, list) else [value]
+    if not values:
+        raise CampaignError(f"{where}: '{key}' is an empty list; give at least one value")
+    for v in values:
+        if isinstance(v, bool) or not isinstance(v, str | int | float):
+            raise CampaignError(f"{where}: '{key}' values must be strings or numbers (they "
+                                f"become words of the command), got {v!r}")
+    return tuple(values)
+
+
 def check_command(command: Any, sweep: Mapping[str, Sequence[Any]], where: str) -> tuple[str, ...]:
     """The command template, checked against the sweep's keys."""
+    if isinstance(command, str):
+        raise CampaignError(f"{where}: command must be a list of strings, e.g. [\"./app\", "
+                            "\"-ksp_type\", \"{ksp}\"], not a shell line (nothing in it is "
+                            "split or expanded)")
     if not isinstance(command, list) or not command or \
             not all(isinstance(w, str) for w in command):
         raise CampaignError(f"{where}: command must be a non-empty list of strings, e.g. "

@@ -71,6 +71,8 @@ def test_runs_fill_the_template(write_campaign: Write, tmp_path: Path) -> None:
     ('["./app", "{argv}"]', 'argv = "x"', "", "not argv or trace_flags"),
     ('["./app", "{k}"]', "k = [true]", "", "values must be strings or numbers"),
     ('["./app"]', "", "[program]\ndepth = 0\n", "depth"),
+    ('["./app"]', "", "[program]\ncomand = 1\n", "unknown key in \\[program\\] 'comand'; did you "
+     "mean 'command'"),
     ('["./app", "{ksp}"]', 'ksp = "cg"', "", None),
 ])
 def test_bad_commands_are_one_line_errors(write_campaign: Write, command: str, sweep: str,
