@@ -183,7 +183,10 @@ def load_campaign_file(path: str | Path, petsc: PetscTypes | None = BUILTIN) -> 
 
 
 def check_types(cf: CampaignFile, petsc: PetscTypes) -> None:
-    """Every KSP and PC name of the sweep must be one of ``petsc``'s."""
+    """Every KSP and PC name of the sweep must be one of ``petsc``'s (a program campaign's
+    keys are its own placeholders, whatever their names)."""
+    if cf.campaign.get("kind") == PROGRAM:
+        return
     for kind, names in (("KSP", petsc.ksp), ("PC", petsc.pc)):
         for name in cf.sweep.get(kind.lower(), ()):
             if name not in names:

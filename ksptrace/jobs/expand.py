@@ -257,7 +257,7 @@ def load_spec(path: str | Path, output: str | Path | None = None, allow_large: b
     sweep's size has passed and only when the sweep names a KSP or PC)."""
     cf = load_campaign_file(path, None)
     check_size(cf, allow_large)
-    if "ksp" in cf.sweep or "pc" in cf.sweep:
+    if cf.campaign["kind"] != PROGRAM and ("ksp" in cf.sweep or "pc" in cf.sweep):
         check_types(cf, current() if petsc is None else petsc)
     spec = build_spec(cf, output, allow_large)
     if cf.campaign["kind"] == COLLECTIVES:

@@ -74,6 +74,7 @@ def test_runs_fill_the_template(write_campaign: Write, tmp_path: Path) -> None:
     ('["./app"]', "", "[program]\ncomand = 1\n", "unknown key in \\[program\\] 'comand'; did you "
      "mean 'command'"),
     ('["./app", "{ksp}"]', 'ksp = "cg"', "", None),
+    ('["./app", "{ksp}"]', 'ksp = "mine"', "", None),  # an axis of the user's, not a KSP type
 ])
 def test_bad_commands_are_one_line_errors(write_campaign: Write, command: str, sweep: str,
                                           extra: str, message: str | None) -> None:
