@@ -6,12 +6,14 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import shlex
 import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
 import pytest
 
+from ksptrace.cli.main import main
 from ksptrace.errors import CampaignError
 from ksptrace.jobs import state
 from ksptrace.jobs.backends import alive_any, get_backend
@@ -134,6 +136,16 @@ def test_scripts_launch_the_program_under_trace(write_campaign: Write, tmp_path:
     assert not (tmp_path / "pwned").exists()
     assert 'mv "$stage" "$published"' in script.text
     assert script.text.count("published=traces/") == len(spec.runs)
+
+
+def test_plan_lists_each_runs_command(write_campaign: Write, tmp_path: Path,
+                                      capsys: pytest.CaptureFixture[str]) -> None:
+    path = _file(write_campaign, '["./my app", "-ksp_type", "{ksp}"]')
+    assert main(["campaign", "plan", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "4 program runs (ksptrace trace)" in out
+    assert f"{shlex.quote(str(tmp_path / 'my app'))} -ksp_type gmres" in out
+    assert "no time estimate" in out
 
 
 def test_harness_launcher_is_refused(write_campaign: Write) -> None:
