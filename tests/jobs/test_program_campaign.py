@@ -158,7 +158,8 @@ def test_harness_launcher_is_refused(write_campaign: Write) -> None:
 
 
 def test_failed_run_publishes_nothing(write_campaign: Write, tmp_path: Path) -> None:
-    """A command that wrote into its stage and failed leaves no traces/<id>/, only a marker."""
+    """A command that wrote into its stage and failed leaves no traces/<id>/, only a marker;
+    a rerun that succeeds publishes only what it wrote."""
     fake = tmp_path / "fake-ksptrace"
     fake.write_text('#!/bin/bash\nmkdir -p "$3" && echo half > "$3/x.h5"\nexit 3\n')
     fake.chmod(0o755)
@@ -175,6 +176,17 @@ def test_failed_run_publishes_nothing(write_campaign: Write, tmp_path: Path) -> 
     assert not (spec.output / "traces" / rid).exists()
     assert (spec.output / "state" / f"{rid}.failed").exists()
     assert state.check_trace(spec.output, rid, 1, None, "program") == "no trace"
+
+    # The rerun starts from an empty stage (a killed run's leftovers are not published).
+    (spec.output / spec.runs[0].stage / "old.h5").write_text("killed half-way")
+    fake.write_text('#!/bin/bash\nmkdir -p "$3" && echo whole > "$3/new.h5"\n')
+    proc = subprocess.run(["bash", "job.sh"], cwd=spec.output, capture_output=True, text=True,
+                          env={"SLURM_ARRAY_TASK_ID": "0", "PATH": "/usr/bin:/bin"},
+                          timeout=60, check=False)
+    assert proc.returncode == 0, proc.stderr
+    assert sorted(p.name for p in (spec.output / "traces" / rid).iterdir()) == ["new.h5"]
+    assert not (spec.output / spec.runs[0].stage).exists()
+    assert not (spec.output / "state" / f"{rid}.failed").exists()
 
 
 @pytest.fixture(scope="module")
