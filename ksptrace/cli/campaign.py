@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import shlex
 import sys
 from collections import Counter
 from pathlib import Path
@@ -17,7 +18,7 @@ from ksptrace.jobs.backends import BACKENDS, Script, alive_any, get_backend
 from ksptrace.jobs.cost import estimate
 from ksptrace.jobs.expand import MAX_RUNS, WARN_RUNS, load_spec
 from ksptrace.jobs.runner import run_campaign
-from ksptrace.jobs.spec import COLLECTIVES, CampaignSpec, RunSpec
+from ksptrace.jobs.spec import COLLECTIVES, PROGRAM, CampaignSpec, RunSpec
 
 
 def register(subparsers: Any) -> None:
@@ -82,6 +83,18 @@ def _plan_collectives(spec: CampaignSpec, out: TextIO) -> int:
     return 0
 
 
+def _plan_program(spec: CampaignSpec, out: TextIO) -> int:
+    """A program campaign's runs: the command each traces (its cost is the program's own)."""
+    print(f"campaign {spec.name}: {len(spec.runs)} program runs (ksptrace trace) -> "
+          f"{spec.output}", file=out)
+    print(f"{'#':>4} {'run_id':12} {'P':>5} {'rep':>3} {'nodes':>5}  command", file=out)
+    for r in spec.runs:
+        print(f"{r.index:>4} {r.run_id:12} {r.nprocs:>5} {r.repetition:>3} "
+              f"{spec.scheduler.nodes(r.nprocs):>5}  {shlex.join(r.param('argv'))}", file=out)
+    print("no time estimate: each run takes as long as your program", file=out)
+    return 0
+
+
 def warn_if_large(spec: CampaignSpec, err: TextIO) -> None:
     """One warning line when a campaign has more than WARN_RUNS runs."""
     if len(spec.runs) > WARN_RUNS:
@@ -96,6 +109,8 @@ def plan(spec: CampaignSpec, out: TextIO, err: TextIO | None = None) -> int:
     warn_if_large(spec, sys.stderr if err is None else err)
     if spec.runs and spec.runs[0].kind == COLLECTIVES:
         return _plan_collectives(spec, out)
+    if spec.runs and spec.runs[0].kind == PROGRAM:
+        return _plan_program(spec, out)
     header = f"{'#':>4} {'run_id':12} {'problem':10} {'n':>10} {'ksp':9} {'pc':7} {'P':>5} " \
              f"{'K':>6} {'rep':>3} {'nodes':>5} {'est.time':>9} {'core-h':>8}"
     # The noise column only when a run has noise: it is what tells such runs apart.

@@ -16,6 +16,7 @@ from typing import Any
 from ksptrace.errors import CampaignError, KsptraceError
 from ksptrace.harness.petsc_types import BUILTIN, PetscTypes
 from ksptrace.inputs import read_bounded
+from ksptrace.jobs.program import PROGRAM_KEYS, check_axis, check_command
 from ksptrace.jobs.schema import (
     CAMPAIGN_BYTES,
     CAMPAIGN_KEYS,
@@ -31,7 +32,7 @@ from ksptrace.jobs.schema import (
     parse_walltime,
     sweep_keys,
 )
-from ksptrace.jobs.spec import SOLVER
+from ksptrace.jobs.spec import PROGRAM, SOLVER
 from ksptrace.params import Param, nearest
 from ksptrace.problems import registry
 
@@ -173,15 +174,19 @@ def load_campaign_file(path: str | Path, petsc: PetscTypes | None = BUILTIN) -> 
 
     _check_campaign(campaign, sweep, path, text)
     _check_scheduler(scheduler, path, text)
+    program = _check_program(data, campaign["kind"], sweep, path, text)
     cf = CampaignFile(path=path, text=text, campaign=campaign, sweep=sweep,
-                      petsc_options=options, scheduler=scheduler)
+                      petsc_options=options, scheduler=scheduler, program=program)
     if petsc is not None:
         check_types(cf, petsc)
     return cf
 
 
 def check_types(cf: CampaignFile, petsc: PetscTypes) -> None:
-    """Every KSP and PC name of the sweep must be one of ``petsc``'s."""
+    """Every KSP and PC name of the sweep must be one of ``petsc``'s (a program campaign's
+    keys are its own placeholders, whatever their names)."""
+    if cf.campaign.get("kind") == PROGRAM:
+        return
     for kind, names in (("KSP", petsc.ksp), ("PC", petsc.pc)):
         for name in cf.sweep.get(kind.lower(), ()):
             if name not in names:
@@ -201,6 +206,9 @@ def _check_sweep(table: Mapping[str, Any], path: Path, text: str,
     out: dict[str, tuple[Any, ...]] = {}
     for key, value in table.items():
         where = location(path, text, "sweep", key)
+        if kind == PROGRAM and key not in known:
+            out[key] = check_axis(key, value, where)
+            continue
         if key not in known:
             raise unknown_key(where, key, known, "key in [sweep]")
         values = value if isinstance(value, list) else [value]
@@ -215,6 +223,27 @@ def _check_sweep(table: Mapping[str, Any], path: Path, text: str,
                     raise CampaignError(f"{where}: {exc}") from None
         out[key] = checked
     return out
+
+
+def _check_program(data: Mapping[str, Any], kind: str, sweep: Mapping[str, tuple[Any, ...]],
+                   path: Path, text: str) -> dict[str, Any] | None:
+    """The ``[program]`` table: required with kind = 'program', refused otherwise."""
+    where = location(path, text, "program")
+    if kind != PROGRAM:
+        if "program" in data:
+            raise CampaignError(f"{where}: [program] needs kind = \"program\" in [campaign]; "
+                                "add it, or remove [program]")
+        return None
+    if "program" not in data:
+        raise CampaignError(f"{location(path, text, 'campaign', 'kind')}: kind = \"program\" "
+                            "needs a [program] table with command = [\"./app\", ...]")
+    raw = _table(data, "program", path, text)
+    where = location(path, text, "program", "command")
+    if isinstance(raw.get("command"), str):  # a shell line: its own message
+        check_command(raw["command"], sweep, where)
+    table = _resolve_table(raw, PROGRAM_KEYS, "program", path, text)
+    table["command"] = check_command(table["command"], sweep, where)
+    return table
 
 
 def _check_options(table: Mapping[str, Any], path: Path, text: str) -> tuple[tuple[str, str], ...]:

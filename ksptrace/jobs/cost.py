@@ -11,7 +11,7 @@ import math
 from dataclasses import dataclass
 
 from ksptrace.collectives.params import message_sizes, parse_bytes
-from ksptrace.jobs.spec import COLLECTIVES, RunSpec, SchedulerSpec
+from ksptrace.jobs.spec import COLLECTIVES, PROGRAM, RunSpec, SchedulerSpec
 
 SECONDS_PER_UNKNOWN = 4e-9
 """Time of one matrix-vector product row plus a few vector updates on one core."""
@@ -56,8 +56,8 @@ def _collectives_seconds(run: RunSpec) -> float:
 
 
 def estimate(run: RunSpec, sched: SchedulerSpec) -> Cost:
-    if run.kind == COLLECTIVES:
-        seconds = _collectives_seconds(run)
+    if run.kind in (COLLECTIVES, PROGRAM):  # a program's own cost is unknown: start-up only
+        seconds = _collectives_seconds(run) if run.kind == COLLECTIVES else STARTUP_SECONDS
         nodes = sched.nodes(run.nprocs)
         cores = nodes * (sched.cores_per_node or sched.ranks_per_node_for(run.nprocs))
         return Cost(seconds=seconds, nodes=nodes, core_hours=seconds * cores / 3600)

@@ -26,8 +26,16 @@ from ksptrace.errors import CampaignError
 from ksptrace.harness.options import RUN_PARAMS
 from ksptrace.harness.petsc_types import PetscTypes, current
 from ksptrace.jobs.campaign_file import check_types, load_campaign_file
+from ksptrace.jobs.program import argv, trace_flags
 from ksptrace.jobs.schema import NPROCS, CampaignFile
-from ksptrace.jobs.spec import COLLECTIVES, SOLVER, CampaignSpec, RunSpec, SchedulerSpec
+from ksptrace.jobs.spec import (
+    COLLECTIVES,
+    PROGRAM,
+    SOLVER,
+    CampaignSpec,
+    RunSpec,
+    SchedulerSpec,
+)
 from ksptrace.problems import registry
 
 WARN_RUNS = 1_000
@@ -128,6 +136,10 @@ def expand_runs(cf: CampaignFile) -> tuple[RunSpec, ...]:
         for (keys, _), values in zip(sweep_axes, combo, strict=True):
             point.update(zip(keys, values, strict=True))
         kind = cf.campaign.get("kind", SOLVER)
+        nprocs = int(point.get(NPROCS.name, NPROCS.default))
+        if kind == PROGRAM:
+            runs += _program_runs(cf, point, nprocs, len(runs), seen)
+            continue
         if kind == COLLECTIVES:
             params = {p.name: point.get(p.name, p.default) for p in COLLECTIVE_PARAMS}
             params["kind"] = kind  # in the run id: never the id of a solver run
@@ -135,7 +147,6 @@ def expand_runs(cf: CampaignFile) -> tuple[RunSpec, ...]:
             params = {p.name: point.get(p.name, p.default) for p in RUN_PARAMS}
             for p in registry.get(params["problem"]).params:
                 params[p.name] = point.get(p.name, p.default)
-        nprocs = int(point.get(NPROCS.name, NPROCS.default))
         for rep in range(repetitions):
             own = _seeded(params, rep) if cf.campaign.get("noise_seed_per_repetition") \
                 else params
@@ -156,6 +167,30 @@ def expand_runs(cf: CampaignFile) -> tuple[RunSpec, ...]:
         raise CampaignError(f"{cf.where('campaign', 'alternate')}: alternate reverses every "
                             "other round of an interleaved campaign; add interleave = true")
     return tuple(runs)
+
+
+def _program_runs(cf: CampaignFile, point: dict[str, Any], nprocs: int, first: int,
+                  seen: set[str]) -> list[RunSpec]:
+    """The repetitions of one point of a program campaign. The id covers the command's
+    template, the point and the trace flags (not the program's absolute path, so that a moved
+    campaign keeps its ids); the run also holds the filled command."""
+    assert cf.program is not None
+    template = cf.program["command"]
+    axes_values = {k: v for k, v in point.items() if k != NPROCS.name}
+    flags = tuple(trace_flags(cf.program))
+    defining = {"kind": PROGRAM, "command": list(template), "trace_flags": list(flags),
+                **{f"sweep.{k}": v for k, v in axes_values.items()}}
+    words = tuple(argv(template, {**axes_values, NPROCS.name: nprocs}, cf.path.parent))
+    out: list[RunSpec] = []
+    for rep in range(int(cf.campaign["repetitions"])):
+        rid = run_id(defining, nprocs, rep, cf.petsc_options)
+        if rid in seen:
+            continue
+        seen.add(rid)
+        params = (*axes_values.items(), ("argv", words), ("trace_flags", flags))
+        out.append(RunSpec(run_id=rid, index=first + len(out), nprocs=nprocs, repetition=rep,
+                           params=tuple(params), petsc_options=cf.petsc_options, kind=PROGRAM))
+    return out
 
 
 def build_spec(cf: CampaignFile, output: str | Path | None = None,
@@ -231,7 +266,7 @@ def load_spec(path: str | Path, output: str | Path | None = None, allow_large: b
     sweep's size has passed and only when the sweep names a KSP or PC)."""
     cf = load_campaign_file(path, None)
     check_size(cf, allow_large)
-    if "ksp" in cf.sweep or "pc" in cf.sweep:
+    if cf.campaign["kind"] != PROGRAM and ("ksp" in cf.sweep or "pc" in cf.sweep):
         check_types(cf, current() if petsc is None else petsc)
     spec = build_spec(cf, output, allow_large)
     if cf.campaign["kind"] == COLLECTIVES:

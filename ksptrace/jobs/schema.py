@@ -23,7 +23,7 @@ from typing import Any
 from ksptrace.collectives.params import COLLECTIVE_PARAMS
 from ksptrace.errors import CampaignError
 from ksptrace.harness.options import RUN_PARAMS
-from ksptrace.jobs.spec import COLLECTIVES, KINDS, SOLVER
+from ksptrace.jobs.spec import COLLECTIVES, KINDS, PROGRAM, SOLVER
 from ksptrace.params import Param
 from ksptrace.problems import registry
 
@@ -48,8 +48,9 @@ CAMPAIGN_KEYS: tuple[Param, ...] = (
     Param("setup", list, [], "shell lines run before each run (module load, export, ...)"),
     Param("command", str, "ksptrace", "how a job starts ksptrace, split like a shell command line"),
     Param("zip", list, [], "groups of sweep keys whose lists vary together: [['n', 'nprocs']]"),
-    Param("kind", str, SOLVER, "what each run measures: solver (ksptrace run) or collectives "
-          "(ksptrace collectives: op, algorithm, message sizes in [sweep])", choices=KINDS),
+    Param("kind", str, SOLVER, "what each run measures: solver (ksptrace run), collectives "
+          "(ksptrace collectives: op, algorithm, message sizes in [sweep]) or program (your "
+          "command of [program], traced by ksptrace trace)", choices=KINDS),
 )
 
 
@@ -84,6 +85,7 @@ SECTIONS: dict[str, str] = {
     "sweep": "run parameters and nprocs; a list is an axis",
     "petsc_options": "extra PETSc options, name = value",
     "scheduler": "partition, account, walltime, ranks per node, directives",
+    "program": "with kind = 'program': the command to trace and which solves",
 }
 
 
@@ -131,6 +133,8 @@ def sweep_keys(kind: str = SOLVER) -> tuple[Param, ...]:
     collectives campaign: the collectives parameters and nprocs)."""
     if kind == COLLECTIVES:
         return (*COLLECTIVE_PARAMS, NPROCS)
+    if kind == PROGRAM:  # and the command's own placeholders
+        return (NPROCS,)
     return (*RUN_PARAMS, NPROCS, *registry.all_params())
 
 
@@ -145,6 +149,8 @@ class CampaignFile:
     """Key -> tuple of values (a scalar becomes a 1-tuple); only keys the file sets."""
     petsc_options: tuple[tuple[str, str], ...]
     scheduler: Mapping[str, Any]
+    program: Mapping[str, Any] | None = None
+    """The ``[program]`` table of a program campaign (None otherwise)."""
 
     def where(self, section: str, key: str | None = None) -> str:
         return location(self.path, self.text, section, key)

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 
 from ksptrace import escape
 from ksptrace.jobs.launchers import Launcher
-from ksptrace.jobs.spec import CampaignSpec, RunSpec
+from ksptrace.jobs.spec import PROGRAM, CampaignSpec, RunSpec
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,8 @@ def quote_args(args: Sequence[str]) -> str:
 
 
 def task_command(spec: CampaignSpec, run: RunSpec, launcher: Launcher) -> list[str]:
+    if run.kind == PROGRAM:  # ksptrace trace -- LAUNCHER -n P PROGRAM ...
+        return [*spec.command, *run.trace_args(launcher.command(run.nprocs, spec.scheduler))]
     return [*launcher.command(run.nprocs, spec.scheduler), *spec.command,
             *run.run_args(launcher.run_flags(run.nprocs))]
 
@@ -79,14 +81,20 @@ def render_script(spec: CampaignSpec, runs: Sequence[RunSpec], launcher: Launche
         f"task={flavour.index_expr}",
         'case "$task" in',
     ]
+    staged = any(r.kind == PROGRAM for r in runs)
     for i, run in enumerate(runs):
         cmd = quote_args(task_command(spec, run, launcher))
+        if staged:  # a program run's traces appear in traces/<id>/ complete, or not at all
+            cmd += (f") stage={escape.shell_word(run.stage)} "
+                    f"published={escape.shell_word(run.trace)}")
+        else:
+            cmd += ")"
         label = run.label
         if spec.scheduler.oversubscribed(run.nprocs):
             label += (f" OVERSUBSCRIBED: {spec.scheduler.ranks_per_node_for(run.nprocs)} ranks "
                       f"on {spec.scheduler.cores_per_node} cores per node")
         lines += [f"  {i}) run_id={run.run_id} repetition={run.repetition}  # {_comment(label)}",
-                  f"     cmd=({cmd}) ;;"]
+                  f"     cmd=({cmd} ;;"]
     lines += [
         '  *) echo "ksptrace: no run for task $task" >&2; exit 2 ;;',
         "esac",
@@ -101,6 +109,13 @@ def render_script(spec: CampaignSpec, runs: Sequence[RunSpec], launcher: Launche
         'echo "ksptrace: task $task run $run_id -> $log"',
         '"${cmd[@]}" > "$log" 2>&1',
         "rc=$?",
+    ]
+    if staged:
+        lines[-2:-2] = ['rm -rf "$stage"']
+        lines += ['if [ "$rc" -eq 0 ]; then',
+                  '  rm -rf "$published" && mv "$stage" "$published" || rc=$?',
+                  "fi"]
+    lines += [
         'if [ "$rc" -eq 0 ]; then',
         '  rm -f "state/$run_id.failed"',
         "else",

@@ -23,7 +23,8 @@ SCRIPTS_DIR = "scripts"
 MANIFEST = "manifest.json"
 SOLVER = "solver"
 COLLECTIVES = "collectives"
-KINDS = (SOLVER, COLLECTIVES)
+PROGRAM = "program"
+KINDS = (SOLVER, COLLECTIVES, PROGRAM)
 """What a campaign's runs measure: ``[campaign] kind``."""
 
 
@@ -47,12 +48,21 @@ class RunSpec:
 
     @property
     def expected_iterations(self) -> int | None:
-        """K of a solver run's trace; None for a collectives run."""
+        """K of a solver run's trace; None for a collectives or program run."""
         return int(self.param("iterations")) if self.kind == SOLVER else None
 
     @property
     def trace(self) -> str:
+        """The run's trace; a program run's traces (one per KSP) are in a folder."""
+        if self.kind == PROGRAM:
+            return f"{TRACES_DIR}/{self.run_id}"
         return f"{TRACES_DIR}/{self.run_id}.h5"
+
+    @property
+    def stage(self) -> str:
+        """Where a program run's traces are written before its folder is renamed to
+        ``trace``: a killed run never leaves a folder that looks complete."""
+        return f"{TRACES_DIR}/.{self.run_id}.partial"
 
     @property
     def log(self) -> str:
@@ -64,6 +74,8 @@ class RunSpec:
         if self.kind == COLLECTIVES:
             return (f"{p['op']} {p['algorithm']} P={self.nprocs} m={p['min_bytes']}.."
                     f"{p['max_bytes']} R={p['repetitions']}")
+        if self.kind == PROGRAM:
+            return " ".join(p["argv"]) + f" P={self.nprocs}"
         return f"{p['problem']} n={p['n']} {p['ksp']}/{p['pc']} P={self.nprocs} K={p['iterations']}"
 
     def run_args(self, extra: tuple[str, ...] | list[str] = ()) -> list[str]:
@@ -93,6 +105,16 @@ class RunSpec:
                 args.append(value)
         return args
 
+
+    def trace_args(self, launch: list[str]) -> list[str]:
+        """Arguments of ``ksptrace trace`` for a program run, started by ``launch``."""
+        args = ["trace", "--out", self.stage, *self.param("trace_flags"), "--", *launch,
+                *self.param("argv")]
+        for name, value in self.petsc_options:
+            args.append("-" + name)
+            if value != "":
+                args.append(value)
+        return args
 
     def _collectives_args(self, extra: tuple[str, ...] | list[str]) -> list[str]:
         from ksptrace.collectives.params import COLLECTIVE_PARAMS

@@ -20,6 +20,7 @@ from ksptrace.errors import CampaignError, TraceError
 from ksptrace.jobs.spec import (
     KINDS,
     MANIFEST,
+    PROGRAM,
     SOLVER,
     STATE_DIR,
     TRACES_DIR,
@@ -150,10 +151,13 @@ def submissions(folder: Path) -> list[dict[str, Any]]:
     return out
 
 
-def check_trace(folder: Path, run_id: str, nprocs: int, iterations: int | None) -> str | None:
+def check_trace(folder: Path, run_id: str, nprocs: int, iterations: int | None,
+                kind: str = SOLVER) -> str | None:
     """None when the run's trace is complete and belongs to the run, else what is wrong.
 
-    ``iterations`` None: a collectives run's trace."""
+    ``iterations`` None: a collectives run's trace (or a program run's, with ``kind``)."""
+    if kind == PROGRAM:
+        return _check_program(folder / TRACES_DIR / run_id, run_id, nprocs)
     path = folder / TRACES_DIR / f"{run_id}.h5"
     if not path.exists():
         return "no trace"
@@ -171,6 +175,29 @@ def check_trace(folder: Path, run_id: str, nprocs: int, iterations: int | None) 
     if trace.nprocs != nprocs or trace.iterations != iterations:
         return (f"{path}: P={trace.nprocs} K={trace.iterations}, expected P={nprocs} "
                 f"K={iterations}")
+    return None
+
+
+def _check_program(path: Path, run_id: str, nprocs: int) -> str | None:
+    """A program run's folder of traces (renamed into place only once all were written): every
+    trace reads back and is the run's, on P ranks."""
+    if not path.is_dir():
+        return "no trace"
+    from ksptrace.trace.read import read_trace
+
+    traces = sorted(path.glob("*.h5"))
+    if not traces:
+        return f"{path}: no trace in the run's folder"
+    for one in traces:
+        try:
+            trace = read_trace(one)
+        except TraceError as exc:
+            return str(exc)
+        owner = trace.attr("run_id")
+        if owner != run_id:
+            return f"{one}: trace of run {owner}, not {run_id}"
+        if trace.nprocs != nprocs:
+            return f"{one}: P={trace.nprocs}, expected P={nprocs}"
     return None
 
 
@@ -237,7 +264,8 @@ def run_status(folder: Path, run: Mapping[str, Any], alive: JobAlive,
     rid = str(run["run_id"])
     iterations = (int(run["params"]["iterations"]) if run.get("kind", SOLVER) == SOLVER
                   else None)
-    problem = check_trace(folder, rid, int(run["nprocs"]), iterations)
+    problem = check_trace(folder, rid, int(run["nprocs"]), iterations,
+                          str(run.get("kind", SOLVER)))
     if problem is None:
         return RunStatus(rid, "done")
     running = read_marker(folder / STATE_DIR / f"{rid}.running")

@@ -303,3 +303,48 @@ def test_no_cgroup_filesystem_is_a_reason_to_skip(tmp_path: Path) -> None:
     assert proc.stderr.strip() == (f"cluster-local: error: no cgroup filesystem in {mounts}: "
                                    "slurmd of Slurm 22.05 cannot start")
     assert not (tmp_path / "c").exists()
+
+
+PROGRAM_CAMPAIGN = """
+[campaign]
+name = "progtwonode"
+kind = "program"
+output = "out"
+command = '{python} -m ksptrace'
+
+[program]
+command = ["{ex2}", "-m", "16", "-n", "16", "-ksp_type", "cg"]
+
+[sweep]
+nprocs = 2
+
+[scheduler]
+walltime = "00:05:00"
+nodes = 2
+ranks_per_node = 1
+exclusive = false
+"""
+
+
+def test_a_program_campaign_runs_across_two_nodes(
+        client: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """PETSc's ex2, unmodified, traced by a program campaign with one rank on each node."""
+    from tests.harness.hook import tutorials
+
+    why = tutorials.missing()
+    if why is not None:
+        pytest.fail(why)
+    path = tmp_path / "c.toml"
+    path.write_text(PROGRAM_CAMPAIGN.format(python=sys.executable,
+                                            ex2=tutorials.build("ex2", tmp_path)))
+    assert main(["campaign", "run", str(path), "--backend", "slurm"]) == 0
+    out = tmp_path / "out"
+    (sub,) = [json.loads(x) for x in (out / "submissions.jsonl").read_text().splitlines()]
+    _gone(str(sub["job_id"]), client)
+    capsys.readouterr()
+    assert main(["campaign", "status", str(out)]) == 0
+    assert "1 runs: 1 done" in capsys.readouterr().out
+    (trace,) = map(read_trace, (out / "traces").glob("*/*.h5"))
+    assert trace.hostnames == ("node1", "node2")
+    assert list(trace.node_ids) == [0, 1]
+    assert str(trace.attrs["slurm_array_job_id"]) == str(sub["job_id"])

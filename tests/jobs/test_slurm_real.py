@@ -351,3 +351,61 @@ def test_a_campaign_submitted_after_mpi_init_runs_its_concurrent_tasks(
     status = subprocess.run([sys.executable, "-m", "ksptrace", "campaign", "status", str(out)],
                             env=env, capture_output=True, text=True, timeout=60, check=False)
     assert "2 runs: 2 done" in status.stdout, status.stdout + status.stderr
+
+
+PROGRAM_CAMPAIGN = """
+[campaign]
+name = "progtest"
+kind = "program"
+output = "out"
+command = '{python} -m ksptrace'
+
+[program]
+command = ["{ex2}", "-m", "12", "-n", "12", "-ksp_type", "{{ksp}}"]
+
+[sweep]
+nprocs = [1, 2]
+ksp = "cg"
+
+[scheduler]
+walltime = "00:05:00"
+ranks_per_node = 2
+exclusive = false
+"""
+
+
+def test_program_campaign_on_slurm(slurm: dict[str, str], tmp_path: Path,
+                                   monkeypatch: pytest.MonkeyPatch,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    """PETSc's ex2, unmodified, traced under srun at P = 1 and 2 as a job array."""
+    from tests.harness.hook import tutorials
+
+    why = tutorials.missing()
+    if why is not None:
+        pytest.fail(why)
+    ex2 = tutorials.build("ex2", tmp_path)
+    for key, value in {"SLURM_CONF": CONF, "OMPI_ALLOW_RUN_AS_ROOT": "1",
+                       "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1", "OPENBLAS_NUM_THREADS": "1",
+                       "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}.items():
+        monkeypatch.setenv(key, value)
+    path = tmp_path / "c.toml"
+    path.write_text(PROGRAM_CAMPAIGN.format(python=sys.executable, ex2=ex2))
+    assert main(["campaign", "run", str(path), "--backend", "slurm"]) == 0
+    out = tmp_path / "out"
+    (sub,) = [json.loads(x) for x in (out / "submissions.jsonl").read_text().splitlines()]
+    _wait(sub["job_id"], slurm)
+    capsys.readouterr()
+    assert main(["campaign", "status", str(out)]) == 0, capsys.readouterr().out
+    assert "2 runs: 2 done" in capsys.readouterr().out
+    manifest = json.loads((out / "manifest.json").read_text())
+    for task, run_id in enumerate(sub["runs"]):
+        run = next(r for r in manifest["runs"] if r["run_id"] == run_id)
+        (trace_path,) = (out / run["trace"]).glob("*.h5")
+        trace = read_trace(trace_path)
+        assert trace.nprocs == run["nprocs"]
+        assert trace.attrs["run_id"] == run_id
+        assert trace.attrs["launcher"] == "srun"
+        assert str(trace.attrs["slurm_array_job_id"]) == sub["job_id"]
+        assert str(trace.attrs["slurm_array_task_id"]) == str(task)
+    assert main(["campaign", "run", str(path), "--backend", "slurm"]) == 0
+    assert "nothing to do" in capsys.readouterr().out

@@ -27,6 +27,7 @@ from pathlib import Path
 from ksptrace.errors import OutputError, SolverError, TraceError, UsageError
 from ksptrace.harness.hook import build, inject, records
 from ksptrace.harness.hook.assemble import Assembled, assemble
+from ksptrace.harness.provenance import PROVENANCE_ENV
 from ksptrace.trace import publish, write
 from ksptrace.trace.model import AttrValue
 from ksptrace.trace.temporaries import temp_path_for
@@ -85,6 +86,9 @@ def _attrs(argv: list[str], cmd: inject.Launch, files: list[records.RankFile], p
         "openblas_num_threads": os.environ.get("OPENBLAS_NUM_THREADS", ""),
         "omp_num_threads": os.environ.get("OMP_NUM_THREADS", ""),
     }
+    for env, key in PROVENANCE_ENV.items():  # a campaign's run: its campaign, run id, job
+        if os.environ.get(env):
+            attrs[key] = os.environ[env]
     return {k: v for k, v in attrs.items() if v is not None}
 
 

@@ -12,7 +12,7 @@ from typing import ClassVar
 from ksptrace.errors import CampaignError, EnvironmentProblem
 from ksptrace.jobs.launchers import Launcher, get_launcher
 from ksptrace.jobs.runlock import CampaignLock
-from ksptrace.jobs.spec import CampaignSpec, RunSpec
+from ksptrace.jobs.spec import PROGRAM, CampaignSpec, RunSpec
 
 
 class SubmissionRejected(CampaignError):
@@ -50,7 +50,9 @@ class Backend(abc.ABC):
 
     def check(self, spec: CampaignSpec, runs: Sequence[RunSpec], dry_run: bool) -> None:
         """Raise before any state is written if the runs cannot be submitted here."""
-        self.launcher(spec)
+        if self.launcher(spec).name == "harness" and any(r.kind == PROGRAM for r in runs):
+            raise CampaignError(f"{spec.source}: launcher 'harness' starts only ksptrace run; "
+                                "a program campaign needs an MPI launcher (leave launcher unset)")
         if not dry_run and self.submit_program and shutil.which(self.submit_program) is None:
             raise EnvironmentProblem(
                 f"'{self.submit_program}' not found on PATH; run on a {self.name} login node, "

@@ -94,7 +94,8 @@ class LocalBackend(Backend):
                         "marked interrupted; rerun the same command to resume"
                     )
                 problem = state.check_trace(spec.output, run.run_id, run.nprocs,
-                                            run.expected_iterations) if rc == 0 else None
+                                            run.expected_iterations,
+                                            run.kind) if rc == 0 else None
                 if problem is not None:
                     with contextlib.suppress(OSError):  # a full disk: status says "missing"
                         state.write_marker(spec.output, run.run_id, "failed",
