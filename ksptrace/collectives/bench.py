@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ksptrace.collectives import fallbacks
+from ksptrace.collectives import fallbacks, ompi_fixed
 from ksptrace.collectives.algorithms import OMPI_COLLECTIVE, Forcing
 from ksptrace.collectives.mpit import read_int_cvars
 from ksptrace.collectives.operations import (
@@ -270,6 +270,24 @@ def _held_mpich(forcing: Forcing) -> tuple[dict[str, int | None], KsptraceError 
     return held, None
 
 
+def what_ran(s: BenchSettings, nprocs: int, held: dict[str, int | None], library: str,
+             n_nodes: int = 1) -> tuple[dict[int, str] | None, str]:
+    """Message size -> the algorithm that ran (forced: by the library's fallback rules; not
+    forced: by Open MPI's fixed decision, where it applies), or None and why it is unknown."""
+    if s.forcing.forced:
+        return fallbacks.ran_per_size(s.forcing.library, s.operation, s.forcing.name, s.sizes,
+                                      nprocs, s.forcing.segment_bytes), ""
+    if s.forcing.library != "openmpi" or s.operation != "allreduce" or nprocs < 2:
+        return None, ""
+    if held.get("coll_tuned_use_dynamic_rules") != 0 or os.environ.get("OMPI_MCA_coll"):  # noqa: SIM112
+        return None, ("what ran is not known: Open MPI's dynamic rules or component selection "
+                      "are set in the environment, so its fixed decision may not apply")
+    why = ompi_fixed.fixed_applies(library, n_nodes)
+    if why is not None:
+        return None, f"what ran is not known: {why}"
+    return ompi_fixed.default_allreduce_ran(s.sizes, nprocs), ""
+
+
 def execute(s: BenchSettings, comm: Any) -> Path:
     """Collective over ``comm``: measure and write the trace; returns its path on every rank."""
     from mpi4py import MPI
@@ -282,10 +300,12 @@ def execute(s: BenchSettings, comm: Any) -> Path:
     timings = _measure(comm, s, MPI.Wtime)
     attrs = _attributes(s, layout, comm.Get_size(), start_utc, timings.compute_units)
     attrs["algorithm_held"] = json.dumps(held) if held else None
-    if s.forcing.forced:  # what ran at each message size, by the library's fallback rules
-        ran = fallbacks.ran_per_size(s.forcing.library, s.operation, s.forcing.name, s.sizes,
-                                     comm.Get_size(), s.forcing.segment_bytes)
+    ran, why_not = what_ran(s, comm.Get_size(), held, str(attrs["mpi_library"]),
+                            int(attrs["n_nodes"] or 1))
+    if ran is not None:
         attrs["algorithm_ran"] = json.dumps({str(k): v for k, v in ran.items()})
+    elif why_not:
+        attrs["algorithm_note"] = "; ".join(filter(None, (s.forcing.note, why_not)))
     if comm.Get_size() == 1 and s.forcing.forced:
         attrs["algorithm_note"] = ("P = 1: no algorithm applies (a one-rank collective is a "
                                    "local copy; Open MPI uses its self component)")
