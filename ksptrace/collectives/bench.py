@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ksptrace.collectives import fallbacks, ompi_fixed
+from ksptrace.collectives import fallbacks, kernel, ompi_fixed
 from ksptrace.collectives.algorithms import OMPI_COLLECTIVE, Forcing
 from ksptrace.collectives.mpit import read_int_cvars
 from ksptrace.collectives.operations import (
@@ -71,6 +71,10 @@ class BenchSettings:
     """Local compute per repetition of ``iallreduce_overlap``."""
     test_calls: int = 0
     """MPI_Test calls spread through that compute (they let libnbc progress)."""
+    mode: str = "per-call"
+    """``per-call`` (barrier-separated, in Python) or ``back-to-back`` (C kernel)."""
+    calls: int = 1
+    """Back-to-back calls per repetition."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,8 @@ def _measure(comm: Any, s: BenchSettings, wtime: Callable[[], float]) -> Timings
             both, alone, work, wrong = time_overlap(comm, prepared, compute, r, s.warmup,
                                                     wtime)
             seconds[j], comm_s[j], compute_s[j] = both, alone, work
+        elif s.mode == "back-to-back":
+            seconds[j], wrong = kernel.time_back_to_back(comm, prepared, s.calls, r, s.warmup)
         else:
             seconds[j], wrong = time_calls(comm, prepared, r, s.warmup, wtime)
         agree_on_error(comm, None if wrong is None else WrongResult(
@@ -212,7 +218,8 @@ def _attributes(s: BenchSettings, layout: Any, nprocs: int, start_utc: str,
         "repetitions": s.repetitions, "warmup": s.warmup, "values_checked": True,
         "min_bytes": int(min(s.sizes)), "max_bytes": int(max(s.sizes)),
         "compute_seconds_target": s.compute_seconds, "test_calls": s.test_calls,
-        "compute_units": compute_units,
+        "compute_units": compute_units, "timing_mode": s.mode,
+        "calls_per_repetition": s.calls if s.mode == "back-to-back" else 1,
         "local_reduce_seconds_per_byte": local_reduce_seconds_per_byte()
         if s.operation in REDUCING else None,
         "nprocs": nprocs, "n_nodes": len(set(layout.node_ids)),

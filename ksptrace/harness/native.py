@@ -34,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -122,7 +123,8 @@ def _timeout() -> float:
         return COMPILE_SECONDS
 
 
-def _compile(cc: list[str], flags: list[str], folder: Path, stem: str) -> str | None:
+def _compile(cc: list[str], flags: list[str], folder: Path, stem: str,
+             source: Path = SOURCE) -> str | None:
     """Compile into a fresh private folder inside ``folder``, then publish the library under
     its content digest by one rename (ranks compiling at once each publish a whole file);
     why not, or None."""
@@ -131,7 +133,7 @@ def _compile(cc: list[str], flags: list[str], folder: Path, stem: str) -> str | 
         out = build / "lib.so"
         limit = _timeout()
         try:
-            proc = subprocess.Popen([*cc, *flags, "-o", str(out), str(SOURCE)],
+            proc = subprocess.Popen([*cc, *flags, "-o", str(out), str(source)],
                                     stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                     stderr=subprocess.PIPE, text=True, start_new_session=True)
         except OSError as exc:
@@ -142,10 +144,10 @@ def _compile(cc: list[str], flags: list[str], folder: Path, stem: str) -> str | 
             with contextlib.suppress(OSError):
                 os.killpg(proc.pid, signal.SIGKILL)
             proc.communicate()
-            return f"{cc[0]} took more than {limit:g} s to compile {SOURCE.name}; it was stopped"
+            return f"{cc[0]} took more than {limit:g} s to compile {source.name}; it was stopped"
         if proc.returncode != 0:
             first = (err.strip().splitlines() or ["no message"])[0]
-            return f"{cc[0]} failed on {SOURCE.name}: {first}"
+            return f"{cc[0]} failed on {source.name}: {first}"
         fd = private_files.open_private(out)
         try:
             digest = private_files.digest_of(fd)
@@ -154,12 +156,33 @@ def _compile(cc: list[str], flags: list[str], folder: Path, stem: str) -> str | 
         os.replace(out, folder / f"{stem}-{digest[:DIGEST_CHARS]}.so")
         return None
     except (OSError, ValueError) as exc:
-        return f"cannot build the C monitor in {folder}: {exc}"
+        return f"cannot build {source.name} in {folder}: {exc}"
     finally:
         shutil.rmtree(build, ignore_errors=True)
 
 
-def _load_cached(folder: Path, stem: str) -> tuple[ctypes.CDLL, Path] | str | None:
+def _declare_monitor(lib: ctypes.CDLL) -> None:
+    lib.ksptrace_stamp_new.restype = _vp
+    lib.ksptrace_stamp_new.argtypes = [_vp, ctypes.c_double, _vp, _vp, _vp, _vp, _vp]
+    lib.ksptrace_stamp_target.restype = None
+    lib.ksptrace_stamp_target.argtypes = [_vp, _vp, _vp, _vp, ctypes.c_longlong,
+                                          ctypes.c_longlong]
+    lib.ksptrace_stamp_disable.restype = None
+    lib.ksptrace_stamp_disable.argtypes = [_vp, ctypes.c_longlong]
+    lib.ksptrace_stamp_bind.restype = None
+    lib.ksptrace_stamp_bind.argtypes = [_vp, _vp]
+    lib.ksptrace_stamp_serves.restype = ctypes.c_int
+    lib.ksptrace_stamp_serves.argtypes = [_vp, _vp]
+    lib.ksptrace_stamp_release.restype = None
+    lib.ksptrace_stamp_release.argtypes = [_vp]
+    lib.ksptrace_stamp_retain.restype = None
+    lib.ksptrace_stamp_retain.argtypes = [_vp]
+    lib.ksptrace_compiler.restype = ctypes.c_char_p
+    lib.ksptrace_compiler.argtypes = []
+
+
+def _load_cached(folder: Path, stem: str, declare: Callable[[ctypes.CDLL], None] = _declare_monitor
+                 ) -> tuple[ctypes.CDLL, Path] | str | None:
     """A verified library of ``stem`` in the private ``folder``; why the ones there are not
     (each is removed), or None when there is none."""
     bad = None
@@ -175,7 +198,7 @@ def _load_cached(folder: Path, stem: str) -> tuple[ctypes.CDLL, Path] | str | No
                     bad = f"{path.name}: its content is not what was built (corrupt)"
                 else:
                     lib = ctypes.CDLL(str(path))
-                    _declare(lib)
+                    declare(lib)
                     return lib, path
             except (OSError, AttributeError) as exc:
                 bad = f"{path.name}: {exc}"
@@ -200,26 +223,6 @@ def _address(function: Any) -> int:
     return value
 
 
-def _declare(lib: ctypes.CDLL) -> None:
-    lib.ksptrace_stamp_new.restype = _vp
-    lib.ksptrace_stamp_new.argtypes = [_vp, ctypes.c_double, _vp, _vp, _vp, _vp, _vp]
-    lib.ksptrace_stamp_target.restype = None
-    lib.ksptrace_stamp_target.argtypes = [_vp, _vp, _vp, _vp, ctypes.c_longlong,
-                                          ctypes.c_longlong]
-    lib.ksptrace_stamp_disable.restype = None
-    lib.ksptrace_stamp_disable.argtypes = [_vp, ctypes.c_longlong]
-    lib.ksptrace_stamp_bind.restype = None
-    lib.ksptrace_stamp_bind.argtypes = [_vp, _vp]
-    lib.ksptrace_stamp_serves.restype = ctypes.c_int
-    lib.ksptrace_stamp_serves.argtypes = [_vp, _vp]
-    lib.ksptrace_stamp_release.restype = None
-    lib.ksptrace_stamp_release.argtypes = [_vp]
-    lib.ksptrace_stamp_retain.restype = None
-    lib.ksptrace_stamp_retain.argtypes = [_vp]
-    lib.ksptrace_compiler.restype = ctypes.c_char_p
-    lib.ksptrace_compiler.argtypes = []
-
-
 def load_library(int_bytes: int, real_bytes: int) -> tuple[ctypes.CDLL, Path] | str:
     """The C monitor's library for these PETSc types and its file, built when missing, loaded
     only from a private folder (:mod:`ksptrace.harness.private_files`) and only when its
@@ -228,28 +231,38 @@ def load_library(int_bytes: int, real_bytes: int) -> tuple[ctypes.CDLL, Path] | 
     if isinstance(spec, str):
         return spec
     flags, stem = spec
+    return load_built(SOURCE, flags, stem, _declare_monitor, "the C monitor")
+
+
+def load_built(source: Path, flags: list[str], stem: str,
+               declare: Callable[[ctypes.CDLL], None], what: str
+               ) -> tuple[ctypes.CDLL, Path] | str:
+    """``source`` compiled with ``flags`` into a library named ``stem``-DIGEST.so in a private
+    cache folder (built when missing, its digest checked before each load) and loaded, its
+    functions typed by ``declare``; or why it cannot be had. ``stem`` must change with the
+    source and the flags (a hash of both)."""
     unsafe = []
     for folder in _folders():
         problem = private_files.private_folder(folder)
         if problem is not None:
             unsafe.append(problem)
             continue
-        found = _load_cached(folder, stem)
+        found = _load_cached(folder, stem, declare)
         if isinstance(found, tuple):
             return found
         cc = _compiler()
         if cc is None:
             return "no C compiler found ($CC, cc, gcc or clang)"
-        why = _compile(cc, flags, folder, stem)
+        why = _compile(cc, flags, folder, stem, source)
         if why is not None:
             return why
-        again = _load_cached(folder, stem)
+        again = _load_cached(folder, stem, declare)
         if not isinstance(again, tuple):
-            return f"the C monitor built in {folder} cannot be loaded ({again})"
+            return f"{what} built in {folder} cannot be loaded ({again})"
         if found is not None:
-            _notes.append(f"the cached C monitor was unusable ({found}); it was rebuilt")
+            _notes.append(f"the cached {what} was unusable ({found}); it was rebuilt")
         return again
-    return ("no private folder to build the C monitor in (" + "; ".join(unsafe)
+    return (f"no private folder to build {what} in (" + "; ".join(unsafe)
             + f"); set {CACHE_ENV} to a folder only you can write")
 
 

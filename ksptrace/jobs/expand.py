@@ -35,7 +35,7 @@ MAX_RUNS = 20_000
 """Above this many runs, a campaign needs ``--allow-large``."""
 
 
-OMITTED_AT_DEFAULT: dict[str, Any] = {"noise": "none"}
+OMITTED_AT_DEFAULT: dict[str, Any] = {"noise": "none", "mode": "per-call", "calls": 100}
 """Parameters declared after campaigns existed: left out of a run's id at these values, so that
 every earlier run keeps its id (and its trace counts as done) when its campaign is resumed."""
 
