@@ -284,7 +284,12 @@ def what_ran(s: BenchSettings, nprocs: int, held: dict[str, int | None], library
     if s.forcing.forced:
         return fallbacks.ran_per_size(s.forcing.library, s.operation, s.forcing.name, s.sizes,
                                       nprocs, s.forcing.segment_bytes), ""
-    if s.forcing.library != "openmpi" or s.operation != "allreduce" or nprocs < 2:
+    if s.operation != "allreduce" or nprocs < 2:
+        return None, ""
+    if s.forcing.library == "mpich":
+        return None, ("what ran is not known: MPICH's automatic choice (device collectives, "
+                      "JSON tuning files) is not reproduced by ksptrace")
+    if s.forcing.library != "openmpi":
         return None, ""
     if held.get("coll_tuned_use_dynamic_rules") != 0 or os.environ.get("OMPI_MCA_coll"):  # noqa: SIM112
         return None, ("what ran is not known: Open MPI's dynamic rules or component selection "

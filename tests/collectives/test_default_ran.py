@@ -113,3 +113,28 @@ def test_a_default_run_records_what_ran(tmp_path: Path, nprocs: int) -> None:
         for other in forced:
             assert name == other or any(forced[name][m // 8] != forced[other][m // 8]
                                         for m, n in ran.items() if n == name), (name, other)
+
+
+def test_what_ran_says_when_it_cannot_tell() -> None:
+    from ksptrace.collectives.algorithms import default_forcing
+    from ksptrace.collectives.bench import BenchSettings, what_ran
+
+    def settings(library: str) -> BenchSettings:
+        return BenchSettings("allreduce", (8, 65536), 1, 0, default_forcing(library,
+                                                                           "allreduce"),
+                             Path("unused.h5"))
+
+    ompi = "Open MPI v4.1.4, package: Debian OpenMPI"
+    held = {"coll_tuned_use_dynamic_rules": 0}
+    assert what_ran(settings("openmpi"), 3, held, ompi) == (
+        {8: "recursive_doubling", 65536: "ring"}, "")
+    ran, why = what_ran(settings("openmpi"), 3, {"coll_tuned_use_dynamic_rules": 1}, ompi)
+    assert ran is None
+    assert "dynamic rules" in why
+    ran, why = what_ran(settings("openmpi"), 3, held, "Open MPI v5.0.3", n_nodes=2)
+    assert ran is None
+    assert "han" in why
+    ran, why = what_ran(settings("mpich"), 3, {}, "MPICH Version: 4.0.2")
+    assert ran is None
+    assert "MPICH" in why
+    assert what_ran(settings("openmpi"), 1, held, ompi) == (None, "")  # one rank: no algorithm
