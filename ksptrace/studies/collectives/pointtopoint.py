@@ -87,7 +87,8 @@ class PLogPModel:
         return np.asarray(2 * (self.L + self.gap(sizes)))
 
 
-def _medians(values: np.ndarray, m: int, what: str) -> np.ndarray:
+def _medians(values: np.ndarray, m: int, what: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per size, the robust median and its relative standard error (None from one value)."""
     v = np.asarray(values, np.float64)
     if v.ndim == 1:
         v = v[:, None]
@@ -97,7 +98,13 @@ def _medians(values: np.ndarray, m: int, what: str) -> np.ndarray:
         raise AnalysisError(f"{what} must have one row per message size ({m}), got {v.shape}")
     if not np.isfinite(v).all():
         raise AnalysisError(f"{what} holds NaN or inf; drop the bad trace")
-    return robust_medians(v)
+    med = robust_medians(v)
+    if v.shape[1] < 3:
+        return med, None
+    spread = 1.4826 * np.median(np.abs(v - med[:, None]), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = spread / np.abs(med) / np.sqrt(v.shape[1])
+    return med, np.where(np.isfinite(rel), rel, 1.0)
 
 
 REJECT_MADS = 5.0
@@ -116,19 +123,22 @@ def robust_medians(values: np.ndarray) -> np.ndarray:
 
 def fit_plogp_model(sizes: np.ndarray, half_round_trip: np.ndarray, send_overhead: np.ndarray,
                     recv_overhead: np.ndarray, gap: np.ndarray,
-                    max_breaks: int = 3) -> PLogPModel:
+                    max_breaks: int = 4) -> PLogPModel:
     """PLogP from measurements per size ([M], [M, R] or [P, M, R]; per size the median of the
-    repetitions left after rejecting slow outliers is fitted)."""
+    repetitions left after rejecting slow outliers is fitted, each size weighted by the inverse
+    of its relative standard error when there are 3 or more repetitions)."""
     m = np.asarray(sizes, np.float64).ravel()
     if m.size < 3 or np.unique(m).size != m.size:
         raise AnalysisError("PLogP needs at least 3 distinct message sizes; measure more")
     order = np.argsort(m)
     m = m[order]
-    med = {name: _medians(v, m.size, name)[order] for name, v in (
+    summary = {name: _medians(v, m.size, name) for name, v in (
         ("half_round_trip", half_round_trip), ("send_overhead", send_overhead),
         ("recv_overhead", recv_overhead), ("gap", gap))}
+    med = {k: v[0][order] for k, v in summary.items()}
+    errors = {k: None if v[1] is None else v[1][order] for k, v in summary.items()}
     floored = [k for k, v in med.items() if (v <= FLOOR).any()]
-    fits = {k: fit_steps(m, np.maximum(med[k], FLOOR), max_breaks)
+    fits = {k: fit_steps(m, np.maximum(med[k], FLOOR), max_breaks, rel_errors=errors[k])
             for k in ("send_overhead", "recv_overhead", "gap")}
     latency = float(med["half_round_trip"][0] - fits["gap"](m[:1])[0])
     notes = [f"{', '.join(floored)} at or below zero at some sizes, fitted as {FLOOR:g} s"
