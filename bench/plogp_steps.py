@@ -6,7 +6,10 @@ between the robust medians of consecutive runs (1 vs 2, 3 vs 4, ...; target <= 1
 1 MiB), and in how many runs the step fit of each of o_s, o_r and g puts a break at 4 KiB (the
 eager limit of Open MPI's shared-memory transport; target >= 9 of 10), or within one size of it.
 
-    python bench/plogp_steps.py TRACE.h5 ... [--out FILE]
+    python bench/plogp_steps.py [TRACE.h5 ...] [--runs 10] [--repetitions 10] [--out FILE]
+
+Without traces it first records ``--runs`` of them (``ksptrace collectives --np 2 --op plogp``,
+one after the other, into a temporary folder that it removes).
 """
 
 from __future__ import annotations
@@ -14,6 +17,10 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
+import subprocess
+import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -37,12 +44,29 @@ def medians(t: ctrace.CollectiveTrace) -> dict[str, np.ndarray]:
     return out
 
 
+def record(folder: Path, i: int, repetitions: int) -> Path:
+    out = folder / f"run{i + 1}.h5"
+    subprocess.run([sys.executable, "-m", "ksptrace", "collectives", "--np", "2", "--op", "plogp",
+                    "--repetitions", str(repetitions), "--warmup", "2", "--out", str(out)],
+                   check=True, stdout=subprocess.DEVNULL)
+    return out
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("traces", nargs="+")
+    parser.add_argument("traces", nargs="*")
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--repetitions", type=int, default=10)
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
-    traces = [ctrace.read(Path(p)) for p in args.traces]
+    folder = None if args.traces else Path(tempfile.mkdtemp(prefix="ksptrace-plogp-"))
+    try:
+        paths = [Path(p) for p in args.traces] or [record(folder, i, args.repetitions)
+                                                   for i in range(args.runs) if folder]
+        traces = [ctrace.read(p) for p in paths]
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
     sizes = traces[0].message_bytes
     meds = [medians(t) for t in traces]
     agreement = {}

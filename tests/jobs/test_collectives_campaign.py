@@ -133,3 +133,14 @@ def test_killed_then_resumed(tmp_path: Path) -> None:
     assert names == sorted(f"{r.run_id}.h5" for r in spec.runs)
     for r in spec.runs:
         assert ctrace.read(spec.output / r.trace).attrs["run_id"] == r.run_id
+
+
+def test_timing_mode_keeps_earlier_run_ids() -> None:
+    """--mode and --calls (issue 54) came after campaigns existed: at their defaults they stay
+    out of a run's id, so a resumed campaign finds its traces (this id is from before them)."""
+    from ksptrace.collectives.params import COLLECTIVE_PARAMS
+    from ksptrace.jobs.expand import run_id
+
+    params = {p.name: p.default for p in COLLECTIVE_PARAMS} | {"kind": "collectives"}
+    assert run_id(params, 2, 0, ()) == "e88cb7a6167c"
+    assert run_id(params | {"mode": "back-to-back"}, 2, 0, ()) != "e88cb7a6167c"
