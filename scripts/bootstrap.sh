@@ -141,7 +141,7 @@ if [ "$need_install" = 1 ]; then
   cp "$constraints" "$stamp"
 fi
 
-# The test command also builds the MPICH stack (about 3 minutes the first time, then instant), so
+# The test command also builds the MPICH stack (3 to 12 minutes the first time, then instant), so
 # that the collectives tests force and fingerprint MPICH's algorithms as well as Open MPI's.
 if [ "${1:-}" = "--test" ] && [ "${KSPTRACE_SKIP_MPICH:-0}" != 1 ]; then
   bash scripts/stack_mpich.sh > /dev/null

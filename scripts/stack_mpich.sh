@@ -47,7 +47,7 @@ sys.exit(("MPICH" not in MPI.Get_library_version()) or h5py.get_config().mpi)'
 if [ -f "$STAMP" ] && "$PY" -c "$check" 2>/dev/null; then
   echo "$PY"; exit 0
 fi
-say "building into $STACK (mpi4py $MPI4PY against MPICH ${VERSION:-?}, h5py $H5PY serial; about 2 minutes)"
+say "building into $STACK (mpi4py $MPI4PY against MPICH ${VERSION:-?}, h5py $H5PY serial; 3 to 12 minutes)"
 rm -rf "$VENV"; mkdir -p "$STACK"
 /usr/bin/python3 -m venv --system-site-packages "$VENV"
 numpy_pin=$("$PY" -c "import numpy; print(numpy.__version__)")

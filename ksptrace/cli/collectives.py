@@ -22,6 +22,7 @@ from ksptrace import escape
 from ksptrace.cli.common import add_params, output_target
 from ksptrace.collectives import algorithms as alg
 from ksptrace.collectives.params import (
+    BACK_TO_BACK_OPERATIONS,
     COLLECTIVE_PARAMS,
     POINT_TO_POINT,
     message_sizes,
@@ -164,8 +165,13 @@ def _main(args: argparse.Namespace) -> int:
     if op in POINT_TO_POINT and nprocs != 2:
         raise UsageError(f"--op {op} measures messages between two ranks; run it with "
                          f"--np 2 (got {nprocs} ranks)")
+    if values["mode"] == "back-to-back" and op not in BACK_TO_BACK_OPERATIONS:
+        raise UsageError(f"--mode back-to-back times {', '.join(sorted(BACK_TO_BACK_OPERATIONS))}"
+                         f" only, not {op}; use --mode per-call")
     check_memory(op, sizes[-1], nprocs, nprocs)
-    path = output_path(args.out, op, forcing, nprocs, sizes, values["repetitions"], args.tag)
+    back = f"b2b{values['calls']}" if values["mode"] == "back-to-back" else ""
+    path = output_path(args.out, op, forcing, nprocs, sizes, values["repetitions"],
+                       "_".join(filter(None, (back, args.tag))))
     publish.check_destination(path, args.overwrite)
     temporaries.sweep(path.parent)
     if args.np is not None and not launched:
@@ -201,7 +207,8 @@ def _run_here(values: dict[str, Any], forcing: alg.Forcing, sizes: tuple[int, ..
         settings = BenchSettings(
             operation=values["op"], sizes=sizes, repetitions=values["repetitions"],
             warmup=values["warmup"], forcing=forcing, out=path, overwrite=overwrite,
-            compute_seconds=values["compute_us"] * 1e-6, test_calls=values["test_calls"])
+            compute_seconds=values["compute_us"] * 1e-6, test_calls=values["test_calls"],
+            mode=values["mode"], calls=values["calls"])
         execute(settings, comm)
         if comm.Get_rank() == 0:
             note = f" ({forcing.note})" if forcing.note else ""

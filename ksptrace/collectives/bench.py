@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ksptrace.collectives import fallbacks
+from ksptrace.collectives import fallbacks, kernel, ompi_fixed
 from ksptrace.collectives.algorithms import OMPI_COLLECTIVE, Forcing
 from ksptrace.collectives.mpit import read_int_cvars
 from ksptrace.collectives.operations import (
@@ -71,6 +71,10 @@ class BenchSettings:
     """Local compute per repetition of ``iallreduce_overlap``."""
     test_calls: int = 0
     """MPI_Test calls spread through that compute (they let libnbc progress)."""
+    mode: str = "per-call"
+    """``per-call`` (barrier-separated, in Python) or ``back-to-back`` (C kernel)."""
+    calls: int = 1
+    """Back-to-back calls per repetition."""
 
 
 @dataclass(frozen=True)
@@ -178,6 +182,8 @@ def _measure(comm: Any, s: BenchSettings, wtime: Callable[[], float]) -> Timings
             both, alone, work, wrong = time_overlap(comm, prepared, compute, r, s.warmup,
                                                     wtime)
             seconds[j], comm_s[j], compute_s[j] = both, alone, work
+        elif s.mode == "back-to-back":
+            seconds[j], wrong = kernel.time_back_to_back(comm, prepared, s.calls, r, s.warmup)
         else:
             seconds[j], wrong = time_calls(comm, prepared, r, s.warmup, wtime)
         del prepared  # before the next size's buffers: one size's at a time (buffer_bytes)
@@ -213,7 +219,8 @@ def _attributes(s: BenchSettings, layout: Any, nprocs: int, start_utc: str,
         "repetitions": s.repetitions, "warmup": s.warmup, "values_checked": True,
         "min_bytes": int(min(s.sizes)), "max_bytes": int(max(s.sizes)),
         "compute_seconds_target": s.compute_seconds, "test_calls": s.test_calls,
-        "compute_units": compute_units,
+        "compute_units": compute_units, "timing_mode": s.mode,
+        "calls_per_repetition": s.calls if s.mode == "back-to-back" else 1,
         "local_reduce_seconds_per_byte": local_reduce_seconds_per_byte()
         if s.operation in REDUCING else None,
         "nprocs": nprocs, "n_nodes": len(set(layout.node_ids)),
@@ -271,6 +278,29 @@ def _held_mpich(forcing: Forcing) -> tuple[dict[str, int | None], KsptraceError 
     return held, None
 
 
+def what_ran(s: BenchSettings, nprocs: int, held: dict[str, int | None], library: str,
+             n_nodes: int = 1) -> tuple[dict[int, str] | None, str]:
+    """Message size -> the algorithm that ran (forced: by the library's fallback rules; not
+    forced: by Open MPI's fixed decision, where it applies), or None and why it is unknown."""
+    if s.forcing.forced:
+        return fallbacks.ran_per_size(s.forcing.library, s.operation, s.forcing.name, s.sizes,
+                                      nprocs, s.forcing.segment_bytes), ""
+    if s.operation != "allreduce" or nprocs < 2:
+        return None, ""
+    if s.forcing.library == "mpich":
+        return None, ("what ran is not known: MPICH's automatic choice (device collectives, "
+                      "JSON tuning files) is not reproduced by ksptrace")
+    if s.forcing.library != "openmpi":
+        return None, ""
+    if held.get("coll_tuned_use_dynamic_rules") != 0 or os.environ.get("OMPI_MCA_coll"):  # noqa: SIM112
+        return None, ("what ran is not known: Open MPI's dynamic rules or component selection "
+                      "are set in the environment, so its fixed decision may not apply")
+    why = ompi_fixed.fixed_applies(library, n_nodes)
+    if why is not None:
+        return None, f"what ran is not known: {why}"
+    return ompi_fixed.default_allreduce_ran(s.sizes, nprocs), ""
+
+
 def execute(s: BenchSettings, comm: Any) -> Path:
     """Collective over ``comm``: measure and write the trace; returns its path on every rank."""
     from mpi4py import MPI
@@ -283,10 +313,12 @@ def execute(s: BenchSettings, comm: Any) -> Path:
     timings = _measure(comm, s, MPI.Wtime)
     attrs = _attributes(s, layout, comm.Get_size(), start_utc, timings.compute_units)
     attrs["algorithm_held"] = json.dumps(held) if held else None
-    if s.forcing.forced:  # what ran at each message size, by the library's fallback rules
-        ran = fallbacks.ran_per_size(s.forcing.library, s.operation, s.forcing.name, s.sizes,
-                                     comm.Get_size(), s.forcing.segment_bytes)
+    ran, why_not = what_ran(s, comm.Get_size(), held, str(attrs["mpi_library"]),
+                            int(attrs["n_nodes"] or 1))
+    if ran is not None:
         attrs["algorithm_ran"] = json.dumps({str(k): v for k, v in ran.items()})
+    elif why_not:
+        attrs["algorithm_note"] = "; ".join(filter(None, (s.forcing.note, why_not)))
     if comm.Get_size() == 1 and s.forcing.forced:
         attrs["algorithm_note"] = ("P = 1: no algorithm applies (a one-rank collective is a "
                                    "local copy; Open MPI uses its self component)")

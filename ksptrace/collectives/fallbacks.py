@@ -9,9 +9,11 @@ rules (Open MPI 4.x and 5.x, ``ompi/mca/coll/base/coll_base_allreduce.c``):
 * ``ring`` (``ompi_coll_base_allreduce_intra_ring``): with fewer elements than ranks
   (``count < size``) it calls recursive doubling.
 * ``segmented_ring`` (``..._ring_segmented``): the segment holds ``segment_bytes / type size``
-  elements (all of them when the segment size is 0, or smaller than one element, or not
-  smaller than the message); with ``count < size * segcount`` it calls the plain ring, whose own
-  rule then applies. Without a segment size it is therefore always the plain ring.
+  elements, one more when the remainder exceeds half an element (``COLL_BASE_COMPUTED_SEGCOUNT``
+  in ``coll_base_functions.h``; all of them when the segment size is 0, or smaller than one
+  element, or not smaller than the message); with ``count < size * segcount`` it calls the
+  plain ring, whose own rule then applies. Without a segment size it is therefore always the
+  plain ring.
 * ``rabenseifner`` (``..._redscat_allgather``): with fewer elements than the largest power of
   two not above the communicator size (``count < pof2``), or a non-commutative operation, it
   calls basic linear.
@@ -51,7 +53,8 @@ def openmpi_allreduce(name: str, count: int, nprocs: int, type_bytes: int,
     if name == "segmented_ring":
         segcount = count
         if type_bytes <= segment_bytes < type_bytes * count:
-            segcount = segment_bytes // type_bytes
+            segcount, residual = divmod(segment_bytes, type_bytes)
+            segcount += residual > type_bytes // 2
         if count < nprocs * segcount:
             name = "ring"
     if name == "ring" and count < nprocs:

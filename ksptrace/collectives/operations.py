@@ -44,6 +44,8 @@ class Prepared:
     """None when the last call's output is right, else what is wrong."""
     start: Callable[[], Any] | None = None
     """A non-blocking operation's start alone: returns the request (``call`` also waits)."""
+    buffers: tuple[np.ndarray, np.ndarray] | None = None
+    """A reduction's send and receive buffers (what the C kernel is handed)."""
 
 
 def buffer_bytes(operation: str, nbytes: int, nprocs: int) -> int:
@@ -115,7 +117,7 @@ def prepare(operation: str, comm: Any, nbytes: int) -> Prepared:
             call = lambda: start().Wait()  # noqa: E731
         checks = rank == 0 or operation != "reduce"
         return Prepared(call, _filler(recv), (lambda: _mismatch(recv, expected, operation))
-                        if checks else _nothing, start)
+                        if checks else _nothing, start, (send, recv))
     if operation == "bcast":
         expected = _pattern(nbytes, 0)
         buf = expected.copy()

@@ -14,6 +14,10 @@ parameters between two ranks, ksptrace.collectives.plogp)."""
 POINT_TO_POINT = frozenset({"plogp"})
 """Operations that time messages between ranks 0 and 1, not a collective: no algorithm, P = 2."""
 DEFAULT_ALGORITHM = "default"
+TIMING_MODES = ("per-call", "back-to-back")
+"""How a repetition is timed: one barrier-separated call, or --calls calls back to back."""
+BACK_TO_BACK_OPERATIONS = frozenset({"allreduce"})
+"""Operations the C kernel times back to back."""
 
 COLLECTIVE_PARAMS: tuple[Param, ...] = (
     Param("op", str, "allreduce", "the collective", choices=OPERATIONS),
@@ -32,6 +36,11 @@ COLLECTIVE_PARAMS: tuple[Param, ...] = (
           minimum=0, maximum=1e6),
     Param("test_calls", int, 0, "iallreduce_overlap: MPI_Test calls spread through the "
           "compute (progress for libnbc)", minimum=0, maximum=1_000_000),
+    Param("mode", str, "per-call", "per-call: each call between barriers (what a Krylov "
+          "iteration pays); back-to-back: --calls calls between two clock reads, in C (the "
+          "standard benchmarks' figure; allreduce)", choices=TIMING_MODES),
+    Param("calls", int, 100, "back-to-back: calls per repetition", minimum=1,
+          maximum=100_000_000),
 )
 
 

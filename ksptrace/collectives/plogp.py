@@ -9,15 +9,18 @@ barrier-separated:
 
 - round trip: ``a`` sends m bytes, ``b`` returns them; RTT is ``a``'s elapsed time;
 - o_s(m): ``a`` times its send while ``b`` receives;
-- o_r(m): ``b`` sends; ``a`` waits 2 RTT + 20 us, so that the message has arrived when it can
-  (eager sizes), then times its receive (at rendezvous sizes this includes the transfer, as
-  PLogP's o_r does);
+- o_r(m): ``b`` sends; ``a`` waits 2 RTT + 20 us and then until MPI_Iprobe sees the message
+  (a sender descheduled on a shared machine is late, and its lateness is no overhead), then
+  times its receive (at rendezvous sizes this includes the transfer, as PLogP's o_r does);
 - g(m): ``a`` sends one message and then a burst of BURST back to back, each followed by a
   zero-byte acknowledgement from ``b``; g = (T_burst - T_one) / (BURST - 1), which cancels the
   latency and the acknowledgement.
 
-Both ranks take the measuring role in turn, so every per-rank array of the trace holds that
-rank's own measurements. Every received message is checked against the sender's pattern.
+In each repetition the round trip, o_s and o_r are timed INNER times one message at a time and
+the repetition keeps their median (a burst median: on a shared machine a rank descheduled for
+one message does not move it). Both ranks take the measuring role in turn, so every per-rank
+array of the trace holds that rank's own measurements. Every received message is checked
+against the sender's pattern.
 """
 
 from __future__ import annotations
@@ -30,8 +33,11 @@ import numpy as np
 
 from ksptrace.collectives.patterns import byte_pattern, first_difference
 
-BURST = 8
+BURST = 16
 """Messages in the burst that measures the gap."""
+INNER = 5
+"""Round trips, sends and receives timed one by one in each repetition; the repetition keeps
+their median (a rank descheduled during one of them does not move it)."""
 SETTLE = 20e-6
 """Seconds beyond two round trips that the receiver waits before timing o_r."""
 PARTS = ("send_overhead_seconds", "recv_overhead_seconds", "gap_seconds")
@@ -78,34 +84,40 @@ def time_plogp(comm: Any, nbytes: int, repetitions: int, warmup: int,
     for measurer in (0, 1):
         mine = rank == measurer
         for i in range(warmup + repetitions):
-            comm.Barrier()  # round trip
-            t0 = wtime()
-            if mine:
-                comm.Send(send, peer)
-                comm.Recv(recv, peer)
-            else:
-                comm.Recv(recv, peer)
-                comm.Send(send, peer)
-            rtt = wtime() - t0
-            received()
-            rtt = comm.bcast(rtt, root=measurer)
-            comm.Barrier()  # o_s
-            t0 = wtime()
-            if mine:
-                comm.Send(send, peer)
-                o_s = wtime() - t0
-            else:
-                comm.Recv(recv, peer)
-                received()
-            comm.Barrier()  # o_r
-            if mine:
-                _spin(wtime() + 2 * rtt + SETTLE, wtime)
+            trips, sends, recvs = (np.empty(INNER) for _ in range(3))
+            for k in range(INNER):  # round trips
+                comm.Barrier()
                 t0 = wtime()
-                comm.Recv(recv, peer)
-                o_r = wtime() - t0
-                received()
-            else:
-                comm.Send(send, peer)
+                if mine:
+                    comm.Send(send, peer)
+                    comm.Recv(recv, peer)
+                else:
+                    comm.Recv(recv, peer)
+                    comm.Send(send, peer)
+                trips[k] = wtime() - t0
+                received()  # checked after the clock read: the check is no part of the trip
+            rtt = comm.bcast(float(np.median(trips)), root=measurer)
+            for k in range(INNER):  # o_s
+                comm.Barrier()
+                t0 = wtime()
+                if mine:
+                    comm.Send(send, peer)
+                    sends[k] = wtime() - t0
+                else:
+                    comm.Recv(recv, peer)
+                    received()
+            for k in range(INNER):  # o_r: the message has arrived when the receive starts
+                comm.Barrier()
+                if mine:
+                    _spin(wtime() + 2 * rtt + SETTLE, wtime)
+                    while not comm.Iprobe(source=peer):  # a descheduled sender is late
+                        pass
+                    t0 = wtime()
+                    comm.Recv(recv, peer)
+                    recvs[k] = wtime() - t0
+                    received()
+                else:
+                    comm.Send(send, peer)
             burst = []
             for count in (1, BURST):  # the gap
                 comm.Barrier()
@@ -122,7 +134,8 @@ def time_plogp(comm: Any, nbytes: int, repetitions: int, warmup: int,
                 burst.append(wtime() - t0)
             if mine and i >= warmup:
                 k = i - warmup
-                kept["rtt"][k], kept["o_s"][k], kept["o_r"][k] = rtt, o_s, o_r
+                kept["rtt"][k], kept["o_s"][k] = rtt, float(np.median(sends))
+                kept["o_r"][k] = float(np.median(recvs))
                 kept["g"][k] = (burst[1] - burst[0]) / (BURST - 1)
     times = PLogPTimes(kept["rtt"] / 2, kept["o_s"], kept["o_r"], kept["g"])
     return times, wrong

@@ -34,6 +34,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -160,7 +161,28 @@ def _compile(cc: list[str], flags: list[str], folder: Path, stem: str,
         shutil.rmtree(build, ignore_errors=True)
 
 
-def _load_cached(folder: Path, stem: str) -> tuple[ctypes.CDLL, Path] | str | None:
+def _declare_monitor(lib: ctypes.CDLL) -> None:
+    lib.ksptrace_stamp_new.restype = _vp
+    lib.ksptrace_stamp_new.argtypes = [_vp, ctypes.c_double, _vp, _vp, _vp, _vp, _vp]
+    lib.ksptrace_stamp_target.restype = None
+    lib.ksptrace_stamp_target.argtypes = [_vp, _vp, _vp, _vp, ctypes.c_longlong,
+                                          ctypes.c_longlong]
+    lib.ksptrace_stamp_disable.restype = None
+    lib.ksptrace_stamp_disable.argtypes = [_vp, ctypes.c_longlong]
+    lib.ksptrace_stamp_bind.restype = None
+    lib.ksptrace_stamp_bind.argtypes = [_vp, _vp]
+    lib.ksptrace_stamp_serves.restype = ctypes.c_int
+    lib.ksptrace_stamp_serves.argtypes = [_vp, _vp]
+    lib.ksptrace_stamp_release.restype = None
+    lib.ksptrace_stamp_release.argtypes = [_vp]
+    lib.ksptrace_stamp_retain.restype = None
+    lib.ksptrace_stamp_retain.argtypes = [_vp]
+    lib.ksptrace_compiler.restype = ctypes.c_char_p
+    lib.ksptrace_compiler.argtypes = []
+
+
+def _load_cached(folder: Path, stem: str, declare: Callable[[ctypes.CDLL], None] = _declare_monitor
+                 ) -> tuple[ctypes.CDLL, Path] | str | None:
     """A verified library of ``stem`` in the private ``folder``; why the ones there are not
     (each is removed), or None when there is none."""
     bad = None
@@ -176,7 +198,7 @@ def _load_cached(folder: Path, stem: str) -> tuple[ctypes.CDLL, Path] | str | No
                     bad = f"{path.name}: its content is not what was built (corrupt)"
                 else:
                     lib = ctypes.CDLL(str(path))
-                    _declare(lib)
+                    declare(lib)
                     return lib, path
             except (OSError, AttributeError) as exc:
                 bad = f"{path.name}: {exc}"
@@ -201,26 +223,6 @@ def _address(function: Any) -> int:
     return value
 
 
-def _declare(lib: ctypes.CDLL) -> None:
-    lib.ksptrace_stamp_new.restype = _vp
-    lib.ksptrace_stamp_new.argtypes = [_vp, ctypes.c_double, _vp, _vp, _vp, _vp, _vp]
-    lib.ksptrace_stamp_target.restype = None
-    lib.ksptrace_stamp_target.argtypes = [_vp, _vp, _vp, _vp, ctypes.c_longlong,
-                                          ctypes.c_longlong]
-    lib.ksptrace_stamp_disable.restype = None
-    lib.ksptrace_stamp_disable.argtypes = [_vp, ctypes.c_longlong]
-    lib.ksptrace_stamp_bind.restype = None
-    lib.ksptrace_stamp_bind.argtypes = [_vp, _vp]
-    lib.ksptrace_stamp_serves.restype = ctypes.c_int
-    lib.ksptrace_stamp_serves.argtypes = [_vp, _vp]
-    lib.ksptrace_stamp_release.restype = None
-    lib.ksptrace_stamp_release.argtypes = [_vp]
-    lib.ksptrace_stamp_retain.restype = None
-    lib.ksptrace_stamp_retain.argtypes = [_vp]
-    lib.ksptrace_compiler.restype = ctypes.c_char_p
-    lib.ksptrace_compiler.argtypes = []
-
-
 def load_library(int_bytes: int, real_bytes: int) -> tuple[ctypes.CDLL, Path] | str:
     """The C monitor's library for these PETSc types and its file, built when missing, loaded
     only from a private folder (:mod:`ksptrace.harness.private_files`) and only when its
@@ -229,28 +231,38 @@ def load_library(int_bytes: int, real_bytes: int) -> tuple[ctypes.CDLL, Path] | 
     if isinstance(spec, str):
         return spec
     flags, stem = spec
+    return load_built(SOURCE, flags, stem, _declare_monitor, "the C monitor")
+
+
+def load_built(source: Path, flags: list[str], stem: str,
+               declare: Callable[[ctypes.CDLL], None], what: str
+               ) -> tuple[ctypes.CDLL, Path] | str:
+    """``source`` compiled with ``flags`` into a library named ``stem``-DIGEST.so in a private
+    cache folder (built when missing, its digest checked before each load) and loaded, its
+    functions typed by ``declare``; or why it cannot be had. ``stem`` must change with the
+    source and the flags (a hash of both)."""
     unsafe = []
     for folder in _folders():
         problem = private_files.private_folder(folder)
         if problem is not None:
             unsafe.append(problem)
             continue
-        found = _load_cached(folder, stem)
+        found = _load_cached(folder, stem, declare)
         if isinstance(found, tuple):
             return found
         cc = _compiler()
         if cc is None:
             return "no C compiler found ($CC, cc, gcc or clang)"
-        why = _compile(cc, flags, folder, stem)
+        why = _compile(cc, flags, folder, stem, source)
         if why is not None:
             return why
-        again = _load_cached(folder, stem)
+        again = _load_cached(folder, stem, declare)
         if not isinstance(again, tuple):
-            return f"the C monitor built in {folder} cannot be loaded ({again})"
+            return f"{what} built in {folder} cannot be loaded ({again})"
         if found is not None:
-            _notes.append(f"the cached C monitor was unusable ({found}); it was rebuilt")
+            _notes.append(f"the cached {what} was unusable ({found}); it was rebuilt")
         return again
-    return ("no private folder to build the C monitor in (" + "; ".join(unsafe)
+    return (f"no private folder to build {what} in (" + "; ".join(unsafe)
             + f"); set {CACHE_ENV} to a folder only you can write")
 
 

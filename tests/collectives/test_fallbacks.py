@@ -24,6 +24,8 @@ from tests.conftest import solver_env
     ("segmented_ring", 4096, 4, 4096, "segmented_ring"),  # 512 per segment, 4096 >= 4 * 512
     ("segmented_ring", 1000, 4, 4096, "ring"),   # 1000 < 4 * 512
     ("segmented_ring", 2, 3, 0, "recursive_doubling"),    # ring, then ring's own rule
+    ("segmented_ring", 381, 3, 1021, "ring"),    # 1021 B: 127 elements + 5 B > half: 128
+    ("segmented_ring", 381, 3, 1020, "segmented_ring"),   # 1020 B: 127 (4 B is not > half)
     ("rabenseifner", 3, 4, 0, "basic_linear"),   # count < pof2 = 4
     ("rabenseifner", 4, 4, 0, "rabenseifner"),
     ("rabenseifner", 1, 3, 0, "basic_linear"),   # pof2 of 3 is 2

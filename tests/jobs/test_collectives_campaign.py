@@ -50,7 +50,8 @@ def test_expansion_and_scripts(write_campaign: Callable[[str], Path]) -> None:
     (script,) = get_backend("slurm").render(spec, spec.runs[:1])
     assert (f"collectives --op allreduce --algorithm ring --segment-bytes 0 --min-bytes 1 "
             f"--max-bytes 64 --repetitions 2 --warmup 1 --compute-us 100.0 --test-calls 0 "
-            f"--out traces/{spec.runs[0].run_id}.h5 --overwrite") in script.text
+            f"--mode per-call --calls 100 --out traces/{spec.runs[0].run_id}.h5 "
+            "--overwrite") in script.text
 
 
 def test_bad_keys_and_algorithms(write_campaign: Callable[[str], Path]) -> None:
@@ -132,3 +133,14 @@ def test_killed_then_resumed(tmp_path: Path) -> None:
     assert names == sorted(f"{r.run_id}.h5" for r in spec.runs)
     for r in spec.runs:
         assert ctrace.read(spec.output / r.trace).attrs["run_id"] == r.run_id
+
+
+def test_timing_mode_keeps_earlier_run_ids() -> None:
+    """--mode and --calls (issue 54) came after campaigns existed: at their defaults they stay
+    out of a run's id, so a resumed campaign finds its traces (this id is from before them)."""
+    from ksptrace.collectives.params import COLLECTIVE_PARAMS
+    from ksptrace.jobs.expand import run_id
+
+    params = {p.name: p.default for p in COLLECTIVE_PARAMS} | {"kind": "collectives"}
+    assert run_id(params, 2, 0, ()) == "e88cb7a6167c"
+    assert run_id(params | {"mode": "back-to-back"}, 2, 0, ()) != "e88cb7a6167c"

@@ -14,16 +14,22 @@ from ksptrace.studies.collectives.pointtopoint import (
     PLogPModel,
     fit_plogp_model,
     logp_from_plogp,
+    robust_medians,
 )
 from ksptrace.studies.table import Table, map_cells, significant
 from ksptrace.trace.collectives import CollectiveTrace
 
 
 def _function(name: str, f: Piecewise) -> str:
-    parts = ", ".join(f"{s * 1e9:.3g} ns/B" for s in f.slopes)
-    where = (f" (breaks at {', '.join(f'{b} B' for b in f.breakpoints)})" if f.breakpoints
-             else "")
-    return f"{name}(m) = {f.intercept * 1e6:.3g} us + slopes {parts}{where}"
+    pieces = [f"{a * 1e6:.3g} us + {b * 1e9:.3g} ns/B" for a, b in zip(f.intercepts, f.slopes,
+                                                                      strict=True)]
+    if not f.breakpoints:
+        return f"{name}(m) = {pieces[0]} (no step)"
+    steps = ", ".join(f"{jump:+.0%} at {b} B" for b, jump in zip(f.breakpoints, f.jumps(),
+                                                                 strict=True))
+    return (f"{name}(m) = " + "; ".join(
+        f"{piece} from {lo} B" for piece, lo in zip(pieces, (1, *f.breakpoints), strict=True))
+        + f" (steps {steps})")
 
 
 def model_of(trace: CollectiveTrace) -> PLogPModel:
@@ -44,7 +50,7 @@ def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
             continue
         model = model_of(t)
         logp = logp_from_plogp(model)
-        med = {k: np.median(np.moveaxis(v, 0, 1).reshape(v.shape[1], -1), axis=1) * 1e6
+        med = {k: robust_medians(np.moveaxis(v, 0, 1).reshape(v.shape[1], -1)) * 1e6
                for k, v in (("rtt_half_us", t.seconds), *(
                    (k.replace("_seconds", "_us"), v) for k, v in t.parts.items()))}
         frame = pd.DataFrame({"bytes": t.message_bytes, **med})
@@ -57,7 +63,8 @@ def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
                  f"L/g = {logp.in_flight:.2g} messages in flight"
                  + (f" ({logp.note})" if logp.note else ""),
                  *((model.note,) if model.note else ()),
-                 "medians over repetitions, each rank measuring in turn")
+                 "medians over repetitions (each a median of 5 messages; repetitions more "
+                 "than 5 MADs slower than the median left out), each rank measuring in turn")
         library = str(t.attrs.get("mpi_library", "")).split("\n")[0].split(",")[0].strip()
         out.append(Table("collectives_plogp", f"PLogP between two ranks ({library})".replace(
             " ()", ""), frame, display=map_cells(frame, significant), notes=notes))

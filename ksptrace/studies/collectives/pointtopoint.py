@@ -8,8 +8,9 @@ measurements (the survey's section 3.1; Culler et al. 1993; Kielmann, Bal and Ve
   PLogP measurement at its smallest size.
 - **PLogP**: the overheads and the gap are functions of m: ``o_s(m)``, ``o_r(m)``, ``g(m)``,
   and a round trip takes ``2 (L + g(m))``. :func:`fit_plogp_model` fits each function as a
-  continuous piecewise-linear curve with breakpoints chosen from the measured sizes (the same
-  selection as ``models.fit_plogp``), and L from the round trip at the smallest size.
+  piecewise-linear curve with a step allowed at each breakpoint, the breakpoints chosen by the
+  data (``steps.fit_steps``: segmented regression, their number by an information criterion),
+  and L from the round trip at the smallest size.
 
 Pure: numpy arrays in, frozen dataclasses out.
 """
@@ -23,6 +24,7 @@ import numpy as np
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.collectives import models as cm
+from ksptrace.studies.collectives.steps import StepFit, fit_steps
 
 FLOOR = 1e-9
 """Seconds: a median overhead or gap at or below zero (a difference of two times that are
@@ -68,25 +70,8 @@ def fit_logp(sizes: np.ndarray, times: np.ndarray, word_bytes: int, o: float | N
                        c + extra * g, tolerance, note)
 
 
-@dataclass(frozen=True)
-class Piecewise:
-    """A continuous piecewise-linear function of the message size."""
-
-    intercept: float
-    slopes: tuple[float, ...]
-    breakpoints: tuple[int, ...]
-    fit: cm.ModelFit
-
-    def __call__(self, sizes: np.ndarray) -> np.ndarray:
-        m = np.asarray(sizes, np.float64)
-        return np.asarray(cm._pieces(m, tuple(map(float, self.breakpoints)))
-                          @ np.array([self.intercept, *self.slopes]))
-
-
-def _piecewise(sizes: np.ndarray, values: np.ndarray, max_breaks: int) -> Piecewise:
-    fit = cm.fit_plogp(sizes, values, max_breaks=max_breaks)
-    slopes = tuple(fit.params[f"slope_{i}"] for i in range(len(fit.breakpoints) + 1))
-    return Piecewise(fit.params["L"], slopes, fit.breakpoints, fit)
+Piecewise = StepFit
+"""PLogP's functions of m: piecewise linear, a step allowed at each break (``steps.py``)."""
 
 
 @dataclass(frozen=True)
@@ -102,7 +87,8 @@ class PLogPModel:
         return np.asarray(2 * (self.L + self.gap(sizes)))
 
 
-def _medians(values: np.ndarray, m: int, what: str) -> np.ndarray:
+def _medians(values: np.ndarray, m: int, what: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per size, the robust median and its relative standard error (None from one value)."""
     v = np.asarray(values, np.float64)
     if v.ndim == 1:
         v = v[:, None]
@@ -112,23 +98,47 @@ def _medians(values: np.ndarray, m: int, what: str) -> np.ndarray:
         raise AnalysisError(f"{what} must have one row per message size ({m}), got {v.shape}")
     if not np.isfinite(v).all():
         raise AnalysisError(f"{what} holds NaN or inf; drop the bad trace")
-    return np.asarray(np.median(v, axis=1))
+    med = robust_medians(v)
+    if v.shape[1] < 3:
+        return med, None
+    spread = 1.4826 * np.median(np.abs(v - med[:, None]), axis=1)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        rel = spread / np.abs(med) / np.sqrt(v.shape[1])
+    return med, np.where(np.isfinite(rel), rel, 1.0)
+
+
+REJECT_MADS = 5.0
+"""A repetition more than this many (scaled) median absolute deviations above its size's median
+is left out before the median is taken: disturbances on a shared machine only lengthen times."""
+
+
+def robust_medians(values: np.ndarray) -> np.ndarray:
+    """Per row, the median of the values left after rejecting the slow outliers."""
+    v = np.asarray(values, np.float64)
+    med = np.median(v, axis=1, keepdims=True)
+    spread = 1.4826 * np.median(np.abs(v - med), axis=1, keepdims=True)
+    kept = np.where(v <= med + REJECT_MADS * spread, v, np.nan)
+    return np.asarray(np.nanmedian(kept, axis=1))
 
 
 def fit_plogp_model(sizes: np.ndarray, half_round_trip: np.ndarray, send_overhead: np.ndarray,
                     recv_overhead: np.ndarray, gap: np.ndarray,
-                    max_breaks: int = 2) -> PLogPModel:
-    """PLogP from measurements per size ([M], [M, R] or [P, M, R]; medians are fitted)."""
+                    max_breaks: int = 4) -> PLogPModel:
+    """PLogP from measurements per size ([M], [M, R] or [P, M, R]; per size the median of the
+    repetitions left after rejecting slow outliers is fitted, each size weighted by the inverse
+    of its relative standard error when there are 3 or more repetitions)."""
     m = np.asarray(sizes, np.float64).ravel()
     if m.size < 3 or np.unique(m).size != m.size:
         raise AnalysisError("PLogP needs at least 3 distinct message sizes; measure more")
     order = np.argsort(m)
     m = m[order]
-    med = {name: _medians(v, m.size, name)[order] for name, v in (
+    summary = {name: _medians(v, m.size, name) for name, v in (
         ("half_round_trip", half_round_trip), ("send_overhead", send_overhead),
         ("recv_overhead", recv_overhead), ("gap", gap))}
+    med = {k: v[0][order] for k, v in summary.items()}
+    errors = {k: None if v[1] is None else v[1][order] for k, v in summary.items()}
     floored = [k for k, v in med.items() if (v <= FLOOR).any()]
-    fits = {k: _piecewise(m, np.maximum(med[k], FLOOR), max_breaks)
+    fits = {k: fit_steps(m, np.maximum(med[k], FLOOR), max_breaks, rel_errors=errors[k])
             for k in ("send_overhead", "recv_overhead", "gap")}
     latency = float(med["half_round_trip"][0] - fits["gap"](m[:1])[0])
     notes = [f"{', '.join(floored)} at or below zero at some sizes, fitted as {FLOOR:g} s"

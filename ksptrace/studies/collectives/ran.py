@@ -15,6 +15,9 @@ from collections.abc import Sequence
 
 from ksptrace.trace.collectives import CollectiveTrace
 
+DEFAULT = "default"
+"""The algorithm name of a run that forced nothing."""
+
 
 def ran_at(t: CollectiveTrace) -> dict[int, str]:
     """Message size in bytes -> the algorithm that ran (the forced one when not recorded)."""
@@ -30,8 +33,9 @@ def ran_at(t: CollectiveTrace) -> dict[int, str]:
 
 def labels(t: CollectiveTrace, forced_label: str) -> list[str]:
     """One label per message size: ``forced_label`` where the forced algorithm ran, else the
-    name of the one that ran (with the trace's test-call suffix, if any)."""
-    suffix = forced_label[forced_label.find("/test"):] if "/test" in forced_label else ""
+    name of the one that ran (with the trace's test-call and timing-mode suffixes, if any)."""
+    suffix = "".join("/" + part for part in forced_label.split("/")[1:]
+                     if part.startswith(("test", "back-to-back")))
     return [forced_label if ran == t.algorithm else ran + suffix
             for ran in ran_at(t).values()]
 
@@ -43,18 +47,22 @@ def merge_notes(traces: Sequence[CollectiveTrace]) -> list[str]:
         for size, ran in ran_at(t).items():
             if ran != t.algorithm:
                 found.setdefault((t.operation, t.nprocs, t.algorithm, ran), []).append(size)
-    return [f"{op} at P = {p}: the forced {forced} ran {ran} at {min(s)}-{max(s)} B (the "
-            f"library's fallback); those runs are counted as {ran}"
+    return [(f"{op} at P = {p}: the default (the library's own choice) ran {ran} at "
+             f"{min(s)}-{max(s)} B; those runs are counted as {ran}") if forced == DEFAULT else
+            (f"{op} at P = {p}: the forced {forced} ran {ran} at {min(s)}-{max(s)} B (the "
+             f"library's fallback); those runs are counted as {ran}")
             for (op, p, forced, ran), s in sorted(found.items())]
 
 
+
 FALLBACK_NUMBERS: dict[tuple[str, str], dict[str, int]] = {
-    ("openmpi", "allreduce"): {"basic_linear": 1, "recursive_doubling": 3, "ring": 4},
+    ("openmpi", "allreduce"): {"basic_linear": 1, "nonoverlapping": 2, "recursive_doubling": 3,
+                               "ring": 4, "segmented_ring": 5, "rabenseifner": 6},
     ("mpich", "allreduce"): {"recursive_doubling": 3},
 }
-"""The algorithm numbers of the fallbacks' targets: Open MPI 4.x/5.x's coll_tuned allreduce
-enumeration (``ompi_info --param coll tuned --level 9``: 1 basic_linear, 3 recursive_doubling,
-4 ring) and MPICH 4's MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM values (3 recursive_doubling)."""
+"""The algorithm numbers of what a fallback or a default run ran: Open MPI 4.x/5.x's coll_tuned
+allreduce enumeration (``ompi_info --param coll tuned --level 9``) and MPICH 4's
+MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM values (3 recursive_doubling)."""
 
 
 def ran_number(library: str, operation: str, name: str) -> int | None:

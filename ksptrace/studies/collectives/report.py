@@ -20,6 +20,8 @@ import pandas as pd
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.collectives import models as cm
 from ksptrace.studies.collectives import ran
+from ksptrace.studies.collectives.labels import TIMING_NOTE, timing_of
+from ksptrace.studies.collectives.labels import label as _label
 from ksptrace.studies.collectives.p2p_table import plogp_tables
 from ksptrace.studies.collectives.segment_table import segment_table
 from ksptrace.studies.decisions.grouping import Run
@@ -46,12 +48,6 @@ class CollectivesReport:
     """(collective, Open MPI dynamic rules file text) deciding like the best-algorithm map."""
 
 
-def _label(t: CollectiveTrace) -> str:
-    seg = int(t.attrs.get("segment_bytes", 0) or 0)
-    tests = int(t.attrs.get("test_calls", 0) or 0) if t.comm_seconds is not None else 0
-    return t.algorithm + (f"/seg{seg}" if seg else "") + (f"/test{tests}" if tests else "")
-
-
 def curves(traces: Sequence[CollectiveTrace]) -> pd.DataFrame:
     """One row per trace and message size: median, min and 90th percentile call time."""
     rows = []
@@ -61,6 +57,7 @@ def curves(traces: Sequence[CollectiveTrace]) -> pd.DataFrame:
             med = float(np.median(calls[j]))
             rows.append({
                 "trace": i, "op": t.operation, "algorithm": _label(t), "P": t.nprocs,
+                "timing": timing_of(t),
                 "bytes": int(m), "median_us": med * 1e6, "min_us": float(calls[j].min()) * 1e6,
                 "p90_us": float(np.quantile(calls[j], 0.9)) * 1e6,
                 "MB_per_s": m / med / 1e6 if m else np.nan,
@@ -308,7 +305,7 @@ def ompi_rules_files(traces: Sequence[CollectiveTrace]) -> tuple[tuple[str, str]
             p += [t.nprocs] * med.size
             m += [int(x) for x in t.message_bytes]
             # what ran: its own number where a trace forced it, else the forced one (same code)
-            label += [own if r == t.algorithm else named.get(r, own.partition("/")[0])
+            label += [own if r == t.algorithm else named.get(r) or _number_of(t, r, own)
                       for r in ran.ran_at(t).values()]
             sec += list(med)
         try:
@@ -321,14 +318,25 @@ def ompi_rules_files(traces: Sequence[CollectiveTrace]) -> tuple[tuple[str, str]
     return tuple(out)
 
 
+def _number_of(t: CollectiveTrace, ran_name: str, own: str) -> str:
+    """The number under which the algorithm that ran is forced (the trace's own number, 0 for
+    a default run, when the library's numbering is not known)."""
+    number = ran.ran_number(str(t.attrs.get("mpi_flavor", "openmpi")), t.operation, ran_name)
+    return own.partition("/")[0] if number is None else str(number)
+
+
 def decision_runs(trace: CollectiveTrace, path: str = "") -> list[Run]:
     """One ``ksptrace decide`` run per message size: axes ``nprocs`` and ``bytes``, methods
     ``algorithm`` (the library's number) or ``algorithm_name``, the time the median call time.
-    Each size is labelled by the algorithm that ran there (``algorithm_ran``), with its number.
+    Each size is labelled by the algorithm that ran there (``algorithm_ran``; a ``default`` run
+    by what the library chose), with its number; a segmented algorithm that ran segmented is
+    ``NUMBER/segBYTES``, so that the fastest segment size wins each cell and reaches the rules
+    file and the generated code.
     The operation is the run's ``problem``, so that each collective forms its own map."""
     calls = np.median(trace.call_seconds(), axis=1)
     library = str(trace.attrs.get("mpi_flavor", "openmpi"))
     base = {**trace.attrs, "problem": trace.operation, "nprocs": trace.nprocs}
+    seg = int(trace.attrs.get("segment_bytes", 0) or 0)
     runs = []
     for m, c, name, ran_name in zip(trace.message_bytes, calls, ran.labels(trace, _label(trace)),
                                     ran.ran_at(trace).values(), strict=True):
@@ -336,6 +344,8 @@ def decision_runs(trace: CollectiveTrace, path: str = "") -> list[Run]:
         if ran_name != trace.algorithm:
             number = ran.ran_number(library, trace.operation, ran_name)
             attrs["algorithm"] = number if number is not None else ran_name
+        elif seg:  # each segment size its own method: the map keeps the fastest per cell
+            attrs["algorithm"] = f"{int(trace.attrs.get('algorithm', 0) or 0)}/seg{seg}"
         runs.append(Run(attrs, float(c), path))
     return runs
 
@@ -355,7 +365,8 @@ def build(traces: Sequence[CollectiveTrace]) -> CollectivesReport:
              "marked *): those times include waiting for a core"] if over else []
     notes += ran.merge_notes(traces)
     tables = (
-        Table("collectives_curves", "Latency and bandwidth per algorithm", frame),
+        Table("collectives_curves", "Latency and bandwidth per algorithm", frame,
+              notes=(TIMING_NOTE,)),
         Table("collectives_best", "Fastest algorithm per (P, message size)", best,
               notes=("margin: how much slower the runner-up is",)),
         Table("collectives_models", "Hockney, LogGP and PLogP fits", model_fits(traces),

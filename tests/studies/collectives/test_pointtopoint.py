@@ -42,7 +42,9 @@ def test_plogp_recovers_overheads_gap_and_latency(noise: float) -> None:
     tol = 1e-6 if noise == 0 else noise / 2
     for name, (c, s0, s1) in TRUE.items():
         f = getattr(model, name)
-        assert f.breakpoints == (int(SWITCH),), name
+        # a kink without a step: 4096 lies on both lines, so the second piece starts there or
+        # at the next size (the fit allows steps since issue 54)
+        assert f.breakpoints in ((int(SWITCH),), (int(2 * SWITCH),)), name
         assert f(SIZES) == pytest.approx(_piece(SIZES, c, s0, s1), rel=tol), name
         assert f.intercept == pytest.approx(c, rel=tol), name
         assert f.slopes[1] == pytest.approx(s1, rel=tol), name
