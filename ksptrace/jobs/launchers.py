@@ -56,12 +56,18 @@ class MpiexecLauncher(Launcher):
 class PbsMpiexecLauncher(Launcher):
     """The MPI library's launcher told the allocation by hand: ``-n`` and the host file PBS
     writes (``$PBS_NODEFILE``, one line per MPI process). Needed where the MPI library has no
-    PBS (tm) support, such as Debian's Open MPI, and harmless where it has. PBS's default."""
+    PBS (tm) support, such as Debian's Open MPI, and harmless where it has. PBS's default.
+
+    Open MPI 4 gives a host named once in a host file as many slots as it has cores, so with
+    one process per node (``mpiprocs=1``) it put both ranks of a 2-node run on the first node;
+    ``orte_set_default_slots=none`` makes every line one slot, as PBS means it (MPICH ignores
+    the variable)."""
 
     name = "pbs-mpiexec"
 
     def command(self, nprocs: int, sched: SchedulerSpec) -> list[str]:
-        return ["mpiexec", "-n", str(nprocs), "-hostfile", JobVariable("PBS_NODEFILE")]
+        return ["env", "OMPI_MCA_orte_set_default_slots=none", "mpiexec", "-n", str(nprocs),
+                "-hostfile", JobVariable("PBS_NODEFILE")]
 
 
 class HarnessLauncher(Launcher):

@@ -79,8 +79,9 @@ def test_pbs_directives() -> None:
                  'cd "$PBS_O_WORKDIR" || exit 1'):
         assert line in text
     # Debian's Open MPI has no PBS (tm) support: the allocation is passed by hand
-    assert any(ln.strip().startswith('cmd=(mpiexec -n 128 -hostfile "$PBS_NODEFILE" ksptrace run')
-               for ln in text)
+    assert any(ln.strip().startswith(
+        'cmd=(env OMPI_MCA_orte_set_default_slots=none mpiexec -n 128 -hostfile "$PBS_NODEFILE" '
+        "ksptrace run") for ln in text)
 
 
 def test_pbs_single_run_is_not_an_array(tmp_path: Path) -> None:

@@ -50,6 +50,8 @@ class PbsBackend(Backend):
         lines += ["-j oe", f"-o {LOGS_DIR}/"]
         if s.exclusive:
             lines.append("-l place=scatter:excl")
+        elif nodes > 1:  # else PBS may pack the chunks onto one host (place=free, tested)
+            lines.append("-l place=scatter")
         lines += s.site_lines("pbs")
         return ["#PBS " + line for line in lines]
 
