@@ -88,6 +88,13 @@ check_machine() {
     cannot "cannot create UTS and mount namespaces inside a network namespace: ${why:-unshare failed}"
   fi
   ip netns del "$probe"
+  local d=$HOMES
+  while [ "$d" != / ] && [ -n "$d" ]; do  # pbs_mom refuses such a PBS_HOME
+    if [ -e "$d" ] && [ -n "$(find "$d" -maxdepth 0 -perm -0002 2>/dev/null)" ]; then
+      die "$d is world-writable: pbs_mom refuses a PBS_HOME under it; set KSPTRACE_PBS_HOME to a private path such as /var/spool/pbs-ksptrace"
+    fi
+    d=$(dirname "$d")
+  done
   [[ "$NET" =~ ^(10\.[0-9]+\.[0-9]+|192\.168\.[0-9]+|172\.(1[6-9]|2[0-9]|3[01])\.[0-9]+)$ ]] ||
     die "KSPTRACE_PBS_NET=$NET is not the start of a private /24 (10.x.y, 172.16-31.y, 192.168.y)"
 }
@@ -235,7 +242,7 @@ last_line() { tr -d '\r' < "$1" 2>/dev/null | grep -v '^[[:space:]]*$' | tail -n
 
 # On the head itself: only root of the server's host manages the server at first.
 qmgr_head() { on_host head "$PREFIX/bin/qmgr" -c "$1" > "$DIR/log/qmgr.out" 2>&1 < /dev/null ||
-  cannot "qmgr -c '$1' failed: $(last_line "$DIR/log/qmgr.out")"; }
+  cannot "qmgr -c '$1' failed: $(head -n 1 "$DIR/log/qmgr.out" | sed 's/^qmgr obj=[^:]*: //')"; }
 
 configure_server() {  # K
   local k=$1 i

@@ -254,3 +254,32 @@ def test_stop_leaves_nothing(pbs: dict[str, str]) -> None:
     stop = _script("stop")
     assert stop.returncode == 0, stop.stderr
     assert leftovers() == []
+
+
+def test_a_failed_start_leaves_nothing(pbs: dict[str, str]) -> None:
+    """A start that fails after the network and the head are up (qmgr refuses a bad ncpus)
+    says why in one line, exits 3 ("cannot run here"), and stops what it started."""
+    proc = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True,
+                          check=False, timeout=300, env={**os.environ, "KSPTRACE_PBS_CPUS": "many"})
+    assert proc.returncode == CANNOT_RUN, proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
+    assert errors == ["pbs-local: error: qmgr -c 'set node pbsnode1 resources_available.ncpus = "
+                      "many' failed: Illegal attribute or resource value "
+                      "resources_available.ncpus"], proc.stderr
+    assert leftovers() == []
+
+
+def test_a_world_writable_pbs_home_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("pbs-local.sh start needs root")
+    home = tmp_path / "open" / "pbs"
+    home.parent.mkdir()
+    home.parent.chmod(0o777)
+    proc = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True,
+                          check=False, timeout=300,
+                          env={**os.environ, "KSPTRACE_PBS_HOME": str(home)})
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        f"pbs-local: error: {home.parent} is world-writable: pbs_mom refuses a PBS_HOME under "
+        "it; set KSPTRACE_PBS_HOME to a private path such as /var/spool/pbs-ksptrace")
+    assert not home.exists()
