@@ -149,7 +149,10 @@ remove_network() {
 write_config() {  # K
   local k=$1 h
   mkdir -p "$DIR/bin" "$DIR/log" "$HOMES"
-  chmod 0755 "$HOMES"
+  # root runs the wrappers written here: a folder another user made first is refused
+  [ -O "$DIR" ] && [ -O "$DIR/bin" ] ||
+    die "$DIR is not owned by $(id -un); remove it or set KSPTRACE_PBS_DIR to a folder of yours"
+  chmod 0755 "$DIR" "$DIR/bin" "$HOMES"
   {
     echo "127.0.0.1 localhost"
     echo "$NET.1 $(hostname)"
