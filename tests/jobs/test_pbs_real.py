@@ -26,7 +26,7 @@ from tests.jobs.test_analysis_jobs import FAST, traces
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "pbs-local.sh"
-PBS_DIR = "/tmp/ksptrace-pbs"
+PBS_HOME = "/var/spool/pbs-ksptrace"
 CANNOT_RUN = 3
 PORTS = (15001, 15002, 15003, 15004, 15007, 17001)
 """pbs_server, pbs_mom (2), pbs_sched, PostgreSQL and pbs_comm."""
@@ -48,12 +48,16 @@ def leftovers() -> list[str]:
     links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=False)
     found += [f"link {ln.split(':')[1].strip()}" for ln in links.stdout.splitlines()
               if "ksppbs0" in ln or "ksppveth" in ln]
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ksptrace"
     for proc in Path("/proc").iterdir():
         try:
             cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            exe = os.readlink(proc / "exe")
         except OSError:
             continue
-        if "openpbs-" in cmd or "pbs-ksptrace" in cmd or "pbs_" in cmd.split(" ")[0]:
+        # a PBS daemon or client of the build, or PBS's PostgreSQL (its data in PBS_HOME); not
+        # a build of PBS that runs at the same time
+        if exe.startswith(f"{cache}/openpbs-") or PBS_HOME in cmd:
             found.append(f"process {proc.name}: {cmd.strip()}")
     ss = subprocess.run(["ss", "-Htln"], capture_output=True, text=True, check=False).stdout
     found += [f"port {ln.split()[3]}" for ln in ss.splitlines()
