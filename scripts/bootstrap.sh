@@ -146,3 +146,17 @@ fi
 if [ "${1:-}" = "--test" ] && [ "${KSPTRACE_SKIP_MPICH:-0}" != 1 ]; then
   bash scripts/stack_mpich.sh > /dev/null
 fi
+
+# The test command also builds OpenPBS from the vendored source into ~/.cache/ksptrace (about 5
+# minutes of make the first time, then instant), so that the PBS tests run against a real
+# server (scripts/pbs-local.sh). Where it cannot be built here (not root, the source missing),
+# those tests skip with the reason; their fixture would otherwise build it on first use.
+if [ "${1:-}" = "--test" ] && [ "${KSPTRACE_SKIP_PBS:-0}" != 1 ]; then
+  rc=0
+  bash scripts/pbs-local.sh build > /dev/null || rc=$?
+  if [ "$rc" = 3 ]; then
+    echo "bootstrap: OpenPBS cannot be built here (above); the PBS tests will skip" >&2
+  elif [ "$rc" != 0 ]; then
+    exit "$rc"
+  fi
+fi

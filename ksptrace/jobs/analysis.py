@@ -130,11 +130,11 @@ def prepare(backend: str, folder: Path, traces: Sequence[str], task_argv: Sequen
         return AnalysisJobs(folder, tuple(paths), merge_path)
     ids = []
     for p in paths:
-        cmd = ["sbatch", "--parsable", str(p)] if backend == "slurm" else ["qsub", str(p)]
+        cmd = ["sbatch", "--parsable", str(p)] if backend == "slurm" else ["qsub", "-V", str(p)]
         ids.append(_submit(cmd, folder))
     if backend == "slurm":
         cmd = ["sbatch", "--parsable", f"--dependency=afterany:{':'.join(ids)}", str(merge_path)]
     else:
-        cmd = ["qsub", "-W", "depend=afterany:" + ":".join(ids), str(merge_path)]
+        cmd = ["qsub", "-V", "-W", "depend=afterany:" + ":".join(ids), str(merge_path)]
     ids.append(_submit(cmd, folder))
     return AnalysisJobs(folder, tuple(paths), merge_path, tuple(ids))

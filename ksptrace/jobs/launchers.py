@@ -4,11 +4,22 @@ from __future__ import annotations
 
 import abc
 import os
+import re
 from typing import ClassVar
 
 from ksptrace.errors import CampaignError
 from ksptrace.harness.launch import MpiExec, find_mpiexec, is_root
 from ksptrace.jobs.spec import SchedulerSpec
+
+
+class JobVariable(str):
+    """A word of a launcher's command that the job script takes from its environment: the
+    script writes it as ``"$NAME"`` (the variable's value, one word), never quoted away."""
+
+    def __new__(cls, name: str) -> JobVariable:
+        if not re.fullmatch(r"[A-Z_][A-Z0-9_]*", name):
+            raise CampaignError(f"{name!r} is not an environment variable name")
+        return super().__new__(cls, name)
 
 
 class Launcher(abc.ABC):
@@ -42,6 +53,23 @@ class MpiexecLauncher(Launcher):
         return ["mpiexec", "-n", str(nprocs)]
 
 
+class PbsMpiexecLauncher(Launcher):
+    """The MPI library's launcher told the allocation by hand: ``-n`` and the host file PBS
+    writes (``$PBS_NODEFILE``, one line per MPI process). Needed where the MPI library has no
+    PBS (tm) support, such as Debian's Open MPI, and harmless where it has. PBS's default.
+
+    Open MPI 4 gives a host named once in a host file as many slots as it has cores, so with
+    one process per node (``mpiprocs=1``) it put both ranks of a 2-node run on the first node;
+    ``orte_set_default_slots=none`` makes every line one slot, as PBS means it (MPICH ignores
+    the variable)."""
+
+    name = "pbs-mpiexec"
+
+    def command(self, nprocs: int, sched: SchedulerSpec) -> list[str]:
+        return ["env", "OMPI_MCA_orte_set_default_slots=none", "mpiexec", "-n", str(nprocs),
+                "-hostfile", JobVariable("PBS_NODEFILE")]
+
+
 class HarnessLauncher(Launcher):
     """``ksptrace run --np P``: the harness starts mpiexec itself (OpenMPI or MPICH, with
     ``--oversubscribe``/``--allow-run-as-root`` when needed). The local backend's launcher."""
@@ -73,7 +101,8 @@ class LocalMpiexecLauncher(Launcher):
 
 LAUNCHERS: dict[str, type[Launcher]] = {
     cls.name: cls
-    for cls in (SrunLauncher, MpiexecLauncher, HarnessLauncher, LocalMpiexecLauncher)
+    for cls in (SrunLauncher, MpiexecLauncher, PbsMpiexecLauncher, HarnessLauncher,
+                LocalMpiexecLauncher)
 }
 
 

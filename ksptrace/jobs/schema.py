@@ -65,7 +65,8 @@ SCHEDULER_KEYS: tuple[Param, ...] = (
     Param("cores_per_node", int, None, "cores requested per node (PBS ncpus); ranks_per_node "
           "when unset", minimum=1),
     Param("exclusive", bool, True, "reserve whole nodes, so other jobs do not disturb timings"),
-    Param("launcher", str, None, "srun or mpiexec (srun on Slurm, mpiexec on PBS when unset)"),
+    Param("launcher", str, None, "srun, mpiexec or pbs-mpiexec (srun on Slurm, pbs-mpiexec: "
+          "mpiexec -n P -hostfile $PBS_NODEFILE, on PBS when unset)"),
     Param("mpi", str, "pmix", "the srun --mpi plugin (pmix: pmi2 fails with Debian's OpenMPI)"),
     Param("max_parallel", int, None, "most array tasks running at once (unlimited when unset)",
           minimum=1),

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ksptrace import escape
-from ksptrace.jobs.launchers import Launcher
+from ksptrace.jobs.launchers import JobVariable, Launcher
 from ksptrace.jobs.spec import PROGRAM, CampaignSpec, RunSpec
 
 
@@ -41,7 +41,9 @@ def _comment(text: str) -> str:
 
 
 def quote_args(args: Sequence[str]) -> str:
-    return " ".join(escape.shell_word(a) for a in args)
+    """Shell words: each argument quoted, except a :class:`JobVariable`, written ``"$NAME"``."""
+    return " ".join(f'"${a}"' if isinstance(a, JobVariable) else escape.shell_word(a)
+                    for a in args)
 
 
 def task_command(spec: CampaignSpec, run: RunSpec, launcher: Launcher) -> list[str]:

@@ -45,7 +45,7 @@ from tests.docs import ahead
 ROOT = Path(__file__).resolve().parents[2]
 SMALL = Path(__file__).resolve().parent / "small"
 COPIED = ("examples", "scripts", "Makefile", "pyproject.toml", ".gitignore")
-CANNOT_RUN = 3  # scripts/slurm-local.sh and scripts/cluster-local.sh: "cannot run here"
+CANNOT_RUN = 3  # scripts/slurm-local.sh, cluster-local.sh and pbs-local.sh: "cannot run here"
 BLOCK_TIMEOUT = 900.0
 
 
@@ -122,7 +122,7 @@ def _run(example: Example, argv: list[str]) -> None:
     if proc.returncode == 0:
         _dirt(example)
         return
-    why = re.search(r"^(?:(?:cluster|slurm)-local: error:|demo-page:) (.*)$", proc.stderr,
+    why = re.search(r"^(?:(?:cluster|slurm|pbs)-local: error:|demo-page:) (.*)$", proc.stderr,
                     re.MULTILINE)
     if proc.returncode == CANNOT_RUN and why:
         raise SkipTest(f"{_where(example)}: {why.group(1)}")

@@ -78,7 +78,10 @@ def test_pbs_directives() -> None:
                  "#PBS -l filesystems=home:grand",
                  'cd "$PBS_O_WORKDIR" || exit 1'):
         assert line in text
-    assert any(ln.strip().startswith("cmd=(mpiexec -n 128 ksptrace run") for ln in text)
+    # Debian's Open MPI has no PBS (tm) support: the allocation is passed by hand
+    assert any(ln.strip().startswith(
+        'cmd=(env OMPI_MCA_orte_set_default_slots=none mpiexec -n 128 -hostfile "$PBS_NODEFILE" '
+        "ksptrace run") for ln in text)
 
 
 def test_pbs_single_run_is_not_an_array(tmp_path: Path) -> None:
@@ -100,7 +103,12 @@ def test_rendering_is_pure() -> None:
 
 FAKE_LAUNCHER = """#!/bin/bash
 while [ $# -gt 0 ]; do
-  case "$1" in --mpi=*) shift ;; --ntasks|--nodes|-n) shift 2 ;; *) break ;; esac
+  case "$1" in
+    --mpi=*) shift ;;
+    --ntasks|--nodes|-n) shift 2 ;;
+    -hostfile) [ -r "$2" ] || { echo "fake launcher: no host file '$2'" >&2; exit 9; }; shift 2 ;;
+    *) break ;;
+  esac
 done
 exec "$@"
 """
@@ -160,13 +168,15 @@ def test_hostile_strings_reach_the_run_verbatim(tmp_path: Path, backend: str) ->
         (bindir / name).write_text(FAKE_LAUNCHER)
         (bindir / name).chmod(stat.S_IRWXU)
     argv_out = tmp_path / "argv.jsonl"
+    nodefile = tmp_path / "node file $(touch PWNED)"  # PBS's host file, one word however named
+    nodefile.write_text("node1\n")
     for script in scripts:
         for index, run in enumerate(script.runs):
             env = {**os.environ, "PATH": f"{bindir}:{os.environ['PATH']}",
                    "ARGV_OUT": str(argv_out), "SLURM_ARRAY_TASK_ID": str(index),
                    "SLURM_SUBMIT_DIR": str(spec.output), "SLURM_ARRAY_JOB_ID": "77",
                    "PBS_ARRAY_INDEX": str(index), "PBS_O_WORKDIR": str(spec.output),
-                   "PBS_JOBID": "77[1].server"}
+                   "PBS_JOBID": "77[1].server", "PBS_NODEFILE": str(nodefile)}
             proc = subprocess.run(["bash", str(spec.output / script.path), str(index)], env=env,
                                   cwd=work, capture_output=True, text=True, check=False)
             assert proc.returncode == 0, proc.stderr

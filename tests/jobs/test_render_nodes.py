@@ -57,6 +57,8 @@ def test_pbs_select_per_shape() -> None:
     texts = [s.text.splitlines() for s in get_backend("pbs").render(spec, spec.runs)]
     assert [[ln for ln in t if ln.startswith("#PBS -l select")] for t in texts] == [
         [f"#PBS -l select=2:ncpus=2:mpiprocs={r}"] for r in (1, 2, 4)]
+    # one chunk per host: without it PBS packed a select=2 onto one node that had room
+    assert all("#PBS -l place=scatter" in t for t in texts)
 
 
 def test_plan_flags_oversubscribed_runs() -> None:

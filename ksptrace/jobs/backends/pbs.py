@@ -1,10 +1,13 @@
 """The PBS Pro / OpenPBS backend: ``-l select``, ``-J`` arrays, ``-j oe``, qsub.
 
 Arrays are split like Slurm's, at most ``max_array_size`` subjobs each (PBS's server attribute
-of the same name)."""
+of the same name). ``qsub -V`` passes the submitting environment into the job, as ``sbatch``
+does by default. Whether a job or subjob still waits or runs is read from ``qstat -f -F json``
+(``-t`` lists an array's subjobs, finished ones in state X)."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -30,7 +33,7 @@ def flavour(array: bool) -> TaskFlavour:
 
 class PbsBackend(Backend):
     name = "pbs"
-    default_launcher = "mpiexec"
+    default_launcher = "pbs-mpiexec"
     submit_program = "qsub"
 
     def directives(self, spec: CampaignSpec, nodes: int, runs: Sequence[RunSpec]) -> list[str]:
@@ -47,6 +50,8 @@ class PbsBackend(Backend):
         lines += ["-j oe", f"-o {LOGS_DIR}/"]
         if s.exclusive:
             lines.append("-l place=scatter:excl")
+        elif nodes > 1:  # else PBS may pack the chunks onto one host (place=free, tested)
+            lines.append("-l place=scatter")
         lines += s.site_lines("pbs")
         return ["#PBS " + line for line in lines]
 
@@ -63,7 +68,7 @@ class PbsBackend(Backend):
                progress: Progress | None = None) -> list[str]:
         jobs = []
         for script in scripts:
-            proc = subprocess.run(["qsub", script.path], cwd=spec.output, capture_output=True,
+            proc = subprocess.run(["qsub", "-V", script.path], cwd=spec.output, capture_output=True,
                                   text=True, check=False, env=without_mpi_runtime())
             if proc.returncode != 0:
                 why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
@@ -79,16 +84,58 @@ class PbsBackend(Backend):
 
     def alive(self, job: str) -> bool | None:
         kind, _, jid = job.partition(":")
-        if kind != "pbs" or not jid or shutil.which("qstat") is None:
+        if kind != "pbs" or not jid:
             return None
-        proc = subprocess.run(["qstat", jid], capture_output=True, text=True, check=False)
-        return proc.returncode == 0
+        states = job_states(jid)
+        if states is None:
+            return None
+        return any(live(st) for st in states.values())
 
     def queued(self, folder: Path) -> set[str]:
-        if shutil.which("qstat") is None:
-            return set()
         out: set[str] = set()
         for sub in state.submissions(folder):
-            if sub.get("backend") == self.name and self.alive(f"pbs:{sub['job_id']}"):
-                out.update(sub["runs"])
+            if sub.get("backend") != self.name:
+                continue
+            runs = sub["runs"]
+            for jid, st in (job_states(str(sub["job_id"])) or {}).items():
+                index = subjob_index(jid)
+                if index is None and len(runs) == 1 and live(st):
+                    out.add(runs[0])  # one run: a plain job, not an array
+                elif index is not None and index < len(runs) and live(st):
+                    out.add(runs[index])
         return out
+
+
+LIVE = frozenset("QRHWTSEB")
+"""qstat's job states of a job that still waits or runs (X: a finished subjob, F: finished)."""
+
+
+def live(job_state: str) -> bool:
+    return job_state in LIVE
+
+
+def subjob_index(jid: str) -> int | None:
+    """``12[3].host`` -> 3; None for a plain job or the array itself (``12[].host``)."""
+    m = re.match(r"\d+\[(\d+)\]", jid)
+    return int(m.group(1)) if m else None
+
+
+def job_states(jid: str) -> dict[str, str] | None:
+    """Job id -> state of the job ``jid`` and, for an array, of each subjob; {} once PBS no
+    longer knows it; None when qstat cannot be asked (not installed, no server)."""
+    if shutil.which("qstat") is None:
+        return None
+    try:
+        proc = subprocess.run(["qstat", "-t", "-f", "-F", "json", jid], capture_output=True,
+                              text=True, check=False, timeout=60)
+    except subprocess.TimeoutExpired:
+        return None
+    if proc.returncode != 0:
+        gone = ("Unknown Job Id" in proc.stderr or "Job has finished" in proc.stderr)
+        return {} if gone else None
+    try:
+        jobs = json.loads(proc.stdout).get("Jobs", {})
+    except (ValueError, AttributeError):
+        return None
+    return {str(k): str(v.get("job_state", "")) for k, v in jobs.items()
+            if isinstance(v, dict)}

@@ -1,0 +1,289 @@
+"""A real OpenPBS on this machine (scripts/pbs-local.sh), not a mock: qsub, qstat, qdel.
+
+The module starts PBS once with two nodes (each MoM its own network namespace, hostname and
+core), runs campaigns and analysis arrays through it, and ends by stopping it and checking that
+nothing is left: no daemon, no postgres, no namespace, no link, no listening port. PBS is built
+from the vendored source on first use (a few minutes, once per machine; scripts/bootstrap.sh
+--test builds it beforehand). Where PBS cannot run (not root, no network namespaces, PostgreSQL
+missing, the source not found) the tests skip with the script's reason."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ksptrace.cli.main import main
+from ksptrace.jobs.backends.pbs import job_states, live
+from ksptrace.trace.read import read_trace
+from tests.jobs.test_analysis_jobs import FAST, traces
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "pbs-local.sh"
+PBS_HOME = "/var/spool/pbs-ksptrace"
+CANNOT_RUN = 3
+PORTS = (15001, 15002, 15003, 15004, 15007, 17001)
+"""pbs_server, pbs_mom (2), pbs_sched, PostgreSQL and pbs_comm."""
+
+pytestmark = [pytest.mark.pbs, pytest.mark.mpi]
+
+
+def _script(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True,
+                          check=False, timeout=timeout)
+
+
+def leftovers() -> list[str]:
+    """Anything of the local PBS still on this machine: namespaces, links, processes, ports."""
+    found = []
+    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
+    found += [f"netns {ln.split()[0]}" for ln in netns.stdout.splitlines()
+              if ln.startswith("ksptrace-pbs-")]
+    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=False)
+    found += [f"link {ln.split(':')[1].strip()}" for ln in links.stdout.splitlines()
+              if "ksppbs0" in ln or "ksppveth" in ln]
+    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ksptrace"
+    for proc in Path("/proc").iterdir():
+        try:
+            cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            exe = os.readlink(proc / "exe")
+        except OSError:
+            continue
+        # a PBS daemon or client of the build, or PBS's PostgreSQL (its data in PBS_HOME); not
+        # a build of PBS that runs at the same time
+        if exe.startswith(f"{cache}/openpbs-") or PBS_HOME in cmd:
+            found.append(f"process {proc.name}: {cmd.strip()}")
+    ss = subprocess.run(["ss", "-Htln"], capture_output=True, text=True, check=False).stdout
+    found += [f"port {ln.split()[3]}" for ln in ss.splitlines()
+              if any(ln.split()[3].endswith(f":{p}") for p in PORTS)]
+    return found
+
+
+@pytest.fixture(scope="module")
+def pbs() -> Iterator[dict[str, str]]:
+    """The environment of PBS's clients (the wrappers first on PATH, Open MPI's settings)."""
+    if os.geteuid() != 0:
+        pytest.skip("the local PBS needs root (network namespaces, setuid pbs_iff)")
+    proc = _script("start", "--nodes", "2", timeout=3600)  # builds PBS on first use
+    if proc.returncode != 0:
+        _script("stop")
+        why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
+        why = why.removeprefix("pbs-local: error: ")
+        if proc.returncode == CANNOT_RUN:
+            pytest.skip(f"the local PBS cannot run here: {why}")
+        pytest.fail(f"scripts/pbs-local.sh start failed (exit {proc.returncode}): {why}")
+    env = dict(os.environ)
+    for line in _script("env").stdout.splitlines():
+        key, _, value = line.removeprefix("export ").partition("=")
+        env[key] = value.replace("$PATH", os.environ["PATH"])
+    env.update({"OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+                "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
+    yield env
+    _script("stop")  # test_stop_leaves_nothing has stopped it already, unless it failed first
+
+
+@pytest.fixture
+def client(pbs: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    for key, value in pbs.items():
+        monkeypatch.setenv(key, value)
+    return pbs
+
+
+def _gone(job: str, timeout: float = 300) -> float:
+    """Seconds until PBS no longer holds the job (or any of its subjobs) waiting or running."""
+    start = time.monotonic()
+    while time.monotonic() - start < timeout:
+        states = job_states(job)
+        assert states is not None, f"qstat cannot tell about {job}"
+        if not any(live(s) for s in states.values()):
+            return time.monotonic() - start
+        time.sleep(0.5)
+    pytest.fail(f"job {job} still queued or running after {timeout} s")
+
+
+CAMPAIGN = """
+[campaign]
+name = "{name}"
+output = "out"
+command = '{python} -m ksptrace'
+
+[sweep]
+ksp = {ksp}
+nprocs = {nprocs}
+n = 4000
+iterations = {iterations}
+
+[scheduler]
+walltime = "00:05:00"
+exclusive = false
+{extra}
+"""
+
+
+def _submit(tmp_path: Path, name: str, ksp: str = '"gmres"', nprocs: str = "1",
+            iterations: int = 40, extra: str = "") -> tuple[Path, Path, str]:
+    path = tmp_path / "c.toml"
+    path.write_text(CAMPAIGN.format(name=name, python=sys.executable, ksp=ksp, nprocs=nprocs,
+                                    iterations=iterations, extra=extra))
+    assert main(["campaign", "run", str(path), "--backend", "pbs"]) == 0
+    out = tmp_path / "out"
+    subs = [json.loads(x) for x in (out / "submissions.jsonl").read_text().splitlines()]
+    return path, out, str(subs[-1]["job_id"])
+
+
+def test_a_four_run_campaign_through_qsub_j(client: dict[str, str], tmp_path: Path,
+                                            capsys: pytest.CaptureFixture[str]) -> None:
+    start = time.monotonic()
+    path, out, job = _submit(tmp_path, "pbsfour", '["gmres", "cg"]', "[1, 2]",
+                             extra="ranks_per_node = 2")
+    assert job.split(".")[0].endswith("[]"), f"{job} is not an array job"
+    script = (out / "scripts" / "pbs" / "pbsfour-N1.pbs").read_text()
+    assert "#PBS -J 0-3" in script
+    assert "#PBS -l select=1:ncpus=2:mpiprocs=2" in script
+    _gone(job)
+    took = time.monotonic() - start
+    with capsys.disabled():
+        print(f"\n4 runs through PBS: {took:.1f} s from qsub to the last subjob's end",
+              file=sys.stderr)
+    capsys.readouterr()
+    assert main(["campaign", "status", str(out)]) == 0
+    assert "4 runs: 4 done" in capsys.readouterr().out
+    manifest = json.loads((out / "manifest.json").read_text())
+    by_id = {r["run_id"]: r for r in manifest["runs"]}
+    sub = json.loads((out / "submissions.jsonl").read_text())
+    for index, run_id in enumerate(sub["runs"]):
+        trace = read_trace(out / by_id[run_id]["trace"])
+        assert trace.nprocs == by_id[run_id]["nprocs"]
+        assert str(trace.attrs["pbs_array_id"]) == job
+        assert str(trace.attrs["pbs_array_index"]) == str(index)
+        assert str(trace.attrs["pbs_jobid"]) == job.replace("[]", f"[{index}]")
+        assert trace.attrs["run_id"] == run_id
+    # PBS's own log of each subjob (-o logs/ -j oe): <subjob id>.OU
+    assert sorted(p.name for p in (out / "logs").glob("*.OU")) == sorted(
+        f"{job.replace('[]', f'[{i}]')}.OU" for i in range(4))
+    assert main(["campaign", "run", str(path), "--backend", "pbs"]) == 0
+    assert "nothing to do" in capsys.readouterr().out
+
+
+def test_a_job_killed_with_qdel_is_resumed(client: dict[str, str], tmp_path: Path,
+                                           capsys: pytest.CaptureFixture[str]) -> None:
+    path, out, job = _submit(tmp_path, "pbskill", iterations=20000)
+    deadline = time.monotonic() + 180
+    while not list((out / "state").glob("*.running")):  # the job has started its run
+        assert time.monotonic() < deadline, "the job never started"
+        time.sleep(0.2)
+    capsys.readouterr()
+    assert main(["campaign", "status", str(out)]) == 0
+    assert "1 runs: 0 done, 1 running" in capsys.readouterr().out
+    qdel = subprocess.run(["qdel", job], capture_output=True, text=True, check=False)
+    assert qdel.returncode == 0, qdel.stderr
+    _gone(job)
+    assert main(["campaign", "status", str(out)]) == 1
+    status = capsys.readouterr().out
+    assert "1 runs: 0 done, 0 running, 1 failed" in status, status
+    assert f"killed (pbs:{job} is gone)" in status, status
+    assert list((out / "traces").glob("*.h5")) == []
+
+    assert main(["campaign", "run", str(path), "--backend", "pbs"]) == 0
+    subs = [json.loads(x) for x in (out / "submissions.jsonl").read_text().splitlines()]
+    assert len(subs) == 2
+    assert subs[1]["runs"] == subs[0]["runs"]
+    _gone(str(subs[1]["job_id"]), timeout=600)
+    capsys.readouterr()
+    assert main(["campaign", "status", str(out)]) == 0
+    assert "1 runs: 1 done" in capsys.readouterr().out
+    (trace,) = map(read_trace, (out / "traces").glob("*.h5"))
+    assert str(trace.attrs["pbs_jobid"]) == subs[1]["job_id"]
+
+
+def test_the_analysis_as_a_pbs_array_and_a_merge_job(
+        client: dict[str, str], tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    paths = traces(tmp_path / "t", 3)
+    out = tmp_path / "report"
+    assert main(["analyze", *paths, "--out", str(out), "--backend", "pbs",
+                 "--walltime", "00:05:00", *FAST]) == 0
+    text = capsys.readouterr().out
+    assert "submitted 3 trace analyses as array job(s)" in text
+    array = text.split("array job(s) ")[1].split(" and the merge")[0].strip(" ,")
+    merge = text.split("the merge as job ")[1].split(",")[0].strip()
+    assert array.split(".")[0].endswith("[]")
+    depend = subprocess.run(["qstat", "-f", "-F", "json", merge], capture_output=True,
+                            text=True, check=False)
+    if depend.returncode == 0:  # still waiting for the array: it says on what
+        held = json.loads(depend.stdout)["Jobs"][merge]
+        assert f"afterany:{array}" in held.get("depend", ""), held
+    _gone(array)
+    _gone(merge)
+    logs = Path(f"{out}.jobs") / "logs"
+    merge_log = (logs / f"{merge}.OU").read_text()
+    assert (out / "report.html").exists(), merge_log
+    assert "3 traces analysed" in merge_log
+    assert len(list(Path(f"{out}.cache").glob("*.pkl"))) == 3  # by the array's subjobs
+    local = tmp_path / "local"
+    assert main(["analyze", *paths, "--out", str(local), "--no-cache", "--quiet", *FAST]) == 0
+    a = json.loads((out / "summary.json").read_text())
+    b = json.loads((local / "summary.json").read_text())
+    for s in (a, b):
+        s["metadata"].pop("created")
+    assert a == b
+
+
+def test_a_two_node_run_spans_both_moms(client: dict[str, str], tmp_path: Path,
+                                        capsys: pytest.CaptureFixture[str]) -> None:
+    start = time.monotonic()
+    _, out, job = _submit(tmp_path, "pbstwo", nprocs="2", iterations=200,
+                          extra="nodes = 2\nranks_per_node = 1")
+    script = (out / "scripts" / "pbs" / "pbstwo-N2-R1.pbs").read_text()
+    assert "#PBS -l select=2:ncpus=1:mpiprocs=1" in script
+    _gone(job)
+    with capsys.disabled():
+        print(f"\na 2-node run through PBS: {time.monotonic() - start:.1f} s", file=sys.stderr)
+    capsys.readouterr()
+    assert main(["campaign", "status", str(out)]) == 0, capsys.readouterr().out
+    (trace,) = map(read_trace, (out / "traces").glob("*.h5"))
+    assert trace.hostnames == ("pbsnode1", "pbsnode2")
+    assert trace.attrs["n_nodes"] == 2
+    assert str(trace.attrs["pbs_jobid"]) == job
+
+
+def test_stop_leaves_nothing(pbs: dict[str, str]) -> None:
+    """Last in the module: no daemon, postgres, namespace, link or port is left."""
+    assert leftovers() != []  # the check sees a running PBS
+    stop = _script("stop")
+    assert stop.returncode == 0, stop.stderr
+    assert leftovers() == []
+
+
+def test_a_failed_start_leaves_nothing(pbs: dict[str, str]) -> None:
+    """A start that fails after the network and the head are up (qmgr refuses a bad ncpus)
+    says why in one line, exits 3 ("cannot run here"), and stops what it started."""
+    proc = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True,
+                          check=False, timeout=300, env={**os.environ, "KSPTRACE_PBS_CPUS": "many"})
+    assert proc.returncode == CANNOT_RUN, proc.stderr
+    errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
+    assert errors == ["pbs-local: error: qmgr -c 'set node pbsnode1 resources_available.ncpus = "
+                      "many' failed: Illegal attribute or resource value "
+                      "resources_available.ncpus"], proc.stderr
+    assert leftovers() == []
+
+
+def test_a_world_writable_pbs_home_is_refused_before_anything_starts(tmp_path: Path) -> None:
+    if os.geteuid() != 0:
+        pytest.skip("pbs-local.sh start needs root")
+    home = tmp_path / "open" / "pbs"
+    home.parent.mkdir()
+    home.parent.chmod(0o777)
+    proc = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True,
+                          check=False, timeout=300,
+                          env={**os.environ, "KSPTRACE_PBS_HOME": str(home)})
+    assert proc.returncode == 1
+    assert proc.stderr.strip() == (
+        f"pbs-local: error: {home.parent} is world-writable: pbs_mom refuses a PBS_HOME under "
+        "it; set KSPTRACE_PBS_HOME to a private path such as /var/spool/pbs-ksptrace")
+    assert not home.exists()
