@@ -38,8 +38,21 @@ class Launch:
     launcher: str
 
 
+def _start(argv: list[str]) -> int:
+    """Where the command proper starts: after ``env NAME=VALUE ...`` (as PBS's job scripts
+    start Open MPI's mpiexec), else 0."""
+    if not argv or os.path.basename(argv[0]) != "env":
+        return 0
+    i = 1
+    while i < len(argv) - 1 and "=" in argv[i] and not argv[i].startswith("-"):
+        i += 1
+    return i
+
+
 def launcher_of(argv: list[str]) -> str:
-    """'openmpi', 'mpich', 'srun' or 'none' for the command ``argv``."""
+    """'openmpi', 'mpich', 'srun' or 'none' for the command ``argv`` (after any leading
+    ``env NAME=VALUE ...``)."""
+    argv = argv[_start(argv):]
     name = os.path.basename(argv[0])
     if name == "srun":
         return "srun"
@@ -61,7 +74,8 @@ def launcher_of(argv: list[str]) -> str:
 def with_hook(argv: list[str], launcher: str, env: dict[str, str]) -> Launch:
     """``argv`` with the launcher flags that pass the hook's variables in ``env`` on."""
     names = [n for n in HOOK_VARIABLES if n in env]
-    head, rest = argv[:1], argv[1:]
+    k = _start(argv)
+    head, rest = argv[:k + 1], argv[k + 1:]
     if launcher == "openmpi":
         flags = [w for n in names for w in ("-x", n)]
     elif launcher == "mpich":
@@ -110,7 +124,8 @@ def program_of(argv: list[str], launcher: str) -> Path | None:
     """The program the command runs (the first existing file after the launcher, the script
     after an interpreter such as python), or None."""
     found = None
-    for word in argv[1:] if launcher != "none" else argv:
+    k = _start(argv)
+    for word in argv[k + 1:] if launcher != "none" else argv[k:]:
         path = None if word.startswith("-") else _as_file(word)
         if path is None:
             continue
@@ -122,7 +137,8 @@ def program_of(argv: list[str], launcher: str) -> Path | None:
 
 def static_program(argv: list[str], launcher: str) -> Path | None:
     """A statically linked executable in the command, or None."""
-    for word in argv[1:] if launcher != "none" else argv:
+    k = _start(argv)
+    for word in argv[k + 1:] if launcher != "none" else argv[k:]:
         path = None if word.startswith("-") else _as_file(word)
         if path is not None and _is_static_elf(path):
             return path

@@ -62,3 +62,21 @@ def test_the_mpi_of_mpiexec_is_told_by_its_name_without_running_it(tmp_path: Pat
         alias.unlink(missing_ok=True)
         alias.symlink_to(link)
         assert inject.launcher_of([str(alias), "-n", "2", "./app"]) == flavor
+
+
+def test_a_leading_env_with_assignments_is_passed_over(tmp_path: Path) -> None:
+    """PBS's job scripts run ``env OMPI_MCA_...=none mpiexec -n P -hostfile ...``: the flags
+    go after mpiexec, not after env, and the launcher is mpiexec's."""
+    real = tmp_path / "orterun"
+    real.write_text("#!/bin/sh\nexit 99\n")
+    real.chmod(0o755)
+    argv = ["env", "OMPI_MCA_orte_set_default_slots=none", str(real), "-n", "2", "./app"]
+    assert inject.launcher_of(argv) == "openmpi"
+    got = inject.with_hook(argv, "openmpi", ENV)
+    assert list(got.argv) == [*argv[:3], "-x", "LD_PRELOAD", "-x", "KSPTRACE_HOOK_DIR",
+                              "-x", "KSPTRACE_HOOK_SETUP", *argv[3:]]
+    script = tmp_path / "solve.py"
+    script.write_text("")
+    assert inject.program_of(["env", "A=1", str(real), "-n", "2", "python3", str(script)],
+                             "openmpi") == script
+    assert inject.launcher_of(["env", "A=1", "./app"]) == "none"
