@@ -128,7 +128,8 @@ def test_scripts_launch_the_program_under_trace(write_campaign: Write, tmp_path:
     for task, run in enumerate(script.runs):
         word, p = run.param("word"), str(run.nprocs)
         launch = (["srun", "--mpi=pmix", "--ntasks", p, "--nodes", "1"] if backend == "slurm"
-                  else ["mpiexec", "-n", p])
+                  else ["env", "OMPI_MCA_orte_set_default_slots=none", "mpiexec", "-n", p,
+                        "-hostfile", ""])  # "$PBS_NODEFILE", unset outside a PBS job
         assert _task_argv(script.text, task) == [
             "ksptrace", "trace", "--out", f"traces/.{run.run_id}.partial", "--depth", "2",
             "--ksp-prefix", "a b", "--", *launch,
