@@ -39,6 +39,7 @@ from ksptrace.studies.variability import (
     caveats,
     config_key,
     headline,
+    heldout_table,
     model_table,
     n_of,
     prediction_table,
@@ -72,6 +73,7 @@ def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
     return [
         model_table(analyses),
         prediction_table(analyses),
+        heldout_table(analyses),
         apriori_table(analyses, runs=options.mc_runs, seed=options.seed),
         scaling_table(analyses, "P"),
         scaling_table(analyses, "n"),
@@ -128,6 +130,7 @@ def summary(results: Results, table_list: Sequence[Table],
             "ks_fraction_rejected": None if a.ks_all is None else a.ks_all.fraction_rejected,
             "headline_model": None if chosen is None else chosen.key,
             "headline_error_pct": None if chosen is None else chosen.error_pct,
+            "headline_error_basis": "in-sample fit",
             "caveats": list(caveats(a)),
             "flags": [{"code": f.code, "subject": f.subject, "message": f.message}
                       for f in a.flags],
@@ -135,7 +138,8 @@ def summary(results: Results, table_list: Sequence[Table],
         })
     return {
         "metadata": metadata,
-        "answers": [*({"key": q.key, "question": q.question, "sentences": list(q.sentences)}
+        "answers": [*({"key": q.key, "question": q.question, "sentences": list(q.sentences),
+                       "basis": q.basis}
                       for q in answer_all([d.analysis for d in results.analysed])),
                     *({**e, "sentences": list(e["sentences"])} for e in extra)],
         "traces": out,

@@ -35,7 +35,7 @@ STUDY_QUESTIONS = {
               "of the detours"),
 }
 """The question each study answers on the main page, and what its own page holds."""
-MAIN_TABLES = ("table1_models", "apriori")
+MAIN_TABLES = ("table1_models", "heldout", "apriori")
 """The tables the main page shows (one click away, under the models' answer)."""
 ACROSS_TABLES = ("scaling_nprocs", "scaling_n")
 """The tables of the page across configurations."""

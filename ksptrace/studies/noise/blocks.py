@@ -66,6 +66,8 @@ class PairedStudy:
         if self.loaded_blocks:
             head += (f", drawn from a loaded machine ({self.loaded_blocks} of "
                      f"{self.estimate.blocks} blocks had foreign CPU load)")
+        elif lead.failed:
+            head += ", although no block was flagged loaded"
         head += "."
         if inside:
             e = self.estimate
@@ -84,7 +86,7 @@ def _times(i: Interval) -> str:
 
 def _clause(e: PairedNoiseEstimate, std: str, pip: str, how: str) -> str:
     text = f"({e.blocks} paired blocks; {how}"
-    if e.blocks >= 3:
+    if e.blocks >= 3 and not e.failed:
         d = e.difference
         text += (f": {std} {e.standard_cost.estimate * 1e6:.3g} µs and {pip} "
                  f"{e.pipelined_cost.estimate * 1e6:.3g} µs per iteration, difference "
