@@ -89,3 +89,26 @@ def test_the_block_order_interleaves() -> None:
                for a, b in zip(cells[0::2], cells[1::2], strict=True))  # noise alternates
     with pytest.raises(AnalysisError):
         paired.block_order(0)
+
+
+def test_a_negative_detour_cost_cannot_tell_and_shows_no_number() -> None:
+    """Issue 52: under heavy load the in-run cost of GMRES came out at -804 us per iteration,
+    its interval wholly below 0, and the verdict read "standard pays less". A cost cannot be
+    negative: the estimate failed, and the answer is "cannot tell" with the reason."""
+    from ksptrace.studies.noise.blocks import PairedStudy
+
+    rng = np.random.default_rng(5)
+    cost_s = K * (-804e-6 + 20e-6 * rng.standard_normal(8))
+    cost_p = K * (100e-6 + 20e-6 * rng.standard_normal(8))
+    est = paired.in_run_estimate(cost_s, cost_p, K)
+    assert est.standard_cost.high < 0  # what was printed as a finding before
+    assert est.verdict == paired.CANNOT_TELL
+    assert est.failed
+    assert "below zero" in est.why
+    study = PairedStudy("gmres", "pgmres", "exponential", 2, K, est, 0, 3, in_run=est)
+    said = study.sentence()
+    assert "cannot tell on this data" in said
+    assert "came out below zero" in said and "3 of 8 blocks had foreign CPU load" in said
+    assert "804" not in said and "-8" not in said
+    quiet = PairedStudy("gmres", "pgmres", "exponential", 2, K, est, 0, 0, in_run=est)
+    assert "no block was flagged loaded" in quiet.sentence()
