@@ -270,6 +270,13 @@ def models(analyses: Sequence[TraceAnalysis]) -> Answer:
                    f"({base.clause})"
                    + (f"; {far} more than {FAR:.0f} % off (“Where the models fail, and why”)"
                       if far else "") + ".")
+    shares = [100.0 * a.setup / (a.measured + a.setup) for a in base.runs
+              if a.setup is not None and a.measured + a.setup > 0]
+    if shares:
+        out.append(f"Measured times are the iterations': the set-up inside KSPSolve (KSPSetUp, "
+                   f"PCSetUp, the initial residual), {min(shares):.1f}–{max(shares):.1f} % of "
+                   f"it (median {_median(shares):.1f} %) in the {len(shares)} runs that "
+                   "record it, is left out and stated on each run's page.")
     out.append("Table 1 gives every model and bound as such an in-sample fit; heldout.csv "
                "every out-of-sample prediction with its error.")
     kind = REPETITION if reps else SAME_LOCAL_SIZE if local else IN_SAMPLE

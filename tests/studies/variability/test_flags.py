@@ -141,7 +141,7 @@ def test_by_default_ranks_are_the_units_on_one_node_and_nodes_on_several() -> No
 
 
 def test_thirteen_nodes_of_p200_give_n_13_to_every_model_and_the_monte_carlo() -> None:
-    trace = synthetic_trace(200, 60, 16, "gmres", seed=4)
+    trace = synthetic_trace(200, 200, 16, "gmres", seed=4)
     assert np.bincount(trace.node_ids).tolist() == [16] * 12 + [8]
     a = analyze_trace(trace, AnalysisOptions(candidates=("norm",), mc_runs=2))
     assert a.count == 13.0
