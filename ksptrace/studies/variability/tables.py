@@ -32,6 +32,7 @@ from ksptrace.studies.variability.findings import (
     problem_of,
 )
 from ksptrace.studies.variability.pipeline import TraceAnalysis
+from ksptrace.studies.variability.plausible import is_absurd
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -142,9 +143,12 @@ def prediction_table(analyses: Sequence[TraceAnalysis]) -> Table:
     rows = []
     for a in analyses:
         sim = a.simulated
+        err = error_pct(sim, a.measured)
+        if is_absurd(err):  # a failed Monte Carlo: no number (issue 52)
+            sim = err = None
         rows.append({**_id_columns(a), **_jsu(a.parameters), "KSPSolve_s": a.measured,
                      "simulated_s": sim, "simulated_stderr_s": a.simulated_stderr,
-                     "err_pct_simulated": error_pct(sim, a.measured),
+                     "err_pct_simulated": err,
                      "runs": None if a.simulation is None else a.simulation.runs})
     return Table(
         name="table2_3_prediction",
