@@ -21,6 +21,7 @@ import numpy as np
 
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.outputs import check_destination, staged_directory
+from ksptrace.report.answers import merged
 from ksptrace.report.pages import MAIN, Site, render_site
 from ksptrace.studies import registry
 from ksptrace.studies.result import StudyResult
@@ -139,9 +140,8 @@ def summary(results: Results, table_list: Sequence[Table],
         })
     return {
         "metadata": metadata,
-        "answers": [*({"key": q.key, "question": q.question, "sentences": list(q.sentences),
-                       "basis": q.basis}
-                      for q in answer_all([d.analysis for d in results.analysed])),
+        "answers": [*merged(answer_all([d.analysis for d in results.analysed]),
+                            results.studies),
                     *({**e, "sentences": list(e["sentences"])} for e in extra)],
         "traces": out,
         "tables": {t.name: t.records() for t in table_list},

@@ -36,7 +36,7 @@ from ksptrace.studies.variability.pipeline import TraceAnalysis
 from ksptrace.studies.variability.plausible import ABSURD_PCT
 
 CAVEATS = {"machine-loaded": "machine-loaded", "log-on": "PETSc's event log on",
-           "oversubscribed": "oversubscribed"}
+           "oversubscribed": "oversubscribed", "noise": "with injected noise"}
 """Run conditions that make a timing unrepresentative, and how a sentence names them."""
 STANDARD_OF = {"pgmres": "gmres", "pipefgmres": "fgmres", "pipebcgs": "bcgs", "pipecg": "cg",
                "pipecr": "cr", "pipelcg": "cg", "groppcg": "cg", "pipecgrr": "cg"}
@@ -65,6 +65,8 @@ def caveats(a: TraceAnalysis) -> tuple[str, ...]:
     found = [CAVEATS[f.code] for f in a.flags if f.code in CAVEATS]
     if str(attr(a, "oversubscribed")).lower() in ("true", "1", "yes"):
         found.append(CAVEATS["oversubscribed"])
+    if a.noisy:  # the noise study's runs: not the solver on this machine (issue 52)
+        found.append(CAVEATS["noise"])
     return tuple(dict.fromkeys(found))
 
 
