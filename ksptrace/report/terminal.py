@@ -68,6 +68,7 @@ def summary_lines(digest: dict[str, Any], report: str) -> list[str]:
         first = answer["sentences"][0] if answer["sentences"] else ""
         lines += textwrap.wrap(f"{i}. {answer['question']} {first}", WIDTH,
                                subsequent_indent="   ")
-    lines.append("KSPSolve per configuration (* fastest; the headline model's error in brackets):")
+    lines.append("KSPSolve per configuration (* fastest; in brackets the headline model's "
+                 "in-sample fit error):")
     lines += table_lines(traces, MAX_LINES - len(lines))
     return lines[:MAX_LINES]
