@@ -55,9 +55,10 @@ def content_key(path: str | os.PathLike[str]) -> str:
     return h.hexdigest()
 
 
-RESULTS_FORMAT = 2
+RESULTS_FORMAT = 3
 """The layout of a cached result: raised whenever TraceAnalysis or what it holds gains or loses
-a field (2: the waiting penalties and spreads), so no entry of an older layout is read back."""
+a field (2: the waiting penalties and spreads; 3: set-up apart, issue 52), so no entry of an
+older layout is read back."""
 
 
 def options_key(options: AnalysisOptions, with_figures: bool) -> str:
