@@ -30,10 +30,12 @@ def study(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
     tables = [noise_table(comparison), noise_pair_table(comparison)] if comparison.rows else []
     tables = [dataclasses.replace(t, notes=(NO_PAIRS,)) if t.empty else t for t in tables]
     # the paired blocks' verdicts lead: they are the design that survives drift (docs/noise.md)
-    verdicts = tuple(p.sentence() for p in paired_studies(analyses))
+    paired = paired_studies(analyses)
+    verdicts = tuple(p.sentence() for p in paired)
     found = verdicts + tuple(noise_sentences(comparison)) + per_rank
-    addenda = (Addendum("pipelined", tuple(f"{INJECTED} {v}" for v in verdicts),
-                        "injected noise (paired blocks)"),) if verdicts else ()
+    addenda = (Addendum("pipelined", (f"{INJECTED} " + " ".join(p.short() for p in paired),
+                                      *verdicts), "injected noise (paired blocks)"),
+               ) if verdicts else ()
     return StudyResult(
         key="noise", title="Injected noise: prediction vs measurement",
         findings=found or (f"{NO_PAIRS[0].upper()}{NO_PAIRS[1:]}, so no slowdowns are compared.",),

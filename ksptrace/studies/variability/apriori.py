@@ -14,9 +14,8 @@ from ksptrace.studies.variability.findings import (
     file_name,
     fmt_pct,
     fmt_time,
-    problem_of,
 )
-from ksptrace.studies.variability.heldout import local_size
+from ksptrace.studies.variability.heldout import local_size, same_kind
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 from ksptrace.studies.variability.plausible import ABSURD_PCT, plausible_pct
 from ksptrace.studies.variability.tables import run_name
@@ -52,8 +51,7 @@ def apriori_table(analyses: Sequence[TraceAnalysis], runs: int = 16, seed: int =
         if src.parameters is None:
             continue
         for dst in chosen:
-            same_kind = (problem_of(src), src.ksp) == (problem_of(dst), dst.ksp)
-            if dst is src or not same_kind or dst.measured <= 0:
+            if dst is src or not same_kind(src, dst) or dst.measured <= 0:
                 continue
             if local_size(src) is None or local_size(src) != local_size(dst) \
                     or src.nprocs == dst.nprocs:

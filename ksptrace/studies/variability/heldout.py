@@ -36,7 +36,9 @@ SAME_LOCAL_SIZE = "same n/P at another P"
 IN_SAMPLE = "in-sample fit"
 MAX_PER_CONFIGURATION = 6
 """At most this many runs of one configuration enter the repetition pairs (R·(R−1) pairs)."""
-_KIND_KEYS = tuple(k for k in CONFIG_KEYS if k not in ("n", "nprocs"))
+_KIND_KEYS = tuple(k for k in CONFIG_KEYS if k not in ("n", "nprocs", "ranks_per_node"))
+"""What two configurations share to be of one kind: all but n and P (and the ranks per node,
+which follow P on one node)."""
 
 
 @dataclass(frozen=True)
@@ -58,6 +60,12 @@ class HeldOut:
 def _config(a: TraceAnalysis) -> tuple[str, ...]:
     attrs = dict(a.attrs)
     return (*(str(attrs.get(k, CONFIG_DEFAULTS.get(k))) for k in CONFIG_KEYS), str(a.nprocs))
+
+
+def same_kind(a: TraceAnalysis, b: TraceAnalysis) -> bool:
+    """Whether ``a`` and ``b`` differ at most in n and P (problem, solver, preconditioner, K,
+    restart, noise, ... equal)."""
+    return _kind(a) == _kind(b)
 
 
 def _kind(a: TraceAnalysis) -> tuple[str, ...]:

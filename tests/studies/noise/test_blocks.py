@@ -106,7 +106,8 @@ def test_the_in_run_estimate_is_made_from_the_noisy_runs_and_stated() -> None:
     assert all(c is not None for c in cost.values())
     sentence = found.sentence()
     assert sentence.startswith("GMRES vs PGMRES under exponential")
-    assert f": {found.in_run.verdict}, measured inside the runs (8 paired blocks" in sentence
+    assert f": {found.told()[0]}" in sentence
+    assert ", measured inside the runs (8 paired blocks" in sentence
     assert "which the drift between runs does not enter" in sentence
     assert "Paired with the noise-free runs instead" in sentence
 
@@ -163,7 +164,7 @@ def test_the_paired_verdict_is_added_to_q2_labelled_as_injected_noise() -> None:
     answers = {a["key"]: a for a in merged(answer_all(runs), [result])}
     q2 = answers["pipelined"]  # P = 4 here: the natural pairs tell, the addendum follows
     assert q2["basis"] == "measured"
-    assert q2["sentences"][-1] == add.sentences[0]
+    assert q2["sentences"][-2:] == list(add.sentences)
     # the noisy runs are not the solver on this machine: left out of the other answers
     assert "12 clean runs; 12 flagged runs left out" in answers["variability"]["sentences"][0]
     # at P < 3 (a 2-core machine) the natural pairs cannot tell: the addendum leads
@@ -172,4 +173,4 @@ def test_the_paired_verdict_is_added_to_q2_labelled_as_injected_noise() -> None:
     (q2,) = merged([small], [result])
     assert q2["basis"] == "injected noise (paired blocks)"
     assert q2["sentences"] == [*add.sentences, *small.sentences]
-    assert "pipelined pays less" in q2["sentences"][0]
+    assert "GMRES vs PGMRES at P = 4: " in q2["sentences"][0]

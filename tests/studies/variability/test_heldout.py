@@ -52,6 +52,10 @@ def test_the_same_local_size_at_another_p_goes_through_e_max_of_n() -> None:
     expect = models.nonstationary_model(small.uniform, large.count).standard
     assert up.predicted == pytest.approx(expect)
     assert answers.models([small, large]).basis == "same n/P at another P"
+    # one rank a node at P = 1, two at P = 2: still one kind (the ranks per node follow P)
+    one = analyze_trace(synthetic_trace(1, 120, 1, "gmres", seed=4, n=1000), FEW)
+    two = analyze_trace(synthetic_trace(2, 120, 2, "gmres", seed=5, n=2000), FEW)
+    assert len(heldout.same_local_size_predictions([one, two])) == 2
     # another n/P is not predicted
     other = _run(16, 2, n=32_000)
     assert heldout.same_local_size_predictions([small, other]) == ()
