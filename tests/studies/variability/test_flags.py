@@ -207,3 +207,19 @@ def test_a_far_a_priori_prediction_is_flagged_with_the_source_fit_flags() -> Non
     assert "the source's JSU fit of a_k is flagged fit-mean-outliers" in flag.message
     close = dataclasses.replace(far, measured=far.simulated * 1.2)
     assert flags.apriori_flag(source, close) is None
+
+
+def test_a_fit_whose_mean_is_absurd_is_called_failed_without_a_number() -> None:
+    """Issue 52: "fitted mean 470 s is 12984737 % above" becomes a failed fit, with no number
+    of the fit and no percentage."""
+    from ksptrace.studies.variability.flags import _mean_flag
+
+    data = np.full(500, 3.6e-3)
+    data[:5] = 4e-3
+    reasons: dict[str, str] = {}
+    flag = _mean_flag("JSU fit of a_k", "the Johnson S_U fit of a_k", 470.0, data, reasons)
+    assert flag is not None
+    assert flag.message.startswith("the fit failed: its mean is more than 11× the sample mean")
+    assert "%" not in flag.message
+    assert "470" not in flag.message
+    assert "failed" in reasons["JSU fit of a_k"]
