@@ -80,6 +80,8 @@ class NoiseRow:
     """sum_k max_p of the detours: what waiting for every rank in every iteration costs."""
     injected_rank_max: float = 0.0
     """max_p sum_k of the detours: what a fully decoupled (pipelined) run would cost."""
+    loaded: bool = False
+    """The run is flagged machine-loaded (other processes used its node's CPUs)."""
 
     @property
     def detour_cost_ratio(self) -> float | None:
@@ -206,6 +208,7 @@ def _row(a: TraceAnalysis, baselines: Sequence[TraceAnalysis]) -> NoiseRow:
         detour_cost=inj.detour_cost(a.measured, a.iterations, a.pipelined),
         injected_lockstep=inj.injected_lockstep,
         injected_rank_max=inj.injected_rank_max,
+        loaded=any(f.code == "machine-loaded" for f in a.flags),
     )
 
 

@@ -69,7 +69,9 @@ def noise_table(comparison: NoiseComparison) -> Table:
             "Monte Carlo": pred(r.montecarlo, "no Johnson S_U fit"),
             "KS rejected": "P = 1: no rank pairs" if r.ks_rejected_pct is None
                            else f"{r.ks_rejected_pct:.0f} %",
-            "detours cost (in-run)": NEGATIVE_COST if r.cost_failed
+            "detours cost (in-run)": NEGATIVE_COST + (
+                "; the machine was loaded during the run" if r.loaded else
+                "; no foreign load was recorded") if r.cost_failed
             else "no iteration without a detour"
             if r.detour_cost is None or r.detour_cost_ratio is None else
             f"{fmt_time(r.detour_cost)} = {r.detour_cost_ratio:.2f} × Σₖ maxₚ D"
