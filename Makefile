@@ -54,5 +54,5 @@ bench: setup
 # The noise demo (issue 14, docs/noise.md): 32 solves with injected detours, about 6 minutes on 2 cores;
 # then the KS asymmetry with a known truth (issue 33): 40 solves with a different noise per rank.
 noise-demo: setup
-	$(PY) -m ksptrace demo --out $(DEMO_OUT)/noise --campaign examples/noise.toml --scaling none
-	$(PY) -m ksptrace demo --out $(DEMO_OUT)/noise-ranks --campaign examples/noise_ranks.toml --scaling none
+	$(PY) -m ksptrace demo --out $(DEMO_OUT)/noise --campaign examples/noise.toml --scaling none --paired none
+	$(PY) -m ksptrace demo --out $(DEMO_OUT)/noise-ranks --campaign examples/noise_ranks.toml --scaling none --paired none

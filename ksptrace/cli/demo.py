@@ -1,6 +1,7 @@
 """``ksptrace demo``: the main job.
 
-1. the demo campaign (both problems, four solvers, P = 1 and 2) runs locally, resumably;
+1. the demo campaign (both problems, four solvers, P = 1 and 2) runs locally, resumably, and
+   a small paired noise campaign beside it (Q2 with injected noise, repetitions for Q3);
 2. a table of every run;
 3. ``analyze`` writes the report (Table 1 analogue, fits, models, figures);
 4. a strong-scaling sweep past the cores (P = 1..8 on this machine) and ``segment``, which
@@ -25,6 +26,9 @@ def register(sub: Any) -> None:
     p.add_argument("--out", type=Path, default=Path("demo-out"), help="folder for everything")
     p.add_argument("--campaign", type=Path, default=Path("examples/demo.toml"),
                    help="the demo campaign file")
+    p.add_argument("--paired", type=Path, default=Path("examples/demo_paired.toml"),
+                   help="the paired noise campaign (Q2 with injected noise; repetitions for "
+                        "Q3 out of sample), analysed with the demo ('none' to skip)")
     p.add_argument("--scaling", type=Path, default=Path("examples/oversubscription.toml"),
                    help="the P = 1..8 campaign for segmentation ('none' to skip)")
     p.set_defaults(func=main)
@@ -83,6 +87,10 @@ def main(args: argparse.Namespace) -> int:
     out: Path = args.out
     print(f"== demo campaign ({args.campaign}) -> {out / 'campaign'}", file=sys.stderr)
     traces = _campaign(args.campaign, out / "campaign")
+    if str(args.paired) != "none":
+        print(f"\n== paired noise campaign ({args.paired}) -> {out / 'paired'}",
+              file=sys.stderr)
+        traces += _campaign(args.paired, out / "paired")
     # The details go to stderr with the progress; stdout holds the summary (at most 25 lines).
     print(format_table(traces_to_frame(read_trace(p) for p in traces).to_dict("records")),
           file=sys.stderr)

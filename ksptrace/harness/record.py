@@ -50,6 +50,7 @@ from ksptrace.harness.monitor import StampMonitor, check_reported
 from ksptrace.harness.mpienv import agree_on_error, cpu_list, node_layout
 from ksptrace.harness.provenance import versions
 from ksptrace.harness.pyhooks import PythonHooks
+from ksptrace.harness.setuptime import setup_seconds
 from ksptrace.harness.solvehooks import NativeHooks, Recorded
 from ksptrace.trace import publish, write
 from ksptrace.trace.model import AttrValue, Solves, Trace
@@ -280,6 +281,10 @@ class Recorder:
                               np.array(self.layout.node_ids), tuple(r[2] for r in rows),
                               seconds.sum(axis=1), attrs, solves=solves)
                 attrs["solve_max"] = float(trace.solve_seconds.max())
+                first = [setup_seconds(float(seconds[p, 0]), trace.stamps[p, :offsets[1]])
+                         for p in range(trace.nprocs)]
+                if None not in first:  # the first solve's set-up (PCSetUp runs inside it)
+                    attrs["setup_max"] = max(float(x or 0.0) for x in first)
                 write.write_trace(Trace(trace.stamps, trace.residual_norms, trace.node_ids,
                                      trace.hostnames, trace.solve_seconds, attrs,
                                      solves=solves), self.path, self.overwrite)

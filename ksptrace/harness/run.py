@@ -27,6 +27,7 @@ from ksptrace.harness.petscenv import (
 )
 from ksptrace.harness.provenance import run_attributes
 from ksptrace.harness.settings import RunOutcome, RunSettings
+from ksptrace.harness.setuptime import setup_seconds
 from ksptrace.noise.draw import rank_detours
 from ksptrace.noise.spec import parse as parse_noise
 from ksptrace.problems import registry
@@ -149,6 +150,7 @@ def _solve_and_write(
     instance.destroy()  # before the check: options read at destroy time count as used
     unused = check_unused(settings, petsc, mpicomm, types)
     solves = mpicomm.allgather(solve_seconds)
+    setups = mpicomm.allgather(setup_seconds(solve_seconds, stamps))
     events = mpicomm.allgather(event_seconds)
     impls = set(mpicomm.allgather(monitor.impl))
     attrs = mpicomm.bcast(attrs, root=0)
@@ -160,6 +162,7 @@ def _solve_and_write(
         solve_min=float(min(solves)),
         solve_mean=float(np.mean(solves)),
         solve_event_max=None if None in events else max(float(e or 0.0) for e in events),
+        setup_max=None if None in setups else max(float(x or 0.0) for x in setups),
         solve_time_source=(eventlog.SOLVE_TIME_SOURCE if instance.solve_is_kspsolve
                            else eventlog.EVENT_TIME_SOURCE),
         reductions_source=log.reductions_source,

@@ -21,6 +21,7 @@ import numpy as np
 
 from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.outputs import check_destination, staged_directory
+from ksptrace.report.answers import merged
 from ksptrace.report.pages import MAIN, Site, render_site
 from ksptrace.studies import registry
 from ksptrace.studies.result import StudyResult
@@ -40,6 +41,7 @@ from ksptrace.studies.variability import (
     config_key,
     fastest_summary,
     headline,
+    heldout_table,
     model_table,
     n_of,
     prediction_table,
@@ -73,6 +75,7 @@ def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
     return [
         model_table(analyses),
         prediction_table(analyses),
+        heldout_table(analyses),
         apriori_table(analyses, runs=options.mc_runs, seed=options.seed),
         scaling_table(analyses, "P"),
         scaling_table(analyses, "n"),
@@ -117,6 +120,7 @@ def summary(results: Results, table_list: Sequence[Table],
             "iterations": a.iterations,
             "iterations_kept": a.kept,
             "kspsolve": a.measured,
+            "setup": a.setup,
             "sum_k_max_p_T": a.lockstep_sum,
             "max_p_sum_k_T": a.rank_sum_max,
             "nonstationary_standard": a.nonstationary.standard,
@@ -129,6 +133,7 @@ def summary(results: Results, table_list: Sequence[Table],
             "ks_fraction_rejected": None if a.ks_all is None else a.ks_all.fraction_rejected,
             "headline_model": None if chosen is None else chosen.key,
             "headline_error_pct": None if chosen is None else chosen.error_pct,
+            "headline_error_basis": "in-sample fit",
             "caveats": list(caveats(a)),
             "flags": [{"code": f.code, "subject": f.subject, "message": f.message}
                       for f in a.flags],
@@ -136,8 +141,8 @@ def summary(results: Results, table_list: Sequence[Table],
         })
     return {
         "metadata": metadata,
-        "answers": [*({"key": q.key, "question": q.question, "sentences": list(q.sentences)}
-                      for q in answer_all([d.analysis for d in results.analysed])),
+        "answers": [*merged(answer_all([d.analysis for d in results.analysed]),
+                            results.studies),
                     *({**e, "sentences": list(e["sentences"])} for e in extra)],
         "traces": out,
         "fastest": fastest_summary([d.analysis for d in results.analysed]),

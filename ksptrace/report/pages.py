@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from ksptrace.report import studies as study_view
+from ksptrace.report.answers import merged
 from ksptrace.report.templating import ENV
 from ksptrace.studies.table import Table
 from ksptrace.studies.variability import (
@@ -35,7 +36,7 @@ STUDY_QUESTIONS = {
               "of the detours"),
 }
 """The question each study answers on the main page, and what its own page holds."""
-MAIN_TABLES = ("table1_models", "apriori")
+MAIN_TABLES = ("table1_models", "heldout", "apriori")
 """The tables the main page shows (one click away, under the models' answer)."""
 ACROSS_TABLES = ("scaling_nprocs", "scaling_n")
 """The tables of the page across configurations."""
@@ -127,7 +128,7 @@ def render_site(results: Results, tables: Sequence[Table], metadata: dict[str, A
     model_tables = [_table(t) for t in tables if t.name in MAIN_TABLES]
     common = {"metadata": metadata, "standalone": True}
     pages = {MAIN: ENV.get_template("report.html.j2").render(
-        **common, home=None, answers=[*answer_all(analyses), *extra],
+        **common, home=None, answers=[*merged(answer_all(analyses), results.studies), *extra],
         units=units_line(analyses, results.options.independent),
         studies=study_answers, model_tables=model_tables,
         runs=run_rows(rows, analyses, href), failures=failure_rows(rows, analyses, href),

@@ -43,6 +43,18 @@ class Part:
 
 
 @dataclass(frozen=True)
+class Addendum:
+    """Sentences a study adds to one of the report's answers (issue 52: the paired noise
+    verdict answers Q2 on a machine too small for the natural comparison)."""
+
+    key: str
+    """The answer's key ("pipelined", ...)."""
+    sentences: tuple[str, ...]
+    basis: str
+    """What these sentences rest on ("injected noise (paired blocks)")."""
+
+
+@dataclass(frozen=True)
 class StudyResult:
     """One study's answer over a set of runs."""
 
@@ -61,6 +73,8 @@ class StudyResult:
     """Shown before the per-run sections (a study of the runs themselves, like noise)."""
     summary: Mapping[str, Any] = field(default_factory=dict)
     """Keys added to summary.json."""
+    addenda: tuple[Addendum, ...] = ()
+    """Sentences added to the report's answers (:class:`Addendum`)."""
 
     @property
     def tables(self) -> tuple[Table, ...]:

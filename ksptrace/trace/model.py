@@ -70,6 +70,7 @@ ATTRIBUTE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
         "solve_min", "solve_mean", "solution_error", "snes_reason", "ksp_reason",
         "snes_iterations", "snes_norm0", "snes_norm1", "solves", "solve",
         "reductions_blocking", "reductions_split", "ksp_solves", "solve_event_max",
+        "setup_max",
     ),
     "contamination": (
         "foreign_cpu_share", "foreign_cpu_seconds", "foreign_cpu_node", "loadavg_before",

@@ -206,6 +206,18 @@ def aborted() -> None:
     emit(case="aborted", inside=inside, error=error)
 
 
+def gamg() -> None:
+    """CG with GAMG: PCSetUp runs inside the first KSPSolve (issue 52: set-up apart)."""
+    inst = registry.get("laplace1d").build(PETSc.COMM_WORLD, 20_000, {})
+    inst.ksp.setType("cg")
+    inst.ksp.getPC().setType("gamg")
+    inst.ksp.setTolerances(rtol=1e-8)
+    with ksptrace.record(inst.ksp, OUT / "gamg.h5", comm=COMM):
+        inst.reset()
+        inst.solve()
+    emit(case="gamg", its=inst.ksp.getIterationNumber())
+
+
 for case in (loop, raising, raising_on_one_rank, no_comm, newton, timestepping, blocks, many,
-             aborted):
+             aborted, gamg):
     case()

@@ -251,3 +251,28 @@ def test_a_monitor_cancelled_inside_the_block_is_named(tmp_path: Path) -> None:
         "(KSPMonitorCancel or ksp.cancelMonitor()), so a solve after it recorded no iteration; "
         f"no trace written to {path}: cancel monitors before the block, or after it")
     assert not path.exists()
+
+
+def test_a_gamg_solve_reports_its_set_up_apart(
+    recorded: tuple[int, Path, dict[str, dict[str, object]]]
+) -> None:
+    """Issue 52: GAMG's PCSetUp runs inside the first KSPSolve; the trace records it, the
+    models compare with the iterations' time, and the run's notes say how much set-up was."""
+    from ksptrace.studies.variability.pipeline import analyze_trace
+
+    _, out, rows = recorded
+    trace = read_trace(out / "gamg.h5")
+    setup = trace.attrs["setup_max"]
+    assert isinstance(setup, float)
+    assert 0 < setup < trace.solve_max
+    # the set-up (a whole multigrid hierarchy) takes longer than an iteration (one V-cycle)
+    assert setup > float(np.median(trace.iteration_seconds))
+    a = analyze_trace(trace)
+    assert a.setup == setup
+    assert a.measured == pytest.approx(trace.solve_max - setup)
+    assert any(n.startswith("set-up: ") and "the models and their errors use the iterations'"
+               in n for n in a.notes)
+    # a few dozen iterations: no distribution is fitted, and a note says why
+    assert rows["gamg"]["its"] == trace.iterations
+    assert a.bulk is None
+    assert any("no distribution fitted: K = " in n for n in a.notes)

@@ -53,3 +53,13 @@ def test_a_table_longer_than_its_room_says_how_many_rows_are_left_out() -> None:
     lines = table_lines(traces, 10)
     assert len(lines) == 10
     assert lines[-1] == "... 31 more configurations in table1_models.csv"
+
+
+def test_a_run_with_injected_noise_does_not_stand_for_its_configuration() -> None:
+    """Issue 52: the demo's paired noise runs share (problem, n, P) with noise-free ones."""
+    noisy = {"problem": "laplace1d", "n": 20000, "nprocs": 2, "ksp": "gmres",
+             "kspsolve": 26.4, "caveats": ["with injected noise"]}
+    quiet = {**noisy, "kspsolve": 1.5, "caveats": []}
+    (_, row) = table_lines([noisy, quiet], 10)
+    assert "1.5 s" in row
+    assert "26.4" not in row

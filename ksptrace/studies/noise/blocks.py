@@ -15,6 +15,7 @@ import numpy as np
 
 from ksptrace.studies.noise.compare import PAIR_KEYS, PIPELINED_VARIANT
 from ksptrace.studies.noise.paired import (
+    CANNOT_TELL,
     Interval,
     PairedNoiseEstimate,
     block_mean,
@@ -49,6 +50,31 @@ class PairedStudy:
     for the slowest rank in every iteration costs, K·E[max]) and the pipelined method's
     maxₚ Σₖ Tₚᵏ (what it pays with no such wait), each over K times the mean Tₚᵏ, per block."""
 
+    def told(self) -> tuple[str, str]:
+        """The verdict, and why it is "cannot tell" when the two pairings disagree (the
+        in-run one says one method pays less, the KSPSolve one the other: the machine's own
+        variation swamps the injected noise, issue 52); "" when they do not."""
+        inside = self.in_run is not None and self.in_run.blocks >= 3
+        lead = self.in_run if inside and self.in_run is not None else self.estimate
+        other = self.estimate.verdict
+        if inside and CANNOT_TELL not in (lead.verdict, other) and lead.verdict != other:
+            return CANNOT_TELL, (f"inside the runs {lead.verdict}, paired with the noise-free "
+                                 f"runs {other}: the machine's own variation swamps the "
+                                 "injected noise")
+        return lead.verdict, ""
+
+    def short(self) -> str:
+        """The verdict in one sentence, with the load that may have swamped it."""
+        verdict, why = self.told()
+        lead = self.in_run if self.in_run is not None and self.in_run.blocks >= 3 \
+            else self.estimate
+        text = (f"{self.standard.upper()} vs {self.pipelined.upper()} at P = {self.nprocs}: "
+                f"{verdict}" + (f" ({why})" if why else f" ({lead.why})"))
+        if self.loaded_blocks:
+            text += (f", on a loaded machine ({self.loaded_blocks} of {self.estimate.blocks} "
+                     "blocks had foreign CPU load)")
+        return text + "."
+
     def sentence(self) -> str:
         """The verdict first: from inside the runs when every block allows it (drift-free),
         else from the KSPSolve pairing; the other pairing follows, and a loaded machine is
@@ -56,7 +82,10 @@ class PairedStudy:
         std, pip = self.standard.upper(), self.pipelined.upper()
         inside = self.in_run is not None and self.in_run.blocks >= 3
         lead = self.in_run if inside and self.in_run is not None else self.estimate
-        head = f"{std} vs {pip} under {self.noise} at P = {self.nprocs}: {lead.verdict}"
+        verdict, why = self.told()
+        head = f"{std} vs {pip} under {self.noise} at P = {self.nprocs}: {verdict}"
+        if why:
+            head += f" ({why})"
         if inside:
             head += (", measured inside the runs " + _clause(
                 lead, std, pip, "each noisy run's KSPSolve minus K of its own quiet iterations, "
@@ -66,6 +95,8 @@ class PairedStudy:
         if self.loaded_blocks:
             head += (f", drawn from a loaded machine ({self.loaded_blocks} of "
                      f"{self.estimate.blocks} blocks had foreign CPU load)")
+        elif lead.failed:
+            head += ", although no block was flagged loaded"
         head += "."
         if inside:
             e = self.estimate
@@ -84,7 +115,7 @@ def _times(i: Interval) -> str:
 
 def _clause(e: PairedNoiseEstimate, std: str, pip: str, how: str) -> str:
     text = f"({e.blocks} paired blocks; {how}"
-    if e.blocks >= 3:
+    if e.blocks >= 3 and not e.failed:
         d = e.difference
         text += (f": {std} {e.standard_cost.estimate * 1e6:.3g} µs and {pip} "
                  f"{e.pipelined_cost.estimate * 1e6:.3g} µs per iteration, difference "

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from ksptrace.studies.variability.findings import error_pct, file_name
 from ksptrace.studies.variability.injected import noise_truth
 from ksptrace.studies.variability.pipeline import TraceAnalysis
+from ksptrace.studies.variability.plausible import plausible_pct
 
 PIPELINED_VARIANT = {
     "gmres": "pgmres",
@@ -79,22 +80,35 @@ class NoiseRow:
     """sum_k max_p of the detours: what waiting for every rank in every iteration costs."""
     injected_rank_max: float = 0.0
     """max_p sum_k of the detours: what a fully decoupled (pipelined) run would cost."""
+    loaded: bool = False
+    """The run is flagged machine-loaded (other processes used its node's CPUs)."""
 
     @property
     def detour_cost_ratio(self) -> float | None:
         """detour_cost / injected_lockstep: about 1 when the run paid every iteration's
         slowest detour; injected_rank_max / injected_lockstep when it hid them."""
-        if self.detour_cost is None or not self.injected_lockstep:
+        if self.detour_cost is None or self.cost_failed or not self.injected_lockstep:
             return None
         return self.detour_cost / self.injected_lockstep
+
+    @property
+    def cost_failed(self) -> bool:
+        """The in-run detour cost came out below zero: a cost cannot be negative, so the
+        estimate failed (the run's own variation swamps the detours); it is not shown."""
+        return self.detour_cost is not None and self.detour_cost < 0
 
     @property
     def slowdown_pct(self) -> float | None:
         return error_pct(self.measured, self.baseline) if self.baseline else None
 
     def error(self, value: float | None) -> float | None:
-        """Signed error of ``value`` against the measured KSPSolve, per cent."""
-        return error_pct(value, self.measured)
+        """Signed error of ``value`` against the measured KSPSolve, per cent (None beyond
+        ±1000 %: a failed model, reported as failed, not as a number)."""
+        return plausible_pct(error_pct(value, self.measured))
+
+    def shown(self, value: float | None) -> float | None:
+        """``value``, or None when it is a failed model (its error beyond ±1000 %)."""
+        return None if value is None or self.error(value) is None else value
 
 
 @dataclass(frozen=True)
@@ -130,7 +144,8 @@ class NoisePair:
     @property
     def nonstationary_gap_error_pct(self) -> float | None:
         m = self.measured_gap
-        return None if m is None or m == 0 else error_pct(self.nonstationary_gap, m)
+        return None if m is None or m == 0 else plausible_pct(error_pct(self.nonstationary_gap,
+                                                                            m))
 
 
 @dataclass(frozen=True)
@@ -193,6 +208,7 @@ def _row(a: TraceAnalysis, baselines: Sequence[TraceAnalysis]) -> NoiseRow:
         detour_cost=inj.detour_cost(a.measured, a.iterations, a.pipelined),
         injected_lockstep=inj.injected_lockstep,
         injected_rank_max=inj.injected_rank_max,
+        loaded=any(f.code == "machine-loaded" for f in a.flags),
     )
 
 

@@ -10,10 +10,12 @@ from ksptrace.studies.noise.blocks import paired_studies
 from ksptrace.studies.noise.compare import NoiseComparison, NoisePair, compare
 from ksptrace.studies.noise.perrank import per_rank_ks, per_rank_sentences
 from ksptrace.studies.noise.tables import noise_pair_table, noise_table
-from ksptrace.studies.result import Part, StudyResult
+from ksptrace.studies.result import Addendum, Part, StudyResult
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 
+INJECTED = ("With injected noise (detours the harness added, not the machine's own; paired "
+            "blocks, docs/noise.md):")
 NO_PAIRS = ("no standard method and its pipelined variant ran under the same noise with "
             "noise-free runs beside them")
 
@@ -28,12 +30,16 @@ def study(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
     tables = [noise_table(comparison), noise_pair_table(comparison)] if comparison.rows else []
     tables = [dataclasses.replace(t, notes=(NO_PAIRS,)) if t.empty else t for t in tables]
     # the paired blocks' verdicts lead: they are the design that survives drift (docs/noise.md)
-    verdicts = tuple(p.sentence() for p in paired_studies(analyses))
+    paired = paired_studies(analyses)
+    verdicts = tuple(p.sentence() for p in paired)
     found = verdicts + tuple(noise_sentences(comparison)) + per_rank
+    addenda = (Addendum("pipelined", (f"{INJECTED} " + " ".join(p.short() for p in paired),
+                                      *verdicts), "injected noise (paired blocks)"),
+               ) if verdicts else ()
     return StudyResult(
         key="noise", title="Injected noise: prediction vs measurement",
         findings=found or (f"{NO_PAIRS[0].upper()}{NO_PAIRS[1:]}, so no slowdowns are compared.",),
-        parts=(Part(tables=tuple(tables)),), first=True)
+        parts=(Part(tables=tuple(tables)),), first=True, addenda=addenda)
 
 
 def _span(values: Sequence[float], fmt: str = "{:.2f}") -> str:

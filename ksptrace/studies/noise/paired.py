@@ -63,6 +63,9 @@ class PairedNoiseEstimate:
     """standard cost / pipelined cost (None when the pipelined cost's interval reaches 0)."""
     verdict: str
     why: str
+    failed: bool = False
+    """A method's noise cost came out below zero: the estimate failed ("cannot tell"), and
+    its numbers are not shown."""
 
 
 def block_order(blocks: int) -> list[tuple[int, str]]:
@@ -145,6 +148,14 @@ def from_costs(cost_s: np.ndarray, cost_p: np.ndarray, seed: int = 0) -> PairedN
         tail = expanded_tail(n)
         low, high = np.quantile(ratios, [tail, 1 - tail])
         ratio = Interval(float(cost_s.mean() / cost_p.mean()), float(low), float(high))
+    negative = [(name, c) for name, c in (("standard", standard), ("pipelined", pipelined))
+                if c.estimate < 0]
+    if negative:
+        named = " and ".join(f"the {name} method's" for name, _ in negative)
+        return PairedNoiseEstimate(
+            n, standard, pipelined, difference, ratio, CANNOT_TELL,
+            f"{named} noise cost came out below zero, which a cost cannot be: the estimate "
+            "failed (the runs' own variation swamps the injected noise)", failed=True)
     if difference.low > 0:
         verdict = PIPELINED_PAYS_LESS
         why = "the 95 % interval of the difference lies above 0"

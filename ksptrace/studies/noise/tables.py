@@ -8,6 +8,9 @@ from ksptrace.studies.rows import Rows
 from ksptrace.studies.table import Table
 from ksptrace.studies.variability.findings import fmt_pct, fmt_time
 
+NEGATIVE_COST = ("cannot tell: the estimate came out below zero, which a cost cannot be (the "
+                 "run's own variation swamps the detours)")
+
 
 def _noise_label(row: NoiseRow) -> str:
     """A spec short enough for a table cell: 'pareto scale=333.3us shape=1.5 p=0.1'."""
@@ -31,20 +34,25 @@ def noise_table(comparison: NoiseComparison) -> Table:
             "K": r.iterations, "injected_mean_s": r.injected_mean,
             "kspsolve_s": r.measured, "noise_free_kspsolve_s": r.baseline,
             "slowdown_pct": r.slowdown_pct,
-            "truth_s": r.truth, "truth_source": r.truth_source,
+            "truth_s": r.shown(r.truth), "truth_source": r.truth_source,
             "err_pct_truth": r.error(r.truth),
-            "stationary_family": r.stationary_family, "stationary_s": r.stationary,
+            "stationary_family": r.stationary_family, "stationary_s": r.shown(r.stationary),
             "err_pct_stationary": r.error(r.stationary),
-            "nonstationary_s": r.nonstationary, "err_pct_nonstationary": r.error(r.nonstationary),
-            "k_mu_s": r.k_mu, "err_pct_k_mu": r.error(r.k_mu),
-            "montecarlo_s": r.montecarlo, "err_pct_montecarlo": r.error(r.montecarlo),
+            "nonstationary_s": r.shown(r.nonstationary),
+            "err_pct_nonstationary": r.error(r.nonstationary),
+            "k_mu_s": r.shown(r.k_mu), "err_pct_k_mu": r.error(r.k_mu),
+            "montecarlo_s": r.shown(r.montecarlo),
+            "err_pct_montecarlo": r.error(r.montecarlo),
             "ks_rejected_pct": r.ks_rejected_pct,
-            "detour_cost_s": r.detour_cost, "injected_lockstep_s": r.injected_lockstep,
+            "detour_cost_s": None if r.cost_failed else r.detour_cost,
+            "injected_lockstep_s": r.injected_lockstep,
             "injected_rank_max_s": r.injected_rank_max,
             "detour_cost_ratio": r.detour_cost_ratio,
         })
 
         def pred(value: float | None, why: str, r: NoiseRow = r) -> str:
+            if value is not None and r.error(value) is None:
+                return "failed: more than 11× off the measured KSPSolve"
             return why if value is None else f"{fmt_time(value)} ({fmt_pct(r.error(value))})"
 
         shown.append({
@@ -52,7 +60,7 @@ def noise_table(comparison: NoiseComparison) -> Table:
                    f"{_noise_label(r)}",
             "KSPSolve": fmt_time(r.measured),
             "slowdown vs noise-free": _slowdown(r),
-            "known truth": f"{fmt_time(r.truth)} ({fmt_pct(r.error(r.truth))})"
+            "known truth": pred(r.truth, "—")
                            + ("" if r.baseline is not None else "\nfrom this run's times"),
             "stationary": pred(r.stationary, "no converged fit")
                               + (f"\n{r.stationary_family}" if r.stationary_family else ""),
@@ -61,7 +69,10 @@ def noise_table(comparison: NoiseComparison) -> Table:
             "Monte Carlo": pred(r.montecarlo, "no Johnson S_U fit"),
             "KS rejected": "P = 1: no rank pairs" if r.ks_rejected_pct is None
                            else f"{r.ks_rejected_pct:.0f} %",
-            "detours cost (in-run)": "no iteration without a detour"
+            "detours cost (in-run)": NEGATIVE_COST + (
+                "; the machine was loaded during the run" if r.loaded else
+                "; no foreign load was recorded") if r.cost_failed
+            else "no iteration without a detour"
             if r.detour_cost is None or r.detour_cost_ratio is None else
             f"{fmt_time(r.detour_cost)} = {r.detour_cost_ratio:.2f} × Σₖ maxₚ D"
             f"\n(hidden: {r.injected_rank_max / r.injected_lockstep:.2f} ×)",

@@ -25,6 +25,7 @@ if TYPE_CHECKING:
         problem_of,
         sentences,
     )
+    from ksptrace.studies.variability.heldout import heldout_table
     from ksptrace.studies.variability.options import AnalysisOptions
     from ksptrace.studies.variability.overview import failure_rows, run_rows, units_line
     from ksptrace.studies.variability.pipeline import TraceAnalysis
@@ -70,6 +71,7 @@ PUBLIC: dict[str, tuple[str, str]] = {
     "image": ("sections", "image"),
     "ks_alpha_note": ("findings", "ks_alpha_note"),
     "headline": ("findings", "headline"),
+    "heldout_table": ("heldout", "heldout_table"),
     "n_of": ("findings", "n_of"),
     "problem_of": ("findings", "problem_of"),
     "model_table": ("tables", "model_table"),
@@ -109,6 +111,7 @@ __all__ = [
     "finding_row",
     "group_text",
     "headline",
+    "heldout_table",
     "image",
     "ks_alpha_note",
     "model_table",

@@ -1,12 +1,11 @@
 """A priori prediction across configurations: Johnson S_U parameters fitted on one
 configuration's run predict the KSPSolve of another configuration of the same problem and solver
-by Monte Carlo (the paper's use of its non-stationary model). Pure: analyses in, a Table out."""
+by Monte Carlo (the paper's use of its non-stationary model), at the same local size n/P only.
+Pure: analyses in, a Table out."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-
-import numpy as np
 
 from ksptrace.studies.rows import Rows
 from ksptrace.studies.table import Table
@@ -15,29 +14,12 @@ from ksptrace.studies.variability.findings import (
     file_name,
     fmt_pct,
     fmt_time,
-    n_of,
-    problem_of,
 )
+from ksptrace.studies.variability.heldout import local_size, same_kind
 from ksptrace.studies.variability.pipeline import TraceAnalysis
+from ksptrace.studies.variability.plausible import ABSURD_PCT, plausible_pct
 from ksptrace.studies.variability.tables import run_name
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS
-
-
-def neighbours(src: TraceAnalysis, dst: TraceAnalysis,
-               analyses: Sequence[TraceAnalysis]) -> bool:
-    """Whether ``dst`` is next to ``src``: same problem and solver, the same n at the nearest
-    other P measured, or the same P at the nearest other n."""
-    def where(a: TraceAnalysis) -> tuple[int, int]:
-        return a.nprocs, n_of(a) or 0
-
-    kind = (problem_of(src), src.ksp)
-    (p0, n0), (p1, n1) = where(src), where(dst)
-    if (p0 == p1) == (n0 == n1):
-        return False
-    axis = 0 if n0 == n1 else 1
-    lo, hi = sorted((where(src)[axis], where(dst)[axis]))
-    return not any((problem_of(a), a.ksp) == kind and where(a)[1 - axis] == where(src)[1 - axis]
-                   and lo < where(a)[axis] < hi for a in analyses)
 
 
 def _configuration(a: TraceAnalysis) -> tuple[str, ...]:
@@ -54,52 +36,57 @@ def _representatives(analyses: Sequence[TraceAnalysis]) -> tuple[list[TraceAnaly
 
 
 def apriori_table(analyses: Sequence[TraceAnalysis], runs: int = 16, seed: int = 0) -> Table:
-    """Parameters fitted on one configuration's run predict every other configuration of the
-    same problem and KSP.
+    """Parameters fitted on one configuration's run predict the other configurations of the
+    same problem and KSP *where the model claims validity*: the same local size n/P at another
+    P (issue 52). Another n/P is not predicted (the work of an iteration changes with it), and
+    a prediction off by more than ±1000 % is reported as failed, without a number.
 
     Each configuration is represented by its first run (a repetition predicts nothing a priori,
     and every pair of runs would cost a Monte Carlo prediction per pair: a million for a
-    campaign of a thousand traces, issue 35). Every pair of configurations is a row of the CSV;
-    the page shows the neighbouring ones (the next P or n), where a priori prediction is meant
-    to be used, and the median error of the others."""
-    rows, shown, far_errors = [], [], []
+    campaign of a thousand traces, issue 35)."""
+    rows, shown = [], []
+    other_size = 0
     chosen, repeats = _representatives(analyses)
     for src in chosen:
         if src.parameters is None:
             continue
         for dst in chosen:
-            same_kind = (problem_of(src), src.ksp) == (problem_of(dst), dst.ksp)
-            if dst is src or not same_kind or dst.measured <= 0:
+            if dst is src or not same_kind(src, dst) or dst.measured <= 0:
+                continue
+            if local_size(src) is None or local_size(src) != local_size(dst) \
+                    or src.nprocs == dst.nprocs:
+                other_size += 1
                 continue
             pred = montecarlo.predict(
                 src.parameters, dst.kept, max(1, int(dst.count)), dst.measured, dst.pipelined,
                 src.label, dst.label, runs=runs, seed=seed)
-            err = 100.0 * pred.relative_error
-            near = neighbours(src, dst, chosen)
+            err = plausible_pct(100.0 * pred.relative_error)
+            failed = "" if err is not None else f"failed: off by more than {ABSURD_PCT:.0f} %"
             rows.append({"fitted_on": file_name(src), "predicts": file_name(dst),
-                         "simulated_s": pred.simulated, "KSPSolve_s": pred.measured,
-                         "err_pct": err, "neighbour": near})
-            if not near:
-                far_errors.append(abs(err))
-                continue
+                         "simulated_s": None if failed else pred.simulated,
+                         "KSPSolve_s": pred.measured, "err_pct": err,
+                         "status": failed or "ok"})
             shown.append({"fitted on": run_name(src), "predicts": run_name(dst),
-                          "simulated": fmt_time(pred.simulated),
+                          "simulated": failed or fmt_time(pred.simulated),
                           "KSPSolve": fmt_time(pred.measured), "error": fmt_pct(err)})
     notes: tuple[str, ...] = ()
     if not rows:
-        notes = ("Needs two configurations of the same problem and solver.",)
-    elif far_errors:
-        notes = (f"{len(far_errors)} pairs farther apart (not the next P or n) are in the CSV; "
-                 f"their median |error| is {float(np.median(far_errors)):.0f} %.",)
+        notes = ("Needs two configurations of the same problem and solver with the same n/P "
+                 "at different P.",)
+    if other_size:
+        notes += (f"{other_size} pairs of configurations with another n/P are not predicted: "
+                  "the work of an iteration changes with the local size, and no per-iteration "
+                  "work model is fitted.",)
     if repeats:
         notes += (f"{repeats} runs repeat a configuration; each configuration is represented "
                   "by its first run.",)
     return Table(
         name="apriori",
-        title="A priori prediction: one run's fits predict its neighbours (next P or n)",
+        title="A priori prediction (Monte Carlo): one configuration's fits predict the same "
+              "n/P at another P",
         frame=Rows.of(rows, columns=["fitted_on", "predicts", "simulated_s", "KSPSolve_s",
-                                          "err_pct", "neighbour"]),
+                                     "err_pct", "status"]),
         display=Rows.of(shown, columns=["fitted on", "predicts", "simulated", "KSPSolve",
-                                             "error"]),
+                                        "error"]),
         notes=notes,
     )

@@ -44,10 +44,10 @@ class Done:
     cached: bool
 
 
-RESULTS_FORMAT = 4
+RESULTS_FORMAT = 5
 """The layout of a cached result: raised whenever TraceAnalysis or what it holds gains or loses
 a field (2: the waiting penalties and spreads; 3: the variance split; 4: a noise spec's ranks= as
-intervals), so no entry of an older layout is read back."""
+intervals; 5: set-up apart, issue 52), so no entry of an older layout is read back."""
 
 
 def options_key(options: AnalysisOptions, with_figures: bool) -> str:

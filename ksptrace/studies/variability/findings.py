@@ -10,12 +10,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from ksptrace.studies.variability import ks
 from ksptrace.studies.variability.choices import HEADLINE_MODEL
 from ksptrace.studies.variability.flags import Flag
 from ksptrace.studies.variability.pipeline import TraceAnalysis
+from ksptrace.studies.variability.plausible import ABSURD_PCT, is_absurd
 from ksptrace.trace.model import MIN_ITERATION_SECONDS
 
 FAR = 50.0
@@ -160,7 +161,19 @@ def predictions(a: TraceAnalysis) -> tuple[Prediction, ...]:
         sim, error_pct(sim, a.measured), why="" if sim is not None else _montecarlo_why(a),
         stderr=a.simulated_stderr, flags=_flags_about(a, "monte carlo", "jsu fit", "of a_k",
                                                       "of s_k")))
-    return tuple(out)
+    return tuple(_failed(p) for p in out)
+
+
+def _failed(p: Prediction) -> Prediction:
+    """``p``, or, when it is off by more than ±ABSURD_PCT %, ``p`` as failed: no value and no
+    error, the reason instead (issue 52: a failed model is not a number)."""
+    if not is_absurd(p.error_pct):
+        return p
+    side = "below zero" if (p.value or 0.0) < 0 else \
+        f"more than {1 + ABSURD_PCT / 100:.0f}× the measured time"
+    reasons = "; ".join(f.message for f in p.flags if f.code != "prediction-far")
+    return replace(p, value=None, error_pct=None, stderr=None,
+                   why=f"failed: {side}" + (f" ({reasons})" if reasons else ""))
 
 
 def headline(a: TraceAnalysis) -> Prediction | None:

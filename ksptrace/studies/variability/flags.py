@@ -14,6 +14,7 @@ import numpy as np
 
 from ksptrace.studies.variability import models, montecarlo
 from ksptrace.studies.variability.outliers import outliers, outliers_explain_mean
+from ksptrace.studies.variability.plausible import ABSURD_PCT, is_absurd
 from ksptrace.trace.model import FOREIGN_LOAD_LIMIT, Trace
 
 
@@ -69,12 +70,18 @@ def _mean_flag(
     if abs(fitted - sample) <= FIT_MEAN_TOLERANCE * abs(sample):
         return None
     side = "below" if fitted < sample else "above"
-    off = (
-        f"{abs(fitted / sample - 1):.0%} {side} the sample mean {_t(sample)}"
-        if sample != 0
-        else f"{side} the sample mean 0 s"
-    )
-    gap = f"the fitted mean {_t(fitted)} is {off}"
+    if sample != 0 and is_absurd(100.0 * (fitted / sample - 1)):
+        # a failed fit: no number of it is printed (issue 52)
+        off = (f"more than {1 + ABSURD_PCT / 100:.0f}× the sample mean {_t(sample)}"
+               if fitted > 0 else f"below zero, against the sample mean {_t(sample)}")
+        gap = f"the fit failed: its mean is {off}"
+    else:
+        off = (
+            f"{abs(fitted / sample - 1):.0%} {side} the sample mean {_t(sample)}"
+            if sample != 0
+            else f"{side} the sample mean 0 s"
+        )
+        gap = f"the fitted mean {_t(fitted)} is {off}"
     found = outliers_explain_mean(data, fitted, FIT_MEAN_TOLERANCE)
     if found is not None:
         where = f"{found.count} of {found.total} values from {_t(found.low)} to {_t(found.high)}"
@@ -88,7 +95,8 @@ def _mean_flag(
             f"{gap} because of outliers ({where}); without them the sample mean is "
             f"{_t(found.clean_mean)}, which the fit follows",
         )
-    reasons[subject] = f"the mean of {name}, {_t(fitted)}, is {off}"
+    reasons[subject] = (f"{name} failed: its mean is {off}" if gap.startswith("the fit failed")
+                        else f"the mean of {name}, {_t(fitted)}, is {off}")
     return Flag("fit-mean-far", subject, f"{gap}, and outliers do not explain it")
 
 
@@ -220,14 +228,7 @@ def _prediction_flags(
                 fallback.append(_data_outliers(kept))
             known = [r for r in fallback if r is not None]
         why = "; ".join(known) if known else "no known reason was detected"
-        out.append(
-            Flag(
-                "prediction-far",
-                subject,
-                f"{_t(value)} against the measured KSPSolve {_t(a.measured)} "
-                f"({value / a.measured - 1.0:+.0%}): {why}",
-            )
-        )
+        out.append(Flag("prediction-far", subject, _far(value, a.measured, why)))
     return out
 
 
@@ -290,6 +291,15 @@ def apriori_flag(source: Flagged, prediction: montecarlo.Prediction) -> Flag | N
     return Flag(
         "prediction-far",
         f"a priori Monte Carlo from {prediction.source}",
-        f"{_t(prediction.simulated)} against the measured KSPSolve {_t(prediction.measured)} "
-        f"({err:+.0%}): {why or 'no known reason was detected'}",
+        _far(prediction.simulated, prediction.measured, why or "no known reason was detected"),
     )
+
+
+def _far(value: float, measured: float, why: str) -> str:
+    """A far prediction against the measurement: its signed error, or, beyond ±ABSURD_PCT %,
+    "failed" without a number (issue 52)."""
+    if is_absurd(100.0 * (value / measured - 1.0)):
+        side = "below zero" if value < 0 else f"more than {1 + ABSURD_PCT / 100:.0f}×"
+        return f"failed: {side} against the measured KSPSolve {_t(measured)}: {why}"
+    return (f"{_t(value)} against the measured KSPSolve {_t(measured)} "
+            f"({value / measured - 1.0:+.0%}): {why}")

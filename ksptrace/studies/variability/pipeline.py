@@ -53,6 +53,11 @@ from ksptrace.studies.variability.lanes import Lanes
 from ksptrace.studies.variability.nodes import NodeVariance, node_variance
 from ksptrace.studies.variability.options import AnalysisOptions, Progress, units
 from ksptrace.studies.variability.penalty import Penalty, wait_penalty
+from ksptrace.studies.variability.setup_time import (
+    MIN_FIT_PER_RANK,
+    recorded_setup,
+    setup_note,
+)
 from ksptrace.studies.variability.variance_split import VarianceSplit, variance_split
 from ksptrace.trace.model import Trace
 
@@ -74,7 +79,8 @@ class TraceAnalysis:
     kept: int
     """K used by bulk statistics."""
     measured: float
-    """KSPSolve of the slowest rank."""
+    """KSPSolve of the slowest rank, without its set-up when the trace records it (``setup``):
+    the iterations' time, which the models describe."""
     layout: CycleLayout
     focus_iteration: int
     uniform: models.UniformFits
@@ -103,6 +109,9 @@ class TraceAnalysis:
     """What waiting costs a standard and a pipelined method on these iterations."""
     variance: VarianceSplit | None = None
     """The share of the iteration times' variance each deterministic cause explains."""
+    setup: float | None = None
+    """The set-up inside the first KSPSolve (the trace's ``setup_max``), left out of
+    ``measured``; None when the trace does not record it (written before issue 52)."""
 
     @property
     def noisy(self) -> bool:
@@ -276,7 +285,7 @@ def analyze_trace(
     bulk_mean, bulk_std = mean_std(kept)
     bounds = models.Bounds(iterations=k, count=count, mean=bulk_mean, std=bulk_std)
     result: dict[str, object] = {}
-    fittable = kept.size >= MIN_SAMPLES and bulk_std != 0
+    fittable = kept.size >= MIN_SAMPLES and bulk_std != 0 and k >= MIN_FIT_PER_RANK
     noise_notes: list[str] = []
     with Lanes(times.size) as lanes:  # large traces: these four beside the KS tests
         fitted = lanes.later(fit_candidates, kept, opt.candidates, opt.bins, opt.fit_size,
@@ -303,7 +312,11 @@ def analyze_trace(
             result["nodes_at"] = node_variance(times, trace.node_ids, focus)
             result["nodes_overall"] = overall.result()
 
-        if fitted is None:
+        if fitted is None and k < MIN_FIT_PER_RANK:
+            notes.append(f"no distribution fitted: K = {k} values per rank, fewer than the "
+                         f"{MIN_FIT_PER_RANK} a fit needs to say anything of the tail that "
+                         "E[max of N] depends on (no stationary model)")
+        elif fitted is None:
             notes.append(f"{kept.size} distinct-enough samples: too few for distribution fits")
         else:
             tick("bulk fits", 0.0)
@@ -343,6 +356,9 @@ def analyze_trace(
         notes.extend(noise_notes)
         waits = penalty.result()
     tick("done", 1.0)
+    setup = recorded_setup(trace)
+    if setup is not None:
+        notes.append(setup_note(setup, trace.solve_max))
     analysis = TraceAnalysis(
         label=trace.label,
         path=trace.path,
@@ -353,7 +369,8 @@ def analyze_trace(
         count=count,
         iterations=k_all,
         kept=k,
-        measured=trace.solve_max,
+        measured=trace.solve_max if setup is None else trace.solve_max - setup,
+        setup=setup,
         layout=layout,
         focus_iteration=focus,
         uniform=uniform,

@@ -15,6 +15,7 @@ from ksptrace.studies.variability import findings, tables
 from ksptrace.studies.variability.flags import Flag
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import TraceAnalysis
+from ksptrace.studies.variability.plausible import is_absurd
 from ksptrace.studies.variability.runs import Analysed, config_key
 
 SECTIONS = (
@@ -136,13 +137,18 @@ def run_section(d: Analysed, f: findings.Finding, options: AnalysisOptions) -> d
             "omitted": omitted,
         })
     sim = a.simulation
-    if sim is not None:
+    mc_error = findings.error_pct(a.simulated, a.measured)
+    if sim is not None and is_absurd(mc_error):
+        mc = (f"Monte Carlo: {sim.runs} runs of K = {sim.iterations} iterations on "
+              f"N = {sim.count} units (seed {sim.seed}) failed: more than 11× the measured "
+              f"time {findings.fmt_time(a.measured)} (see the flags).")
+    elif sim is not None:
         mc = (f"Monte Carlo: {sim.runs} runs of K = {sim.iterations} iterations on "
               f"N = {sim.count} units (seed {sim.seed}); mean {findings.fmt_time(a.simulated)}"
               + (f" ± {findings.fmt_time(a.simulated_stderr)} (standard error)"
                  if a.simulated_stderr is not None else " (one run: no standard error)")
               + f" against KSPSolve {findings.fmt_time(a.measured)} "
-              f"({findings.fmt_pct(findings.error_pct(a.simulated, a.measured))}).")
+              f"({findings.fmt_pct(mc_error)}).")
     else:
         mc = f"No Monte Carlo: {findings._montecarlo_why(a)}."
     parts[-1]["lead"] = mc

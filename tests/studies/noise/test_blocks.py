@@ -4,12 +4,14 @@ the paired verdict leading the noise study's findings, incomplete and loaded blo
 from __future__ import annotations
 
 import dataclasses
+import functools
 
 import numpy as np
 
 from ksptrace.studies.noise import paired
 from ksptrace.studies.noise.blocks import paired_studies
 from ksptrace.studies.noise.entry import study
+from ksptrace.studies.result import StudyResult
 from ksptrace.studies.variability.flags import Flag
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 from tests.studies.noise.test_compare import OPTIONS, analyses
@@ -77,8 +79,15 @@ def test_runs_without_repetitions_form_no_blocks() -> None:
     assert paired_studies(analyses()) == ()
 
 
+@functools.cache
+def _studied() -> tuple[list[TraceAnalysis], StudyResult | None]:
+    """The default campaign and its noise study, computed once (seconds on a loaded machine)."""
+    runs = campaign()
+    return runs, study(runs, OPTIONS, with_figures=False)
+
+
 def test_the_noise_study_leads_with_the_verdict() -> None:
-    result = study(campaign(), OPTIONS, with_figures=False)
+    _, result = _studied()
     assert result is not None
     assert result.findings[0].startswith("GMRES vs PGMRES under exponential")
     assert "pipelined pays less" in result.findings[0]
@@ -97,7 +106,8 @@ def test_the_in_run_estimate_is_made_from_the_noisy_runs_and_stated() -> None:
     assert all(c is not None for c in cost.values())
     sentence = found.sentence()
     assert sentence.startswith("GMRES vs PGMRES under exponential")
-    assert f": {found.in_run.verdict}, measured inside the runs (8 paired blocks" in sentence
+    assert f": {found.told()[0]}" in sentence
+    assert ", measured inside the runs (8 paired blocks" in sentence
     assert "which the drift between runs does not enter" in sentence
     assert "Paired with the noise-free runs instead" in sentence
 
@@ -136,3 +146,31 @@ def test_e_max_against_the_mean_is_estimated_per_block_and_stated() -> None:
     assert f"GMRES's Σₖ maxₚ Tₚᵏ is {std.estimate:.3g} × [95 % {std.low:.3g}" in sentence
     assert "(E[max] over the mean)" in sentence
     assert paired.block_mean(np.array([1.0, 2.0])) is None  # two blocks: no interval
+
+
+def test_the_paired_verdict_is_added_to_q2_labelled_as_injected_noise() -> None:
+    """Issue 52: on a 2-core machine Q2 cannot compare the methods at scale; the paired noise
+    experiment gives it an interval, labelled as injected noise."""
+    from ksptrace.report.answers import merged
+    from ksptrace.studies.variability.answers import Answer, answer_all
+
+    runs, result = _studied()
+    assert result is not None
+    (add,) = result.addenda
+    assert add.key == "pipelined"
+    assert add.basis == "injected noise (paired blocks)"
+    assert add.sentences[0].startswith("With injected noise (detours the harness added, not "
+                                       "the machine's own")
+    answers = {a["key"]: a for a in merged(answer_all(runs), [result])}
+    q2 = answers["pipelined"]  # P = 4 here: the natural pairs tell, the addendum follows
+    assert q2["basis"] == "measured"
+    assert q2["sentences"][-2:] == list(add.sentences)
+    # the noisy runs are not the solver on this machine: left out of the other answers
+    assert "12 clean runs; 12 flagged runs left out" in answers["variability"]["sentences"][0]
+    # at P < 3 (a 2-core machine) the natural pairs cannot tell: the addendum leads
+    small = Answer("pipelined", "Do the pipelined methods pay less?",
+                   ("Cannot tell on this data: every pair ran at P < 3.",), basis="cannot tell")
+    (q2,) = merged([small], [result])
+    assert q2["basis"] == "injected noise (paired blocks)"
+    assert q2["sentences"] == [*add.sentences, *small.sentences]
+    assert "GMRES vs PGMRES at P = 4: " in q2["sentences"][0]

@@ -168,3 +168,23 @@ def test_a_noise_naming_no_rank_of_its_run_is_left_out_with_a_note(tmp_path: Pat
     assert result is not None
     rows = noise_compare.compare([*analyses(), alone]).rows
     assert len(rows) == len(noise_compare.compare(analyses()).rows)
+
+
+def test_a_negative_in_run_detour_cost_is_cannot_tell_with_the_load() -> None:
+    """Issue 52: a cost below zero is a failed estimate: no number, the reason and the load."""
+    import dataclasses
+
+    from ksptrace.studies.noise.tables import noise_table
+
+    (row,) = noise_compare.compare([analyze_trace(run("gmres", SPEC, 2), OPTIONS)]).rows
+    failed = dataclasses.replace(row, detour_cost=-804e-6 * K, loaded=True)
+    assert failed.cost_failed
+    assert failed.detour_cost_ratio is None
+    table = noise_table(noise_compare.NoiseComparison((failed,), (), ()))
+    (record,) = table.records()
+    assert record["detour_cost_s"] is None
+    assert record["detour_cost_ratio"] is None
+    assert table.display is not None
+    (cell,) = list(table.display["detours cost (in-run)"])
+    assert cell.startswith("cannot tell: the estimate came out below zero")
+    assert cell.endswith("the machine was loaded during the run")

@@ -89,3 +89,48 @@ def test_the_block_order_interleaves() -> None:
                for a, b in zip(cells[0::2], cells[1::2], strict=True))  # noise alternates
     with pytest.raises(AnalysisError):
         paired.block_order(0)
+
+
+def test_a_negative_detour_cost_cannot_tell_and_shows_no_number() -> None:
+    """Issue 52: under heavy load the in-run cost of GMRES came out at -804 us per iteration,
+    its interval wholly below 0, and the verdict read "standard pays less". A cost cannot be
+    negative: the estimate failed, and the answer is "cannot tell" with the reason."""
+    from ksptrace.studies.noise.blocks import PairedStudy
+
+    rng = np.random.default_rng(5)
+    cost_s = K * (-804e-6 + 20e-6 * rng.standard_normal(8))
+    cost_p = K * (100e-6 + 20e-6 * rng.standard_normal(8))
+    est = paired.in_run_estimate(cost_s, cost_p, K)
+    assert est.standard_cost.high < 0  # what was printed as a finding before
+    assert est.verdict == paired.CANNOT_TELL
+    assert est.failed
+    assert "below zero" in est.why
+    study = PairedStudy("gmres", "pgmres", "exponential", 2, K, est, 0, 3, in_run=est)
+    said = study.sentence()
+    assert "cannot tell on this data" in said
+    assert "came out below zero" in said
+    assert "3 of 8 blocks had foreign CPU load" in said
+    assert "804" not in said
+    assert "-8" not in said
+    quiet = PairedStudy("gmres", "pgmres", "exponential", 2, K, est, 0, 0, in_run=est)
+    assert "no block was flagged loaded" in quiet.sentence()
+
+
+def test_pairings_that_disagree_cannot_tell() -> None:
+    """Issue 52's demo beside heavy load: inside the runs "standard pays less", paired with the
+    noise-free runs "pipelined pays less": the load swamps the injected noise."""
+    from ksptrace.studies.noise.blocks import PairedStudy
+
+    ones = np.ones(4)
+    inside = paired.from_costs(ones * 400e-6 + [0, 1e-6, 2e-6, 3e-6], ones * 1e-3)
+    between = paired.from_costs(ones * 12e-3 + [0, 1e-4, 2e-4, 3e-4], ones * 6e-3)
+    assert (inside.verdict, between.verdict) == (paired.STANDARD_PAYS_LESS,
+                                                 paired.PIPELINED_PAYS_LESS)
+    study = PairedStudy("gmres", "pgmres", "exponential", 2, K, between, 0, 4, in_run=inside)
+    verdict, why = study.told()
+    assert verdict == paired.CANNOT_TELL
+    assert "swamps the injected noise" in why
+    assert study.short().startswith("GMRES vs PGMRES at P = 2: cannot tell on this data (inside")
+    assert "4 of 4 blocks had foreign CPU load" in study.short()
+    agree = PairedStudy("gmres", "pgmres", "exponential", 2, K, inside, 0, 0, in_run=inside)
+    assert agree.told() == (paired.STANDARD_PAYS_LESS, "")

@@ -53,7 +53,7 @@ def test_headlines_leave_flagged_runs_out_and_say_how_many() -> None:
     assert len(basis.runs) == 2
     assert basis.clause == "2 clean runs; 1 flagged run left out"
     models = answers.models(runs)
-    assert "(2 clean runs; 1 flagged run left out)" in models.sentences[0]
+    assert "(2 clean runs; 1 flagged run left out" in models.sentences[0]
 
 
 def test_oversubscribed_and_log_on_are_caveats_too() -> None:

@@ -37,7 +37,7 @@ def png_width(png: bytes) -> int:
 
 
 def test_one_rank_draws_no_rank_pair_figure_and_says_so() -> None:
-    _, fs = drawn(synthetic_trace(nprocs=1, iterations=64, ranks_per_node=1))
+    _, fs = drawn(synthetic_trace(nprocs=1, iterations=200, ranks_per_node=1))
     keys = {d.key for d in fs.drawn}
     assert not keys & (RANK_PAIR_KEYS | {"uniform-fits"})
     assert {"bulk-fit", "uniform-parameters"} <= keys
@@ -98,7 +98,7 @@ def test_heatmap_of_many_ranks_is_a_stated_seeded_subsample() -> None:
 
 @pytest.mark.slow
 def test_captions_say_how_a_long_tail_is_shown() -> None:
-    t = synthetic_trace(nprocs=8, iterations=120, ranks_per_node=4, stationary=True)
+    t = synthetic_trace(nprocs=8, iterations=200, ranks_per_node=4, stationary=True)
     x = inject_outliers(t.iteration_seconds, 0.15, 16e-3, 80e-3)
     _, fs = drawn(trace_from_times(x, t.node_ids))
     bulk = fs.get("bulk-fit")
@@ -261,7 +261,7 @@ def test_the_kept_times_axis_is_placed_once_for_the_bulk_and_cycle_figures(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """Both figures over all kept times (bulk fit, restart-cycle histograms) share one axis."""
-    trace = synthetic_trace(nprocs=4, iterations=120, ranks_per_node=2, ksp="gmres", seed=3)
+    trace = synthetic_trace(nprocs=4, iterations=200, ranks_per_node=2, ksp="gmres", seed=3)
     a = analyze_trace(trace, LIGHT)
     sizes: list[int] = []
     real = figure_sets.figures.time_axis

@@ -103,7 +103,9 @@ def test_a_far_monte_carlo_names_the_collapsed_fit(monkeypatch: pytest.MonkeyPat
     assert len(far) == 1
     assert "s_k collapsed to its normal limit" in far[0].message
     assert a.simulated is not None
-    assert f"({a.simulated / a.measured - 1:+.0%})" in far[0].message
+    # 60 times the simulation is a failed prediction: said so, never as a percentage (issue 52)
+    assert far[0].message.startswith("failed: more than 11× against the measured KSPSolve")
+    assert "%" not in far[0].message
 
 
 def test_p1_and_one_node_collapse_every_model_to_k_times_the_mean() -> None:
@@ -139,7 +141,7 @@ def test_by_default_ranks_are_the_units_on_one_node_and_nodes_on_several() -> No
 
 
 def test_thirteen_nodes_of_p200_give_n_13_to_every_model_and_the_monte_carlo() -> None:
-    trace = synthetic_trace(200, 60, 16, "gmres", seed=4)
+    trace = synthetic_trace(200, 200, 16, "gmres", seed=4)
     assert np.bincount(trace.node_ids).tolist() == [16] * 12 + [8]
     a = analyze_trace(trace, AnalysisOptions(candidates=("norm",), mc_runs=2))
     assert a.count == 13.0
@@ -205,3 +207,19 @@ def test_a_far_a_priori_prediction_is_flagged_with_the_source_fit_flags() -> Non
     assert "the source's JSU fit of a_k is flagged fit-mean-outliers" in flag.message
     close = dataclasses.replace(far, measured=far.simulated * 1.2)
     assert flags.apriori_flag(source, close) is None
+
+
+def test_a_fit_whose_mean_is_absurd_is_called_failed_without_a_number() -> None:
+    """Issue 52: "fitted mean 470 s is 12984737 % above" becomes a failed fit, with no number
+    of the fit and no percentage."""
+    from ksptrace.studies.variability.flags import _mean_flag
+
+    data = np.full(500, 3.6e-3)
+    data[:5] = 4e-3
+    reasons: dict[str, str] = {}
+    flag = _mean_flag("JSU fit of a_k", "the Johnson S_U fit of a_k", 470.0, data, reasons)
+    assert flag is not None
+    assert flag.message.startswith("the fit failed: its mean is more than 11× the sample mean")
+    assert "%" not in flag.message
+    assert "470" not in flag.message
+    assert "failed" in reasons["JSU fit of a_k"]

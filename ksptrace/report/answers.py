@@ -1,0 +1,37 @@
+"""The report's answers: the variability study's, with what other studies add to them
+(:class:`~ksptrace.studies.result.Addendum`), as plain dicts for the page and summary.json.
+
+An addendum to an answer that could not tell leads it, and its basis becomes the answer's
+(issue 52: on a 2-core machine Q2 cannot compare the methods at scale, but the paired noise
+experiment gives it an interval, labelled as injected noise); otherwise it follows the
+answer's own sentences. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from ksptrace.studies.result import StudyResult
+
+CANNOT_TELL = "cannot tell"
+
+
+def merged(answers: Sequence[Any], studies: Sequence[StudyResult]) -> list[dict[str, Any]]:
+    """``answers`` (key, question, sentences, basis) with every study's addenda merged in."""
+    out = []
+    for a in answers:
+        sentences = list(a.sentences)
+        basis = str(getattr(a, "basis", "measured"))
+        for r in studies:
+            for add in r.addenda:
+                if add.key != a.key:
+                    continue
+                if basis == CANNOT_TELL:
+                    sentences = [*add.sentences, *sentences]
+                    basis = add.basis
+                else:
+                    sentences += add.sentences
+        out.append({"key": a.key, "question": a.question, "sentences": sentences,
+                    "basis": basis})
+    return out
