@@ -90,13 +90,16 @@ def basis(analyses: Sequence[TraceAnalysis]) -> Basis:
         return Basis(clean, f"{len(clean)} clean run{'s' if len(clean) != 1 else ''}"
                      + (f"; {left} flagged run{'s' if left != 1 else ''} left out" if left
                         else ""))
+    natural = tuple(a for a in analyses if CAVEATS["noise"] not in caveats(a)) or tuple(analyses)
     counts: dict[str, int] = {}
-    for a in analyses:
+    for a in natural:
         for c in caveats(a):
             counts[c] = counts.get(c, 0) + 1
     named = ", ".join(f"{v} {k}" for k, v in counts.items())
-    return Basis(tuple(analyses), f"all {len(analyses)} runs, none clean ({named}): "
-                 "treat these numbers as the loaded machine's, not the solver's")
+    noisy = len(analyses) - len(natural)  # detours the harness added never stand for a solver
+    return Basis(natural, f"all {len(natural)} runs, none clean ({named}"
+                 + (f"; {noisy} with injected noise left out" if noisy else "")
+                 + "): treat these numbers as the loaded machine's, not the solver's")
 
 
 def _spread(a: TraceAnalysis) -> float | None:

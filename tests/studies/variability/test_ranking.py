@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import functools
 import re
+from types import SimpleNamespace
 
 from ksptrace.report.terminal import table_lines
 from ksptrace.studies.decisions.entry import study as decision_study
@@ -147,3 +148,19 @@ def test_anomalies_compare_each_p_with_the_next_smaller_one() -> None:
     found = anomalies([e(1, 0.871), e(2, 4.71), e(4, 4.0), e(8, 7.9)])
     assert [(a.smaller, a.larger, round(a.ratio, 1)) for a in found] == [(1, 2, 5.4)]
     assert dict(found[0].group)["P"] == "2"
+
+
+def test_runs_with_injected_noise_never_stand_for_a_solver_when_none_is_clean() -> None:
+    """A loaded demo beside a paired noise campaign: the ranking rests on the loaded runs
+    without injected noise, and says how many noisy runs it left out."""
+    noisy = dataclasses.replace(_run("gmres", 1000, 2, 0.1, loaded=True, rep=1),
+                                injection=SimpleNamespace(spec=SimpleNamespace(active=True)))
+    assert noisy.noisy
+    runs = [_run("gmres", 1000, 2, 0.9, loaded=True), _run("bcgs", 1000, 2, 0.6, loaded=True),
+            noisy]
+    base = answers.basis(runs)
+    assert noisy not in base.runs and len(base.runs) == 2
+    assert base.clause.startswith("all 2 runs, none clean (2 machine-loaded; 1 with injected "
+                                  "noise left out)")
+    (verdict,) = answers.fastest_ranking(runs).verdicts
+    assert verdict.winner == "BCGS"  # the noisy GMRES at 0.1 s does not win
