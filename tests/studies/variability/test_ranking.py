@@ -159,7 +159,8 @@ def test_runs_with_injected_noise_never_stand_for_a_solver_when_none_is_clean() 
     runs = [_run("gmres", 1000, 2, 0.9, loaded=True), _run("bcgs", 1000, 2, 0.6, loaded=True),
             noisy]
     base = answers.basis(runs)
-    assert noisy not in base.runs and len(base.runs) == 2
+    assert noisy not in base.runs
+    assert len(base.runs) == 2
     assert base.clause.startswith("all 2 runs, none clean (2 machine-loaded; 1 with injected "
                                   "noise left out)")
     (verdict,) = answers.fastest_ranking(runs).verdicts
