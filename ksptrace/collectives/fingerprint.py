@@ -3,15 +3,15 @@
 MPICH's allreduce algorithms add in the same order at small P (every one pairs neighbours
 first), so a sum of numbers cannot tell them apart; the order of the *operands* can. The probe
 reduces quiet NaNs whose payloads name the rank they came from: adding two NaNs returns one
-operand's payload (the first, on x86-64 and AArch64), so the payloads each rank ends with record
+operand's payload (on x86-64 the first), so the payloads each rank ends with record
 which operand every step of the algorithm put first. A probe's fingerprint is one digest of
 those payloads per rank.
 
 The default call and each forced algorithm reduce the same probe, at the same element count,
 type and operation as the timed calls (so the library selects as it did for them); the default
-ran the forced algorithm whose fingerprint it shares. Two algorithms can share one (MPICH's
-``smp`` is a reduce and a broadcast, whose reduce-scatter is ``reduce_scatter_allgather``'s at
-P = 4 from 1024 elements): that is reported as ambiguous, never settled by a guess. A sum of
+ran the forced algorithm whose fingerprint it shares. Two algorithms can share one (MPICH
+4.0.2's ``smp``, a reduce and a broadcast on one node, matches ``reduce_scatter_allgather`` at
+P = 2 and 4 from 512 elements): that is reported as ambiguous, never settled by a guess. A sum of
 bytes (sizes not a multiple of 8 B, the benchmark's element type) shows no order at all.
 
 Pure: numpy arrays in, names and sentences out; ``mpich_default`` runs the calls.
