@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from ksptrace.collectives import fallbacks, kernel, ompi_fixed
+from ksptrace.collectives import fallbacks, kernel, mpich_default, ompi_fixed
 from ksptrace.collectives.algorithms import OMPI_COLLECTIVE, Forcing
 from ksptrace.collectives.mpit import read_int_cvars
 from ksptrace.collectives.operations import (
@@ -281,7 +281,9 @@ def _held_mpich(forcing: Forcing) -> tuple[dict[str, int | None], KsptraceError 
 def what_ran(s: BenchSettings, nprocs: int, held: dict[str, int | None], library: str,
              n_nodes: int = 1) -> tuple[dict[int, str] | None, str]:
     """Message size -> the algorithm that ran (forced: by the library's fallback rules; not
-    forced: by Open MPI's fixed decision, where it applies), or None and why it is unknown."""
+    forced: by Open MPI's fixed decision, where it applies), or None and why it is unknown.
+    MPICH's unforced allreduce is found by fingerprint in the running job instead
+    (:func:`probes_default`, :mod:`ksptrace.collectives.mpich_default`)."""
     if s.forcing.forced:
         return fallbacks.ran_per_size(s.forcing.library, s.operation, s.forcing.name, s.sizes,
                                       nprocs, s.forcing.segment_bytes), ""
@@ -301,6 +303,12 @@ def what_ran(s: BenchSettings, nprocs: int, held: dict[str, int | None], library
     return ompi_fixed.default_allreduce_ran(s.sizes, nprocs), ""
 
 
+def probes_default(s: BenchSettings, nprocs: int) -> bool:
+    """Whether what ran is found by fingerprint at run time: MPICH's unforced allreduce."""
+    return (s.forcing.library == "mpich" and not s.forcing.forced
+            and s.operation == "allreduce" and nprocs > 1)
+
+
 def execute(s: BenchSettings, comm: Any) -> Path:
     """Collective over ``comm``: measure and write the trace; returns its path on every rank."""
     from mpi4py import MPI
@@ -313,11 +321,14 @@ def execute(s: BenchSettings, comm: Any) -> Path:
     timings = _measure(comm, s, MPI.Wtime)
     attrs = _attributes(s, layout, comm.Get_size(), start_utc, timings.compute_units)
     attrs["algorithm_held"] = json.dumps(held) if held else None
-    ran, why_not = what_ran(s, comm.Get_size(), held, str(attrs["mpi_library"]),
-                            int(attrs["n_nodes"] or 1))
+    if probes_default(s, comm.Get_size()):
+        ran, why_not = mpich_default.default_allreduce_ran(comm, s.sizes)
+    else:
+        ran, why_not = what_ran(s, comm.Get_size(), held, str(attrs["mpi_library"]),
+                                int(attrs["n_nodes"] or 1))
     if ran is not None:
         attrs["algorithm_ran"] = json.dumps({str(k): v for k, v in ran.items()})
-    elif why_not:
+    if why_not:
         attrs["algorithm_note"] = "; ".join(filter(None, (s.forcing.note, why_not)))
     if comm.Get_size() == 1 and s.forcing.forced:
         attrs["algorithm_note"] = ("P = 1: no algorithm applies (a one-rank collective is a "

@@ -68,6 +68,15 @@ def _session(library: str | None = None) -> Iterator[ctypes.CDLL | None]:
         lib.MPI_T_finalize()
 
 
+@contextlib.contextmanager
+def held_open() -> Iterator[bool]:
+    """Keep one MPI_T session open around several calls of this module (yields whether MPI_T
+    is available). MPICH 4.0 answers a second session, after the first was finalised, without
+    descriptions or values: MPI_T_finalize at count zero drops its variable table."""
+    with _session() as lib:
+        yield lib is not None
+
+
 def read_int_cvars(names: Iterable[str]) -> dict[str, int | None]:
     """The integer control variables ``names`` as the library holds them (None: unknown to
     it, or MPI_T unavailable)."""
@@ -116,3 +125,51 @@ def descriptions(names: Iterable[str], library: str | None = None) -> dict[str, 
             if text is not None:
                 out[name] = text
     return out
+
+
+@contextlib.contextmanager
+def written_int_cvars(values: dict[str, int]) -> Iterator[dict[str, int | None]]:
+    """Set integer control variables for the duration of the block, restored after.
+
+    Yields the value each variable had before (None: the library does not know it or refused
+    the write, and it was left alone). MPICH reads its collective-selection variables at each
+    call, so a write takes effect on the next collective of this process.
+    """
+    before: dict[str, int | None] = dict.fromkeys(values)
+    with _session() as lib:
+        if lib is None:
+            yield before
+            return
+        handles: dict[str, ctypes.c_void_p] = {}
+        try:
+            for name, value in values.items():
+                handle = _write_handle(lib, name)
+                if handle is None:
+                    continue
+                handles[name] = handle
+                old = ctypes.c_longlong(0)
+                if lib.MPI_T_cvar_read(handle, ctypes.byref(old)) != MPI_SUCCESS:
+                    continue
+                if lib.MPI_T_cvar_write(handle, ctypes.byref(ctypes.c_int(value))) == 0:
+                    before[name] = int(ctypes.c_int.from_buffer(old).value)
+            yield before
+        finally:
+            for name, handle in handles.items():
+                old_value = before[name]
+                if old_value is not None:
+                    lib.MPI_T_cvar_write(handle, ctypes.byref(ctypes.c_int(old_value)))
+                lib.MPI_T_cvar_handle_free(ctypes.byref(handle))
+
+
+def _write_handle(lib: ctypes.CDLL, name: str) -> ctypes.c_void_p | None:
+    index = _cvar_index(lib, name)
+    if index is None:
+        return None
+    handle, count = ctypes.c_void_p(), ctypes.c_int()
+    if lib.MPI_T_cvar_handle_alloc(index, None, ctypes.byref(handle),
+                                   ctypes.byref(count)) != MPI_SUCCESS:
+        return None
+    if count.value != 1:
+        lib.MPI_T_cvar_handle_free(ctypes.byref(handle))
+        return None
+    return handle

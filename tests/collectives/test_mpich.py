@@ -101,12 +101,13 @@ def _env(python: str, **extra: str) -> dict[str, str]:
     return env
 
 
-def _fingerprints(tmp: Path, python: str, nprocs: int, name: str,
+def _fingerprints(tmp: Path, python: str, nprocs: int, name: str | None,
                   counts: tuple[int, ...]) -> dict[int, str]:
+    """Each count's payloads on every rank, ``name`` forced (None: MPICH's default)."""
     script = tmp / "probe.py"
     script.write_text(PROBE)
-    env = _env(python, MPIR_CVAR_DEVICE_COLLECTIVES="none",
-               MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=name)
+    env = _env(python) if name is None else _env(
+        python, MPIR_CVAR_DEVICE_COLLECTIVES="none", MPIR_CVAR_ALLREDUCE_INTRA_ALGORITHM=name)
     proc = subprocess.run(["mpiexec.mpich", "-n", str(nprocs), python, str(script),
                            *map(str, counts)], env=env, capture_output=True, text=True,
                           timeout=120, check=False)
