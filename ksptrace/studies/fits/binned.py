@@ -42,6 +42,12 @@ class Binned:
     def n(self) -> int:
         return int(self.counts.sum())
 
+    @property
+    def anchor(self) -> float:
+        """The upper edge of the first non-empty cell (the lowest value's cell)."""
+        first = int(np.flatnonzero(self.counts)[0])
+        return float(self.edges[min(first, self.edges.size - 1)])
+
     def quantiles(self, q: np.ndarray) -> np.ndarray:
         """Quantiles of the standardised values, interpolated within bins (tails at the edges)."""
         inner = np.cumsum(self.counts[:-1])  # values below each edge
@@ -83,7 +89,7 @@ def cell_probabilities(fam: Family, data: Binned, theta: np.ndarray) -> np.ndarr
     """Rows of cell probabilities, one row per row of ``theta``. Where the cdf exceeds TAIL the
     survival function gives the upper tail directly and cells there are differences of
     survival values, so a far tail keeps its probability (1 - cdf would round it to zero)."""
-    p = fam.natural(theta)
+    p = fam.natural(theta, data.anchor)
     loc, scale = p[:, -2:-1], p[:, -1:]
     u = (data.edges[None, :] - loc) / scale
     shapes = tuple(p[:, i:i + 1] for i in range(p.shape[1] - 2))

@@ -91,10 +91,9 @@ def starts(fam: Family, data: Binned) -> np.ndarray:
     lo, hi = SCALE_BOUNDS
     good = (np.isfinite(all_scale) & (all_scale > lo) & (all_scale < hi)
             & (np.abs(all_loc) < LOC_BOUND))
-    if not good.any():
-        return np.empty((0, fam.size))
     params = np.column_stack((all_shapes[good], all_loc[good], all_scale[good]))
-    return np.array([fam.theta(p) for p in params])
+    thetas = np.array([fam.theta(p, data.anchor) for p in params]).reshape(-1, fam.size)
+    return thetas[np.isfinite(thetas).all(axis=1)]
 
 
 def fit_family(fam: Family, data: Binned, seed: int = 0) -> EngineFit:
@@ -156,7 +155,7 @@ def _result(fam: Family, data: Binned, x: np.ndarray | None, status: str, fn: Ob
         params = tuple(float("nan") for _ in range(fam.size))
         objective = float("inf")
     else:
-        z = fam.natural(x)[0]
+        z = fam.natural(x, data.anchor)[0]
         params = (*(float(v) for v in z[:-2]), data.centre + data.spread * float(z[-2]),
                   data.spread * float(z[-1]))
         objective = negative_loglik(fam, data, x)

@@ -41,6 +41,10 @@ class Family:
     """Starting shapes; loc and scale are matched to the sample's quartiles for each."""
     cdf: Cdf
     sf: Cdf
+    edge_loc: bool = False
+    """True if the support starts at loc: the optimiser then works on log(anchor - loc), where
+    the anchor is the upper edge of the first non-empty cell (loc must stay below it, and the
+    approach to it is on a log scale, so a finite-difference step never jumps past it)."""
     """The survival function, computed directly so that the upper tail keeps its precision."""
 
     @property
@@ -52,24 +56,32 @@ class Family:
         out = [(float(np.log(lo)), float(np.log(hi))) if pos else (lo, hi)
                for (lo, hi), pos in zip(self.bounds, self.positive, strict=True)]
         lo, hi = SCALE_BOUNDS
-        return [*out, (-LOC_BOUND, LOC_BOUND), (float(np.log(lo)), float(np.log(hi)))]
+        loc = (float(np.log(1e-12)), float(np.log(2 * LOC_BOUND))) if self.edge_loc else (
+            -LOC_BOUND, LOC_BOUND)
+        return [*out, loc, (float(np.log(lo)), float(np.log(hi)))]
 
-    def natural(self, theta: np.ndarray) -> np.ndarray:
+    def natural(self, theta: np.ndarray, anchor: float) -> np.ndarray:
         """Rows of (shapes..., loc, scale) from rows of ``theta``."""
         t = np.atleast_2d(np.asarray(theta, dtype=np.float64))
         out = t.copy()
         for i, pos in enumerate(self.positive):
             if pos:
                 out[:, i] = np.exp(t[:, i])
+        if self.edge_loc:
+            out[:, -2] = anchor - np.exp(t[:, -2])
         out[:, -1] = np.exp(t[:, -1])
         return out
 
-    def theta(self, params: np.ndarray) -> np.ndarray:
-        """The inverse of :meth:`natural` for one parameter vector."""
+    def theta(self, params: np.ndarray, anchor: float) -> np.ndarray:
+        """The inverse of :meth:`natural` for one parameter vector (NaN loc if at or above the
+        anchor of an edge-located family)."""
         p = np.asarray(params, dtype=np.float64).copy()
         for i, pos in enumerate(self.positive):
             if pos:
                 p[i] = np.log(p[i])
+        if self.edge_loc:
+            gap = anchor - p[-2]
+            p[-2] = np.log(gap) if gap > 0 else np.nan
         p[-1] = np.log(p[-1])
         return p
 
@@ -153,17 +165,17 @@ def _nct(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("norm", (), (), (), ((),), _norm, _norm_sf),
     Family("lognorm", ("s",), (True,), ((1e-3, 1e2),),
-           tuple((s,) for s in (0.1, 0.3, 0.6, 1.0, 1.6)), _lognorm, _lognorm_sf),
+           tuple((s,) for s in (0.1, 0.3, 0.6, 1.0, 1.6)), _lognorm, _lognorm_sf, True),
     Family("johnsonsu", ("a", "b"), (False, True), ((-1e2, 1e2), (1e-2, 1e2)),
            tuple((a, b) for a in (-4.0, -2.0, -1.0, 0.0, 1.0) for b in (0.6, 1.2, 2.5)),
            _johnsonsu, _johnsonsu_sf),
     Family("gamma", ("a",), (True,), ((1e-2, 1e4),),
-           tuple((a,) for a in (0.5, 1.0, 2.0, 5.0, 20.0, 100.0)), _gamma, _gamma_sf),
+           tuple((a,) for a in (0.5, 1.0, 2.0, 5.0, 20.0, 100.0)), _gamma, _gamma_sf, True),
     Family("genextreme", ("c",), (False,), ((-5.0, 5.0),),
            tuple((c,) for c in (-0.6, -0.3, -0.1, 0.0, 0.2)), _genextreme, _genextreme_sf),
     Family("exponweib", ("a", "c"), (True, True), ((1e-3, 1e3), (1e-2, 1e2)),
            tuple((a, c) for a in (0.5, 1.0, 4.0, 20.0) for c in (0.5, 1.0, 2.0, 4.0)),
-           _exponweib, _exponweib_sf),
+           _exponweib, _exponweib_sf, True),
     Family("nct", ("df", "nc"), (True, False), ((0.5, 1e4), (-1e2, 1e2)),
            tuple((df, nc) for df in (3.0, 10.0, 60.0) for nc in (0.0, 1.0, 3.0)), _nct, _nct_sf),
 )}

@@ -18,6 +18,7 @@ import numpy as np
 from ksptrace.studies.rows import Rows
 from ksptrace.studies.table import Table, frame_of, map_cells
 from ksptrace.studies.variability import montecarlo
+from ksptrace.studies.variability.fitting import CRITERION
 from ksptrace.studies.variability.findings import (
     Prediction,
     error_pct,
@@ -295,37 +296,37 @@ def node_table(a: TraceAnalysis) -> Table:
 
 
 def fit_table(a: TraceAnalysis) -> Table:
-    """The bulk fits of one trace, best first. AIC is compared only between fits of equal size."""
+    """The bulk fits of one trace: the ok fits by AIC on the binned likelihood, best first, then
+    the fits whose maximum was not verified, with their status (never ranked, never modelled)."""
     rows, shown = [], []
     if a.bulk is not None:
-        sizes = [f.n_fit for f in a.bulk.fits]
-        common = max(set(sizes), key=sizes.count) if sizes else 0
         in_table = {m.family for m in a.stationary}
         for f in a.bulk.fits:
             rows.append({"family": f.name, "sse": f.sse, "ks": f.ks, "aic": f.aic,
                          "n_fit": f.n_fit, "params": " ".join(f"{p:.4g}" for p in f.params),
-                         "converged": f.converged})
-            aic = (f"{f.aic:.6g}" if f.n_fit == common else
-                   f"fitted on {f.n_fit} values, not {common}: AIC not comparable")
+                         "converged": f.converged, "status": f.status,
+                         "objective": f.objective, "criterion": f.criterion})
             flagged = [f"{fl.code}: {fl.message}" for fl in a.flags
                        if f"({f.name})" in fl.subject]
-            status = ("in Table 1" if f.name in in_table else "not in Table 1: no model")
-            if f.converged is False:
-                status += ("; not converged: scipy's Nelder-Mead stopped at its iteration "
-                           "limit, so these are where it stopped, not the likelihood's maximum")
+            if f.ok:
+                status = "ok; " + ("in Table 1" if f.name in in_table else
+                                   "not in Table 1: no model")
+            else:
+                status = f"{f.status}: {f.reason}; not ranked, no model"
             if flagged:
                 status += "; flagged:\n" + "\n".join(flagged)
             shown.append({"family": f.name, "SSE": f"{f.sse:.4g}", "KS distance": f"{f.ks:.3g}",
-                          "AIC": aic, "n fitted": str(f.n_fit),
+                          "AIC": f"{f.aic:.6g}" if f.ok else "—", "n fitted": str(f.n_fit),
                           "parameters (shapes, loc, scale)": rows[-1]["params"],
                           "status": status})
     return Table(
-        name="fits", title=f"Bulk fits of {run_name(a)}, ranked by histogram SSE",
+        name="fits", title=f"Bulk fits of {run_name(a)}, ranked by AIC of the binned likelihood",
         frame=Rows.of(rows, columns=["family", "sse", "ks", "aic", "n_fit", "params",
-                                          "converged"]),
+                                          "converged", "status", "objective", "criterion"]),
         display=Rows.of(shown, columns=["family", "SSE", "KS distance", "AIC", "n fitted",
                                              "parameters (shapes, loc, scale)", "status"]),
-        notes=() if rows else (next((n for n in a.notes if "fit" in n), "no fit"),),
+        notes=(f"Family chosen by {CRITERION}.",) if rows else
+              (next((n for n in a.notes if "fit" in n), "no fit"),),
     )
 
 
