@@ -1,12 +1,15 @@
-"""The objective: the multinomial log-likelihood of a histogram's counts.
+"""The objective: the multinomial log-likelihood of a sample grouped into equal-count cells.
 
-The cells are the histogram's bins plus one open cell below its first edge and one above its
-last, so every value of the trace is counted once and the cell probabilities of any
-distribution sum to one. Each probability is at most one, so the log-likelihood is at most zero
-for every parameter value: unlike the continuous likelihood of gamma or exponweib with a free
-location, which grows without bound as the location reaches the sample minimum with a shape
-below one, it has a maximum to find. Counting values per cell is also what the clock's
+The cells are bounded by the sample's quantiles (:func:`equal_count_cells`: about CELL_VALUES
+values each, at most MAX_CELLS), plus one open cell below the first edge and one above the last,
+so the cell probabilities of any distribution sum to one. Each probability is at most one, so
+the log-likelihood is at most zero for every parameter value: unlike the continuous likelihood
+of gamma or exponweib with a free location, which grows without bound as the location reaches
+the sample minimum with a shape below one, it has a maximum to find. Equal-count cells resolve
+the bulk and the tail alike (a histogram of equal widths over a range stretched by 3 % of long
+detours puts the whole bulk into two or three bins), and grouping is what the clock's
 quantisation allows: two iteration times in the same tick are not two distinct observations.
+As the cells shrink to one value each this becomes the maximum product of spacings.
 
 The optimiser minimises the Kullback-Leibler divergence of the fitted cell probabilities from
 the observed frequencies (zero for a perfect fit, so its rounding error is relative to a small
@@ -63,11 +66,33 @@ class Binned:
         return mean, float(np.sqrt(max(float(w @ (mids - mean) ** 2), 1e-12)))
 
 
+CELL_VALUES = 25
+"""Values per cell, about."""
+MIN_CELLS = 8
+MAX_CELLS = 200
+
+
+def equal_count_cells(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Edges at the inner quantiles of the sorted sample ``ordered`` (repeated edges of tied
+    values merged) and the counts of the cells: below the first edge, between edges (a value
+    equal to an edge counts in the cell above it), above the last. The outer cells are open, so
+    the sample's minimum and maximum are not edges: no empty cell puts a kink in the objective
+    where a lower bound crosses the minimum."""
+    cells = int(np.clip(ordered.size // CELL_VALUES, MIN_CELLS, MAX_CELLS))
+    edges = np.unique(np.quantile(ordered, np.linspace(0.0, 1.0, cells + 1)[1:-1]))
+    inside = np.searchsorted(ordered, edges, side="left")
+    counts = np.diff(np.concatenate(([0], inside, [ordered.size])))
+    return edges, counts.astype(np.float64)
+
+
 def binned(edges: np.ndarray, counts: np.ndarray) -> Binned:
     """The standardised histogram of ``counts`` (B + 2 cells) over ``edges`` (B + 1) in
     seconds; AnalysisError if it cannot constrain a fit."""
     e = np.asarray(edges, dtype=np.float64)
     c = np.asarray(counts, dtype=np.float64)
+    if e.size < 2 and c.size == e.size + 1:
+        raise AnalysisError("all values are equal: a constant sample has no distribution shape "
+                            "to fit")
     if c.size != e.size + 1 or e.size < 2 or not np.all(np.diff(e) > 0):
         raise AnalysisError("a binned fit needs increasing edges and one count per cell "
                             "(bins plus the two tails); rebuild the histogram")

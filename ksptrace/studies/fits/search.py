@@ -1,6 +1,6 @@
 """The local search: damped Newton on the binned objective, L-BFGS-B where Newton cannot go.
 
-The objective's gradient and Hessian come from central differences whose 2d^2 + 1 points
+The objective's gradient and Hessian come from central differences (the family's step) whose 2d^2 + 1 points
 (d parameters) are one vectorised evaluation: on a 200-bin histogram one call costs little more
 than one point, so a Newton step costs about one function evaluation and converges in a few
 steps from a quartile-matched start. Each step solves with the Hessian's eigenvalues floored at
@@ -26,14 +26,12 @@ MAX_ITERATIONS = 40
 """Newton steps (and L-BFGS-B iterations) per search: the fixed budget."""
 DECREMENT_NATS = 1e-6
 """Newton stops when a full step predicts a gain below this (in nats over the whole sample)."""
-STEP = 1e-4
-"""Finite-difference step in theta."""
 
 
-def _stencil(d: int, with_pairs: bool) -> np.ndarray:
-    """The centre, +-STEP along each axis and, for the Hessian, the four diagonal points of each
+def _stencil(d: int, step: float, with_pairs: bool) -> np.ndarray:
+    """The centre, +-step along each axis and, for the Hessian, the four diagonal points of each
     pair of axes."""
-    eye = STEP * np.eye(d)
+    eye = step * np.eye(d)
     rows = [np.zeros(d), *itertools.chain.from_iterable((eye[i], -eye[i]) for i in range(d))]
     if with_pairs:
         for i, j in itertools.combinations(range(d), 2):
@@ -59,11 +57,6 @@ class Point:
         proj = vec.T @ self.g
         return float(0.5 * n * np.sum(proj**2 / np.maximum(lam, lam[-1] * 1e-12)))
 
-    @property
-    def curvature(self) -> float:
-        """The Hessian's least eigenvalue."""
-        return float(np.linalg.eigvalsh(self.h)[0])
-
 
 class Objective:
     """The binned objective of one family and sample in ``theta``, counting evaluations."""
@@ -71,8 +64,9 @@ class Objective:
     def __init__(self, fam: Family, data: Binned) -> None:
         self.fam, self.data, self.evaluations = fam, data, 0
         self.d = fam.size
-        self.full = _stencil(self.d, with_pairs=True)
-        self.axes = _stencil(self.d, with_pairs=False)
+        self.step = fam.step
+        self.full = _stencil(self.d, fam.step, with_pairs=True)
+        self.axes = _stencil(self.d, fam.step, with_pairs=False)
         bounds = np.array(fam.theta_bounds())
         self.lower, self.upper = bounds[:, 0], bounds[:, 1]
 
@@ -89,18 +83,18 @@ class Objective:
         if not np.isfinite(f).all():
             return Point(x, float(f[0]), np.zeros(d), np.eye(d))
         plus, minus = f[1:2 * d + 1:2], f[2:2 * d + 1:2]
-        h = np.diag((plus - 2 * f[0] + minus) / STEP**2)
+        h = np.diag((plus - 2 * f[0] + minus) / self.step**2)
         for k, (i, j) in enumerate(itertools.combinations(range(d), 2)):
             pp, pm, mp, mm = f[2 * d + 1 + 4 * k: 2 * d + 5 + 4 * k]
-            h[i, j] = h[j, i] = (pp - pm - mp + mm) / (4 * STEP**2)
-        return Point(x, float(f[0]), (plus - minus) / (2 * STEP), h)
+            h[i, j] = h[j, i] = (pp - pm - mp + mm) / (4 * self.step**2)
+        return Point(x, float(f[0]), (plus - minus) / (2 * self.step), h)
 
     def value_and_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         f = self.values(np.clip(x, self.lower, self.upper)[None, :] + self.axes)
         d = self.d
         if not np.isfinite(f).all():
             return float(f[0]) if np.isfinite(f[0]) else 1e300, np.zeros(d)
-        return float(f[0]), (f[1:2 * d + 1:2] - f[2:2 * d + 1:2]) / (2 * STEP)
+        return float(f[0]), (f[1:2 * d + 1:2] - f[2:2 * d + 1:2]) / (2 * self.step)
 
 
 def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:

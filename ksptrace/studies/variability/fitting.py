@@ -1,13 +1,12 @@
 """Bulk distribution fits: verified maxima of the binned likelihood, chosen by AIC.
 
 Each candidate family is fitted by the engine of :mod:`ksptrace.studies.fits`: it maximises the
-multinomial likelihood of the histogram the report draws (DEFAULT_BINS bins over the sample's
-0.1 %..99.9 % quantiles, plus one cell for the values below and one for those above, so every
-value counts), which is bounded for every family, and checks each maximum before calling the
-fit ``ok``. Fits are ranked by CRITERION, the AIC on that same likelihood: the ``ok`` fits
-first, best first, then the others, which are shown with their status and never chosen. The
-histogram SSE and the KS distance (on the seeded subsample of ``fit_size`` values) are reported
-alongside.
+multinomial likelihood of the sample (a seeded subsample of ``fit_size`` values of a large
+trace) grouped into equal-count cells, which is bounded for every family, and checks each
+maximum before calling the fit ``ok``. Fits are ranked by CRITERION, the AIC on that same
+likelihood: the ``ok`` fits first, best first, then the others, which are shown with their
+status and never chosen. The SSE against the report's histogram (of all the data) and the KS
+distance on the sample are reported alongside.
 """
 
 from __future__ import annotations
@@ -22,13 +21,13 @@ import numpy as np
 import scipy.stats as st
 
 from ksptrace.errors import AnalysisError
-from ksptrace.studies.fits import binned, family, fit_family
+from ksptrace.studies.fits import Binned, binned, equal_count_cells, family, fit_family
 from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES
 from ksptrace.studies.variability.models import mean_of
 
 DEFAULT_BINS = 200
-CRITERION = ("AIC of the binned likelihood (the histogram's bins plus two tail cells); "
-             "only fits whose maximum was verified (status ok) are ranked")
+CRITERION = ("AIC of the binned likelihood (the fitted sample in equal-count cells); only fits "
+             "whose maximum was verified (status ok) are ranked")
 """How the family is chosen, as the report states it."""
 MIN_SAMPLES = 8
 """Fewer values than this cannot constrain a four-parameter family."""
@@ -67,7 +66,7 @@ class Fit:
     ks: float
     """KS distance between the scored sample and the fitted cdf."""
     n_fit: int
-    """Values the parameters were fitted on (every value, through the histogram's cells)."""
+    """Values the parameters were fitted on."""
     n_scored: int | None = None
     """Values the KS distance was evaluated on (None: ``n_fit``)."""
     converged: bool | None = None
@@ -108,8 +107,6 @@ class Histogram:
 
     edges: np.ndarray
     density: np.ndarray
-    cells: np.ndarray | None = None
-    """Counts of the values below the first edge, in each bin, and above the last edge."""
 
     @property
     def centres(self) -> np.ndarray:
@@ -165,9 +162,7 @@ def histogram(
         hi = lo + max(abs(lo), 1.0) * 1e-9
     counts, edges = np.histogram(flat, bins=bins, range=(lo, hi))
     density = counts / (flat.size * np.diff(edges))
-    below = int(np.count_nonzero(flat < edges[0]))
-    cells = np.concatenate(([below], counts, [flat.size - below - int(counts.sum())]))
-    return Histogram(edges=edges, density=density, cells=cells)
+    return Histogram(edges=edges, density=density)
 
 
 def ks_distance(x: np.ndarray, cdf: Any, ordered: np.ndarray | None = None) -> float:
@@ -195,26 +190,32 @@ def checked(x: np.ndarray) -> np.ndarray:
 
 @dataclass(frozen=True, eq=False)
 class Prepared:
-    """A checked sample and its sorted values (for the KS distance), made once per sample."""
+    """A checked sample, its sorted values (for the KS distance) and its equal-count cells
+    (None, with the reason, when they cannot constrain a fit), made once per sample."""
 
     x: np.ndarray
     ordered: np.ndarray
+    cells: Binned | None
+    why: str = ""
 
 
 def prepare(sample: np.ndarray) -> Prepared:
     x = checked(sample)
-    return Prepared(x, np.sort(x))
+    ordered = np.sort(x)
+    try:
+        return Prepared(x, ordered, binned(*equal_count_cells(ordered)))
+    except AnalysisError as exc:
+        return Prepared(x, ordered, None, str(exc))
 
 
 def fit_one(name: str, sample: np.ndarray | Prepared, hist: Histogram, seed: int = 0) -> Fit:
-    """The engine's fit of family ``name`` to the cells of ``hist``, scored by the histogram
-    SSE and by the KS distance on ``sample`` (or on a sample already :func:`prepare`-d)."""
+    """The engine's fit of family ``name`` to ``sample`` (or to a sample already
+    :func:`prepare`-d), scored by the SSE against ``hist`` and the KS distance."""
     distribution(name)
     prep = sample if isinstance(sample, Prepared) else prepare(sample)
-    if hist.cells is None:
-        raise AnalysisError("the histogram has no cell counts; build it with histogram()")
-    found = fit_family(family(name), binned(hist.edges, hist.cells), seed)
-    n = int(hist.cells.sum())
+    if prep.cells is None:
+        raise AnalysisError(prep.why)
+    found = fit_family(family(name), prep.cells, seed)
     sse, ks = float("nan"), float("nan")
     if found.status != "degenerate":
         with warnings.catch_warnings(), np.errstate(all="ignore"):
@@ -224,9 +225,8 @@ def fit_one(name: str, sample: np.ndarray | Prepared, hist: Histogram, seed: int
             ks = ks_distance(prep.x, frozen.cdf, prep.ordered)
         sse = float(np.sum((hist.density - pdf) ** 2))
     return Fit(name=name, params=found.params, loglik=-found.objective, aic=found.criterion,
-               sse=sse, ks=ks, n_fit=n, n_scored=int(prep.x.size) if prep.x.size != n else None,
-               converged=found.ok, status=found.status, objective=found.objective,
-               criterion=found.criterion, reason=found.reason)
+               sse=sse, ks=ks, n_fit=int(prep.x.size), converged=found.ok, status=found.status,
+               objective=found.objective, criterion=found.criterion, reason=found.reason)
 
 
 def fit_candidates(
@@ -238,9 +238,8 @@ def fit_candidates(
 ) -> FitRanking:
     """Fit every candidate family to ``x`` and rank the fits by CRITERION (ok fits first).
 
-    The histogram covers the 0.1 %..99.9 % quantiles of a seeded random subsample of
-    ``fit_size`` values and counts all of ``x``; the fits use its cells, so every value, and the
-    KS distance uses the subsample.
+    ``fit_size`` fits on a seeded random subsample of that many values; the histogram that
+    scores the fits (SSE) uses all of ``x`` over the subsample's 0.1 %..99.9 % quantiles.
     """
     for name in candidates:
         distribution(name)
@@ -263,7 +262,7 @@ def fit_candidates(
         failed=tuple(failed),
         histogram=hist,
         n_total=int(flat.size),
-        n_fit=int(flat.size),
+        n_fit=int(sample.size),
     )
 
 
@@ -287,11 +286,9 @@ class JohnsonSU:
 
 
 def fit_johnsonsu(x: np.ndarray, fit_size: int | None = None, seed: int = 0) -> JohnsonSU:
-    """The engine's Johnson S_U fit of ``x`` (with its status), on a histogram of about eight
-    values a bin (16 to DEFAULT_BINS bins) over the 0.1 %..99.9 % quantiles."""
+    """The engine's Johnson S_U fit of ``x`` (with its status)."""
     sample = subsample(checked(x), fit_size, seed)
-    lo, hi = (float(v) for v in np.quantile(sample, [0.001, 0.999]))
-    bins = int(np.clip(sample.size // 8, 16, DEFAULT_BINS))
-    fit = fit_one("johnsonsu", sample, histogram(sample, bins=bins, range_=(lo, hi)), seed)
+    lo, hi = float(sample.min()), float(sample.max())
+    fit = fit_one("johnsonsu", sample, histogram(sample, bins=32, range_=(lo, hi)), seed)
     a, b, loc, scale = fit.params
     return JohnsonSU(a=a, b=b, loc=loc, scale=scale, status=fit.status)

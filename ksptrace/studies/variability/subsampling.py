@@ -41,11 +41,8 @@ def subsampling_effect(
     """Fit ``name`` on subsamples of each size and on all of ``x``; compare mean and 99th pct."""
     flat = checked(x)
     all_sizes = (*tuple(int(s) for s in sizes if s < flat.size), int(flat.size))
-    lo, hi = (float(v) for v in np.quantile(flat, [0.001, 0.999]))
-    fits = []
-    for s in all_sizes:
-        sub = subsample(flat, s, seed)
-        fits.append(fit_one(name, sub, histogram(sub, bins=DEFAULT_BINS, range_=(lo, hi)), seed))
+    hist = histogram(flat, bins=DEFAULT_BINS)
+    fits = [fit_one(name, subsample(flat, s, seed), hist, seed) for s in all_sizes]
     ref = fits[-1].frozen()
     ref_mean, ref_q99 = mean_of(ref), float(ref.ppf(0.99))
     means = tuple(abs(mean_of(f.frozen()) / ref_mean - 1.0) for f in fits)

@@ -8,17 +8,21 @@ import pytest
 import scipy.stats as st
 
 from ksptrace.errors import AnalysisError
-from ksptrace.studies.fits import FAMILIES, binned, family, fit_family, negative_loglik
+from ksptrace.studies.fits import (
+    FAMILIES,
+    binned,
+    equal_count_cells,
+    family,
+    fit_family,
+    negative_loglik,
+)
 from ksptrace.studies.fits import engine as engine_module
 from ksptrace.studies.fits.binned import cell_probabilities
 from ksptrace.studies.fits.search import Point
 
 
-def _cells(x: np.ndarray, bins: int = 200) -> tuple[np.ndarray, np.ndarray]:
-    lo, hi = np.quantile(x, [0.001, 0.999])
-    counts, edges = np.histogram(x, bins=bins, range=(lo, hi))
-    below = np.count_nonzero(x < lo)
-    return edges, np.concatenate(([below], counts, [x.size - below - counts.sum()]))
+def _cells_of(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    return equal_count_cells(np.sort(x))
 
 
 @pytest.mark.parametrize(("name", "params"), [
@@ -49,7 +53,7 @@ def test_gamma_with_shape_below_one_has_no_continuous_maximum_but_a_binned_one()
     continuous = [float(np.sum(st.gamma.logpdf(x, 0.6, x.min() - gap, 2e-5)))
                   for gap in (1e-9, 1e-12, 1e-15)]
     assert continuous[0] < continuous[1] < continuous[2]  # unbounded towards the edge
-    fit = fit_family(family("gamma"), binned(*_cells(x)))
+    fit = fit_family(family("gamma"), binned(*_cells_of(x)))
     assert fit.status == "ok"
     assert 0 < fit.objective < np.inf
     assert fit.params[0] == pytest.approx(0.6, rel=0.15)
@@ -60,7 +64,7 @@ def test_gamma_with_shape_below_one_has_no_continuous_maximum_but_a_binned_one()
 def test_a_weibull_edge_spike_gets_a_sane_verified_fit() -> None:
     true = (1.0, 0.6, 3e-4, 5e-5)  # exponweib with a = 1: a Weibull whose density spikes at loc
     x = st.exponweib(*true).rvs(size=4000, random_state=np.random.default_rng(4))
-    fit = fit_family(family("exponweib"), binned(*_cells(x)))
+    fit = fit_family(family("exponweib"), binned(*_cells_of(x)))
     assert fit.status == "ok"
     frozen = st.exponweib(*fit.params)
     for q in (0.1, 0.5, 0.9):
@@ -71,7 +75,7 @@ def test_nct_on_its_flat_ridge_is_ok_or_boundary_and_as_good_as_the_normal() -> 
     """Normal data: nct's likelihood is flat along df -> infinity. The fit says ok or boundary,
     never a silent stop, and is no worse than the normal limit it tends to."""
     x = np.random.default_rng(5).normal(4e-4, 2e-5, 600)
-    data = binned(*_cells(x, 40))
+    data = binned(*_cells_of(x))
     fit = fit_family(family("nct"), data)
     assert fit.status in ("ok", "boundary")
     assert fit.objective <= fit_family(family("norm"), data).objective + 1e-2
@@ -80,7 +84,7 @@ def test_nct_on_its_flat_ridge_is_ok_or_boundary_and_as_good_as_the_normal() -> 
 def test_a_point_that_is_not_a_maximum_is_never_ok(monkeypatch: pytest.MonkeyPatch) -> None:
     """The local check is what makes ``ok``: a search that stops at its start is caught."""
     x = st.johnsonsu(-1.0, 1.3, 4e-4, 3e-5).rvs(size=3000, random_state=np.random.default_rng(6))
-    data = binned(*_cells(x))
+    data = binned(*_cells_of(x))
     assert fit_family(family("johnsonsu"), data).status == "ok"
 
     def stays(obj: engine_module.Objective, x0: np.ndarray) -> Point:
@@ -94,7 +98,7 @@ def test_a_point_that_is_not_a_maximum_is_never_ok(monkeypatch: pytest.MonkeyPat
 
 def test_the_objective_is_the_binned_negative_log_likelihood_in_seconds() -> None:
     x = np.random.default_rng(7).lognormal(-8.0, 0.4, 2000)
-    edges, cells = _cells(x, 60)
+    edges, cells = _cells_of(x)
     data = binned(edges, cells)
     fit = fit_family(family("lognorm"), data)
     p = np.diff(np.concatenate(([0.0], st.lognorm(*fit.params).cdf(edges), [1.0])))
@@ -132,7 +136,7 @@ def test_bad_histograms_are_errors_that_say_what_to_do() -> None:
 
 def test_every_family_has_a_finite_start_on_a_skewed_sample() -> None:
     x = np.random.default_rng(8).gamma(2.0, 1e-5, 3000) + 2e-4
-    data = binned(*_cells(x))
+    data = binned(*_cells_of(x))
     for fam in FAMILIES.values():
         starts = engine_module.starts(fam, data)
         assert starts.shape[0] >= 1
