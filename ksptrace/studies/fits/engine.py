@@ -66,12 +66,9 @@ class EngineFit:
 
 def starts(fam: Family, data: Binned) -> np.ndarray:
     """Rows of starting ``theta``. For every grid shape, loc and scale matched to the sample's
-    quartiles; for a family bounded below, also the support's lower end put below the first
+    quartiles (and, for a family without shapes, to its binned mean and standard deviation); for a family bounded below, also the support's lower end put below the first
     edge and the median matched (a quartile match can leave the lowest values outside the
     support, where the objective has no slope to follow)."""
-    if not fam.shapes:
-        mean, std = data.moments()
-        return np.array([[mean, np.log(std)]])
     z25, z50, z75 = data.quantiles(np.array([0.25, 0.5, 0.75]))
     grid = np.array(fam.grid, dtype=np.float64)
     dist = getattr(st, fam.name)
@@ -94,6 +91,9 @@ def starts(fam: Family, data: Binned) -> np.ndarray:
             & (np.abs(all_loc) < LOC_BOUND))
     params = np.column_stack((all_shapes[good], all_loc[good], all_scale[good]))
     thetas = np.array([fam.theta(p, data.anchor) for p in params]).reshape(-1, fam.size)
+    if not fam.shapes:  # also the binned mean and standard deviation
+        mean, std = data.moments()
+        thetas = np.vstack((thetas, [[mean, np.log(std)]]))
     return thetas[np.isfinite(thetas).all(axis=1)]
 
 

@@ -160,6 +160,14 @@ def _nct_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
     return np.asarray(sc.nctdtr(s[0], -s[1], -u))
 
 
+def _cauchy(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(0.5 + np.arctan(u) / np.pi)
+
+
+def _cauchy_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(0.5 - np.arctan(u) / np.pi)
+
+
 def _nct(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
     return np.asarray(sc.nctdtr(s[0], s[1], u))
 
@@ -178,6 +186,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("exponweib", ("a", "c"), (True, True), ((1e-3, 1e3), (1e-2, 1e2)),
            tuple((a, c) for a in (0.5, 1.0, 4.0, 20.0) for c in (0.5, 1.0, 2.0, 4.0)),
            _exponweib, _exponweib_sf, edge_loc=True),
+    Family("cauchy", (), (), (), ((),), _cauchy, _cauchy_sf),
     Family("nct", ("df", "nc"), (True, False), ((0.5, 1e3), (-1e2, 1e2)),
            tuple((df, nc) for df in (3.0, 10.0, 60.0) for nc in (0.0, 1.0, 3.0)), _nct, _nct_sf,
            step=2e-3),

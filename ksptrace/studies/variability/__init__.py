@@ -38,6 +38,8 @@ if TYPE_CHECKING:
         run_section,
     )
     from ksptrace.studies.variability.tables import (
+        fit_mapping,
+        fits_table,
         model_table,
         prediction_table,
         scaling_table,
@@ -63,6 +65,8 @@ PUBLIC: dict[str, tuple[str, str]] = {
     "headline": ("findings", "headline"),
     "n_of": ("findings", "n_of"),
     "problem_of": ("findings", "problem_of"),
+    "fit_mapping": ("tables", "fit_mapping"),
+    "fits_table": ("tables", "fits_table"),
     "model_table": ("tables", "model_table"),
     "prediction_table": ("tables", "prediction_table"),
     "prune_cache": ("batch", "prune"),
@@ -96,6 +100,8 @@ __all__ = [
     "config_key",
     "failure_rows",
     "finding_row",
+    "fit_mapping",
+    "fits_table",
     "headline",
     "image",
     "ks_alpha_note",

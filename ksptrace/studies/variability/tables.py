@@ -126,8 +126,9 @@ def model_table(analyses: Sequence[TraceAnalysis]) -> Table:
             "counts the iterations kept for bulk statistics (pipeline-fill iterations dropped); "
             "the non-stationary Ê uses every recorded iteration. Σₖ maxₚ Tₚᵏ is what a "
             "synchronising method's models predict (E[T]), maxₚ Σₖ Tₚᵏ what a pipelined "
-            "one's do (E[T′]). Best fit: the lowest-SSE family with a model (summary.json's "
-            "best_fit).",
+            "one's do (E[T′]). Best fit: the family with a model whose fit is a verified maximum "
+            "and has the least AIC of the binned likelihood (summary.json's best_fit; every "
+            "fit, with its status, in fits.csv).",
         ),
     )
 
@@ -328,6 +329,34 @@ def fit_table(a: TraceAnalysis) -> Table:
         notes=(f"Family chosen by {CRITERION}.",) if rows else
               (next((n for n in a.notes if "fit" in n), "no fit"),),
     )
+
+
+def fit_mapping(a: TraceAnalysis) -> dict[str, dict[str, Any]]:
+    """summary.json's per-trace ``fits``: family -> params (scipy's order, seconds), status,
+    objective (negative binned log-likelihood, nats) and criterion (AIC on it)."""
+    if a.bulk is None:
+        return {}
+    return {f.name: {"params": list(f.params), "status": f.status, "objective": f.objective,
+                     "criterion": f.criterion} for f in a.bulk.fits}
+
+
+def fits_table(analyses: Sequence[TraceAnalysis]) -> Table:
+    """Every trace's every fit (fits.csv): parameters in seconds in scipy's order (shapes...,
+    loc, scale), status, objective and criterion, and which fit is the trace's best."""
+    rows = []
+    for a in analyses:
+        best = a.best_fit_name
+        for name, f in fit_mapping(a).items():
+            rows.append({"trace": a.path or a.label, "family": name,
+                         "params": " ".join(repr(float(p)) for p in f["params"]),
+                         "status": f["status"], "objective": f["objective"],
+                         "criterion": f["criterion"], "best": name == best})
+    return Table(name="fits", title="Every bulk fit of every trace",
+                 frame=Rows.of(rows, columns=["trace", "family", "params", "status", "objective",
+                                              "criterion", "best"]),
+                 notes=(f"Family chosen by {CRITERION}. params: scipy's (shapes..., loc, "
+                        "scale), loc and scale in seconds. objective: the negative binned "
+                        "log-likelihood in nats.",))
 
 
 def models_table(a: TraceAnalysis) -> Table:
