@@ -1,11 +1,12 @@
 """The fitting engine: verified maxima of a well-posed objective for each candidate family.
 
 Every family is fitted by maximising the multinomial likelihood of the sample grouped into
-equal-count cells (:mod:`.binned`), from quartile-matched starts, with L-BFGS-B and a check by perturbed
-restarts (:mod:`.engine`). Each fit carries a status (``ok``, ``boundary``, ``not converged``,
-``degenerate``), its objective and its AIC on the same likelihood. Nothing here depends on a
-particular scipy or numpy release: the cdfs are closed forms over ``scipy.special``, and the
-optimiser is scipy's public ``minimize``.
+equal-count cells (:mod:`.binned`), from quartile-matched starts, by damped Newton with
+L-BFGS-B where Newton cannot go (:mod:`.search`), and checked by perturbed restarts and
+directional probes (:mod:`.engine`). Each fit carries a status (``ok``, ``boundary``, ``not
+converged``, ``degenerate``), its objective and its AIC on the same likelihood. Nothing here
+depends on a particular scipy or numpy release: the cdfs are closed forms over
+``scipy.special``, and the optimisers are scipy's public ``minimize``.
 """
 
 from __future__ import annotations
@@ -14,5 +15,5 @@ from ksptrace.studies.fits.binned import Binned, binned, equal_count_cells, nega
 from ksptrace.studies.fits.engine import STATUSES, EngineFit, fit_family
 from ksptrace.studies.fits.families import FAMILIES, Family, family
 
-__all__ = ["FAMILIES", "STATUSES", "Binned", "EngineFit", "Family", "binned", "equal_count_cells", "family",
-           "fit_family", "negative_loglik"]
+__all__ = ["FAMILIES", "STATUSES", "Binned", "EngineFit", "Family", "binned",
+           "equal_count_cells", "family", "fit_family", "negative_loglik"]

@@ -14,8 +14,8 @@
 
 The status says what the number is: ``ok`` (verified, interior), ``boundary`` (the best point
 lies on a parameter bound: a limit of the family, such as gamma's normal limit, fits better
-than any interior point), ``not converged`` (the check kept improving it), ``degenerate`` (the best fit gives a non-empty cell no probability,
-or its objective is not finite).
+than any interior point), ``not converged`` (the check kept improving it), ``degenerate``
+(the best fit gives a non-empty cell no probability, or its objective is not finite).
 """
 
 from __future__ import annotations
@@ -66,8 +66,9 @@ class EngineFit:
 
 def starts(fam: Family, data: Binned) -> np.ndarray:
     """Rows of starting ``theta``. For every grid shape, loc and scale matched to the sample's
-    quartiles (and, for a family without shapes, to its binned mean and standard deviation); for a family bounded below, also the support's lower end put below the first
-    edge and the median matched (a quartile match can leave the lowest values outside the
+    quartiles (and, for a family without shapes, to its binned mean and standard deviation);
+    for a family bounded below, also the support's lower end put below the first edge and the
+    median matched (a quartile match can leave the lowest values outside the
     support, where the objective has no slope to follow)."""
     z25, z50, z75 = data.quantiles(np.array([0.25, 0.5, 0.75]))
     grid = np.array(fam.grid, dtype=np.float64)

@@ -1,14 +1,14 @@
 """The local search: damped Newton on the binned objective, L-BFGS-B where Newton cannot go.
 
-The objective's gradient and Hessian come from central differences (the family's step) whose 2d^2 + 1 points
-(d parameters) are one vectorised evaluation: on a 200-bin histogram one call costs little more
-than one point, so a Newton step costs about one function evaluation and converges in a few
-steps from a quartile-matched start. Each step solves with the Hessian's eigenvalues floored at
-a damping ``mu`` (Levenberg-Marquardt): a step that does not lower the objective raises ``mu``,
-one that does lowers it. Newton stops when the Newton decrement (the gain a full step predicts,
-``g' H^-1 g / 2``) is below DECREMENT_NATS, or when its budget (MAX_ITERATIONS) runs out. A
-search whose Newton steps keep hitting the box bounds or run out of budget is continued by
-scipy's L-BFGS-B, which respects the bounds.
+The objective's gradient and Hessian come from central differences (the family's step) whose
+2d^2 + 1 points (d parameters) are one vectorised evaluation: with 200 cells one call costs
+little more than one point, so a Newton step costs about one function evaluation and converges
+in a few steps from a quartile-matched start. Each step solves with the Hessian's eigenvalues
+floored at a damping ``mu`` (Levenberg-Marquardt): a step that does not lower the objective
+raises ``mu``, one that does lowers it. Newton stops when the Newton decrement (the gain a full
+step predicts, ``g' H^-1 g / 2``) is below DECREMENT_NATS, or when its budget (MAX_ITERATIONS)
+runs out. A search whose Newton steps keep hitting the box bounds or run out of budget is
+continued by scipy's L-BFGS-B, which respects the bounds.
 """
 
 from __future__ import annotations

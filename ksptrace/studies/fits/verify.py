@@ -17,9 +17,11 @@ from ksptrace.studies.fits.binned import Binned, divergence, negative_loglik
 from ksptrace.studies.fits.engine import starts
 from ksptrace.studies.fits.families import Family
 
-STRONG_EVALUATIONS = 3000
-STARTS = 6
-"""Grid starts (the best by objective) searched besides the engine's point."""
+STRONG_EVALUATIONS = 2000
+"""Evaluations of Nelder-Mead, and of Powell, from each start."""
+STARTS = 3
+"""Grid starts (the best by objective) searched besides the engine's point and two perturbed
+copies of the first start."""
 
 
 @dataclass(frozen=True)

@@ -18,7 +18,6 @@ import numpy as np
 from ksptrace.studies.rows import Rows
 from ksptrace.studies.table import Table, frame_of, map_cells
 from ksptrace.studies.variability import montecarlo
-from ksptrace.studies.variability.fitting import CRITERION
 from ksptrace.studies.variability.findings import (
     Prediction,
     error_pct,
@@ -32,6 +31,7 @@ from ksptrace.studies.variability.findings import (
     predictions,
     problem_of,
 )
+from ksptrace.studies.variability.fitting import CRITERION
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 
 if TYPE_CHECKING:

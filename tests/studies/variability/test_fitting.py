@@ -69,7 +69,9 @@ def test_the_best_fit_is_never_one_that_is_not_ok() -> None:
     x = _jsu_sample(3000, 1)
     ranking = fitting.fit_candidates(x, ("norm", "johnsonsu"))
     jsu = ranking.get("johnsonsu")
-    assert jsu is not None and jsu.ok and ranking.best is jsu
+    assert jsu is not None
+    assert jsu.ok
+    assert ranking.best is jsu
     unverified = replace(jsu, status="not converged", converged=False, aic=-1e9, criterion=-1e9)
     norm = ranking.get("norm")
     assert norm is not None
