@@ -30,7 +30,7 @@ from ksptrace.studies.fits.families import LOC_BOUND, SCALE_BOUNDS, Family
 from ksptrace.studies.fits.search import Objective, Point, search
 
 STATUSES = ("ok", "boundary", "not converged", "degenerate")
-RESTARTS = 2
+RESTARTS = 1
 """Perturbed restarts per round of the local check."""
 ROUNDS = 3
 PERTURBATION = 0.15

@@ -22,9 +22,9 @@ from scipy.optimize import minimize
 from ksptrace.studies.fits.binned import Binned, divergence
 from ksptrace.studies.fits.families import Family
 
-MAX_ITERATIONS = 40
+MAX_ITERATIONS = 25
 """Newton steps (and L-BFGS-B iterations) per search: the fixed budget."""
-DECREMENT_NATS = 1e-6
+DECREMENT_NATS = 1e-5
 """Newton stops when a full step predicts a gain below this (in nats over the whole sample)."""
 
 
@@ -109,9 +109,9 @@ def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
         for _try in range(12):
             floor = max(mu, 1e-12 * max(abs(lam[-1]), 1.0))
             step = -vec @ ((vec.T @ here.g) / np.maximum(np.abs(lam), floor))
-            trial = obj.point(np.clip(here.x + step, obj.lower, obj.upper))
-            if trial.f < here.f:
-                here, mu = trial, mu / 8
+            x = np.clip(here.x + step, obj.lower, obj.upper)
+            if obj.values(x[None, :])[0] < here.f:  # the value first; derivatives if accepted
+                here, mu = obj.point(x), mu / 8
                 break
             mu *= 16
         else:
@@ -128,5 +128,9 @@ def search(obj: Objective, x0: np.ndarray) -> Point:
     res = minimize(obj.value_and_gradient, found.x, jac=True, method="L-BFGS-B",
                    bounds=list(zip(obj.lower, obj.upper, strict=True)),
                    options={"maxiter": MAX_ITERATIONS * 3, "ftol": 1e-14, "gtol": 1e-10})
-    polished, _ = newton(obj, np.asarray(res.x, dtype=np.float64))
+    x = np.asarray(res.x, dtype=np.float64)
+    if np.any(x <= obj.lower) or np.any(x >= obj.upper):  # at a bound: Newton cannot polish
+        at = obj.point(x)
+        return at if at.f <= found.f else found
+    polished, _ = newton(obj, x)
     return polished if polished.f <= found.f else found
