@@ -62,8 +62,8 @@ class Binned:
         mids = np.concatenate(([self.edges[0]], 0.5 * (self.edges[1:] + self.edges[:-1]),
                                [self.edges[-1]]))
         w = self.counts / self.n
-        mean = float(w @ mids)
-        return mean, float(np.sqrt(max(float(w @ (mids - mean) ** 2), 1e-12)))
+        mean = float(np.sum(w * mids))
+        return mean, float(np.sqrt(max(float(np.sum(w * (mids - mean) ** 2)), 1e-12)))
 
 
 CELL_VALUES = 25

@@ -27,7 +27,7 @@ import scipy.stats as st
 
 from ksptrace.studies.fits.binned import Binned, negative_loglik, starved
 from ksptrace.studies.fits.families import LOC_BOUND, SCALE_BOUNDS, Family
-from ksptrace.studies.fits.search import Objective, Point, search
+from ksptrace.studies.fits.search import Objective, Point, newton_step, search
 
 STATUSES = ("ok", "boundary", "not converged", "degenerate")
 RESTARTS = 1
@@ -132,12 +132,12 @@ def _probe(obj: Objective, here: Point) -> Point:
     """The best of PROBE_LENGTHS steps along the Newton direction, down the gradient, and both
     ways along the Hessian's least-curvature direction (a flat ridge or a saddle), all in one
     vectorised evaluation; ``here`` if none is lower."""
-    lam, vec = np.linalg.eigh(here.h)
+    lam, vec = here.eigen
     floor = max(1e-12, 1e-9 * abs(float(lam[-1])))
-    step = -vec @ ((vec.T @ here.g) / np.maximum(np.abs(lam), floor))
+    step = newton_step(lam, vec, here.g, floor)
     dirs = [vec[:, 0], -vec[:, 0]]
     for d in (step, -here.g):
-        size = float(np.linalg.norm(d))
+        size = float(np.sqrt(np.sum(d * d)))
         if np.isfinite(size) and size > 0:
             dirs.append(d / size)
     moves = PROBE_LENGTHS[:, None, None] * np.array(dirs)[None, :, :]

@@ -13,7 +13,9 @@ continued by scipy's L-BFGS-B, which respects the bounds.
 
 from __future__ import annotations
 
+import functools
 import itertools
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -40,6 +42,49 @@ def _stencil(d: int, step: float, with_pairs: bool) -> np.ndarray:
     return np.array(rows)
 
 
+def eigen(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (ascending) and eigenvectors (columns) of the small symmetric ``h``, by cyclic
+    Jacobi rotations on Python floats. ``np.linalg.eigh`` gives the same to rounding, but its
+    LAPACK calls BLAS routines that OpenBLAS may split over threads, and the rounding, which a
+    flat ridge turns into a different stopping point, then depends on OPENBLAS_NUM_THREADS."""
+    d = h.shape[0]
+    a = [[float(h[i][j]) for j in range(d)] for i in range(d)]
+    v = [[1.0 if i == j else 0.0 for j in range(d)] for i in range(d)]
+    for _sweep in range(50):
+        off = sum(a[i][j] * a[i][j] for i in range(d) for j in range(d) if i != j)
+        scale = sum(a[i][i] * a[i][i] for i in range(d))
+        if off <= 1e-30 * max(scale, 1e-300):
+            break
+        for p in range(d - 1):
+            for q in range(p + 1, d):
+                if a[p][q] == 0.0:
+                    continue
+                theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q])
+                t = (1.0 if theta >= 0 else -1.0) / (abs(theta) + math.sqrt(theta * theta + 1.0))
+                c = 1.0 / math.sqrt(t * t + 1.0)
+                s = t * c
+                for k in range(d):  # columns p and q
+                    akp, akq = a[k][p], a[k][q]
+                    a[k][p], a[k][q] = c * akp - s * akq, s * akp + c * akq
+                for k in range(d):  # rows p and q
+                    apk, aqk = a[p][k], a[q][k]
+                    a[p][k], a[q][k] = c * apk - s * aqk, s * apk + c * aqk
+                for k in range(d):
+                    vkp, vkq = v[k][p], v[k][q]
+                    v[k][p], v[k][q] = c * vkp - s * vkq, s * vkp + c * vkq
+    lam = np.array([a[i][i] for i in range(d)])
+    order = np.argsort(lam, kind="stable")
+    return lam[order], np.array(v)[:, order]
+
+
+def newton_step(lam: np.ndarray, vec: np.ndarray, g: np.ndarray, floor: float) -> np.ndarray:
+    """``-V diag(1 / max(|lam|, floor)) V' g``, by elementwise sums: no BLAS call, whose result
+    can depend on the number of threads it runs on, and a flat ridge amplifies any difference
+    into a different stopping point."""
+    proj = np.sum(vec * g[:, None], axis=0) / np.maximum(np.abs(lam), floor)
+    return np.asarray(-np.sum(vec * proj[None, :], axis=1))
+
+
 @dataclass(frozen=True)
 class Point:
     """The objective (nats per value), its gradient and Hessian at ``x``."""
@@ -49,12 +94,17 @@ class Point:
     g: np.ndarray
     h: np.ndarray
 
+    @functools.cached_property
+    def eigen(self) -> tuple[np.ndarray, np.ndarray]:
+        """The Hessian's eigenvalues and eigenvectors (computed once)."""
+        return eigen(self.h)
+
     def decrement(self, n: int) -> float:
         """``n g' H^-1 g / 2`` with the Hessian's eigenvalues floored (inf if it has none > 0)."""
-        lam, vec = np.linalg.eigh(self.h)
+        lam, vec = self.eigen
         if not np.isfinite(self.f) or lam[-1] <= 0:
             return float("inf")
-        proj = vec.T @ self.g
+        proj = np.sum(vec * self.g[:, None], axis=0)
         return float(0.5 * n * np.sum(proj**2 / np.maximum(lam, lam[-1] * 1e-12)))
 
 
@@ -105,10 +155,10 @@ def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
     for _ in range(MAX_ITERATIONS):
         if here.decrement(n) <= DECREMENT_NATS:
             return here, True
-        lam, vec = np.linalg.eigh(here.h)
+        lam, vec = here.eigen
         for _try in range(12):
             floor = max(mu, 1e-12 * max(abs(lam[-1]), 1.0))
-            step = -vec @ ((vec.T @ here.g) / np.maximum(np.abs(lam), floor))
+            step = newton_step(lam, vec, here.g, floor)
             x = np.clip(here.x + step, obj.lower, obj.upper)
             if obj.values(x[None, :])[0] < here.f:  # the value first; derivatives if accepted
                 here, mu = obj.point(x), mu / 8

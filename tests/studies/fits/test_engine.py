@@ -18,7 +18,7 @@ from ksptrace.studies.fits import (
 )
 from ksptrace.studies.fits import engine as engine_module
 from ksptrace.studies.fits.binned import cell_probabilities
-from ksptrace.studies.fits.search import Point
+from ksptrace.studies.fits.search import Point, eigen
 
 
 def _cells_of(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -142,3 +142,18 @@ def test_every_family_has_a_finite_start_on_a_skewed_sample() -> None:
         starts = engine_module.starts(fam, data)
         assert starts.shape[0] >= 1
         assert np.isfinite(engine_module.Objective(fam, data).values(starts)).any(), fam.name
+
+
+def test_the_eigen_solver_is_numpys_to_rounding_and_needs_no_blas() -> None:
+    """The engine's own symmetric eigen-solver (np.linalg.eigh's LAPACK rounds differently with
+    the number of OpenBLAS threads, and a flat ridge turns that into another stopping point)."""
+    rng = np.random.default_rng(9)
+    for d in (1, 2, 3, 4, 5):
+        for _ in range(50):
+            m = rng.normal(size=(d, d)) * 10.0 ** rng.integers(-6, 6)
+            h = m + m.T
+            lam, vec = eigen(h)
+            np.testing.assert_allclose(lam, np.linalg.eigvalsh(h), rtol=1e-10,
+                                       atol=1e-12 * np.abs(h).max())
+            np.testing.assert_allclose((vec * lam) @ vec.T, h, atol=1e-10 * np.abs(h).max())
+            assert np.all(np.diff(lam) >= 0)
