@@ -19,6 +19,8 @@ DEFAULT_CANDIDATES: tuple[str, ...] = tuple(f for f in PAPER_CANDIDATES if f != 
 (scipy.special.nctdtr) costs as much as the six others' together, and whose likelihood is flat
 along df on most iteration-time samples. ``--candidates`` with nct fits it too, with its status
 (issue 51)."""
+FITTABLE: tuple[str, ...] = (*PAPER_CANDIDATES, "cauchy")
+"""The families the fitting engine knows (``ksptrace.studies.fits.FAMILIES``, a test checks)."""
 INDEPENDENT_UNITS = ("auto", "nodes", "ranks")
 """What the analysis treats as independent: the nodes of a trace, or its ranks; "auto" (the
 default) takes the ranks of a trace from one node and the nodes of a trace from several."""

@@ -19,6 +19,7 @@ from ksptrace.studies.fits import (
 from ksptrace.studies.fits import engine as engine_module
 from ksptrace.studies.fits.binned import cell_probabilities
 from ksptrace.studies.fits.search import Point, eigen
+from ksptrace.studies.variability.choices import FITTABLE
 
 
 def _cells_of(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -157,3 +158,7 @@ def test_the_eigen_solver_is_numpys_to_rounding_and_needs_no_blas() -> None:
                                        atol=1e-12 * np.abs(h).max())
             np.testing.assert_allclose((vec * lam) @ vec.T, h, atol=1e-10 * np.abs(h).max())
             assert np.all(np.diff(lam) >= 0)
+
+
+def test_the_command_line_offers_exactly_the_engine_s_families() -> None:
+    assert set(FITTABLE) == set(FAMILIES)
