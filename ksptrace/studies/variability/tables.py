@@ -316,7 +316,9 @@ def fit_table(a: TraceAnalysis) -> Table:
                 status = f"{f.status}: {f.reason}; not ranked, no model"
             if flagged:
                 status += "; flagged:\n" + "\n".join(flagged)
-            shown.append({"family": f.name, "SSE": f"{f.sse:.4g}", "KS distance": f"{f.ks:.3g}",
+            shown.append({"family": f.name,
+                          "SSE": f"{f.sse:.4g}" if np.isfinite(f.sse) else "—",
+                          "KS distance": f"{f.ks:.3g}" if np.isfinite(f.ks) else "—",
                           "AIC": f"{f.aic:.6g}" if f.ok else "—", "n fitted": str(f.n_fit),
                           "parameters (shapes, loc, scale)": rows[-1]["params"],
                           "status": status})
