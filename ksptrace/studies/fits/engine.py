@@ -20,6 +20,7 @@ than any interior point), ``not converged`` (the check kept improving it), ``deg
 
 from __future__ import annotations
 
+import warnings
 from dataclasses import dataclass
 
 import numpy as np
@@ -74,7 +75,8 @@ def starts(fam: Family, data: Binned) -> np.ndarray:
     grid = np.array(fam.grid, dtype=np.float64)
     dist = getattr(st, fam.name)
     shapes = tuple(grid[:, i:i + 1] for i in range(grid.shape[1]))
-    with np.errstate(all="ignore"):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a shape of the grid where scipy's ppf is inaccurate
         u = dist.ppf(np.array([[0.25, 0.5, 0.75]]), *shapes)
         edge = np.broadcast_to(dist.support(*shapes)[0], u[:, :1].shape)[:, 0]
         scale = (z75 - z25) / (u[:, 2] - u[:, 0])
