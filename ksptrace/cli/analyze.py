@@ -23,6 +23,7 @@ from ksptrace.jobs.analysis import BACKENDS, prepare
 from ksptrace.studies.variability.choices import (
     CACHE_SUFFIX,
     DEFAULT_CANDIDATES,
+    FITTABLE,
     INDEPENDENT_UNITS,
 )
 
@@ -46,8 +47,8 @@ def register(subparsers: Any) -> None:
     p.add_argument(
         "--candidates",
         default=",".join(DEFAULT_CANDIDATES),
-        help="comma-separated scipy.stats families to fit (the paper also fitted nct: add it, "
-             "at about 2.5 times the time per trace, e.g. --candidates "
+        help="comma-separated families to fit, of " + ", ".join(FITTABLE) + " (the paper also "
+             "fitted nct: add it, at several times the time per trace, e.g. --candidates "
              "johnsonsu,nct,lognorm,gamma,norm,genextreme,exponweib)",
     )
     p.add_argument(
@@ -127,6 +128,10 @@ def main(args: argparse.Namespace) -> int:
     from ksptrace.studies.variability.runs import cache_files
     from ksptrace.trace.collectives import collectives_flags
 
+    unknown = [c.strip() for c in args.candidates.split(",") if c.strip() not in ("", *FITTABLE)]
+    if unknown:
+        raise UsageError(f"--candidates: no family {', '.join(unknown)}; use some of "
+                         f"{', '.join(FITTABLE)}")
     options = options_of(args)
     if args.jobs < 1:
         raise UsageError(f"--jobs must be at least 1, got {args.jobs}")

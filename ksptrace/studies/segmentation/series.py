@@ -20,7 +20,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from ksptrace.errors import KsptraceError
+from ksptrace.errors import AnalysisError, KsptraceError
 from ksptrace.studies.segmentation.load import SweepLoad, sweep_load, undisturbed_time
 from ksptrace.studies.segmentation.segment import Segmentation, SegmentationParams, segment
 from ksptrace.trace.model import Trace
@@ -31,7 +31,11 @@ def johnsonsu_location(trace: Trace) -> float:
     from ksptrace.studies.variability.fitting import fit_johnsonsu
 
     a_k = trace.iteration_seconds.min(axis=0)
-    return float(fit_johnsonsu(a_k, fit_size=5000).loc)
+    fit = fit_johnsonsu(a_k, fit_size=5000)
+    if fit.status != "ok":
+        raise AnalysisError(f"the Johnson SU fit of a_k is {fit.status}, not a verified maximum; "
+                            "its location is not reported")
+    return float(fit.loc)
 
 
 METRICS: tuple[tuple[str, str, Callable[[Trace], float]], ...] = (

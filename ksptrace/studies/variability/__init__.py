@@ -45,6 +45,8 @@ if TYPE_CHECKING:
         run_section,
     )
     from ksptrace.studies.variability.tables import (
+        fit_mapping,
+        fits_table,
         model_table,
         prediction_table,
         scaling_table,
@@ -74,6 +76,8 @@ PUBLIC: dict[str, tuple[str, str]] = {
     "heldout_table": ("heldout", "heldout_table"),
     "n_of": ("findings", "n_of"),
     "problem_of": ("findings", "problem_of"),
+    "fit_mapping": ("tables", "fit_mapping"),
+    "fits_table": ("tables", "fits_table"),
     "model_table": ("tables", "model_table"),
     "prediction_table": ("tables", "prediction_table"),
     "prune_cache": ("batch", "prune"),
@@ -109,6 +113,8 @@ __all__ = [
     "fastest_ranking",
     "fastest_summary",
     "finding_row",
+    "fit_mapping",
+    "fits_table",
     "group_text",
     "headline",
     "heldout_table",

@@ -100,7 +100,8 @@ def _solver_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceDi
             f"Measured and modelled KSPSolve: {name}",
             f"For each run of {name}: the measured KSPSolve (slowest rank), the measured "
             "Σₖ maxₚ Tₚᵏ and maxₚ Σₖ Tₚᵏ, the non-stationary model, the best stationary model "
-            "(lowest SSE) and the Monte Carlo mean with its standard error, each for the "
+            "(least AIC among verified fits) and the Monte Carlo mean with its standard "
+            "error, each for the "
             "method kind the solver is (standard or pipelined).",
             functools.partial(figures.solver_times, rows),
         )

@@ -15,11 +15,12 @@ PAPER_CANDIDATES: tuple[str, ...] = (
 )
 """The families the paper tried: Johnson S_U first, non-central t second, and the usual others."""
 DEFAULT_CANDIDATES: tuple[str, ...] = tuple(f for f in PAPER_CANDIDATES if f != "nct")
-"""The families fitted unless ``--candidates`` says otherwise: the paper's without nct. scipy's
-fit of nct costs about 60 % of a demo trace's analysis (its pdf is a hundred times slower than
-the others'), and on 3 of the 4 stored demo traces it stops at Nelder-Mead's iteration limit, on a
-flat ridge of the likelihood, so its parameters would be where the optimizer gave up, not a
-maximum (issue 35). ``--candidates`` with nct fits it as before, with its ``converged`` flag."""
+"""The families fitted unless ``--candidates`` says otherwise: the paper's without nct, whose cdf
+(scipy.special.nctdtr) costs as much as the six others' together, and whose likelihood is flat
+along df on most iteration-time samples. ``--candidates`` with nct fits it too, with its status
+(issue 51)."""
+FITTABLE: tuple[str, ...] = (*PAPER_CANDIDATES, "cauchy")
+"""The families the fitting engine knows (``ksptrace.studies.fits.FAMILIES``, a test checks)."""
 INDEPENDENT_UNITS = ("auto", "nodes", "ranks")
 """What the analysis treats as independent: the nodes of a trace, or its ranks; "auto" (the
 default) takes the ranks of a trace from one node and the nodes of a trace from several."""

@@ -303,7 +303,7 @@ def _bulk_figure(out: Collector, kept: np.ndarray, a: TraceAnalysis,
     if a.bulk is None or not _varies(kept):
         return
     axis = kept_axis()
-    shown = [f.name for f in a.bulk.fits[:4]]
+    shown = [f.name for f in a.bulk.fits if f.ok][:4]
     remarks = _fit_remarks(a, shown)
     flagged = "".join(
         f" The {name} fit is flagged: {a_flag.message.rstrip('.')}."
@@ -312,8 +312,8 @@ def _bulk_figure(out: Collector, kept: np.ndarray, a: TraceAnalysis,
     out.add(
         "bulk-fit",
         "Bulk distribution with fitted families",
-        f"Histogram of all {kept.size} kept Tₚᵏ with the {len(shown)} best fitted pdfs by "
-        f"SSE ({', '.join(shown)}) (the paper's Fig. 5). {axis.describe()}{flagged}",
+        f"Histogram of all {kept.size} kept Tₚᵏ with the {len(shown)} best verified fits by "
+        f"AIC ({', '.join(shown)}) (the paper's Fig. 5). {axis.describe()}{flagged}",
         figures.bulk_fit(a.bulk, values=kept, axis=axis,
                          remarks={n: f"flagged: {f.code}" for n, f in remarks.items()}),
     )

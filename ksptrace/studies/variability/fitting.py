@@ -1,11 +1,12 @@
-"""Bulk distribution fitting: maximum-likelihood fits of candidate families, ranked.
+"""Bulk distribution fits: verified maxima of the binned likelihood, chosen by AIC.
 
-Each candidate is fitted by scipy's maximum likelihood on the data standardised by its median
-and interquartile range (iteration times of 1e-4 s otherwise push the optimiser into degenerate
-corners), and its location and scale are mapped back to seconds. Candidates are ranked by the
-sum of squared errors between the histogram density of all the data and the fitted pdf at the
-bin centres; the KS distance and the AIC are reported alongside. Very large traces can be fitted
-on a seeded random subsample; the histogram always uses all the data.
+Each candidate family is fitted by the engine of :mod:`ksptrace.studies.fits`: it maximises the
+multinomial likelihood of the sample (a seeded subsample of ``fit_size`` values of a large
+trace) grouped into equal-count cells, which is bounded for every family, and checks each
+maximum before calling the fit ``ok``. Fits are ranked by CRITERION, the AIC on that same
+likelihood: the ``ok`` fits first, best first, then the others, which are shown with their
+status and never chosen. The SSE against the report's histogram (of all the data) and the KS
+distance on the sample are reported alongside.
 """
 
 from __future__ import annotations
@@ -13,27 +14,21 @@ from __future__ import annotations
 import functools
 import warnings
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-import scipy
 import scipy.stats as st
-from scipy.stats._distn_infrastructure import rv_continuous_frozen
 
 from ksptrace.errors import AnalysisError
-from ksptrace.studies.variability import neldermead
+from ksptrace.studies.fits import Binned, binned, equal_count_cells, family, fit_family
 from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES
-from ksptrace.studies.variability.fastnll import CHECKED_SCIPY, objective
-from ksptrace.studies.variability.inplace import kernel
 from ksptrace.studies.variability.models import mean_of
-from ksptrace.studies.variability.startmoments import remembered_moments
 
 DEFAULT_BINS = 200
-
-SLOW_FAMILY_CAP: dict[str, int] = {"nct": 600}
-"""Families whose scipy pdf is about a hundred times slower than the others are fitted on a
-seeded subsample of at most this many values (the effect is measured by subsampling_effect)."""
+CRITERION = ("AIC of the binned likelihood (the fitted sample in equal-count cells); only fits "
+             "whose maximum was verified (status ok) are ranked")
+"""How the family is chosen, as the report states it."""
 MIN_SAMPLES = 8
 """Fewer values than this cannot constrain a four-parameter family."""
 
@@ -52,23 +47,8 @@ def distribution(name: str) -> Any:
 @functools.lru_cache(maxsize=64)
 def frozen_distribution(name: str, params: tuple[float, ...]) -> Any:
     """``distribution(name)(*params)``, made once (an analysis asks for the same fits'
-    distributions about 40 times per trace) and cheaply (:func:`_freeze`)."""
-    return _freeze(distribution(name), params)
-
-
-def _freeze(dist: Any, params: tuple[float, ...]) -> Any:
-    """``dist(*params)``, its methods called on ``dist`` itself. scipy's frozen distribution
-    makes a new instance of the family's class for itself (its argument parser by ``exec``,
-    its docstring by formatting: 0.3 ms, 0.08 s of a demo analysis) and calls the same methods
-    on it with the same arguments, so the numbers are the same (test_frozen.py). Its random
-    state is the family's, the global one either way; ksptrace never sets it."""
-    if not scipy.__version__.startswith(CHECKED_SCIPY):
-        return dist(*params)
-    frozen = object.__new__(rv_continuous_frozen)
-    frozen.args, frozen.kwds, frozen.dist = params, {}, dist
-    shapes, _, _ = dist._parse_args(*params)
-    frozen.a, frozen.b = dist._get_support(*shapes)
-    return frozen
+    distributions many times per trace)."""
+    return distribution(name)(*params)
 
 
 @dataclass(frozen=True)
@@ -78,8 +58,9 @@ class Fit:
     name: str
     params: tuple[float, ...]
     loglik: float
-    """Log-likelihood of the fitted sample."""
+    """The binned log-likelihood at the fit (minus ``objective``)."""
     aic: float
+    """AIC on the binned likelihood (the ranking criterion; equals ``criterion``)."""
     sse: float
     """Sum over histogram bins of (histogram density - pdf)^2."""
     ks: float
@@ -87,12 +68,21 @@ class Fit:
     n_fit: int
     """Values the parameters were fitted on."""
     n_scored: int | None = None
-    """Values the log-likelihood, AIC and KS distance were evaluated on (None: the fitted ones).
-    fit_candidates scores every family on the same sample, so their AIC compare like for like."""
+    """Values the KS distance was evaluated on (None: ``n_fit``)."""
     converged: bool | None = None
-    """False when scipy's Nelder-Mead stopped at its iteration or evaluation limit (200 per
-    parameter) rather than at its tolerance: the parameters are then where it stopped, not
-    the maximum of the likelihood; None for a closed-form fit (norm)."""
+    """True when the status is ``ok``."""
+    status: str = "ok"
+    """``ok`` (a verified maximum), ``boundary``, ``not converged`` or ``degenerate``."""
+    objective: float = float("nan")
+    """The negative binned log-likelihood, nats."""
+    criterion: float = float("nan")
+    """AIC on the binned likelihood."""
+    reason: str = ""
+    """Why the status is not ok."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
 
     @property
     def scored_on(self) -> int:
@@ -125,7 +115,7 @@ class Histogram:
 
 @dataclass(frozen=True)
 class FitRanking:
-    """Fits ranked best first by SSE, the families that failed, and what was fitted."""
+    """Fits ranked by CRITERION (ok fits first), the families that failed, what was fitted."""
 
     fits: tuple[Fit, ...]
     failed: tuple[tuple[str, str], ...]
@@ -136,10 +126,13 @@ class FitRanking:
 
     @property
     def best(self) -> Fit:
-        if not self.fits:
-            reasons = "; ".join(f"{n}: {r}" for n, r in self.failed)
-            raise AnalysisError(f"no candidate distribution could be fitted ({reasons})")
-        return self.fits[0]
+        """The ok fit with the least AIC; AnalysisError if no fit is ok."""
+        found = next((f for f in self.fits if f.ok), None)
+        if found is None:
+            reasons = "; ".join([*(f"{n}: {r}" for n, r in self.failed),
+                                 *(f"{f.name}: {f.status}" for f in self.fits)])
+            raise AnalysisError(f"no candidate distribution has a verified fit ({reasons})")
+        return found
 
     def get(self, name: str) -> Fit | None:
         """The fit of family ``name``, or None if it was not a candidate or failed."""
@@ -195,113 +188,45 @@ def checked(x: np.ndarray) -> np.ndarray:
     return flat
 
 
-def _standardiser(sample: np.ndarray) -> tuple[float, float]:
-    q25, q50, q75 = np.quantile(sample, [0.25, 0.5, 0.75])
-    spread = float(q75 - q25) or float(sample.std())
-    if sample.max() == sample.min() or spread <= 0:
-        raise AnalysisError("all values are equal; a constant sample has no distribution to fit")
-    return float(q50), spread
-
-
-class _Watched:
-    """scipy's default optimizer (``optimize.fmin`` with the arguments ``rv_continuous.fit``
-    passes), remembering whether it stopped at a limit: the same numbers. The objective is
-    scipy's, or its bit-identical faster twin from fastnll.py; the optimizer is scipy's, or,
-    with the scipy release the twins follow, its bit-identical twin from neldermead.py, which
-    evaluates the twin on Python floats (inplace.py) where it can."""
-
-    def __init__(self, dist: Any = None) -> None:
-        self.converged: bool | None = None
-        self.dist = dist
-
-    def __call__(self, func: Any, x0: Any, args: tuple[Any, ...] = (), disp: int = 0) -> Any:
-        from scipy import optimize
-
-        floats = None
-        if self.dist is not None and len(args) == 1:
-            scipys, func = func, objective(self.dist, func, x0, args[0])
-            if func is not scipys:
-                floats = kernel(self.dist.name, func, x0, args[0])
-        if disp == 0 and scipy.__version__.startswith(CHECKED_SCIPY):
-            xopt, warnflag = neldermead.fmin(func, x0, args, floats)
-        else:
-            xopt, _fopt, _its, _calls, warnflag = optimize.fmin(func, x0, args=args, disp=disp,
-                                                                 full_output=True)
-        self.converged = warnflag == 0
-        return xopt
-
-
 @dataclass(frozen=True, eq=False)
 class Prepared:
-    """What every family's fit of one sample computes first: the checked values, their
-    centre and spread, the standardised values and the sorted values (for the KS distance).
-    Made once per sample by :func:`prepare` when several families are fitted to it."""
+    """A checked sample, its sorted values (for the KS distance) and its equal-count cells
+    (None, with the reason, when they cannot constrain a fit), made once per sample."""
 
     x: np.ndarray
-    centre: float
-    spread: float
-    z: np.ndarray
     ordered: np.ndarray
+    cells: Binned | None
+    why: str = ""
 
 
 def prepare(sample: np.ndarray) -> Prepared:
     x = checked(sample)
-    centre, spread = _standardiser(x)
-    return Prepared(x, centre, spread, (x - centre) / spread, np.sort(x))
+    ordered = np.sort(x)
+    try:
+        return Prepared(x, ordered, binned(*equal_count_cells(ordered)))
+    except AnalysisError as exc:
+        return Prepared(x, ordered, None, str(exc))
 
 
-def fit_one(name: str, sample: np.ndarray | Prepared, hist: Histogram) -> Fit:
-    """Maximum-likelihood fit of family ``name`` to ``sample`` (or to a sample already
-    :func:`prepare`-d), scored against ``hist``."""
-    dist = distribution(name)
+def fit_one(name: str, sample: np.ndarray | Prepared, hist: Histogram, seed: int = 0) -> Fit:
+    """The engine's fit of family ``name`` to ``sample`` (or to a sample already
+    :func:`prepare`-d), scored by the SSE against ``hist`` and the KS distance."""
+    distribution(name)
     prep = sample if isinstance(sample, Prepared) else prepare(sample)
-    x, centre, spread, z = prep.x, prep.centre, prep.spread, prep.z
-    watched = _Watched(dist)
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        with remembered_moments(dist):
-            pz = tuple(float(v) for v in dist.fit(z, optimizer=watched))
-        loglik_z = float(np.sum(dist.logpdf(z, *pz)))
-        params = (*pz[:-2], centre + spread * pz[-2], spread * pz[-1])
-        frozen = frozen_distribution(name, params)
-        pdf = frozen.pdf(hist.centres)
-        ks = ks_distance(x, frozen.cdf, prep.ordered)
-    loglik = loglik_z - x.size * np.log(spread)
-    if not np.isfinite(loglik) or not np.isfinite(pdf).all():
-        raise AnalysisError(f"the {name} fit did not converge (non-finite likelihood)")
-    sse = float(np.sum((hist.density - pdf) ** 2))
-    return Fit(
-        name=name,
-        params=params,
-        loglik=float(loglik),
-        aic=float(2 * len(params) - 2 * loglik),
-        sse=sse,
-        ks=ks,
-        n_fit=int(x.size),
-        converged=watched.converged,
-    )
-
-
-def rescore(fit: Fit, x: np.ndarray) -> Fit:
-    """``fit`` with its log-likelihood, AIC and KS distance evaluated on ``x`` instead."""
-    flat = checked(x)
-    frozen = fit.frozen()
-    with warnings.catch_warnings(), np.errstate(all="ignore"):
-        warnings.simplefilter("ignore")
-        loglik = float(np.sum(frozen.logpdf(flat)))
-        ks = ks_distance(flat, frozen.cdf)
-    if not np.isfinite(loglik):
-        raise AnalysisError(
-            f"the {fit.name} fit gives zero density to some of the {flat.size} values it is "
-            "scored on (non-finite likelihood)"
-        )
-    return replace(
-        fit,
-        loglik=loglik,
-        aic=float(2 * len(fit.params) - 2 * loglik),
-        ks=ks,
-        n_scored=int(flat.size),
-    )
+    if prep.cells is None:
+        raise AnalysisError(prep.why)
+    found = fit_family(family(name), prep.cells, seed)
+    sse, ks = float("nan"), float("nan")
+    if found.status != "degenerate":
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore")
+            frozen = frozen_distribution(name, found.params)
+            pdf = frozen.pdf(hist.centres)
+            ks = ks_distance(prep.x, frozen.cdf, prep.ordered)
+        sse = float(np.sum((hist.density - pdf) ** 2))
+    return Fit(name=name, params=found.params, loglik=-found.objective, aic=found.criterion,
+               sse=sse, ks=ks, n_fit=int(prep.x.size), converged=found.ok, status=found.status,
+               objective=found.objective, criterion=found.criterion, reason=found.reason)
 
 
 def fit_candidates(
@@ -311,39 +236,31 @@ def fit_candidates(
     fit_size: int | None = None,
     seed: int = 0,
 ) -> FitRanking:
-    """Fit every candidate family to ``x`` and rank the fits by histogram SSE (best first).
+    """Fit every candidate family to ``x`` and rank the fits by CRITERION (ok fits first).
 
     ``fit_size`` fits on a seeded random subsample of that many values; the histogram that
-    scores the fits uses all of ``x``. The histogram covers the 0.1 %..99.9 % quantiles. Families
-    in SLOW_FAMILY_CAP are fitted on at most that many values, then their log-likelihood, AIC and
-    KS distance are evaluated on the same sample as the other families' (like for like).
+    scores the fits (SSE) uses all of ``x`` over the subsample's 0.1 %..99.9 % quantiles.
     """
     for name in candidates:
         distribution(name)
+        family(name)
     flat = checked(x)
     sample = subsample(flat, fit_size, seed)
     lo, hi = np.quantile(sample, [0.001, 0.999])
     hist = histogram(flat, bins=bins, range_=(float(lo), float(hi)))
     fits: list[Fit] = []
     failed: list[tuple[str, str]] = []
-    whole: Prepared | None = None
+    drawn = _constant_draw(sample, flat)
+    prepared = prepare(sample) if drawn is None else None
     for name in candidates:
-        cap = SLOW_FAMILY_CAP.get(name)
-        used = subsample(sample, cap, seed) if cap is not None else sample
-        drawn = _constant_draw(used, flat)
-        if drawn is not None:
-            failed.append((name, drawn))
+        if prepared is None:
+            failed.append((name, str(drawn)))
             continue
         try:
-            target: np.ndarray | Prepared = used
-            if used is sample:  # every family but a capped one: the sample prepared once
-                whole = whole if whole is not None else prepare(sample)
-                target = whole
-            fit = fit_one(name, target, hist)
-            fits.append(fit if used.size == sample.size else rescore(fit, sample))
+            fits.append(fit_one(name, prepared, hist, seed))
         except (AnalysisError, ValueError, RuntimeError, FloatingPointError) as exc:
             failed.append((name, str(exc) or type(exc).__name__))
-    fits.sort(key=lambda f: f.sse)
+    fits.sort(key=lambda f: (not f.ok, f.criterion if np.isfinite(f.criterion) else np.inf))
     return FitRanking(
         fits=tuple(fits),
         failed=tuple(failed),
@@ -372,6 +289,8 @@ class JohnsonSU:
     b: float
     loc: float
     scale: float
+    status: str = "ok"
+    """The engine's status of the fit (see :class:`Fit`)."""
 
     def frozen(self) -> Any:
         return frozen_distribution("johnsonsu", self.params)
@@ -382,12 +301,12 @@ class JohnsonSU:
 
 
 def fit_johnsonsu(x: np.ndarray, fit_size: int | None = None, seed: int = 0) -> JohnsonSU:
-    """Maximum-likelihood Johnson S_U fit of ``x`` (standardised, then mapped back)."""
+    """The engine's Johnson S_U fit of ``x`` (with its status)."""
     flat = checked(x)
     sample = subsample(flat, fit_size, seed)
     if (drawn := _constant_draw(sample, flat)) is not None:
         raise AnalysisError(drawn)
     lo, hi = float(sample.min()), float(sample.max())
-    fit = fit_one("johnsonsu", sample, histogram(sample, bins=32, range_=(lo, hi)))
+    fit = fit_one("johnsonsu", sample, histogram(sample, bins=32, range_=(lo, hi)), seed)
     a, b, loc, scale = fit.params
-    return JohnsonSU(a=a, b=b, loc=loc, scale=scale)
+    return JohnsonSU(a=a, b=b, loc=loc, scale=scale, status=fit.status)

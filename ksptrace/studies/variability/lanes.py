@@ -12,8 +12,7 @@ Small traces gain nothing (a thread costs more than a demo trace's steps), and a
 PARALLEL_ELEMENTS values, a step runs when its result is first asked for, in the order the
 analysis asks: the same order, and the same first error, as without lanes.
 
-Only the bulk fits use scipy.stats (whose fit patches and restores a family's moments, see
-:mod:`.startmoments`, and whose warnings filter is process-wide): the analysis asks for their
+Only the bulk fits use scipy.stats' warnings filter (process-wide): the analysis asks for their
 result before it fits anything else, so no two fits overlap.
 """
 

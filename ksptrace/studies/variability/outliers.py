@@ -17,6 +17,11 @@ COLLAPSE_SHAPE = 1e3
 """|a| of a Johnson S_U fit beyond which it is taken for its normal limit ..."""
 COLLAPSE_LOCATION = 1e3
 """... when its loc also lies this many data standard deviations away from the data's median."""
+COLLAPSE_B = 20.0
+"""b of a Johnson S_U fit beyond which it is its normal limit: the fitting engine bounds |a|
+and b by 100, and as b grows the family tends to a normal whatever a / b is; at b = 20 its
+skewness and excess kurtosis are within a few hundredths of the normal's, and the likelihood
+is flat along the rest of the way, so the engine stops anywhere on that ridge."""
 
 
 @dataclass(frozen=True)
@@ -89,11 +94,13 @@ def jsu_collapsed(fit: JohnsonSU, x: np.ndarray) -> bool:
     As a -> -inf and b -> inf with a / b fixed, S_U tends to a normal distribution; the
     optimiser then stops at arbitrary, huge parameters (a of -1e8 and loc of -2000 s for data
     of microseconds are seen on real traces). Detected from the parameters: |a| above
-    COLLAPSE_SHAPE and loc more than COLLAPSE_LOCATION data standard deviations off the median.
+    COLLAPSE_SHAPE and loc more than COLLAPSE_LOCATION data standard deviations off the median,
+    or b above COLLAPSE_B, or the fitting engine stopped at a bound (status ``boundary``).
     """
     flat = np.asarray(x, dtype=np.float64).ravel()
     spread = float(flat.std())
     if not spread > 0:
         spread = max(abs(float(np.median(flat))), float(np.finfo(np.float64).tiny))
     far = abs(fit.loc - float(np.median(flat))) > COLLAPSE_LOCATION * spread
-    return bool(abs(fit.a) > COLLAPSE_SHAPE and far) or not np.isfinite(fit.params).all()
+    return (bool(abs(fit.a) > COLLAPSE_SHAPE and far) or fit.status == "boundary"
+            or fit.b > COLLAPSE_B or not np.isfinite(fit.params).all())

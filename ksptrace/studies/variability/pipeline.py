@@ -138,7 +138,7 @@ class TraceAnalysis:
 
     @property
     def best_fit_name(self) -> str | None:
-        """The lowest-SSE family that has a stationary model (the best one Table 1 shows)."""
+        """The ok fit with the least AIC that has a stationary model (the best Table 1 shows)."""
         if self.bulk is None:
             return None
         shown = {m.family for m in self.stationary}
@@ -167,6 +167,10 @@ def _stationary_models(
     stationary = []
     lo, hi = float(kept.min()), float(kept.max())
     for fit in bulk.fits:
+        if not fit.ok:  # never a model from a fit that is not a verified maximum
+            notes.append(f"stationary model with {fit.name} left out: its fit is {fit.status} "
+                         f"({fit.reason})")
+            continue
         subject = f"stationary model ({fit.name})"
         dist = fit.frozen()
         try:

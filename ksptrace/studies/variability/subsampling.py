@@ -42,7 +42,7 @@ def subsampling_effect(
     flat = checked(x)
     all_sizes = (*tuple(int(s) for s in sizes if s < flat.size), int(flat.size))
     hist = histogram(flat, bins=DEFAULT_BINS)
-    fits = [fit_one(name, subsample(flat, s, seed), hist) for s in all_sizes]
+    fits = [fit_one(name, subsample(flat, s, seed), hist, seed) for s in all_sizes]
     ref = fits[-1].frozen()
     ref_mean, ref_q99 = mean_of(ref), float(ref.ppf(0.99))
     means = tuple(abs(mean_of(f.frozen()) / ref_mean - 1.0) for f in fits)

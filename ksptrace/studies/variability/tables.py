@@ -31,6 +31,7 @@ from ksptrace.studies.variability.findings import (
     predictions,
     problem_of,
 )
+from ksptrace.studies.variability.fitting import CRITERION
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 from ksptrace.studies.variability.plausible import is_absurd
 
@@ -130,8 +131,9 @@ def model_table(analyses: Sequence[TraceAnalysis]) -> Table:
             "counts the iterations kept for bulk statistics (pipeline-fill iterations dropped); "
             "the non-stationary Ê uses every recorded iteration. Σₖ maxₚ Tₚᵏ is what a "
             "synchronising method's models predict (E[T]), maxₚ Σₖ Tₚᵏ what a pipelined "
-            "one's do (E[T′]). Best fit: the lowest-SSE family with a model (summary.json's "
-            "best_fit).",
+            "one's do (E[T′]). Best fit: the family with a model whose fit is a verified maximum "
+            "and has the least AIC of the binned likelihood (summary.json's best_fit; every "
+            "fit, with its status, in fits.csv).",
         ),
     )
 
@@ -304,38 +306,68 @@ def node_table(a: TraceAnalysis) -> Table:
 
 
 def fit_table(a: TraceAnalysis) -> Table:
-    """The bulk fits of one trace, best first. AIC is compared only between fits of equal size."""
+    """The bulk fits of one trace: the ok fits by AIC on the binned likelihood, best first, then
+    the fits whose maximum was not verified, with their status (never ranked, never modelled)."""
     rows, shown = [], []
     if a.bulk is not None:
-        sizes = [f.n_fit for f in a.bulk.fits]
-        common = max(set(sizes), key=sizes.count) if sizes else 0
         in_table = {m.family for m in a.stationary}
         for f in a.bulk.fits:
             rows.append({"family": f.name, "sse": f.sse, "ks": f.ks, "aic": f.aic,
                          "n_fit": f.n_fit, "params": " ".join(f"{p:.4g}" for p in f.params),
-                         "converged": f.converged})
-            aic = (f"{f.aic:.6g}" if f.n_fit == common else
-                   f"fitted on {f.n_fit} values, not {common}: AIC not comparable")
+                         "converged": f.converged, "status": f.status,
+                         "objective": f.objective, "criterion": f.criterion})
             flagged = [f"{fl.code}: {fl.message}" for fl in a.flags
                        if f"({f.name})" in fl.subject]
-            status = ("in Table 1" if f.name in in_table else "not in Table 1: no model")
-            if f.converged is False:
-                status += ("; not converged: scipy's Nelder-Mead stopped at its iteration "
-                           "limit, so these are where it stopped, not the likelihood's maximum")
+            if f.ok:
+                status = "ok; " + ("in Table 1" if f.name in in_table else
+                                   "not in Table 1: no model")
+            else:
+                status = f"{f.status}: {f.reason}; not ranked, no model"
             if flagged:
                 status += "; flagged:\n" + "\n".join(flagged)
-            shown.append({"family": f.name, "SSE": f"{f.sse:.4g}", "KS distance": f"{f.ks:.3g}",
-                          "AIC": aic, "n fitted": str(f.n_fit),
+            shown.append({"family": f.name,
+                          "SSE": f"{f.sse:.4g}" if np.isfinite(f.sse) else "—",
+                          "KS distance": f"{f.ks:.3g}" if np.isfinite(f.ks) else "—",
+                          "AIC": f"{f.aic:.6g}" if f.ok else "—", "n fitted": str(f.n_fit),
                           "parameters (shapes, loc, scale)": rows[-1]["params"],
                           "status": status})
     return Table(
-        name="fits", title=f"Bulk fits of {run_name(a)}, ranked by histogram SSE",
+        name="fits", title=f"Bulk fits of {run_name(a)}, ranked by AIC of the binned likelihood",
         frame=Rows.of(rows, columns=["family", "sse", "ks", "aic", "n_fit", "params",
-                                          "converged"]),
+                                          "converged", "status", "objective", "criterion"]),
         display=Rows.of(shown, columns=["family", "SSE", "KS distance", "AIC", "n fitted",
                                              "parameters (shapes, loc, scale)", "status"]),
-        notes=() if rows else (next((n for n in a.notes if "fit" in n), "no fit"),),
+        notes=(f"Family chosen by {CRITERION}.",) if rows else
+              (next((n for n in a.notes if "fit" in n), "no fit"),),
     )
+
+
+def fit_mapping(a: TraceAnalysis) -> dict[str, dict[str, Any]]:
+    """summary.json's per-trace ``fits``: family -> params (scipy's order, seconds), status,
+    objective (negative binned log-likelihood, nats) and criterion (AIC on it)."""
+    if a.bulk is None:
+        return {}
+    return {f.name: {"params": list(f.params), "status": f.status, "objective": f.objective,
+                     "criterion": f.criterion} for f in a.bulk.fits}
+
+
+def fits_table(analyses: Sequence[TraceAnalysis]) -> Table:
+    """Every trace's every fit (fits.csv): parameters in seconds in scipy's order (shapes...,
+    loc, scale), status, objective and criterion, and which fit is the trace's best."""
+    rows = []
+    for a in analyses:
+        best = a.best_fit_name
+        for name, f in fit_mapping(a).items():
+            rows.append({"trace": a.path or a.label, "family": name,
+                         "params": " ".join(repr(float(p)) for p in f["params"]),
+                         "status": f["status"], "objective": f["objective"],
+                         "criterion": f["criterion"], "best": name == best})
+    return Table(name="fits", title="Every bulk fit of every trace",
+                 frame=Rows.of(rows, columns=["trace", "family", "params", "status", "objective",
+                                              "criterion", "best"]),
+                 notes=(f"Family chosen by {CRITERION}. params: scipy's (shapes..., loc, "
+                        "scale), loc and scale in seconds. objective: the negative binned "
+                        "log-likelihood in nats.",))
 
 
 def models_table(a: TraceAnalysis) -> Table:

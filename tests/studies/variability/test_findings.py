@@ -103,8 +103,8 @@ def test_outlier_pulled_fits_and_a_far_prediction_are_flagged_with_reasons() -> 
 
 def _collapsing_trace() -> Trace:
     rng = np.random.default_rng(0)
-    lower = 3e-4 * (1 + 0.05 * rng.random(100))
-    span = 1e-5 + 1e-6 * rng.random(100)
+    lower = 3e-4 * (1 + 0.05 * rng.random(1000))
+    span = 1e-5 + 1e-7 * rng.standard_normal(1000)
     return trace_from_times(np.vstack([lower, lower + span]), np.array([0, 1]))
 
 

@@ -56,7 +56,7 @@ def bulk_fit(
         edges, dens = density(values, axis, bins)
     ceiling = float(dens.max())
     ax.stairs(dens, edges, fill=True, alpha=0.35, color="0.4", label="data")
-    for f in ranking.fits[:top]:
+    for f in [f for f in ranking.fits if f.ok][:top]:
         remark = (remarks or {}).get(f.name)
         label = f"{f.name} (SSE {f.sse:.3g}" + (f"; {remark})" if remark else ")")
         pdf_curve(ax, f.frozen(), axis, label, ceiling)

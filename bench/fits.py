@@ -1,0 +1,163 @@
+"""Issue 51's targets for the fitting engine: correctness against a strong search, and speed.
+
+Cases (``--only`` picks some):
+
+* ``correctness``: on ``--traces`` varied synthetic traces (``ksptrace.studies.fits.samples``:
+  six KSP types, two problems, P 1-4, K 200-5000; synthetic because no 20 campaigns could be
+  run in the time), every default family (and nct with ``--nct``) is fitted by the engine and
+  by the multi-start strong search on the same objective (``ksptrace.studies.fits.verify``).
+  Per family: how many fits are ok / boundary / not converged / degenerate, and the most nats
+  an ok fit (and any fit) lost against the strong search. Targets: every ok fit within 0.01
+  nats, at least 90 % of all fits ok.
+* ``speed``: ``ksptrace analyze --no-figures --jobs 1`` on the same traces against the package
+  at ``--baseline`` (the scipy 1.10 emulation), in the same run. Target: 0.1 s per trace.
+* ``campaign``: 1,000 varied traces with ``--jobs 2``, no figures. Target: 60 s.
+* ``paper``: one 8192 x 5000 trace against the read-and-sort floor measured in the same run
+  (bench/analysis_throughput.py's case). Target: 2x the floor.
+
+    python bench/fits.py [--only correctness] [--traces 24] [--nct] [--baseline COMMIT]
+
+Appends an entry to bench/results/fits.json with the machine load before and after each case.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from analysis_campaign import loadavg
+from analysis_throughput import paper as paper_case
+from analysis_throughput import run
+
+from ksptrace.studies.fits import binned, equal_count_cells, family, fit_family
+from ksptrace.studies.fits.samples import varied_trace
+from ksptrace.studies.fits.verify import strong_search
+from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES
+from ksptrace.trace.write import write_trace
+
+ROOT = Path(__file__).resolve().parent.parent
+RESULT = ROOT / "bench" / "results" / "fits.json"
+TARGETS = {"ok_nats_lost_max": 0.01, "ok_fraction_min": 0.9, "seconds_per_trace": 0.1,
+           "campaign_1000_seconds": 60.0, "paper_over_floor": 2.0}
+CASES = ("correctness", "speed", "campaign", "paper")
+
+
+def _theta(name: str, data: Any, params: tuple[float, ...]) -> np.ndarray:
+    z = np.array([*params[:-2], (params[-2] - data.centre) / data.spread,
+                  params[-1] / data.spread])
+    return family(name).theta(z, data.anchor)
+
+
+def correctness(count: int, with_nct: bool) -> dict[str, Any]:
+    names = (*DEFAULT_CANDIDATES, *(("nct",) if with_nct else ()))
+    table: dict[str, dict[str, Any]] = {
+        n: {"ok": 0, "boundary": 0, "not converged": 0, "degenerate": 0, "ok_lost_max": 0.0,
+            "any_lost_max": 0.0, "engine_seconds": 0.0} for n in names}
+    traces = []
+    for i in range(count):
+        v = varied_trace(i)
+        traces.append(v.name)
+        x = np.sort(v.trace.iteration_seconds.ravel())
+        data = binned(*equal_count_cells(x))
+        for name in names:
+            start = time.perf_counter()
+            fit = fit_family(family(name), data)
+            row = table[name]
+            row["engine_seconds"] += time.perf_counter() - start
+            strong = strong_search(family(name), data, _theta(name, data, fit.params))
+            lost = fit.objective - strong.objective
+            row[fit.status] += 1
+            row["any_lost_max"] = max(row["any_lost_max"], lost)
+            if fit.status == "ok":
+                row["ok_lost_max"] = max(row["ok_lost_max"], lost)
+            print(v.name, name, fit.status, f"lost {lost:.3g} nats", flush=True)
+    fits = sum(r["ok"] + r["boundary"] + r["not converged"] + r["degenerate"]
+               for r in table.values())
+    ok = sum(r["ok"] for r in table.values())
+    return {"traces": traces, "families": table, "fits": fits, "ok": ok,
+            "ok_fraction": round(ok / fits, 4),
+            "ok_nats_lost_max": max(r["ok_lost_max"] for r in table.values())}
+
+
+def _write(folder: Path, count: int) -> list[str]:
+    folder.mkdir()
+    paths = []
+    for i in range(count):
+        v = varied_trace(i)
+        path = folder / f"{v.name}.h5"
+        write_trace(v.trace, path)
+        paths.append(str(path))
+    return paths
+
+
+def speed(work: Path, base: Path, count: int) -> dict[str, Any]:
+    paths = _write(work / "speed", count)
+    out: dict[str, Any] = {"traces": count}
+    for label, where in (("now", None), ("baseline", base)):
+        out[label] = run(["analyze", *paths, "--out", str(work / f"r-{label}"), "--no-cache",
+                          "--quiet", "--no-figures", "--jobs", "1"], where, memory=False)
+        out[f"{label}_seconds_per_trace"] = round(out[label]["seconds"] / count, 4)
+        print("speed", label, out[label], flush=True)
+    return out
+
+
+def campaign(work: Path) -> dict[str, Any]:
+    paths = _write(work / "campaign", 1000)
+    out = run(["analyze", *paths, "--out", str(work / "r-campaign"), "--no-cache", "--quiet",
+               "--no-figures", "--jobs", "2"], memory=False)
+    print("campaign", out, flush=True)
+    return {"traces": 1000, "jobs": 2, **out}
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--only", choices=CASES, action="append")
+    parser.add_argument("--traces", type=int, default=24)
+    parser.add_argument("--nct", action="store_true", help="also nct (its cdf is slow)")
+    parser.add_argument("--baseline", default="0ea5cdc")
+    parser.add_argument("--out", type=Path, default=RESULT)
+    args = parser.parse_args(argv)
+    entry: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "targets": TARGETS,
+                             "baseline": args.baseline, "load_avg_1min_start": loadavg()}
+    work = Path(tempfile.mkdtemp(prefix="ksptrace-fits-"))
+    base = work / "baseline"
+    base.mkdir()
+    archive = subprocess.run(["git", "archive", args.baseline, "ksptrace"], cwd=ROOT,
+                             capture_output=True, check=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(base)], input=archive, check=True)
+    for tree in (ROOT / "ksptrace", base / "ksptrace"):
+        subprocess.run([sys.executable, "-m", "compileall", "-q", str(tree)], check=True)
+    try:
+        for case in args.only or CASES:
+            before = loadavg()
+            if case == "correctness":
+                entry[case] = correctness(args.traces, args.nct)
+            elif case == "speed":
+                entry[case] = speed(work, base, args.traces)
+            elif case == "campaign":
+                entry[case] = campaign(work)
+            else:
+                result = paper_case(work, base)
+                floor = result["read_and_sort_floor_seconds"]
+                result["over_floor"] = round(result["now"]["seconds"] / floor, 2)
+                entry[case] = result
+            entry[case]["load_avg_1min_before"] = before
+            entry[case]["load_avg_1min_after"] = loadavg()
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    runs = json.loads(args.out.read_text()) if args.out.exists() else []
+    args.out.write_text(json.dumps([*runs, entry], indent=1) + "\n")
+    print(f"wrote {args.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

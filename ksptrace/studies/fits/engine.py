@@ -1,0 +1,187 @@
+"""Maximise the binned likelihood of one family, then check the maximum before calling it one.
+
+1. Starts: for every shape vector of the family's grid, loc and scale are set so that the
+   family's quartiles equal the sample's (the normal starts from the binned mean and standard
+   deviation); the whole grid is evaluated in one vectorised call and the best start is kept.
+2. The search (:mod:`.search`): damped Newton, continued by L-BFGS-B where Newton cannot go.
+3. The local check: the search again from RESTARTS perturbed copies of the point found, and
+   probes at several distances along the Newton direction, down the gradient and both ways
+   along the least-curvature direction (a flat ridge, a saddle). If none improves the
+   objective by more than TOLERANCE_NATS the point is a verified maximum: within that much of
+   the best value near it, whether or not the parameters along a flat ridge are pinned down.
+   If one improves it, the search continues from the best point and the check is repeated, at
+   most ROUNDS times.
+
+The status says what the number is: ``ok`` (verified, interior), ``boundary`` (the best point
+lies on a parameter bound: a limit of the family, such as gamma's normal limit, fits better
+than any interior point), ``not converged`` (the check kept improving it), ``degenerate``
+(the best fit gives a non-empty cell no probability, or its objective is not finite).
+"""
+
+from __future__ import annotations
+
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+import scipy.stats as st
+
+from ksptrace.studies.fits.binned import Binned, negative_loglik, starved
+from ksptrace.studies.fits.families import LOC_BOUND, SCALE_BOUNDS, Family
+from ksptrace.studies.fits.search import Objective, Point, newton_step, search
+
+STATUSES = ("ok", "boundary", "not converged", "degenerate")
+RESTARTS = 1
+"""Perturbed restarts per round of the local check."""
+ROUNDS = 3
+PERTURBATION = 0.15
+"""Size of a restart's perturbation in theta (log units for positive parameters)."""
+TOLERANCE_NATS = 1e-3
+"""A restart that gains more than this is an improvement; below it the points agree."""
+PROBE_LENGTHS = np.array([1e-3, 1e-2, 0.1, 1.0, 3.0, 10.0])
+"""Step lengths (in theta) of the directional probes of the local check."""
+AT_BOUND = 1e-6
+
+
+@dataclass(frozen=True)
+class EngineFit:
+    """One family's binned maximum-likelihood fit, in seconds, with its status."""
+
+    family: str
+    params: tuple[float, ...]
+    """scipy's (shapes..., loc, scale), loc and scale in seconds."""
+    status: str
+    objective: float
+    """Negative binned log-likelihood, nats (lower is better)."""
+    criterion: float
+    """AIC on the same likelihood: 2 (number of parameters) + 2 objective."""
+    evaluations: int
+    """Parameter vectors evaluated (every point of every vectorised call)."""
+    reason: str = ""
+    """Why the status is not ok."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "ok"
+
+
+def starts(fam: Family, data: Binned) -> np.ndarray:
+    """Rows of starting ``theta``. For every grid shape, loc and scale matched to the sample's
+    quartiles (and, for a family without shapes, to its binned mean and standard deviation);
+    for a family bounded below, also the support's lower end put below the first edge and the
+    median matched (a quartile match can leave the lowest values outside the
+    support, where the objective has no slope to follow)."""
+    z25, z50, z75 = data.quantiles(np.array([0.25, 0.5, 0.75]))
+    grid = np.array(fam.grid, dtype=np.float64)
+    dist = getattr(st, fam.name)
+    shapes = tuple(grid[:, i:i + 1] for i in range(grid.shape[1]))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a shape of the grid where scipy's ppf is inaccurate
+        u = dist.ppf(np.array([[0.25, 0.5, 0.75]]), *shapes)
+        edge = np.broadcast_to(dist.support(*shapes)[0], u[:, :1].shape)[:, 0]
+        scale = (z75 - z25) / (u[:, 2] - u[:, 0])
+        loc = z25 - scale * u[:, 0]
+        e0 = data.edges[0]
+        floor = e0 - 0.1 * (z50 - e0)
+        scale2 = (z50 - floor) / (u[:, 1] - edge)
+        loc2 = floor - scale2 * edge
+    bounded = np.isfinite(edge)
+    all_shapes = np.vstack((grid, grid[bounded]))
+    all_loc = np.concatenate((loc, loc2[bounded]))
+    all_scale = np.concatenate((scale, scale2[bounded]))
+    lo, hi = SCALE_BOUNDS
+    good = (np.isfinite(all_scale) & (all_scale > lo) & (all_scale < hi)
+            & (np.abs(all_loc) < LOC_BOUND))
+    params = np.column_stack((all_shapes[good], all_loc[good], all_scale[good]))
+    thetas = np.array([fam.theta(p, data.anchor) for p in params]).reshape(-1, fam.size)
+    if not fam.shapes:  # also the binned mean and standard deviation
+        mean, std = data.moments()
+        thetas = np.vstack((thetas, [[mean, np.log(std)]]))
+    return thetas[np.isfinite(thetas).all(axis=1)]
+
+
+def fit_family(fam: Family, data: Binned, seed: int = 0) -> EngineFit:
+    """The verified binned maximum-likelihood fit of ``fam`` to ``data``."""
+    obj = Objective(fam, data)
+    lower, upper = obj.lower, obj.upper
+    x0s = starts(fam, data)
+    if x0s.shape[0] == 0:
+        return _result(fam, data, None, "degenerate", obj, "no starting point fits the quartiles")
+    x0s = np.clip(x0s, lower, upper)
+    best = search(obj, x0s[int(np.argmin(obj.values(x0s)))])
+    if _near_bound(obj, best.x).any():  # a limit of the family: never ok, no check needed
+        return _status(fam, data, obj, best, False)
+    rng = np.random.default_rng(seed)
+    improved = True
+    for _ in range(ROUNDS):
+        improved = False
+        for _r in range(RESTARTS):
+            kick = PERTURBATION * rng.choice((-1.0, 1.0), size=best.x.size)
+            other = search(obj, np.clip(best.x + kick, lower, upper))
+            improved |= other.f < best.f - TOLERANCE_NATS / data.n
+            best = other if other.f < best.f else best
+        probed = _probe(obj, best)
+        if probed.f < best.f - TOLERANCE_NATS / data.n:
+            improved = True
+            again = search(obj, probed.x)
+            best = again if again.f < probed.f else probed
+        if not improved:
+            break
+    return _status(fam, data, obj, best, improved)
+
+
+def _probe(obj: Objective, here: Point) -> Point:
+    """The best of PROBE_LENGTHS steps along the Newton direction, down the gradient, and both
+    ways along the Hessian's least-curvature direction (a flat ridge or a saddle), all in one
+    vectorised evaluation; ``here`` if none is lower."""
+    lam, vec = here.eigen
+    floor = max(1e-12, 1e-9 * abs(float(lam[-1])))
+    step = newton_step(lam, vec, here.g, floor)
+    dirs = [vec[:, 0], -vec[:, 0]]
+    for d in (step, -here.g):
+        size = float(np.sqrt(np.sum(d * d)))
+        if np.isfinite(size) and size > 0:
+            dirs.append(d / size)
+    moves = PROBE_LENGTHS[:, None, None] * np.array(dirs)[None, :, :]
+    points = np.clip(here.x + moves.reshape(-1, here.x.size), obj.lower, obj.upper)
+    values = obj.values(points)
+    i = int(np.argmin(values))
+    return obj.point(points[i]) if values[i] < here.f else here
+
+
+def _near_bound(obj: Objective, x: np.ndarray) -> np.ndarray:
+    span = obj.upper - obj.lower
+    return np.asarray((x - obj.lower <= AT_BOUND * span) | (obj.upper - x <= AT_BOUND * span))
+
+
+def _status(fam: Family, data: Binned, obj: Objective, best: Point, improved: bool
+            ) -> EngineFit:
+    x = best.x
+    if not np.isfinite(best.f) or starved(fam, data, x):
+        return _result(fam, data, x, "degenerate", obj,
+                       "the best fit gives no probability to some observed values")
+    if improved:
+        return _result(fam, data, x, "not converged", obj,
+                       f"restarts or probes still improved the objective after {ROUNDS} rounds")
+    near = _near_bound(obj, x)
+    if near.any():
+        names = [*fam.shapes, "loc", "scale"]
+        which = ", ".join(n for n, b in zip(names, near, strict=True) if b)
+        return _result(fam, data, x, "boundary", obj, f"{which} at its bound (a limit of the "
+                                                      "family fits better than any interior point)")
+    return _result(fam, data, x, "ok", obj, "")
+
+
+def _result(fam: Family, data: Binned, x: np.ndarray | None, status: str, fn: Objective,
+            reason: str) -> EngineFit:
+    if x is None:
+        params = tuple(float("nan") for _ in range(fam.size))
+        objective = float("inf")
+    else:
+        z = fam.natural(x, data.anchor)[0]
+        params = (*(float(v) for v in z[:-2]), data.centre + data.spread * float(z[-2]),
+                  data.spread * float(z[-1]))
+        objective = negative_loglik(fam, data, x)
+    return EngineFit(family=fam.name, params=params, status=status, objective=objective,
+                     criterion=2.0 * fam.size + 2.0 * objective, evaluations=fn.evaluations,
+                     reason=reason)

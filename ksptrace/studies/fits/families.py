@@ -1,0 +1,204 @@
+"""The candidate families in the engine's own terms: a vectorised cdf, parameter transforms,
+bounds and a grid of starting shapes for each.
+
+Every cdf is written here from its closed form with ``scipy.special`` functions (no private
+scipy method, no version-specific path) and takes the standardised points ``u`` with the shapes
+as arrays that broadcast against it, so a whole set of parameter vectors (a finite-difference
+stencil, a grid of starts) is evaluated in one call. Parameters are scipy's (shapes..., loc,
+scale); the optimiser works on ``theta`` where every positive parameter is its logarithm.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import numpy as np
+from scipy import special as sc
+
+from ksptrace.errors import AnalysisError
+
+Cdf = Callable[[np.ndarray, tuple[np.ndarray, ...]], np.ndarray]
+"""``cdf(u, shapes)`` or ``sf(u, shapes)`` of the standardised family."""
+
+LOC_BOUND = 1e4
+"""|loc| bound on the standardised scale (median 0, interquartile range 1)."""
+SCALE_BOUNDS = (1e-6, 1e4)
+"""Scale bounds on the standardised scale."""
+
+
+@dataclass(frozen=True)
+class Family:
+    """One candidate family: its shapes, their bounds, where to start, and its cdf."""
+
+    name: str
+    shapes: tuple[str, ...]
+    positive: tuple[bool, ...]
+    """Per shape: True if the optimiser works on its logarithm."""
+    bounds: tuple[tuple[float, float], ...]
+    """Per shape, in its natural units."""
+    grid: tuple[tuple[float, ...], ...]
+    """Starting shapes; loc and scale are matched to the sample's quartiles for each."""
+    cdf: Cdf
+    sf: Cdf
+    step: float = 1e-4
+    """Finite-difference step in theta: larger for a cdf computed to fewer digits (nct's)."""
+    edge_loc: bool = False
+    """True if the support starts at loc: the optimiser then works on log(anchor - loc), where
+    the anchor is the upper edge of the first non-empty cell (loc must stay below it, and the
+    approach to it is on a log scale, so a finite-difference step never jumps past it)."""
+    """The survival function, computed directly so that the upper tail keeps its precision."""
+
+    @property
+    def size(self) -> int:
+        return len(self.shapes) + 2
+
+    def theta_bounds(self) -> list[tuple[float, float]]:
+        """Box bounds of ``theta`` (log of positive shapes; loc; log scale)."""
+        out = [(float(np.log(lo)), float(np.log(hi))) if pos else (lo, hi)
+               for (lo, hi), pos in zip(self.bounds, self.positive, strict=True)]
+        lo, hi = SCALE_BOUNDS
+        loc = (float(np.log(1e-12)), float(np.log(2 * LOC_BOUND))) if self.edge_loc else (
+            -LOC_BOUND, LOC_BOUND)
+        return [*out, loc, (float(np.log(lo)), float(np.log(hi)))]
+
+    def natural(self, theta: np.ndarray, anchor: float) -> np.ndarray:
+        """Rows of (shapes..., loc, scale) from rows of ``theta``."""
+        t = np.atleast_2d(np.asarray(theta, dtype=np.float64))
+        out = t.copy()
+        for i, pos in enumerate(self.positive):
+            if pos:
+                out[:, i] = np.exp(t[:, i])
+        if self.edge_loc:
+            out[:, -2] = anchor - np.exp(t[:, -2])
+        out[:, -1] = np.exp(t[:, -1])
+        return out
+
+    def theta(self, params: np.ndarray, anchor: float) -> np.ndarray:
+        """The inverse of :meth:`natural` for one parameter vector (NaN loc if at or above the
+        anchor of an edge-located family)."""
+        p = np.asarray(params, dtype=np.float64).copy()
+        for i, pos in enumerate(self.positive):
+            if pos:
+                p[i] = np.log(p[i])
+        if self.edge_loc:
+            gap = anchor - p[-2]
+            p[-2] = np.log(gap) if gap > 0 else np.nan
+        p[-1] = np.log(p[-1])
+        return p
+
+
+def _norm(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.ndtr(u))
+
+
+def _lognorm(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(u > 0, sc.ndtr(np.log(np.where(u > 0, u, 1.0)) / s[0]), 0.0)
+
+
+def _johnsonsu(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.ndtr(s[0] + s[1] * np.arcsinh(u)))
+
+
+def _gamma(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.gammainc(s[0], np.maximum(u, 0.0)))
+
+
+def _genextreme(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    """scipy's convention: F = exp(-(1 - c u)^(1/c)), exp(-exp(-u)) at c = 0."""
+    c = np.broadcast_to(s[0], np.broadcast(u, s[0]).shape)
+    small = np.abs(c) < 1e-10
+    arg = 1.0 - c * u
+    inside = arg > 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t = np.where(small, -u, np.log1p(-c * np.where(inside, u, 0.0)) / np.where(small, 1.0, c))
+        f = np.exp(-np.exp(t))
+    return np.where(inside | small, f, np.where(c > 0, 1.0, 0.0))
+
+
+def _exponweib(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        base = -np.expm1(-np.power(np.maximum(u, 0.0), s[1]))
+        return np.where(u > 0, np.exp(s[0] * np.log(base)), 0.0)
+
+
+def _norm_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.ndtr(-u))
+
+
+def _lognorm_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(u > 0, sc.ndtr(-np.log(np.where(u > 0, u, 1.0)) / s[0]), 1.0)
+
+
+def _johnsonsu_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.ndtr(-(s[0] + s[1] * np.arcsinh(u))))
+
+
+def _gamma_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.gammaincc(s[0], np.maximum(u, 0.0)))
+
+
+def _genextreme_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    c = np.broadcast_to(s[0], np.broadcast(u, s[0]).shape)
+    small = np.abs(c) < 1e-10
+    inside = 1.0 - c * u > 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t = np.where(small, -u, np.log1p(-c * np.where(inside, u, 0.0)) / np.where(small, 1.0, c))
+        f = -np.expm1(-np.exp(t))
+    return np.where(inside | small, f, np.where(c > 0, 0.0, 1.0))
+
+
+def _exponweib_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        base = -np.expm1(-np.power(np.maximum(u, 0.0), s[1]))
+        return np.where(u > 0, -np.expm1(s[0] * np.log(base)), 1.0)
+
+
+def _nct_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.nctdtr(s[0], -s[1], -u))
+
+
+def _cauchy(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(0.5 + np.arctan(u) / np.pi)
+
+
+def _cauchy_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(0.5 - np.arctan(u) / np.pi)
+
+
+def _nct(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.nctdtr(s[0], s[1], u))
+
+
+FAMILIES: dict[str, Family] = {f.name: f for f in (
+    Family("norm", (), (), (), ((),), _norm, _norm_sf),
+    Family("lognorm", ("s",), (True,), ((1e-3, 1e2),),
+           tuple((s,) for s in (0.1, 0.3, 0.6, 1.0, 1.6)), _lognorm, _lognorm_sf, edge_loc=True),
+    Family("johnsonsu", ("a", "b"), (False, True), ((-1e2, 1e2), (1e-2, 1e2)),
+           tuple((a, b) for a in (-4.0, -2.0, -1.0, 0.0, 1.0) for b in (0.6, 1.2, 2.5)),
+           _johnsonsu, _johnsonsu_sf),
+    Family("gamma", ("a",), (True,), ((1e-2, 1e4),),
+           tuple((a,) for a in (0.5, 1.0, 2.0, 5.0, 20.0, 100.0)), _gamma, _gamma_sf,
+           edge_loc=True),
+    Family("genextreme", ("c",), (False,), ((-5.0, 5.0),),
+           tuple((c,) for c in (-0.6, -0.3, -0.1, 0.0, 0.2)), _genextreme, _genextreme_sf),
+    Family("exponweib", ("a", "c"), (True, True), ((1e-3, 1e3), (1e-2, 1e2)),
+           tuple((a, c) for a in (0.5, 1.0, 4.0, 20.0) for c in (0.5, 1.0, 2.0, 4.0)),
+           _exponweib, _exponweib_sf, edge_loc=True),
+    Family("cauchy", (), (), (), ((),), _cauchy, _cauchy_sf),
+    Family("nct", ("df", "nc"), (True, False), ((0.5, 1e3), (-1e2, 1e2)),
+           tuple((df, nc) for df in (3.0, 10.0, 60.0) for nc in (0.0, 1.0, 3.0)), _nct, _nct_sf,
+           step=2e-3),
+)}
+
+
+def family(name: str) -> Family:
+    """The engine's family ``name``; an unknown name lists the valid ones."""
+    found = FAMILIES.get(name)
+    if found is None:
+        raise AnalysisError(
+            f"the fitting engine has no family {name!r}; use one of {', '.join(FAMILIES)}"
+        )
+    return found

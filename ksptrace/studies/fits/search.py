@@ -1,0 +1,186 @@
+"""The local search: damped Newton on the binned objective, L-BFGS-B where Newton cannot go.
+
+The objective's gradient and Hessian come from central differences (the family's step) whose
+2d^2 + 1 points (d parameters) are one vectorised evaluation: with 200 cells one call costs
+little more than one point, so a Newton step costs about one function evaluation and converges
+in a few steps from a quartile-matched start. Each step solves with the Hessian's eigenvalues
+floored at a damping ``mu`` (Levenberg-Marquardt): a step that does not lower the objective
+raises ``mu``, one that does lowers it. Newton stops when the Newton decrement (the gain a full
+step predicts, ``g' H^-1 g / 2``) is below DECREMENT_NATS, or when its budget (MAX_ITERATIONS)
+runs out. A search whose Newton steps keep hitting the box bounds or run out of budget is
+continued by scipy's L-BFGS-B, which respects the bounds.
+"""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from scipy.optimize import minimize
+
+from ksptrace.studies.fits.binned import Binned, divergence
+from ksptrace.studies.fits.families import Family
+
+MAX_ITERATIONS = 25
+"""Newton steps (and L-BFGS-B iterations) per search: the fixed budget."""
+DECREMENT_NATS = 1e-5
+"""Newton stops when a full step predicts a gain below this (in nats over the whole sample)."""
+
+
+def _stencil(d: int, step: float, with_pairs: bool) -> np.ndarray:
+    """The centre, +-step along each axis and, for the Hessian, the four diagonal points of each
+    pair of axes."""
+    eye = step * np.eye(d)
+    rows = [np.zeros(d), *itertools.chain.from_iterable((eye[i], -eye[i]) for i in range(d))]
+    if with_pairs:
+        for i, j in itertools.combinations(range(d), 2):
+            rows += [eye[i] * si + eye[j] * sj for si, sj in ((1, 1), (1, -1), (-1, 1),
+                                                              (-1, -1))]
+    return np.array(rows)
+
+
+def eigen(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Eigenvalues (ascending) and eigenvectors (columns) of the small symmetric ``h``, by cyclic
+    Jacobi rotations on Python floats. ``np.linalg.eigh`` gives the same to rounding, but its
+    LAPACK calls BLAS routines that OpenBLAS may split over threads, and the rounding, which a
+    flat ridge turns into a different stopping point, then depends on OPENBLAS_NUM_THREADS."""
+    d = h.shape[0]
+    a = [[float(h[i][j]) for j in range(d)] for i in range(d)]
+    v = [[1.0 if i == j else 0.0 for j in range(d)] for i in range(d)]
+    for _sweep in range(50):
+        off = sum(a[i][j] * a[i][j] for i in range(d) for j in range(d) if i != j)
+        scale = sum(a[i][i] * a[i][i] for i in range(d))
+        if off <= 1e-30 * max(scale, 1e-300):
+            break
+        for p in range(d - 1):
+            for q in range(p + 1, d):
+                if a[p][q] == 0.0:
+                    continue
+                theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q])
+                t = (1.0 if theta >= 0 else -1.0) / (abs(theta) + math.sqrt(theta * theta + 1.0))
+                c = 1.0 / math.sqrt(t * t + 1.0)
+                s = t * c
+                for k in range(d):  # columns p and q
+                    akp, akq = a[k][p], a[k][q]
+                    a[k][p], a[k][q] = c * akp - s * akq, s * akp + c * akq
+                for k in range(d):  # rows p and q
+                    apk, aqk = a[p][k], a[q][k]
+                    a[p][k], a[q][k] = c * apk - s * aqk, s * apk + c * aqk
+                for k in range(d):
+                    vkp, vkq = v[k][p], v[k][q]
+                    v[k][p], v[k][q] = c * vkp - s * vkq, s * vkp + c * vkq
+    lam = np.array([a[i][i] for i in range(d)])
+    order = np.argsort(lam, kind="stable")
+    return lam[order], np.array(v)[:, order]
+
+
+def newton_step(lam: np.ndarray, vec: np.ndarray, g: np.ndarray, floor: float) -> np.ndarray:
+    """``-V diag(1 / max(|lam|, floor)) V' g``, by elementwise sums: no BLAS call, whose result
+    can depend on the number of threads it runs on, and a flat ridge amplifies any difference
+    into a different stopping point."""
+    proj = np.sum(vec * g[:, None], axis=0) / np.maximum(np.abs(lam), floor)
+    return np.asarray(-np.sum(vec * proj[None, :], axis=1))
+
+
+@dataclass(frozen=True)
+class Point:
+    """The objective (nats per value), its gradient and Hessian at ``x``."""
+
+    x: np.ndarray
+    f: float
+    g: np.ndarray
+    h: np.ndarray
+
+    @functools.cached_property
+    def eigen(self) -> tuple[np.ndarray, np.ndarray]:
+        """The Hessian's eigenvalues and eigenvectors (computed once)."""
+        return eigen(self.h)
+
+    def decrement(self, n: int) -> float:
+        """``n g' H^-1 g / 2`` with the Hessian's eigenvalues floored (inf if it has none > 0)."""
+        lam, vec = self.eigen
+        if not np.isfinite(self.f) or lam[-1] <= 0:
+            return float("inf")
+        proj = np.sum(vec * self.g[:, None], axis=0)
+        return float(0.5 * n * np.sum(proj**2 / np.maximum(lam, lam[-1] * 1e-12)))
+
+
+class Objective:
+    """The binned objective of one family and sample in ``theta``, counting evaluations."""
+
+    def __init__(self, fam: Family, data: Binned) -> None:
+        self.fam, self.data, self.evaluations = fam, data, 0
+        self.d = fam.size
+        self.step = fam.step
+        self.full = _stencil(self.d, fam.step, with_pairs=True)
+        self.axes = _stencil(self.d, fam.step, with_pairs=False)
+        bounds = np.array(fam.theta_bounds())
+        self.lower, self.upper = bounds[:, 0], bounds[:, 1]
+
+    def values(self, thetas: np.ndarray) -> np.ndarray:
+        self.evaluations += thetas.shape[0]
+        return divergence(self.fam, self.data, thetas)
+
+    def point(self, x: np.ndarray) -> Point:
+        """Value, gradient and Hessian at ``x`` (inf and zeros outside the bounds)."""
+        d = self.d
+        if np.any(x < self.lower) or np.any(x > self.upper):
+            return Point(x, float("inf"), np.zeros(d), np.eye(d))
+        f = self.values(x[None, :] + self.full)
+        if not np.isfinite(f).all():
+            return Point(x, float(f[0]), np.zeros(d), np.eye(d))
+        plus, minus = f[1:2 * d + 1:2], f[2:2 * d + 1:2]
+        h = np.diag((plus - 2 * f[0] + minus) / self.step**2)
+        for k, (i, j) in enumerate(itertools.combinations(range(d), 2)):
+            pp, pm, mp, mm = f[2 * d + 1 + 4 * k: 2 * d + 5 + 4 * k]
+            h[i, j] = h[j, i] = (pp - pm - mp + mm) / (4 * self.step**2)
+        return Point(x, float(f[0]), (plus - minus) / (2 * self.step), h)
+
+    def value_and_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
+        f = self.values(np.clip(x, self.lower, self.upper)[None, :] + self.axes)
+        d = self.d
+        if not np.isfinite(f).all():
+            return float(f[0]) if np.isfinite(f[0]) else 1e300, np.zeros(d)
+        return float(f[0]), (f[1:2 * d + 1:2] - f[2:2 * d + 1:2]) / (2 * self.step)
+
+
+def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
+    """Damped Newton from ``x0``; True if it stopped on the decrement (not on its budget)."""
+    here = obj.point(np.clip(x0, obj.lower, obj.upper))
+    mu = 1e-3
+    n = obj.data.n
+    for _ in range(MAX_ITERATIONS):
+        if here.decrement(n) <= DECREMENT_NATS:
+            return here, True
+        lam, vec = here.eigen
+        for _try in range(12):
+            floor = max(mu, 1e-12 * max(abs(lam[-1]), 1.0))
+            step = newton_step(lam, vec, here.g, floor)
+            x = np.clip(here.x + step, obj.lower, obj.upper)
+            if obj.values(x[None, :])[0] < here.f:  # the value first; derivatives if accepted
+                here, mu = obj.point(x), mu / 8
+                break
+            mu *= 16
+        else:
+            return here, False  # no step lowers the objective: stopped, not proven
+    return here, here.decrement(n) <= DECREMENT_NATS
+
+
+def search(obj: Objective, x0: np.ndarray) -> Point:
+    """Newton from ``x0``; L-BFGS-B within the bounds from where it stopped if it did not
+    converge, then Newton again from L-BFGS-B's point."""
+    found, converged = newton(obj, x0)
+    if converged:
+        return found
+    res = minimize(obj.value_and_gradient, found.x, jac=True, method="L-BFGS-B",
+                   bounds=list(zip(obj.lower, obj.upper, strict=True)),
+                   options={"maxiter": MAX_ITERATIONS * 3, "ftol": 1e-14, "gtol": 1e-10})
+    x = np.asarray(res.x, dtype=np.float64)
+    if np.any(x <= obj.lower) or np.any(x >= obj.upper):  # at a bound: Newton cannot polish
+        at = obj.point(x)
+        return at if at.f <= found.f else found
+    polished, _ = newton(obj, x)
+    return polished if polished.f <= found.f else found

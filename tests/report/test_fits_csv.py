@@ -1,0 +1,73 @@
+"""fits.csv beside the report and the per-trace ``fits`` of summary.json (issue 51): every fit
+with its parameters in seconds in scipy's order, status, objective and criterion; the best fit
+is always an ok one."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from ksptrace.report.compose import write_report
+from ksptrace.studies.fits import EngineFit, Family
+from ksptrace.studies.variability import fitting
+from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.trace.synthetic import synthetic_trace
+
+OPTIONS = AnalysisOptions(candidates=("johnsonsu", "norm", "lognorm"), mc_runs=2)
+
+
+def _written(tmp_path: Path) -> tuple[list[dict[str, str]], dict[str, object]]:
+    trace = synthetic_trace(2, 400, 1, "bcgs", seed=3)
+    report = write_report(tmp_path / "r", [trace], OPTIONS, with_figures=False)
+    with (report.directory / "fits.csv").open(newline="") as f:
+        rows = list(csv.DictReader(f))
+    return rows, json.loads(report.summary.read_text())["traces"][0]
+
+
+def test_every_fit_is_written_with_its_status_objective_and_criterion(tmp_path: Path) -> None:
+    rows, trace = _written(tmp_path)
+    assert sorted(r["family"] for r in rows) == sorted(OPTIONS.candidates)  # a row per fit
+    fits = trace["fits"]
+    assert isinstance(fits, dict)
+    assert set(fits) == set(OPTIONS.candidates)
+    for r in rows:
+        want = fits[r["family"]]
+        params = [float(p) for p in r["params"].split()]
+        assert params == pytest.approx(want["params"], rel=1e-15)
+        assert len(params) == {"johnsonsu": 4, "norm": 2, "lognorm": 3}[r["family"]]
+        assert params[-1] > 0  # scale, in seconds: of the order of the iteration times
+        assert params[-1] < 1.0
+        assert r["status"] == want["status"]
+        assert float(r["objective"]) == pytest.approx(want["objective"])
+        assert float(r["criterion"]) == pytest.approx(2 * len(params) + 2 * want["objective"])
+    best = [r for r in rows if r["best"] == "True"]
+    assert len(best) == 1
+    assert best[0]["family"] == trace["best_fit"]
+    assert best[0]["status"] == "ok"
+
+
+def test_a_fit_that_is_not_ok_is_never_best_nor_modelled(tmp_path: Path,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    _, before = _written(tmp_path / "a")
+    winner = before["best_fit"]
+    assert isinstance(winner, str)
+    real = fitting.fit_family
+
+    def unverified(fam: Family, data: object, seed: int = 0) -> EngineFit:
+        fit = real(fam, data, seed)  # type: ignore[arg-type]
+        return dataclasses.replace(fit, status="not converged", reason="forced by the test") \
+            if fam.name == winner else fit
+
+    monkeypatch.setattr(fitting, "fit_family", unverified)
+    rows, after = _written(tmp_path / "b")
+    assert after["best_fit"] != winner
+    row = next(r for r in rows if r["family"] == winner)
+    assert row["status"] == "not converged"
+    assert row["best"] == "False"
+    assert winner not in after["stationary"]  # type: ignore[operator]
+    assert np.isfinite(float(row["objective"]))
