@@ -44,7 +44,6 @@ from ksptrace.studies.variability.flags import (
     _count_flags,
     _load_flags,
     _log_flags,
-    _mean_flag,
     _parameter_flags,
     _prediction_flags,
 )
@@ -58,6 +57,7 @@ from ksptrace.studies.variability.setup_time import (
     recorded_setup,
     setup_note,
 )
+from ksptrace.studies.variability.stationary import stationary_models
 from ksptrace.studies.variability.variance_split import VarianceSplit, variance_split
 from ksptrace.trace.model import Trace
 
@@ -147,64 +147,6 @@ class TraceAnalysis:
     def flagged(self, code: str) -> tuple[Flag, ...]:
         """The flags with this code."""
         return tuple(f for f in self.flags if f.code == code)
-
-
-def _stationary_models(
-    bulk: FitRanking,
-    kept: np.ndarray,
-    k: int,
-    count: float,
-    notes: list[str],
-    flags: list[Flag],
-    reasons: dict[str, str],
-) -> tuple[models.StationaryModel, ...]:
-    """A stationary model per converged fit; those whose mean is far from the data flagged.
-
-    Only fits that did not converge (a non-finite model, or a mean both far from the sample mean
-    and outside the data's range) are left out. A fit that follows the bulk while outliers pull
-    the sample mean stays, flagged, as the paper keeps such rows.
-    """
-    stationary = []
-    lo, hi = float(kept.min()), float(kept.max())
-    for fit in bulk.fits:
-        if not fit.ok:  # never a model from a fit that is not a verified maximum
-            notes.append(f"stationary model with {fit.name} left out: its fit is {fit.status} "
-                         f"({fit.reason})")
-            continue
-        subject = f"stationary model ({fit.name})"
-        dist = fit.frozen()
-        try:
-            model = models.stationary_model(fit.name, dist, k, count)
-        except AnalysisError as exc:
-            if models.has_finite_mean(dist):
-                notes.append(f"stationary model with {fit.name}: {exc}")
-                continue
-            shapes = ", ".join(f"{p:.3g}" for p in fit.params[:-2])
-            flags.append(
-                Flag(
-                    "infinite-mean",
-                    subject,
-                    f"the {fit.name} fit (shape {shapes}) has no finite mean, so E[max of N] "
-                    "and K mu are infinite: no model from this family",
-                )
-            )
-            continue
-        fitted_mean = model.mean
-        found: dict[str, str] = {}
-        flag = _mean_flag(subject, f"the {fit.name} fit", fitted_mean, kept, found)
-        inside = lo <= fitted_mean <= hi
-        if not np.isfinite(model.standard) or (flag is not None and not inside):
-            notes.append(
-                f"stationary model with {fit.name} left out: the fitted mean "
-                f"{fitted_mean:.4g} s lies outside the data's range {lo:.4g}..{hi:.4g} s "
-                "(the fit did not converge to the data)"
-            )
-            continue
-        if flag is not None:
-            flags.append(flag)
-            reasons.update(found)
-        stationary.append(model)
-    return tuple(stationary)
 
 
 STD_BLOCK_ELEMENTS = 1 << 22
@@ -329,7 +271,7 @@ def analyze_trace(
             for name, why in bulk.failed:
                 notes.append(f"fit of {name} failed: {why}")
             tick("stationary models", 0.0)
-            result["stationary"] = _stationary_models(
+            result["stationary"] = stationary_models(
                 bulk, kept, k, count, notes, flags, reasons
             )
 
