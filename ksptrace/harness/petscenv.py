@@ -9,6 +9,7 @@ petsc4py 3.18 wraps neither PETSc's list of unused options nor its error text in
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import glob
 import os
@@ -182,6 +183,16 @@ def unused_options(petsc: ModuleType) -> list[str]:
     return sorted(name for name in found if name not in FINALIZE_OPTIONS)
 
 
+def _flush_stdout() -> None:
+    """What PETSc printed (its help) goes to descriptor 1 now, not later, when it would reach
+    the terminal instead of a capture: petsc4py prints through Python's ``sys.stdout``, a C
+    program through C's stdio buffers."""
+    with contextlib.suppress(OSError, ValueError, AttributeError):
+        sys.stdout.flush()
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).fflush(None)
+
+
 def known_option_names(
     petsc: ModuleType, ksp_type: str, pc_type: str, prefix: str = ""
 ) -> list[str]:
@@ -211,6 +222,7 @@ def known_option_names(
             scratch.destroy()
             if not had_help:
                 options.delValue("-help")
+            _flush_stdout()
             os.dup2(saved, 1)
             os.close(saved)
         capture.seek(0)

@@ -34,6 +34,7 @@ def test_unused_options_are_refused_by_rank_0_alone(require_petsc: None, tmp_pat
     assert "-ksp_gmres_restat (did you mean -ksp_gmres_restart?)" in line
     assert "-foo_bar" in line
     assert "-foo_bar (did you mean" not in line
+    assert "ksptracehelp" not in proc.stdout + proc.stderr  # PETSc's help, read, never shown
     assert "--allow-unused-options" in line
     assert list(tmp_path.iterdir()) == []
 
