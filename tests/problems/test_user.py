@@ -261,7 +261,13 @@ def test_the_example_time_loop_records_every_step(tmp_path: Path, nprocs: int) -
                  if line.startswith("KSPSolve ")]
     assert logged[1] == "5"
     hooks = trace.solves.seconds.sum(axis=1).max()
-    assert hooks == pytest.approx(float(logged[3]), rel=0.15)
+    # A rank descheduled between the solve's end and its post-solve hook (a loaded machine:
+    # 0.046 s against 0.025 s once in the suite) adds to the hooks alone: the record says
+    # whether other processes took CPU during the solves, and only then is the gap allowed.
+    foreign = trace.attrs.get("foreign_cpu_share")
+    loaded = not isinstance(foreign, int | float) or foreign > 0.05
+    assert hooks == pytest.approx(float(logged[3]), rel=0.15, abs=0.01 * len(printed) * loaded)
+    assert hooks > 0.5 * float(logged[3])  # never a fraction of the solve, loaded or not
 
 
 @pytest.mark.parametrize(("backend", "suffix"), [("slurm", ".sbatch"), ("pbs", ".pbs")])
