@@ -80,7 +80,7 @@ def main(args: argparse.Namespace) -> int:
     import json
 
     from ksptrace.report.index import render_index  # not for --help
-    from ksptrace.report.terminal import MAX_LINES, summary_lines
+    from ksptrace.report.terminal import summary_lines
     from ksptrace.trace.frame import traces_to_frame  # pandas, h5py: not for --help
     from ksptrace.trace.read import read_trace
 
@@ -134,8 +134,18 @@ def main(args: argparse.Namespace) -> int:
     (out / "index.html").write_text(render_index("ksptrace demo", pages), encoding="utf-8")
     digest = json.loads((out / "report" / "summary.json").read_text())
     lines = summary_lines(digest, str(out / "report" / "report.html"))
-    print("\n".join([*lines[: MAX_LINES - len(extra)], *extra, *noise]))
+    print("\n".join(closing_lines(lines, extra, noise, paired=str(args.paired) != "none")))
     return 0
+
+
+def closing_lines(summary: list[str], extra: list[str], noise: list[str],
+                  paired: bool) -> list[str]:
+    """What the demo prints last: the report's summary and ``extra`` within MAX_LINES, then the
+    noise table of a noise campaign (make noise-demo). Beside the paired design Q2 answers in a
+    sentence and the table is left to the report (noise_pairs.csv): MAX_LINES holds."""
+    from ksptrace.report.terminal import MAX_LINES
+
+    return [*summary[: MAX_LINES - len(extra)], *extra, *([] if paired else noise)]
 
 
 def _pct(value: str) -> str:

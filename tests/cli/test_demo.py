@@ -25,3 +25,16 @@ def test_the_noise_column_appears_only_with_noise() -> None:
     assert text.splitlines()[0].endswith("noise")
     assert sorted(line.split()[-1] for line in text.splitlines()[2:]) == [
         "fixed:value=1ms", "none"]
+
+
+def test_the_demo_with_its_paired_design_ends_within_max_lines() -> None:
+    """The paired noise campaign's table (8 lines) came after the 25 lines of the summary."""
+    from ksptrace.cli.demo import closing_lines
+    from ksptrace.report.terminal import MAX_LINES
+
+    summary = [f"line {i}" for i in range(40)]
+    noise = ["", "Injected noise ...", *[f"row {i}" for i in range(6)]]
+    shown = closing_lines(summary, ["segment"], noise, paired=True)
+    assert len(shown) == MAX_LINES
+    assert shown[-1] == "segment"
+    assert closing_lines(summary, ["segment"], noise, paired=False)[-len(noise):] == noise
