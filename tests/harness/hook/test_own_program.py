@@ -99,7 +99,7 @@ PETSc.Sys.Print("newton steps", snes.getIterationNumber())
 
 @pytest.mark.parametrize("nprocs", [1, 2])
 def test_a_petsc4py_snes_newton_solves_made_inside_petsc_are_traced(
-        ksptrace_cli: Runner, tmp_path: Path, nprocs: int) -> None:
+        petsc: Path, ksptrace_cli: Runner, tmp_path: Path, nprocs: int) -> None:
     """SNESSolve calls KSPSolve inside libpetsc: the hook sees each Newton step's solve."""
     script = tmp_path / "newton.py"
     script.write_text(SNES_PROGRAM)
@@ -111,4 +111,5 @@ def test_a_petsc4py_snes_newton_solves_made_inside_petsc_are_traced(
     assert t.solves.count == steps  # one KSPSolve per Newton step, each at depth 1
     assert t.attrs["solve_depth"] == 1
     assert t.nprocs == nprocs
+    assert str(t.attrs["petsc_version"]) == own_program.version(petsc)  # this stack's PETSc
     assert_as_monitored(t, proc.stdout)
