@@ -40,6 +40,13 @@ def version(pdir: Path) -> str:
     return ".".join(m.group(1) if m else "?" for m in parts)
 
 
+def int_bytes(pdir: Path) -> int:
+    """PetscInt's size in this build: 8 where its ``petscconf.h`` says 64-bit indices
+    (``KSPTRACE_STACK_INDEX=64 make stack-pypi``), else 4."""
+    conf = (pdir / "include" / "petscconf.h").read_text()
+    return 8 if re.search(r"#define PETSC_USE_64BIT_INDICES 1", conf) else 4
+
+
 def missing(pdir: Path) -> str | None:
     """Why the program cannot be built against ``pdir``, or None."""
     if not (pdir / "include" / "petsc.h").is_file():

@@ -49,7 +49,7 @@ def test_own_c_program_counts_and_norms_are_the_monitors(
     assert str(t.attrs["petsc_version"]) == own_program.version(petsc)
     libraries = {p.resolve() for p in (petsc / "lib").glob("libpetsc*.so*")}
     assert Path(str(t.attrs["petsc_library"])).resolve() in libraries
-    assert t.attrs["petsc_int_bytes"] == 4
+    assert t.attrs["petsc_int_bytes"] == own_program.int_bytes(petsc)
     # PETSc's own log (PetscLogHandler since 3.20) still counts the three solves beside the hook
     assert re.search(r"^KSPSolve\s+3\s", proc.stdout, re.MULTILINE), proc.stdout[-3000:]
 
