@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # make test-stack: build the PyPI stack if needed (scripts/stack_pypi.sh, cached), then run on it
-# the tests that must hold on every stack: harness (run, record, the C monitor, event counts),
-# problems, collectives, traces, and Ctrl-C/SIGTERM during a run. Extra arguments go to pytest.
+# the tests that must hold on every stack: harness (run, record, the C monitor, event counts,
+# and `ksptrace trace` on a C program built against the stack's PETSc and on petsc4py programs,
+# tests/harness/hook), problems, collectives, traces, trace's one-line errors, and
+# Ctrl-C/SIGTERM during a run. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=$(bash scripts/stack_pypi.sh)
@@ -12,6 +14,6 @@ unset PETSC_ARCH
 echo "test-stack: $("$PY" -c 'import petsc4py; print("petsc4py", petsc4py.__version__)') in ${PY%/bin/python}" >&2
 code=0
 "$PY" -m pytest -q -p no:cacheprovider tests/harness tests/problems tests/collectives tests/trace \
-  tests/cli/test_signals.py "$@" || code=$?
+  tests/cli/test_signals.py tests/cli/test_trace.py "$@" || code=$?
 if [ "$code" -eq 5 ]; then echo "make test-stack: pytest collected no tests" >&2; exit 1; fi
 exit "$code"
