@@ -173,7 +173,9 @@ def test_a_four_run_campaign_through_qsub_j(client: dict[str, str], tmp_path: Pa
 
 def test_a_job_killed_with_qdel_is_resumed(client: dict[str, str], tmp_path: Path,
                                            capsys: pytest.CaptureFixture[str]) -> None:
-    path, out, job = _submit(tmp_path, "pbskill", iterations=20000)
+    # Long enough to be caught running on an idle machine: 20,000 iterations took 0.74 s
+    # there, and the job had ended before qdel once; 200,000 take about 7 s.
+    path, out, job = _submit(tmp_path, "pbskill", iterations=200_000)
     deadline = time.monotonic() + 180
     while not list((out / "state").glob("*.running")):  # the job has started its run
         assert time.monotonic() < deadline, "the job never started"
