@@ -58,6 +58,8 @@ export SLURM_CONF="$CONF"
 say() { echo "cluster-local: $*"; }
 # shellcheck source=scripts/daemons.sh
 source "$(dirname "${BASH_SOURCE[0]}")/daemons.sh"
+# shellcheck source=scripts/netns.sh
+source "$(dirname "${BASH_SOURCE[0]}")/netns.sh"
 die() { echo "cluster-local: error: $*" >&2; exit 1; }
 cannot() { echo "cluster-local: error: $*" >&2; exit "$CANNOT_RUN"; }
 last_line() { tr -d '\r' < "$1" 2>/dev/null | grep -v '^[[:space:]]*$' | tail -n 1 || true; }
@@ -181,48 +183,9 @@ EOF
 # --- network: a bridge in the root namespace, a veth pair and a namespace per node ----------
 
 make_network() {  # K
-  local k=$1 i ns
-  if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
-    CREATED=1  # a failed start removes the network only if it built it (not under a live one)
-    ip link add "$BRIDGE" type bridge || cannot "cannot create the bridge $BRIDGE"
-  fi
-  ip addr replace "$NET.1/24" dev "$BRIDGE"
-  ip link set "$BRIDGE" up
-  for ((i = 1; i <= k; i++)); do
-    ns=$(ns_name "$i")
-    [ -e "/run/netns/$ns" ] || ip netns add "$ns"
-    if ! ip link show "$VETH_PREFIX$i" >/dev/null 2>&1; then
-      ip link add "$VETH_PREFIX$i" type veth peer name eth0 netns "$ns"
-    fi
-    ip link set "$VETH_PREFIX$i" master "$BRIDGE" up
-    ip -n "$ns" addr replace "$(node_addr "$i")/24" dev eth0
-    ip -n "$ns" link set lo up
-    ip -n "$ns" link set eth0 up
-  done
-}
-
-remove_network() {
-  local ns i
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$NS_PREFIX" || true); do
-    kill_namespace "$ns"
-    ip netns del "$ns" 2>/dev/null || true
-  done
-  for i in $(seq "$MAX_NODES"); do ip link del "$VETH_PREFIX$i" 2>/dev/null || true; done
-  ip link del "$BRIDGE" 2>/dev/null || true
-}
-
-# kill -9 every process inside a namespace we created (slurmd, slurmstepd, the job's ranks).
-kill_namespace() {
-  local ns=$1 pids
-  [ -e "/run/netns/$ns" ] || return 0
-  for _ in $(seq 50); do  # up to 10 s: on a loaded machine the killed take time to go
-    pids=$(ip netns pids "$ns" 2>/dev/null || true)
-    [ -z "$pids" ] && return 0
-    # shellcheck disable=SC2086
-    kill -9 $pids 2>/dev/null || true
-    sleep 0.2
-  done
-  say "warning: processes still in $ns after 10 s: $(ip netns pids "$ns" 2>/dev/null | xargs)" >&2
+  local k=$1 i
+  make_bridge
+  for ((i = 1; i <= k; i++)); do attach_host "$(ns_name "$i")" "$i" "$(node_addr "$i")"; done
 }
 
 # --- daemons --------------------------------------------------------------------------------
@@ -288,7 +251,7 @@ cleanup_started() {
       name=${STARTED[i]}
       if [[ "$name" == slurmd-* ]]; then stop_one "$name" slurmd >&2; else stop_one "$name" >&2; fi
     done
-    [ "$CREATED" = 1 ] && remove_network
+    [ "$CREATED" = 1 ] && remove_network "$MAX_NODES"
   fi
   exit "$rc"
 }
@@ -352,7 +315,7 @@ cmd_stop() {  # every daemon at once (scripts/daemons.sh), then the namespaces a
   done
   stop_together "${stopping[@]}"
   for i in $(seq "$MAX_NODES"); do kill_namespace "$(ns_name "$i")"; done
-  remove_network
+  remove_network "$MAX_NODES"
   rm -f "$DIR/nodes"
 }
 

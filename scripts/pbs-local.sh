@@ -70,6 +70,8 @@ hosts_of() { echo head; for ((i = 1; i <= $1; i++)); do echo "node$i"; done; }
 
 # shellcheck source=scripts/pbs_build.sh
 source "$HERE/pbs_build.sh"  # install_packages, built, cmd_build
+# shellcheck source=scripts/netns.sh
+source "$HERE/netns.sh"  # make_bridge, attach_host, kill_namespace, remove_network
 
 # --- network --------------------------------------------------------------------------------
 
@@ -100,48 +102,12 @@ check_machine() {
 }
 
 make_network() {  # K
-  local k=$1 h ns i=0
-  if ! ip link show "$BRIDGE" >/dev/null 2>&1; then
-    CREATED=1
-    ip link add "$BRIDGE" type bridge || cannot "cannot create the bridge $BRIDGE"
-  fi
-  ip addr replace "$NET.1/24" dev "$BRIDGE"
-  ip link set "$BRIDGE" up
+  local k=$1 h i=0
+  make_bridge
   for h in $(hosts_of "$k"); do
-    ns=$(ns_name "$h"); i=$((i + 1))
-    [ -e "/run/netns/$ns" ] || ip netns add "$ns"
-    if ! ip link show "$VETH_PREFIX$i" >/dev/null 2>&1; then
-      ip link add "$VETH_PREFIX$i" type veth peer name eth0 netns "$ns"
-    fi
-    ip link set "$VETH_PREFIX$i" master "$BRIDGE" up
-    ip -n "$ns" addr replace "$(host_addr "$h")/24" dev eth0
-    ip -n "$ns" link set lo up
-    ip -n "$ns" link set eth0 up
+    i=$((i + 1))
+    attach_host "$(ns_name "$h")" "$i" "$(host_addr "$h")"
   done
-}
-
-# kill -9 whatever still runs in a namespace (a job's ranks, a daemon that ignored SIGTERM).
-kill_namespace() {
-  local ns=$1 pids
-  [ -e "/run/netns/$ns" ] || return 0
-  for _ in $(seq 50); do
-    pids=$(ip netns pids "$ns" 2>/dev/null || true)
-    [ -z "$pids" ] && return 0
-    # shellcheck disable=SC2086
-    kill -9 $pids 2>/dev/null || true
-    sleep 0.2
-  done
-  say "warning: processes still in $ns after 10 s: $(ip netns pids "$ns" 2>/dev/null | xargs)" >&2
-}
-
-remove_network() {
-  local ns i
-  for ns in $(ip netns list 2>/dev/null | awk '{print $1}' | grep "^$NS_PREFIX" || true); do
-    kill_namespace "$ns"
-    ip netns del "$ns" 2>/dev/null || true
-  done
-  for i in $(seq $((MAX_NODES + 1))); do ip link del "$VETH_PREFIX$i" 2>/dev/null || true; done
-  ip link del "$BRIDGE" 2>/dev/null || true
 }
 
 # --- configuration --------------------------------------------------------------------------
@@ -312,7 +278,7 @@ stop_all() {
   done
   wait
   for h in head $(seq -f "node%g" "$MAX_NODES"); do kill_namespace "$(ns_name "$h")"; done
-  remove_network
+  remove_network $((MAX_NODES + 1))
   rm -f "$DIR/nodes"
   [ "$k" = 0 ] || say "stopped: the head and $k node(s), their namespaces and the bridge"
 }
