@@ -21,6 +21,7 @@ import pytest
 
 from ksptrace.cli.main import main
 from ksptrace.trace.read import read_trace
+from tests.jobs.local_network import network_leftovers, run_script
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "cluster-local.sh"
@@ -34,19 +35,12 @@ pytestmark = [pytest.mark.slurm, pytest.mark.mpi, pytest.mark.cluster]
 
 def _script(*args: str, env: dict[str, str] | None = None, timeout: float = 300
             ) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", str(SCRIPT), *args], env=env, capture_output=True, text=True,
-                          check=False, timeout=timeout)
+    return run_script(SCRIPT, *args, env=env, timeout=timeout)
 
 
 def leftovers() -> list[str]:
     """Anything of the cluster's still on the machine: namespaces, links, processes."""
-    found = []
-    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
-    found += [f"netns {ln.split()[0]}" for ln in netns.stdout.splitlines()
-              if ln.startswith("ksptrace-node")]
-    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=False)
-    found += [f"link {ln.split(':')[1].strip()}" for ln in links.stdout.splitlines()
-              if "kspbr0" in ln or "kspveth" in ln]
+    found = network_leftovers("ksptrace-node", "kspbr0", "kspveth")
     procs = subprocess.run(["pgrep", "-af", CLUSTER_DIR], capture_output=True, text=True,
                            check=False)
     found += [f"process {ln}" for ln in procs.stdout.splitlines() if "pgrep" not in ln]

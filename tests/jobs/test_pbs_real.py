@@ -22,6 +22,7 @@ import pytest
 from ksptrace.cli.main import main
 from ksptrace.jobs.backends.pbs import job_states, live
 from ksptrace.trace.read import read_trace
+from tests.jobs.local_network import network_leftovers, run_script
 from tests.jobs.test_analysis_jobs import FAST, traces
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -34,20 +35,14 @@ PORTS = (15001, 15002, 15003, 15004, 15007, 17001)
 pytestmark = [pytest.mark.pbs, pytest.mark.mpi]
 
 
-def _script(*args: str, timeout: float = 300) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(["bash", str(SCRIPT), *args], capture_output=True, text=True,
-                          check=False, timeout=timeout)
+def _script(*args: str, env: dict[str, str] | None = None, timeout: float = 300
+            ) -> subprocess.CompletedProcess[str]:
+    return run_script(SCRIPT, *args, env=env, timeout=timeout)
 
 
 def leftovers() -> list[str]:
     """Anything of the local PBS still on this machine: namespaces, links, processes, ports."""
-    found = []
-    netns = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True, check=False)
-    found += [f"netns {ln.split()[0]}" for ln in netns.stdout.splitlines()
-              if ln.startswith("ksptrace-pbs-")]
-    links = subprocess.run(["ip", "-o", "link"], capture_output=True, text=True, check=False)
-    found += [f"link {ln.split(':')[1].strip()}" for ln in links.stdout.splitlines()
-              if "ksppbs0" in ln or "ksppveth" in ln]
+    found = network_leftovers("ksptrace-pbs-", "ksppbs0", "ksppveth")
     cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ksptrace"
     for proc in Path("/proc").iterdir():
         try:
