@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ksptrace.studies.result import Answer
 from ksptrace.studies.variability.cycles import is_pipelined
 from ksptrace.studies.variability.fastest import entries, ranking_sentences, summary_of
 from ksptrace.studies.variability.findings import (
@@ -50,18 +51,6 @@ MAX_PAIRS_SHOWN = 4
 MIN_PAIR_RANKS = 3
 """Below this P the wait for the slowest rank is the larger of one or two draws: too little
 to tell how the methods compare at scale."""
-
-
-@dataclass(frozen=True)
-class Answer:
-    """One question and its answer in sentences (each with its numbers and caveats)."""
-
-    key: str
-    question: str
-    sentences: tuple[str, ...]
-    basis: str = "measured"
-    """What the answer's numbers rest on: "measured", "held-out repetition", "same n/P at
-    another P", "in-sample fit", "cannot tell" (summary.json's ``basis``)."""
 
 
 def caveats(a: TraceAnalysis) -> tuple[str, ...]:
