@@ -142,6 +142,7 @@ def main(args: argparse.Namespace) -> int:
               f"{100 * zero.penalty.mean:+.1f} % mean penalty")
         print(f"  {part.findings[0]}")
     print(f"wrote {folder / 'decision.html'} ({len(studies.studies)} map(s) from "
-          f"{len(runs) - studies.left_out} runs; {studies.left_out} runs left out, "
+          f"{len(runs) - studies.left_out} runs; {studies.left_out} "
+          f"run{'s' if studies.left_out != 1 else ''} left out, "
           f"{len(skipped)} skipped (unreadable))")
     return 0

@@ -54,7 +54,7 @@ def test_decide_and_the_report_give_one_answer(
     assert q4.sentences[0] == ranking.sentence()
     # the map rests on the same runs: the loaded run's cell is won by its clean rivals
     assert "28 runs" not in terminal
-    assert "27 runs; 1 runs left out" in terminal
+    assert "27 runs; 1 run left out" in terminal
 
 
 def test_a_trace_read_alone_is_ranked_as_its_analysis() -> None:
