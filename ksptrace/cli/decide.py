@@ -123,23 +123,26 @@ def main(args: argparse.Namespace) -> int:
                                  else "skipped: " + str(item))
                 yield item
 
-        runs, skipped = runs_from(items())
+        runs, skipped, ranked = runs_from(items())
         runs += collective_runs(collective_paths, skipped, progress)
         for reason in skipped:
             if args.quiet:
                 print(f"ksptrace: skipped {reason}", file=sys.stderr)
         progress.step("quadtrees, figures and code")
-        folder, studies = write_decision(args.out, runs, (axes[0], axes[1]), args.method,
-                                         args.max_depth, args.threshold, skipped, rules)
+        folder, studies, result = write_decision(
+            args.out, runs, (axes[0], axes[1]), args.method, args.max_depth, args.threshold,
+            skipped, rules, ranked)
     for note in studies.notes:
         print(f"ksptrace: {note}", file=sys.stderr)
-    for s in studies.studies:
+    for s, part in zip(studies.studies, result.parts, strict=True):
         zero = s.single
         print(f"{s.title}: {s.dm.axis1.size} x {s.dm.axis2.size} cells, "
               f"{len(s.dm.methods)} methods; exact tree {s.exact.tree.stats.leaves} leaves, "
               f"depth {s.exact.tree.stats.max_depth}; one method for all: "
               f"{100 * zero.penalty.mean:+.1f} % mean penalty")
+        print(f"  {part.findings[0]}")
     print(f"wrote {folder / 'decision.html'} ({len(studies.studies)} map(s) from "
-          f"{len(runs) - studies.left_out} runs; {studies.left_out} runs left out, "
+          f"{len(runs) - studies.left_out} runs; {studies.left_out} "
+          f"run{'s' if studies.left_out != 1 else ''} left out, "
           f"{len(skipped)} skipped (unreadable))")
     return 0

@@ -1,4 +1,5 @@
-"""The report's answers: the variability study's, with what other studies add to them
+"""The report's answers: every study's (:attr:`~ksptrace.studies.result.StudyResult.answers`,
+the variability study's four), with what other studies add to them
 (:class:`~ksptrace.studies.result.Addendum`), as plain dicts for the page and summary.json.
 
 An addendum to an answer that could not tell leads it, and its basis becomes the answer's
@@ -17,12 +18,13 @@ from ksptrace.studies.result import StudyResult
 CANNOT_TELL = "cannot tell"
 
 
-def merged(answers: Sequence[Any], studies: Sequence[StudyResult]) -> list[dict[str, Any]]:
-    """``answers`` (key, question, sentences, basis) with every study's addenda merged in."""
+def merged(studies: Sequence[StudyResult]) -> list[dict[str, Any]]:
+    """Every study's answers (key, question, sentences, basis), in the studies' order, with
+    every study's addenda merged in."""
     out = []
-    for a in answers:
+    for a in (a for r in studies for a in r.answers):
         sentences = list(a.sentences)
-        basis = str(getattr(a, "basis", "measured"))
+        basis = a.basis
         for r in studies:
             for add in r.addenda:
                 if add.key != a.key:

@@ -1,7 +1,9 @@
-"""The analysis report: the variability study's runs (:mod:`ksptrace.studies.variability.runs`)
-and every registered study's result over them, rendered as one self-contained report.html
-(Jinja2 template, inline CSS, figures as base64 PNG), one CSV per table and a summary.json,
-written whole or not at all.
+"""The analysis report: the analysed runs (:mod:`ksptrace.studies.variability.runs`) and every
+registered study's result over them (:mod:`ksptrace.studies.registry`, the variability study
+first), rendered as a small site (report.html, a page per run and per study, figures as PNG
+files, or one self-contained page), one CSV per table and a summary.json, written whole or not
+at all. Every table, answer and summary key comes from a study's
+:class:`~ksptrace.studies.result.StudyResult`: no study is composed by hand here.
 
 ``render_html`` and ``summary`` are pure; ``write_results`` is the only function that writes.
 """
@@ -31,27 +33,12 @@ from ksptrace.studies.variability import (
     Reporter,
     Results,
     Skipped,
-    TraceAnalysis,
     analyse,
     analyse_files,
-    answer_all,
-    apriori_table,
     cache_entry_name,
-    caveats,
     config_key,
-    fastest_summary,
-    fit_mapping,
-    fits_table,
-    headline,
-    heldout_table,
-    model_table,
-    n_of,
-    prediction_table,
-    problem_of,
     prune_cache,
-    scaling_table,
     units_line,
-    variability_table,
 )
 from ksptrace.trace.model import Trace
 from ksptrace.version import __version__
@@ -71,28 +58,19 @@ class Report:
     """The line on the independent units the default chose (None when the user chose)."""
 
 
-def all_tables(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
-               studies: Sequence[StudyResult] = ()) -> list[Table]:
-    """Every table written as CSV: the variability study's, then each other study's."""
-    return [
-        model_table(analyses),
-        prediction_table(analyses),
-        heldout_table(analyses),
-        apriori_table(analyses, runs=options.mc_runs, seed=options.seed),
-        scaling_table(analyses, "P"),
-        scaling_table(analyses, "n"),
-        variability_table(analyses),
-        fits_table(analyses),
-        *(t for r in studies for t in r.tables),
-    ]
+def all_tables(studies: Sequence[StudyResult]) -> list[Table]:
+    """Every table written as CSV: each registered study's, in the registry's order."""
+    return [t for r in studies for t in r.tables]
 
 
-def render_html(results: Results, table_list: Sequence[Table],
-                metadata: dict[str, Any], links: Sequence[tuple[str, str]] = (),
+def render_html(results: Results, metadata: dict[str, Any], links: Sequence[tuple[str, str]] = (),
                 single_file: bool = True) -> str:
     """The main page as one HTML string (by default with every run's section and figure
-    inline); ``links``: pages beside it (address, title)."""
-    return render_site(results, table_list, metadata, links, single_file).pages[MAIN]
+    inline); ``links``: pages beside it (address, title). The registered studies are run
+    over ``results`` unless it holds their results already."""
+    if not results.studies:
+        results = with_studies(results)
+    return render_site(results, metadata, links, single_file).pages[MAIN]
 
 
 def _jsonable(v: Any) -> Any:
@@ -105,54 +83,18 @@ def _jsonable(v: Any) -> Any:
 
 def summary(results: Results, table_list: Sequence[Table],
             metadata: dict[str, Any], extra: Sequence[dict[str, Any]] = ()) -> dict[str, Any]:
-    """The machine-readable digest: metadata, each trace's key numbers, tables, skips."""
-    out = []
-    for d in results.analysed:
-        a = d.analysis
-        chosen = headline(a)
-        out.append({
-            "trace": a.path or a.label,
-            "label": a.label,
-            "problem": problem_of(a),
-            "n": n_of(a),
-            "ksp": a.ksp,
-            "pipelined": a.pipelined,
-            "nprocs": a.nprocs,
-            "n_nodes": a.n_nodes,
-            "independent_units": a.count,
-            "iterations": a.iterations,
-            "iterations_kept": a.kept,
-            "kspsolve": a.measured,
-            "setup": a.setup,
-            "sum_k_max_p_T": a.lockstep_sum,
-            "max_p_sum_k_T": a.rank_sum_max,
-            "nonstationary_standard": a.nonstationary.standard,
-            "nonstationary_pipelined": a.nonstationary.pipelined,
-            "stationary": {m.family: {"standard": m.standard, "pipelined": m.pipelined}
-                           for m in a.stationary},
-            "best_fit": a.best_fit_name,
-            "fits": fit_mapping(a),
-            "simulated": a.simulated,
-            "simulated_stderr": a.simulated_stderr,
-            "ks_fraction_rejected": None if a.ks_all is None else a.ks_all.fraction_rejected,
-            "headline_model": None if chosen is None else chosen.key,
-            "headline_error_pct": None if chosen is None else chosen.error_pct,
-            "headline_error_basis": "in-sample fit",
-            "caveats": list(caveats(a)),
-            "flags": [{"code": f.code, "subject": f.subject, "message": f.message}
-                      for f in a.flags],
-            "notes": list(a.notes),
-        })
-    return {
+    """The machine-readable digest: metadata, the answers, each study's own keys (the
+    variability study's ``traces`` and ``fastest``, ...), every table and the skips."""
+    digest: dict[str, Any] = {
         "metadata": metadata,
-        "answers": [*merged(answer_all([d.analysis for d in results.analysed]),
-                            results.studies),
+        "answers": [*merged(results.studies),
                     *({**e, "sentences": list(e["sentences"])} for e in extra)],
-        "traces": out,
-        "fastest": fastest_summary([d.analysis for d in results.analysed]),
-        "tables": {t.name: t.records() for t in table_list},
-        "skipped": [{"path": s.path, "reason": s.reason} for s in results.skipped],
     }
+    for r in results.studies:
+        digest.update(r.summary)
+    digest["tables"] = {t.name: t.records() for t in table_list}
+    digest["skipped"] = [{"path": s.path, "reason": s.reason} for s in results.skipped]
+    return digest
 
 
 def metadata_of(results: Results) -> dict[str, Any]:
@@ -266,13 +208,11 @@ def write_results(out: Path, results: Results, progress: Reporter | None = None,
         results = with_studies(results, progress)
     if progress is not None:
         progress.step("tables and report")
-    table_list = all_tables(analyses, results.options, results.studies)
+    table_list = all_tables(results.studies)
     metadata = metadata_of(results)
-    site = render_site(results, table_list, metadata, links, single_file, extra)
+    site = render_site(results, metadata, links, single_file, extra)
     digest = summary(results, table_list, metadata, extra)
     digest["pages"] = [{"href": href, "title": title} for href, title in links]
-    for r in results.studies:
-        digest.update(r.summary)
     doc = json.dumps(digest, indent=2, default=_jsonable)
     with staged_directory(out, EARLIER) as tmp:
         for t in table_list:

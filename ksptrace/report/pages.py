@@ -13,11 +13,10 @@ from typing import Any
 from ksptrace.report import studies as study_view
 from ksptrace.report.answers import merged
 from ksptrace.report.templating import ENV
-from ksptrace.studies.table import Table
+from ksptrace.studies.result import ACROSS
 from ksptrace.studies.variability import (
     Results,
     anchors,
-    answer_all,
     failure_rows,
     image,
     ks_alpha_note,
@@ -36,10 +35,6 @@ STUDY_QUESTIONS = {
               "of the detours"),
 }
 """The question each study answers on the main page, and what its own page holds."""
-MAIN_TABLES = ("table1_models", "heldout", "apriori")
-"""The tables the main page shows (one click away, under the models' answer)."""
-ACROSS_TABLES = ("scaling_nprocs", "scaling_n")
-"""The tables of the page across configurations."""
 
 
 @dataclass(frozen=True)
@@ -70,11 +65,6 @@ def _externalise(node: Any, folder: str, stem: str, files: dict[str, bytes], inl
             _externalise(value, folder, stem, files, inline, depth)
 
 
-def _table(t: Table) -> dict[str, Any]:
-    return {"title": t.title, "html": t.to_html(), "notes": t.notes,
-            "empty": t.shows_nothing, "csv": f"{t.name}.csv", "summary": ""}
-
-
 def _studies(results: Results, single: bool, files: dict[str, bytes]
              ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """The main page's study answers and every study's own page context."""
@@ -92,11 +82,19 @@ def _studies(results: Results, single: bool, files: dict[str, bytes]
     return answers, sections
 
 
-def render_site(results: Results, tables: Sequence[Table], metadata: dict[str, Any],
+def _placed(results: Results, place: str) -> list[dict[str, Any]]:
+    """The tables of every study's parts placed at ``place`` (an answer's key, or ACROSS)."""
+    return [study_view.placed_table(t) for r in results.studies for p in r.placed(place)
+            for t in p.tables]
+
+
+def render_site(results: Results, metadata: dict[str, Any],
                 links: Sequence[tuple[str, str]] = (), single_file: bool = False,
                 extra: Sequence[dict[str, Any]] = ()) -> Site:
-    """The report's pages and figure files; ``extra``: other studies' answers (key, question,
-    sentences), shown after the report's own."""
+    """The report's pages and figure files: the studies' answers with the tables placed under
+    them, the runs' pages, the page across configurations (the runs' figures across them and
+    the parts placed there) and a page per study; ``extra``: other answers (key, question,
+    sentences), shown after the studies'."""
     rows = anchors(results.analysed)
     analyses = [d.analysis for d in results.analysed]
     files: dict[str, bytes] = {}
@@ -112,25 +110,28 @@ def render_site(results: Results, tables: Sequence[Table], metadata: dict[str, A
         sections.append(section)
     figures = [image(p) for p in results.across]
     _externalise(figures, "figures", "across", files, single_file)
-    across_tables = [_table(t) for t in tables if t.name in ACROSS_TABLES]
+    across_tables = _placed(results, ACROSS)
     across: dict[str, Any] | None = None
     if figures or any(not t["empty"] for t in across_tables):
+        what = " and ".join(p.title for r in results.studies for p in r.placed(ACROSS)
+                            if p.title)
         across = {"href": "#across" if single_file else "across.html", "figures": figures,
                   "tables": across_tables, "omitted": results.across_omitted,
-                  "what": f"{len(figures)} figure{'s' if len(figures) != 1 else ''} and the "
-                          "Johnson S_U parameters of aₖ and sₖ over P and n"}
+                  "what": f"{len(figures)} figure{'s' if len(figures) != 1 else ''}"
+                          + (f" and {what}" if what else "")}
     study_answers, study_sections = _studies(results, single_file, files)
     if not single_file:
         for ctx in study_sections:  # figures of a study page sit beside it in studies/
             for part in ctx["parts"]:
                 for fig in part["figures"]:
                     fig["src"] = fig["src"].removeprefix("studies/")
-    model_tables = [_table(t) for t in tables if t.name in MAIN_TABLES]
+    answers = [{**a, "tables": _placed(results, a["key"])}
+               for a in [*merged(results.studies), *extra]]
     common = {"metadata": metadata, "standalone": True}
     pages = {MAIN: ENV.get_template("report.html.j2").render(
-        **common, home=None, answers=[*merged(answer_all(analyses), results.studies), *extra],
+        **common, home=None, answers=answers,
         units=units_line(analyses, results.options.independent),
-        studies=study_answers, model_tables=model_tables,
+        studies=study_answers,
         runs=run_rows(rows, analyses, href), failures=failure_rows(rows, analyses, href),
         across=across,
         skipped=results.skipped, links=list(links),

@@ -17,11 +17,12 @@ from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 
 STUDIES: dict[str, str] = {
+    "variability": "ksptrace.studies.variability.entry:study",
     "noise": "ksptrace.studies.noise.entry:study",
     "decisions": "ksptrace.studies.decisions.entry:study",
 }
-"""Studies over the analysed runs, in the report's order (the variability study is the report's
-own per-run analysis: every other study reads its results)."""
+"""Studies over the analysed runs, in the report's order (the variability study first: it
+answers the report's questions, and every other study reads its per-run results)."""
 
 
 class RunsStudy(Protocol):

@@ -1,10 +1,12 @@
 """What a study gives the report: the one protocol between the studies and ``ksptrace.report``.
 
-A study over analysed runs returns a :class:`StudyResult`: its findings as sentences (numbers
-and caveats included), its tables (each written as ``<name>.csv`` and listed in summary.json),
-its figures as PNG bytes, notes that say why something is missing, and its own part of
-summary.json. The report renders every result the same way and knows nothing else of a study.
-A study that has nothing to report over the given runs returns None.
+A study over analysed runs returns a :class:`StudyResult`: the questions it answers, its
+findings as sentences (numbers and caveats included), its tables (each written as
+``<name>.csv`` and listed in summary.json), its figures as PNG bytes, notes that say why
+something is missing, and its own part of summary.json. Each part says where it is shown
+(:attr:`Part.place`). The report renders every result the same way and knows nothing else of
+a study, the variability study included. A study that has nothing to report over the given
+runs returns None.
 
 Shared by all studies (a declared shared module: see docs/architecture.md).
 """
@@ -28,6 +30,23 @@ class Figure:
     png: bytes
 
 
+ACROSS = "across"
+""":attr:`Part.place` of a part shown on the page across configurations."""
+
+
+@dataclass(frozen=True)
+class Answer:
+    """One of the report's questions and its answer in sentences (each with its numbers and
+    caveats)."""
+
+    key: str
+    question: str
+    sentences: tuple[str, ...]
+    basis: str = "measured"
+    """What the answer's numbers rest on: "measured", "held-out repetition", "same n/P at
+    another P", "in-sample fit", "cannot tell" (summary.json's ``basis``)."""
+
+
 @dataclass(frozen=True)
 class Part:
     """A titled part of a study (one decision map, say); the only part may be untitled."""
@@ -40,6 +59,9 @@ class Part:
     figures: tuple[Figure, ...] = ()
     unshown: tuple[Table, ...] = ()
     """Written as CSV only."""
+    place: str = ""
+    """Where the part is shown: "" on the study's own page, :data:`ACROSS` on the page across
+    configurations, or an answer's key (under that answer on the main page)."""
 
 
 @dataclass(frozen=True)
@@ -63,6 +85,8 @@ class StudyResult:
     title: str
     lead: str = ""
     """What the study does, in a sentence or two."""
+    answers: tuple[Answer, ...] = ()
+    """The report's questions this study answers, first on the main page."""
     findings: tuple[str, ...] = ()
     parts: tuple[Part, ...] = ()
     notes: tuple[str, ...] = ()
@@ -80,3 +104,7 @@ class StudyResult:
     def tables(self) -> tuple[Table, ...]:
         """Every table the study writes as CSV, in order."""
         return tuple(t for p in self.parts for t in (*p.tables, *p.unshown))
+
+    def placed(self, place: str) -> tuple[Part, ...]:
+        """The parts shown at ``place`` (:attr:`Part.place`)."""
+        return tuple(p for p in self.parts if p.place == place)

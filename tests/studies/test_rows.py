@@ -138,15 +138,4 @@ def test_every_variability_table_gives_what_pandas_gave(analyses: list[Any],
         assert t.data.plain, t.name
         _same_as_pandas(t)
     scaling = [t for t in made if t.name.startswith("scaling_")]
-    assert all(not t.empty for t in scaling)  # the displays below were made from rows
-
-
-def test_the_scaling_display_from_rows_is_pandas_display(analyses: list[Any],
-                                                         monkeypatch: pytest.MonkeyPatch) -> None:
-    ours = [tables.scaling_table(analyses, across) for across in ("P", "n")]
-    monkeypatch.setattr(Rows, "converted", property(lambda self: None))  # pandas' route
-    theirs = [tables.scaling_table(analyses, across) for across in ("P", "n")]
-    for a, b in zip(ours, theirs, strict=True):
-        assert isinstance(a.shown, Rows)
-        assert isinstance(b.shown, pd.DataFrame)
-        assert a.to_html() == b.to_html()
+    assert all(not t.empty for t in scaling)

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from ksptrace.studies.public import lazy
 
 if TYPE_CHECKING:
-    from ksptrace.studies.decisions.entry import result_of
+    from ksptrace.studies.decisions.entry import decide_ranking, ranked_runs, result_of
     from ksptrace.studies.decisions.figures import study_figures
     from ksptrace.studies.decisions.files import write_files
     from ksptrace.studies.decisions.grouping import Run, Studies, build_studies
@@ -17,6 +17,8 @@ if TYPE_CHECKING:
 
 PUBLIC: dict[str, tuple[str, str]] = {
     "build_studies": ("grouping", "build_studies"),
+    "decide_ranking": ("entry", "decide_ranking"),
+    "ranked_runs": ("entry", "ranked_runs"),
     "ompi_rules": ("rules", "ompi_rules"),
     "result_of": ("entry", "result_of"),
     "Run": ("grouping", "Run"),
@@ -28,6 +30,6 @@ PUBLIC: dict[str, tuple[str, str]] = {
 """The public surface: what the report may use (an import-linter contract checks it),
 name -> (module, name there), imported when first asked for."""
 
-__all__ = ["Run", "Studies", "build_studies", "ompi_rules", "result_of", "study_figures",
-    "study_tables", "write_files"]
+__all__ = ["Run", "Studies", "build_studies", "decide_ranking", "ompi_rules", "ranked_runs",
+    "result_of", "study_figures", "study_tables", "write_files"]
 __getattr__ = lazy(__name__, PUBLIC)

@@ -11,6 +11,7 @@ from ksptrace.studies.decisions.files import options_refused
 from ksptrace.studies.decisions.grouping import (
     DEFAULT_AXES,
     DEFAULT_METHOD,
+    Run,
     Studies,
     build_studies,
     run_of,
@@ -22,6 +23,7 @@ from ksptrace.studies.table import Table
 from ksptrace.studies.variability.answers import fastest_ranking
 from ksptrace.studies.variability.options import AnalysisOptions
 from ksptrace.studies.variability.pipeline import TraceAnalysis
+from ksptrace.studies.variability.ranked import RankedRun, ranking_of
 from ksptrace.studies.variability.ranking import Ranking, Verdict
 
 SHOWN_TABLES = 6
@@ -39,6 +41,26 @@ def studies_of(analyses: Sequence[TraceAnalysis], ranking: Ranking | None = None
         return build_studies(runs)
     except KsptraceError as exc:
         return Studies(DEFAULT_AXES, DEFAULT_METHOD, (), (str(exc),))
+
+
+def decide_ranking(ranked: Sequence[RankedRun], axes: Sequence[str], method: str
+                   ) -> Ranking | None:
+    """The report's fastest-solver ranking of the runs ``ksptrace decide`` read, when its maps
+    ask the report's question (the solver over P × n): the same runs by the same rule, so the
+    page answers as the report does. None for any other question (another method or axes)."""
+    if not ranked or tuple(axes) != DEFAULT_AXES or method != DEFAULT_METHOD:
+        return None
+    return ranking_of(ranked)
+
+
+def ranked_runs(runs: Sequence[Run], ranked: Sequence[RankedRun],
+                ranking: Ranking | None) -> list[Run]:
+    """``runs`` without those the ranking left out (flagged runs beside clean ones); runs it
+    never saw (collectives) stay."""
+    if ranking is None:
+        return list(runs)
+    left_out = {r.entry.label for r in ranked} - set(ranking.labels)
+    return [r for r in runs if r.path not in left_out]
 
 
 def _drawn(s: DecisionStudy) -> list[Figure]:

@@ -20,6 +20,7 @@ from ksptrace.studies.decisions.study import DecisionStudy
 from ksptrace.studies.decisions.tables import fmt_number, limit_name, range_text, summary_of
 from ksptrace.studies.result import Figure
 from ksptrace.studies.table import Table
+from ksptrace.studies.variability.ranked import RankedRun, of_trace
 
 
 def slug(title: str) -> str:
@@ -113,13 +114,18 @@ def write_files(folder: Path, studies: Studies, tables_of: Sequence[Sequence[Tab
     return written
 
 
-def runs_from(items: Iterable[Any]) -> tuple[list[Run], list[str]]:
-    """Runs from traces (``Trace`` or the reader's error), keeping only attributes and time."""
+def runs_from(items: Iterable[Any]) -> tuple[list[Run], list[str], list[RankedRun]]:
+    """Runs from traces (``Trace`` or the reader's error), keeping only attributes and the
+    iterations' time (set-up left out, as in the report); and each run as the report's
+    fastest-solver ranking reads it (:func:`~ksptrace.studies.variability.ranked.of_trace`)."""
     runs: list[Run] = []
     skipped: list[str] = []
+    ranked: list[RankedRun] = []
     for item in items:
         if isinstance(item, Exception):
             skipped.append(str(item))
             continue
-        runs.append(run_of(item.attrs, item.nprocs, item.solve_max, item.path or item.label))
-    return runs, skipped
+        ranked.append(of_trace(item))
+        runs.append(run_of(item.attrs, item.nprocs, ranked[-1].entry.seconds,
+                           item.path or item.label))
+    return runs, skipped, ranked

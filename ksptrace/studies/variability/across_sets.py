@@ -11,7 +11,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from ksptrace.studies.variability import figures
+from ksptrace.studies.variability import figures, jsu_cells
 from ksptrace.studies.variability.collector import Collector
 from ksptrace.studies.variability.digest import LOG_EDGES, FigureSet, TraceDigest
 from ksptrace.studies.variability.pipeline import TraceAnalysis
@@ -136,11 +136,14 @@ def _scaling_figures(out: Collector, items: Sequence[tuple[TraceAnalysis, TraceD
             fits = {}
             for w, name_w in (("lower", "aₖ"), ("span", "sₖ")):
                 collapsed = params is not None and getattr(params, f"{w}_normal") is not None
-                fits[w] = None if params is None or collapsed else getattr(params, w)
-                if fits[w] is None:
+                fit = fits[w] = None if params is None or collapsed else getattr(params, w)
+                if fit is None:
                     why = ("collapsed" if collapsed else "P = 1: sₖ = 0, so no Monte Carlo fits"
                            if members[0][1].nprocs == 1 else "not fitted")
                     missing.append(f"{name_w} at {across} = {x:g} ({why})")
+                elif jsu_cells.form(fit, None) == jsu_cells.LOGNORMAL:
+                    missing.append(f"the shape a of {name_w} at {across} = {x:g} (lognormal "
+                                   "limit: not determined)")
             points.append(figures.ScalingPoint(
                 x=x,
                 mean=float(np.mean([d.mean for _, d in members])),

@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from ksptrace.studies.result import Answer
 from ksptrace.studies.variability.cycles import is_pipelined
 from ksptrace.studies.variability.fastest import entries, ranking_sentences, summary_of
 from ksptrace.studies.variability.findings import (
@@ -36,12 +37,15 @@ from ksptrace.studies.variability.heldout import (
 )
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 from ksptrace.studies.variability.plausible import ABSURD_PCT
-from ksptrace.studies.variability.ranking import Ranking, rank
+from ksptrace.studies.variability.ranked import (
+    RankedRun,
+    caveat_names,
+    ranking_of,
+    selected,
+)
+from ksptrace.studies.variability.ranking import Ranking
 from ksptrace.studies.variability.reasons import split_sentences, trend_sentences
 
-CAVEATS = {"machine-loaded": "machine-loaded", "log-on": "PETSc's event log on",
-           "oversubscribed": "oversubscribed", "noise": "with injected noise"}
-"""Run conditions that make a timing unrepresentative, and how a sentence names them."""
 STANDARD_OF = {"pgmres": "gmres", "pipefgmres": "fgmres", "pipebcgs": "bcgs", "pipecg": "cg",
                "pipecr": "cr", "pipelcg": "cg", "groppcg": "cg", "pipecgrr": "cg"}
 """The standard method each pipelined one reorganises (the pairs the paper compares)."""
@@ -52,26 +56,9 @@ MIN_PAIR_RANKS = 3
 to tell how the methods compare at scale."""
 
 
-@dataclass(frozen=True)
-class Answer:
-    """One question and its answer in sentences (each with its numbers and caveats)."""
-
-    key: str
-    question: str
-    sentences: tuple[str, ...]
-    basis: str = "measured"
-    """What the answer's numbers rest on: "measured", "held-out repetition", "same n/P at
-    another P", "in-sample fit", "cannot tell" (summary.json's ``basis``)."""
-
-
 def caveats(a: TraceAnalysis) -> tuple[str, ...]:
     """The conditions of ``a``'s run that a finding drawn from it must state."""
-    found = [CAVEATS[f.code] for f in a.flags if f.code in CAVEATS]
-    if str(attr(a, "oversubscribed")).lower() in ("true", "1", "yes"):
-        found.append(CAVEATS["oversubscribed"])
-    if a.noisy:  # the noise study's runs: not the solver on this machine (issue 52)
-        found.append(CAVEATS["noise"])
-    return tuple(dict.fromkeys(found))
+    return caveat_names((f.code for f in a.flags), dict(a.attrs), a.noisy)
 
 
 @dataclass(frozen=True)
@@ -83,23 +70,9 @@ class Basis:
 
 
 def basis(analyses: Sequence[TraceAnalysis]) -> Basis:
-    """The clean runs, or all runs with their caveats named when none is clean."""
-    clean = tuple(a for a in analyses if not caveats(a))
-    if clean:
-        left = len(analyses) - len(clean)
-        return Basis(clean, f"{len(clean)} clean run{'s' if len(clean) != 1 else ''}"
-                     + (f"; {left} flagged run{'s' if left != 1 else ''} left out" if left
-                        else ""))
-    natural = tuple(a for a in analyses if CAVEATS["noise"] not in caveats(a)) or tuple(analyses)
-    counts: dict[str, int] = {}
-    for a in natural:
-        for c in caveats(a):
-            counts[c] = counts.get(c, 0) + 1
-    named = ", ".join(f"{v} {k}" for k, v in counts.items())
-    noisy = len(analyses) - len(natural)  # detours the harness added never stand for a solver
-    return Basis(natural, f"all {len(natural)} runs, none clean ({named}"
-                 + (f"; {noisy} with injected noise left out" if noisy else "")
-                 + "): treat these numbers as the loaded machine's, not the solver's")
+    """The clean runs, or all runs with their caveats named when none is clean (the one
+    selection, :func:`.ranked.selected`)."""
+    return Basis(*selected(analyses, caveats))
 
 
 def _spread(a: TraceAnalysis) -> float | None:
@@ -307,8 +280,8 @@ def fastest_ranking(analyses: Sequence[TraceAnalysis]) -> Ranking:
     """The one answer to "which solver is fastest where" (Q4, the terminal table's marks, the
     decision page and summary.json all use it): the clean runs, or all runs with their caveat
     named, ranked by :mod:`.ranking`'s rule."""
-    base = basis(analyses)
-    return rank(entries(base.runs), base.clause)
+    return ranking_of([RankedRun(e, caveats(a)) for e, a in zip(entries(analyses), analyses,
+                                                                strict=True)])
 
 
 def fastest_summary(analyses: Sequence[TraceAnalysis]) -> dict[str, Any]:

@@ -10,7 +10,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from ksptrace.studies.variability.findings import fmt_n, n_of, problem_of
+from ksptrace.studies.variability import ranked
+from ksptrace.studies.variability.findings import fmt_n
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 from ksptrace.studies.variability.ranking import (
     SINGLE_MARGIN,
@@ -20,11 +21,7 @@ from ksptrace.studies.variability.ranking import (
     Ranking,
     anomalies,
 )
-from ksptrace.trace.model import CONFIG_DEFAULTS
 
-GROUP_KEYS = ("pc", "iterations", "noise", "problem_config", "solve")
-"""Run settings besides the problem, n and P that make a configuration (the solver excluded;
-the restart length goes with the GMRES family, as in the decision maps)."""
 MAX_CONFIGS_SHOWN = 4
 """Configurations a "cannot tell" or an anomaly sentence names; the count covers all."""
 RULE = (f"median KSPSolve; fastest only when separated from every other solver beyond the "
@@ -34,11 +31,7 @@ RULE = (f"median KSPSolve; fastest only when separated from every other solver b
 
 def group_of(a: TraceAnalysis) -> tuple[tuple[str, str], ...]:
     """The configuration of a run with its solver left out (the ranking's group)."""
-    attrs = dict(a.attrs)
-    n = n_of(a)
-    return (("problem", problem_of(a)), ("n", "" if n is None else str(n)),
-            ("P", str(a.nprocs)),
-            *((k, str(attrs.get(k, CONFIG_DEFAULTS.get(k)))) for k in GROUP_KEYS))
+    return ranked.group_of(dict(a.attrs), a.nprocs)
 
 
 def group_text(group: tuple[tuple[str, str], ...]) -> str:

@@ -268,6 +268,13 @@ def _log_flags(trace: Trace) -> list[Flag]:
                  "alone")]
 
 
+def condition_flags(trace: Trace) -> list[Flag]:
+    """The flags of the run's conditions, read from the trace alone (machine load, event log):
+    the same the analysis gives the run, for a command that reads traces without analysing
+    them (``ksptrace decide``)."""
+    return [*_load_flags(trace), *_log_flags(trace)]
+
+
 class Flagged(Protocol):
     """What :func:`apriori_flag` reads of the source analysis: its flags."""
 

@@ -11,13 +11,13 @@ report, a display frame of formatted text in which every empty cell says why it 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from ksptrace.studies.rows import Rows
-from ksptrace.studies.table import Table, frame_of, map_cells
-from ksptrace.studies.variability import montecarlo
+from ksptrace.studies.table import Table
+from ksptrace.studies.variability import jsu_cells
 from ksptrace.studies.variability.findings import (
     Prediction,
     error_pct,
@@ -35,18 +35,9 @@ from ksptrace.studies.variability.fitting import CRITERION
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 from ksptrace.studies.variability.plausible import is_absurd
 
-if TYPE_CHECKING:
-    import pandas as pd
-
 __all__ = ["Table"]
 
 
-JSU_PARAMS = ("a", "b", "loc", "scale")
-JSU_COLUMNS = tuple(f"{v}_{p}" + ("_s" if p in ("loc", "scale") else "")
-                    for v in ("a_k", "s_k") for p in JSU_PARAMS)
-"""Johnson S_U parameters (scipy's a, b, loc, scale) of a_k and then of s_k; loc and scale are
-times, in seconds (the ``_s`` suffix, as every time column of the CSV files)."""
-_TIME_COLUMNS = tuple(c for c in JSU_COLUMNS if c.endswith("_s"))
 
 
 def run_name(a: TraceAnalysis) -> str:
@@ -138,12 +129,6 @@ def model_table(analyses: Sequence[TraceAnalysis]) -> Table:
     )
 
 
-def _jsu(p: montecarlo.ParameterFits | None) -> dict[str, float | None]:
-    if p is None:
-        return dict.fromkeys(JSU_COLUMNS)
-    return dict(zip(JSU_COLUMNS, (*p.lower.params, *p.span.params), strict=True))
-
-
 def prediction_table(analyses: Sequence[TraceAnalysis]) -> Table:
     """Tables 2 and 3: Johnson S_U fits of a_k and s_k, and the simulated runtime."""
     rows = []
@@ -152,9 +137,9 @@ def prediction_table(analyses: Sequence[TraceAnalysis]) -> Table:
         err = error_pct(sim, a.measured)
         if is_absurd(err):  # a failed Monte Carlo: no number (issue 52)
             sim = err = None
-        rows.append({**_id_columns(a), **_jsu(a.parameters), "KSPSolve_s": a.measured,
-                     "simulated_s": sim, "simulated_stderr_s": a.simulated_stderr,
-                     "err_pct_simulated": err,
+        rows.append({**_id_columns(a), **jsu_cells.csv_cells(a.parameters),
+                     "KSPSolve_s": a.measured, "simulated_s": sim,
+                     "simulated_stderr_s": a.simulated_stderr, "err_pct_simulated": err,
                      "runs": None if a.simulation is None else a.simulation.runs})
     return Table(
         name="table2_3_prediction",
@@ -164,20 +149,19 @@ def prediction_table(analyses: Sequence[TraceAnalysis]) -> Table:
 
 
 def jsu_table(a: TraceAnalysis) -> Table:
-    """One trace's Johnson S_U parameters of a_k and s_k, long: a row per parameter."""
+    """One trace's Johnson S_U fits of a_k and s_k, long: their form, then a row per parameter
+    (:mod:`.jsu_cells`: a limit or a failure says so instead of printing its parameters)."""
     p = a.parameters
     why = "no fit: " + next((n for n in a.notes if "a_k" in n or "Monte Carlo" in n),
                             "not computed")
-    def show(value: float, name: str) -> str:
-        return fmt_time(value) if name in ("loc", "scale") else f"{value:.4g}"
-
-    rows = []
-    for i, name in enumerate(JSU_PARAMS):
-        rows.append({"parameter": name,
-                     "a_k": why if p is None else show(p.lower.params[i], name),
-                     "s_k": why if p is None else show(p.span.params[i], name)})
+    cells = jsu_cells.shown_cells(p)
+    rows = [{"parameter": "fit" if name == "fit" else name,
+             "a_k": why if p is None else cells[f"a_k_{name}"],
+             "s_k": why if p is None else cells[f"s_k_{name}"]}
+            for name in ("fit", *jsu_cells.PARAMS)]
     return Table(name="jsu", title="Johnson S_U fits of a_k and s_k (scipy's shape a and b, "
-                 "loc and scale)", frame=Rows.of(rows))
+                 "loc and scale)", frame=Rows.of(rows),
+                 notes=jsu_cells.notes([p]))
 
 
 def scaling_table(analyses: Sequence[TraceAnalysis], across: str = "P") -> Table:
@@ -188,7 +172,7 @@ def scaling_table(analyses: Sequence[TraceAnalysis], across: str = "P") -> Table
     for a in analyses:
         value = n_of(a) if fixed == "n" else a.nprocs
         groups.setdefault((problem_of(a), a.ksp, value), []).append(a)
-    rows = []
+    rows, shown, fits = [], [], []
     for g, members in sorted(groups.items(), key=lambda kv: (
             kv[0][0], kv[0][1], float("inf") if kv[0][2] is None else float(kv[0][2]))):
         def value_of(m: TraceAnalysis) -> float:
@@ -198,38 +182,22 @@ def scaling_table(analyses: Sequence[TraceAnalysis], across: str = "P") -> Table
         if len({value_of(m) for m in members}) < 2:
             continue
         for m in sorted(members, key=value_of):
-            rows.append({"problem": g[0], "ksp": g[1], fixed: g[2],
-                         key: m.nprocs if key == "P" else n_of(m), **_jsu(m.parameters)})
-    data = Rows.of(rows, columns=["problem", "ksp", fixed, key, *JSU_COLUMNS])
+            ids = {"problem": g[0], "ksp": g[1], fixed: g[2],
+                   key: m.nprocs if key == "P" else n_of(m)}
+            rows.append({**ids, **jsu_cells.csv_cells(m.parameters)})
+            shown.append({**{k: _short(v) for k, v in ids.items()},
+                          **jsu_cells.shown_cells(m.parameters)})
+            fits.append(m.parameters)
+    columns = ["problem", "ksp", fixed, key, *jsu_cells.COLUMNS]
     return Table(
         name=f"scaling_{'nprocs' if key == 'P' else 'n'}",
         title=f"Johnson S_U parameters of a_k and s_k across {across}",
-        frame=data,
-        display=_scaling_display(data),
-        notes=() if rows else (f"Needs traces that differ only in {across}.",),
+        frame=Rows.of(rows, columns=columns),
+        display=Rows.of([[r[c.removesuffix("_s")] for c in columns] for r in shown],
+                        [c.removesuffix("_s") for c in columns]),
+        notes=jsu_cells.notes(fits) if rows else (
+            f"Needs traces that differ only in {across}.",),
     )
-
-
-def _scaling_display(data: Rows) -> Rows | pd.DataFrame:
-    """The scaling table's cells as text: times in the unit that suits them (as everywhere on
-    the pages), other numbers short."""
-    def text(v: Any, column: str) -> str:
-        if column in _TIME_COLUMNS:
-            return fmt_time(v) if isinstance(v, float) and np.isfinite(v) else "no fit"
-        return _short(v)
-
-    columns = data.converted
-    names = data.columns
-    if columns is None:  # pandas decides the cells (see rows.py)
-        frame = frame_of(data)
-        shown = map_cells(frame.astype(object), _short)
-        for column in _TIME_COLUMNS:
-            shown[column] = [text(v, column) for v in frame[column]]
-        shown.columns = [c.removesuffix("_s") for c in shown.columns]
-        return shown
-    return Rows.of([[text(v, c) for v, c in zip(row, names, strict=True)]
-                    for row in zip(*columns, strict=True)],
-                   [c.removesuffix("_s") for c in names])
 
 
 def _short(v: Any) -> str:

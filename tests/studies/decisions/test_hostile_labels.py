@@ -35,7 +35,7 @@ def hostile_runs() -> list[Run]:
 
 @pytest.mark.skipif(shutil.which("cc") is None, reason="no C compiler on this machine")
 def test_hostile_labels_are_carried_not_run(tmp_path: Path) -> None:
-    folder, studies = write_decision(tmp_path / "d", hostile_runs(), ("nprocs", "n"), "ksp")
+    folder, studies, _ = write_decision(tmp_path / "d", hostile_runs(), ("nprocs", "n"), "ksp")
     index = json.loads((folder / "decision.json").read_text())
     sub = folder / index["maps"][0]["folder"]
     tree = studies.studies[0].chosen.tree
@@ -83,7 +83,7 @@ def test_very_long_labels_are_drawn_cut(tmp_path: Path) -> None:
     long = "g" * 5000
     runs = [Run({**r.attrs, "ksp": long if r.attrs["ksp"] == "gmres" else "bcgs"}, r.seconds)
             for r in hostile_runs()]
-    folder, _ = write_decision(tmp_path / "d", runs, ("nprocs", "n"), "ksp")
+    folder, *_ = write_decision(tmp_path / "d", runs, ("nprocs", "n"), "ksp")
     text = (folder / "decision.json").read_text()
     assert long in text
     pngs = list(folder.rglob("*.png"))

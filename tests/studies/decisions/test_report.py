@@ -108,7 +108,7 @@ def test_options_files_set_the_ksp_type_of_each_region() -> None:
 
 def test_the_folder_holds_code_that_agrees_with_the_tree(tmp_path: Path) -> None:
     out = tmp_path / "decide"
-    folder, st = write_decision(out, runs(4), ("nprocs", "n"), "ksp")
+    folder, st, _ = write_decision(out, runs(4), ("nprocs", "n"), "ksp")
     index = json.loads((folder / "decision.json").read_text())
     sub = folder / index["maps"][0]["folder"]
     for name in ("by_depth.csv", "by_threshold.csv", "regions.csv", "cells.csv",
@@ -181,7 +181,7 @@ def test_the_follow_up_campaign_of_a_real_problem_loads(tmp_path: Path) -> None:
 
     lap = [Run({**r.attrs, "problem_config": "{}", "noise": "exponential:scale=1ms"},
                r.seconds) for r in runs(5)]
-    folder, st = write_decision(tmp_path / "d", lap, ("nprocs", "n"), "ksp")
+    folder, st, _ = write_decision(tmp_path / "d", lap, ("nprocs", "n"), "ksp")
     [s] = st.studies
     assert s.next_points.points
     nxt = next((folder).glob("*/next.toml"))

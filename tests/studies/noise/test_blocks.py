@@ -152,7 +152,8 @@ def test_the_paired_verdict_is_added_to_q2_labelled_as_injected_noise() -> None:
     """Issue 52: on a 2-core machine Q2 cannot compare the methods at scale; the paired noise
     experiment gives it an interval, labelled as injected noise."""
     from ksptrace.report.answers import merged
-    from ksptrace.studies.variability.answers import Answer, answer_all
+    from ksptrace.studies.result import Answer, StudyResult
+    from ksptrace.studies.variability.answers import answer_all
 
     runs, result = _studied()
     assert result is not None
@@ -161,7 +162,8 @@ def test_the_paired_verdict_is_added_to_q2_labelled_as_injected_noise() -> None:
     assert add.basis == "injected noise (paired blocks)"
     assert add.sentences[0].startswith("With injected noise (detours the harness added, not "
                                        "the machine's own")
-    answers = {a["key"]: a for a in merged(answer_all(runs), [result])}
+    own = StudyResult("variability", "", answers=answer_all(runs))
+    answers = {a["key"]: a for a in merged([own, result])}
     q2 = answers["pipelined"]  # P = 4 here: the natural pairs tell, the addendum follows
     assert q2["basis"] == "measured"
     assert q2["sentences"][-2:] == list(add.sentences)
@@ -170,7 +172,7 @@ def test_the_paired_verdict_is_added_to_q2_labelled_as_injected_noise() -> None:
     # at P < 3 (a 2-core machine) the natural pairs cannot tell: the addendum leads
     small = Answer("pipelined", "Do the pipelined methods pay less?",
                    ("Cannot tell on this data: every pair ran at P < 3.",), basis="cannot tell")
-    (q2,) = merged([small], [result])
+    (q2,) = merged([StudyResult("variability", "", answers=(small,)), result])
     assert q2["basis"] == "injected noise (paired blocks)"
     assert q2["sentences"] == [*add.sentences, *small.sentences]
     assert "GMRES vs PGMRES at P = 4: " in q2["sentences"][0]

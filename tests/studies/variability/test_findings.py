@@ -10,7 +10,7 @@ import re
 import numpy as np
 import pytest
 
-from ksptrace.report.compose import all_tables, metadata_of, render_html
+from ksptrace.report.compose import metadata_of, render_html
 from ksptrace.studies.variability import findings, ks, tables
 from ksptrace.studies.variability.choices import HEADLINE_MODEL
 from ksptrace.studies.variability.flags import Flag
@@ -25,8 +25,7 @@ FEW = AnalysisOptions(candidates=("johnsonsu", "lognorm", "norm"), mc_runs=2)
 
 def _render(traces: list[Trace], options: AnalysisOptions = FEW) -> tuple[Results, str]:
     res = analyse(traces, options, with_figures=False)
-    analyses = [d.analysis for d in res.analysed]
-    page = render_html(res, all_tables(analyses, options), metadata_of(res))
+    page = render_html(res, metadata_of(res))
     return res, html.unescape(page)
 
 

@@ -12,6 +12,7 @@ from matplotlib.axes import Axes
 from matplotlib.figure import Figure
 
 from ksptrace.studies.drawing import _figure
+from ksptrace.studies.variability import jsu_cells
 from ksptrace.studies.variability.figures.axes import legend, log_time_ticks, unit_for
 from ksptrace.studies.variability.figures.fits import jsu_curves
 from ksptrace.studies.variability.fitting import JohnsonSU
@@ -44,7 +45,8 @@ def _log_x(ax: Axes, xs: Sequence[float]) -> None:
 
 def scaling(points: Sequence[ScalingPoint], across: str) -> Figure:
     """Model parameters against P or n: mean and std of T, Johnson S_U shapes, and pdfs. A
-    panel with nothing to show (no fit of aₖ or sₖ anywhere; sₖ = 0 at P = 1) is left out."""
+    panel with nothing to show (no fit of aₖ or sₖ anywhere; sₖ = 0 at P = 1) is left out; a
+    fit at the lognormal limit has no shape a to draw (:mod:`..jsu_cells`)."""
     pts = sorted(points, key=lambda p: p.x)
     xs = [p.x for p in pts]
     kinds = [w for w in ("lower", "span") if any(getattr(p, w) is not None for p in pts)]
@@ -66,8 +68,9 @@ def scaling(points: Sequence[ScalingPoint], across: str) -> Figure:
         for which, marker in (("lower", "o"), ("span", "s")):
             sub = [(p.x, getattr(p, which)) for p in pts if getattr(p, which) is not None]
             name = "a_k" if which == "lower" else "s_k"
-            shapes.plot([x for x, _ in sub], [j.a for _, j in sub], marker + "-", markersize=7,
-                        label=f"shape $a$ of ${name}$")
+            known = [(x, j) for x, j in sub if jsu_cells.form(j, None) != jsu_cells.LOGNORMAL]
+            shapes.plot([x for x, _ in known], [j.a for _, j in known], marker + "-",
+                        markersize=7, label=f"shape $a$ of ${name}$")
             shapes.plot([x for x, _ in sub], [j.b for _, j in sub], marker + ":", markersize=7,
                         label=f"shape $b$ of ${name}$")
         shapes.set_ylabel("Johnson $S_U$ shape")
