@@ -28,7 +28,7 @@ import scipy.stats as st
 
 from ksptrace.studies.fits.binned import Binned, negative_loglik, starved
 from ksptrace.studies.fits.families import LOC_BOUND, SCALE_BOUNDS, Family
-from ksptrace.studies.fits.search import Objective, Point, newton_step, search
+from ksptrace.studies.fits.search import DECREMENT_NATS, Objective, Point, newton_step, search
 
 STATUSES = ("ok", "boundary", "not converged", "degenerate")
 RESTARTS = 1
@@ -101,44 +101,43 @@ def starts(fam: Family, data: Binned) -> np.ndarray:
 
 
 def fit_family(fam: Family, data: Binned, seed: int = 0) -> EngineFit:
-    """The verified binned maximum-likelihood fit of ``fam`` to ``data``."""
+    """The verified binned maximum-likelihood fit of ``fam`` to ``data``. ``seed`` is kept for
+    the callers' signature: the engine draws no random number."""
     obj = Objective(fam, data)
     lower, upper = obj.lower, obj.upper
     x0s = starts(fam, data)
     if x0s.shape[0] == 0:
         return _result(fam, data, None, "degenerate", obj, "no starting point fits the quartiles")
     x0s = np.clip(x0s, lower, upper)
-    best = search(obj, x0s[int(np.argmin(obj.values(x0s)))])
-    if _near_bound(obj, best.x).any():  # a limit of the family: never ok, no check needed
-        return _status(fam, data, obj, best, False)
-    rng = np.random.default_rng(seed)
-    improved = True
+    best, converged = search(obj, x0s[int(np.argmin(obj.values(x0s)))])
+    tolerance = TOLERANCE_NATS / data.n
     for _ in range(ROUNDS):
-        improved = False
-        for _r in range(RESTARTS):
-            kick = PERTURBATION * rng.choice((-1.0, 1.0), size=best.x.size)
-            other = search(obj, np.clip(best.x + kick, lower, upper))
-            improved |= other.f < best.f - TOLERANCE_NATS / data.n
-            best = other if other.f < best.f else best
         probed = _probe(obj, best)
-        if probed.f < best.f - TOLERANCE_NATS / data.n:
-            improved = True
-            again = search(obj, probed.x)
-            best = again if again.f < probed.f else probed
-        if not improved:
+        if not probed.f < best.f - tolerance:
             break
-    return _status(fam, data, obj, best, improved)
+        again, converged = search(obj, probed.x)
+        best, converged = (again, converged) if again.f < probed.f else (probed, False)
+    else:
+        return _status(fam, data, obj, best, "the probes still improved the objective after "
+                                             f"{ROUNDS} rounds")
+    if not converged:
+        return _status(fam, data, obj, best, "Newton's decrement stayed above "
+                                             f"{DECREMENT_NATS:g} nats")
+    return _status(fam, data, obj, best, "")
 
 
 def _probe(obj: Objective, here: Point) -> Point:
     """The best of PROBE_LENGTHS steps along the Newton direction, down the gradient, and both
     ways along the Hessian's least-curvature direction (a flat ridge or a saddle), all in one
-    vectorised evaluation; ``here`` if none is lower."""
+    vectorised evaluation; ``here`` if none is lower. Parameters held at a bound stay there."""
     lam, vec = here.eigen
+    if lam.size == 0:
+        return here
     floor = max(1e-12, 1e-9 * abs(float(lam[-1])))
     step = newton_step(lam, vec, here.g, floor)
+    descent = -np.where(here.free, here.g, 0.0)
     dirs = [vec[:, 0], -vec[:, 0]]
-    for d in (step, -here.g):
+    for d in (step, descent):
         size = float(np.sqrt(np.sum(d * d)))
         if np.isfinite(size) and size > 0:
             dirs.append(d / size)
@@ -154,15 +153,14 @@ def _near_bound(obj: Objective, x: np.ndarray) -> np.ndarray:
     return np.asarray((x - obj.lower <= AT_BOUND * span) | (obj.upper - x <= AT_BOUND * span))
 
 
-def _status(fam: Family, data: Binned, obj: Objective, best: Point, improved: bool
+def _status(fam: Family, data: Binned, obj: Objective, best: Point, unverified: str
             ) -> EngineFit:
     x = best.x
     if not np.isfinite(best.f) or starved(fam, data, x):
         return _result(fam, data, x, "degenerate", obj,
                        "the best fit gives no probability to some observed values")
-    if improved:
-        return _result(fam, data, x, "not converged", obj,
-                       f"restarts or probes still improved the objective after {ROUNDS} rounds")
+    if unverified:
+        return _result(fam, data, x, "not converged", obj, unverified)
     near = _near_bound(obj, x)
     if near.any():
         names = [*fam.shapes, "loc", "scale"]

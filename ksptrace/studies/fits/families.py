@@ -47,7 +47,11 @@ class Family:
     """True if the support starts at loc: the optimiser then works on log(anchor - loc), where
     the anchor is the upper edge of the first non-empty cell (loc must stay below it, and the
     approach to it is on a log scale, so a finite-difference step never jumps past it)."""
-    """The survival function, computed directly so that the upper tail keeps its precision."""
+    shifted: bool = False
+    """True if theta's first entry is ``a - b log(scale)`` instead of ``a`` (Johnson S_U: towards
+    its lognormal limit a and b log(scale) go to minus infinity together, a curved ridge in
+    (a, log scale) on which Newton crawls; in this coordinate the limit is along log scale
+    alone). The first shape's bounds are then on that coordinate."""
 
     @property
     def size(self) -> int:
@@ -72,6 +76,8 @@ class Family:
         if self.edge_loc:
             out[:, -2] = anchor - np.exp(t[:, -2])
         out[:, -1] = np.exp(t[:, -1])
+        if self.shifted:
+            out[:, 0] = t[:, 0] + out[:, 1] * t[:, -1]
         return out
 
     def theta(self, params: np.ndarray, anchor: float) -> np.ndarray:
@@ -85,6 +91,8 @@ class Family:
             gap = anchor - p[-2]
             p[-2] = np.log(gap) if gap > 0 else np.nan
         p[-1] = np.log(p[-1])
+        if self.shifted:
+            p[0] = params[0] - params[1] * p[-1]
         return p
 
 
@@ -176,9 +184,9 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("norm", (), (), (), ((),), _norm, _norm_sf),
     Family("lognorm", ("s",), (True,), ((1e-3, 1e2),),
            tuple((s,) for s in (0.1, 0.3, 0.6, 1.0, 1.6)), _lognorm, _lognorm_sf, edge_loc=True),
-    Family("johnsonsu", ("a", "b"), (False, True), ((-1e2, 1e2), (1e-2, 1e2)),
+    Family("johnsonsu", ("a", "b"), (False, True), ((-1e3, 1e3), (1e-2, 1e2)),
            tuple((a, b) for a in (-4.0, -2.0, -1.0, 0.0, 1.0) for b in (0.6, 1.2, 2.5)),
-           _johnsonsu, _johnsonsu_sf),
+           _johnsonsu, _johnsonsu_sf, shifted=True),
     Family("gamma", ("a",), (True,), ((1e-2, 1e4),),
            tuple((a,) for a in (0.5, 1.0, 2.0, 5.0, 20.0, 100.0)), _gamma, _gamma_sf,
            edge_loc=True),

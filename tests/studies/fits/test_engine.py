@@ -88,8 +88,8 @@ def test_a_point_that_is_not_a_maximum_is_never_ok(monkeypatch: pytest.MonkeyPat
     data = binned(*_cells_of(x))
     assert fit_family(family("johnsonsu"), data).status == "ok"
 
-    def stays(obj: engine_module.Objective, x0: np.ndarray) -> Point:
-        return obj.point(np.clip(x0, obj.lower, obj.upper))
+    def stays(obj: engine_module.Objective, x0: np.ndarray) -> tuple[Point, bool]:
+        return obj.point(np.clip(x0, obj.lower, obj.upper)), True
 
     monkeypatch.setattr(engine_module, "search", stays)
     lazy = fit_family(family("johnsonsu"), data)
