@@ -33,7 +33,7 @@ from ksptrace.studies.fits.search import DECREMENT_NATS, Objective, Point, newto
 STATUSES = ("ok", "boundary", "not converged", "degenerate")
 RESTARTS = 1
 """Perturbed restarts per round of the local check."""
-ROUNDS = 3
+ROUNDS = 10
 PERTURBATION = 0.15
 """Size of a restart's perturbation in theta (log units for positive parameters)."""
 TOLERANCE_NATS = 1e-3

@@ -198,7 +198,7 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("cauchy", (), (), (), ((),), _cauchy, _cauchy_sf),
     Family("nct", ("df", "nc"), (True, False), ((0.5, 1e3), (-1e2, 1e2)),
            tuple((df, nc) for df in (3.0, 10.0, 60.0) for nc in (0.0, 1.0, 3.0)), _nct, _nct_sf,
-           step=2e-3),
+           step=5e-3),
 )}
 
 
