@@ -21,7 +21,7 @@ than any interior point), ``not converged`` (the check kept improving it), ``deg
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.stats as st
@@ -102,10 +102,29 @@ def starts(fam: Family, data: Binned) -> np.ndarray:
 
 def fit_family(fam: Family, data: Binned, seed: int = 0) -> EngineFit:
     """The verified binned maximum-likelihood fit of ``fam`` to ``data``. ``seed`` is kept for
-    the callers' signature: the engine draws no random number."""
+    the callers' signature: the engine draws no random number. A family with an edge variant
+    (gamma) whose fit is not verified with its first shape below one (a density that spikes at
+    the support's lower end) is fitted again in the variant's coordinates, which resolve the
+    approach of the lower end to the lowest values, and the better of the two is kept."""
+    fit = _fit(fam, data)
+    variant = fam.edge_variant
+    if variant is None or fit.ok or not fit.params[0] < 1.0:
+        return fit
+    z = np.array([*fit.params[:-2], (fit.params[-2] - data.centre) / data.spread,
+                  fit.params[-1] / data.spread])
+    other = _fit(variant, data, variant.theta(z, data.anchor))
+    if (not other.ok, other.objective) < (not fit.ok, fit.objective):
+        return replace(other, evaluations=fit.evaluations + other.evaluations)
+    return replace(fit, evaluations=fit.evaluations + other.evaluations)
+
+
+def _fit(fam: Family, data: Binned, extra: np.ndarray | None = None) -> EngineFit:
+    """One family's search and check, from its starts and ``extra`` (a theta) if given."""
     obj = Objective(fam, data)
     lower, upper = obj.lower, obj.upper
     x0s = starts(fam, data)
+    if extra is not None and np.isfinite(extra).all():
+        x0s = np.vstack((x0s, extra))
     if x0s.shape[0] == 0:
         return _result(fam, data, None, "degenerate", obj, "no starting point fits the quartiles")
     x0s = np.clip(x0s, lower, upper)
@@ -176,7 +195,7 @@ def _result(fam: Family, data: Binned, x: np.ndarray | None, status: str, fn: Ob
         params = tuple(float("nan") for _ in range(fam.size))
         objective = float("inf")
     else:
-        z = fam.natural(x, data.anchor)[0]
+        z = fam.scipy_params(x, data.anchor)[0]
         params = (*(float(v) for v in z[:-2]), data.centre + data.spread * float(z[-2]),
                   data.spread * float(z[-1]))
         objective = negative_loglik(fam, data, x)

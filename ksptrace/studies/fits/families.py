@@ -20,6 +20,8 @@ from ksptrace.errors import AnalysisError
 
 Cdf = Callable[[np.ndarray, tuple[np.ndarray, ...]], np.ndarray]
 """``cdf(u, shapes)`` or ``sf(u, shapes)`` of the standardised family."""
+Convert = Callable[[np.ndarray], np.ndarray]
+"""Rows of (shapes..., loc, scale) in one parameterisation to rows in another."""
 
 LOC_BOUND = 1e4
 """|loc| bound on the standardised scale (median 0, interquartile range 1)."""
@@ -47,6 +49,13 @@ class Family:
     """True if the support starts at loc: the optimiser then works on log(anchor - loc), where
     the anchor is the upper edge of the first non-empty cell (loc must stay below it, and the
     approach to it is on a log scale, so a finite-difference step never jumps past it)."""
+    to_scipy: Convert | None = None
+    """For a family whose own parameters (those of ``cdf``) are not scipy's: rows of its own
+    (shapes..., loc, scale) to scipy's; ``from_scipy`` the inverse."""
+    from_scipy: Convert | None = None
+    edge_variant: Family | None = None
+    """The same family in edge-located coordinates (``edge_loc``), tried when a fit in these
+    is not verified and its first shape is below one (engine.fit_family)."""
     shifted: bool = False
     """True if theta's first entry is ``a - b log(scale)`` instead of ``a`` (Johnson S_U: towards
     its lognormal limit a and b log(scale) go to minus infinity together, a curved ridge in
@@ -80,10 +89,17 @@ class Family:
             out[:, 0] = t[:, 0] + out[:, 1] * t[:, -1]
         return out
 
+    def scipy_params(self, theta: np.ndarray, anchor: float) -> np.ndarray:
+        """Rows of scipy's (shapes..., loc, scale) from rows of ``theta``."""
+        own = self.natural(theta, anchor)
+        return own if self.to_scipy is None else self.to_scipy(own)
+
     def theta(self, params: np.ndarray, anchor: float) -> np.ndarray:
-        """The inverse of :meth:`natural` for one parameter vector (NaN loc if at or above the
-        anchor of an edge-located family)."""
+        """``theta`` of one vector of scipy's parameters (NaN loc if at or above the anchor of
+        an edge-located family): the inverse of :meth:`scipy_params`."""
         p = np.asarray(params, dtype=np.float64).copy()
+        if self.from_scipy is not None:
+            p = self.from_scipy(p[None, :])[0]
         for i, pos in enumerate(self.positive):
             if pos:
                 p[i] = np.log(p[i])
@@ -92,7 +108,7 @@ class Family:
             p[-2] = np.log(gap) if gap > 0 else np.nan
         p[-1] = np.log(p[-1])
         if self.shifted:
-            p[0] = params[0] - params[1] * p[-1]
+            p[0] = params[0] - params[1] * p[-1]  # no family is both shifted and converted
         return p
 
 
@@ -100,17 +116,61 @@ def _norm(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
     return np.asarray(sc.ndtr(u))
 
 
-def _lognorm(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+def _lognorm_z(u: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The normal deviate ``log(1 + s u) / s`` of the lognormal in its own terms (median 0,
+    scale w: loc = -w / s and scipy's scale w / s), and where it is defined."""
+    inside = s * u > -1.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(u > 0, sc.ndtr(np.log(np.where(u > 0, u, 1.0)) / s[0]), 0.0)
+        return np.log1p(np.where(inside, s * u, 0.0)) / s, inside
+
+
+def _lognorm(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    z, inside = _lognorm_z(u, s[0])
+    return np.where(inside, sc.ndtr(z), 0.0)
+
+
+def _lognorm_scipy(own: np.ndarray) -> np.ndarray:
+    s, m, w = own[:, 0], own[:, 1], own[:, 2]
+    return np.column_stack((s, m - w / s, w / s))
+
+
+def _lognorm_own(p: np.ndarray) -> np.ndarray:
+    s, loc, scale = p[:, 0], p[:, 1], p[:, 2]
+    return np.column_stack((s, loc + scale, s * scale))
 
 
 def _johnsonsu(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
     return np.asarray(sc.ndtr(s[0] + s[1] * np.arcsinh(u)))
 
 
+def _gamma_x(u: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The shape a = 1 / k^2 and the gamma variate ``(1 + k u) / k^2`` of the gamma in its own
+    terms (mean 0, standard deviation w, skewness 2 k: scipy's a = 1 / k^2, scale = w k, loc =
+    -w / k)."""
+    a = 1.0 / (k * k)
+    return a, np.maximum((1.0 + k * u) * a, 0.0)
+
+
 def _gamma(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.gammainc(*_gamma_x(u, s[0])))
+
+
+def _gamma_scipy_cdf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
     return np.asarray(sc.gammainc(s[0], np.maximum(u, 0.0)))
+
+
+def _gamma_scipy_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.gammaincc(s[0], np.maximum(u, 0.0)))
+
+
+def _gamma_scipy(own: np.ndarray) -> np.ndarray:
+    k, m, w = own[:, 0], own[:, 1], own[:, 2]
+    return np.column_stack((1.0 / (k * k), m - w / k, w * k))
+
+
+def _gamma_own(p: np.ndarray) -> np.ndarray:
+    a, loc, scale = p[:, 0], p[:, 1], p[:, 2]
+    return np.column_stack((1.0 / np.sqrt(a), loc + a * scale, np.sqrt(a) * scale))
 
 
 def _genextreme(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -136,8 +196,8 @@ def _norm_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
 
 
 def _lognorm_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(u > 0, sc.ndtr(-np.log(np.where(u > 0, u, 1.0)) / s[0]), 1.0)
+    z, inside = _lognorm_z(u, s[0])
+    return np.where(inside, sc.ndtr(-z), 1.0)
 
 
 def _johnsonsu_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -145,7 +205,7 @@ def _johnsonsu_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
 
 
 def _gamma_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    return np.asarray(sc.gammaincc(s[0], np.maximum(u, 0.0)))
+    return np.asarray(sc.gammaincc(*_gamma_x(u, s[0])))
 
 
 def _genextreme_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -180,16 +240,22 @@ def _nct(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
     return np.asarray(sc.nctdtr(s[0], s[1], u))
 
 
+GAMMA_AT_EDGE = Family("gamma", ("a",), (True,), ((1e-2, 1e4),),
+                       tuple((a,) for a in (0.3, 0.5, 0.8)), _gamma_scipy_cdf,
+                       _gamma_scipy_sf, edge_loc=True)
+"""Gamma in scipy's parameters with log(anchor - loc): where the density spikes at loc."""
+
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("norm", (), (), (), ((),), _norm, _norm_sf),
-    Family("lognorm", ("s",), (True,), ((1e-3, 1e2),),
-           tuple((s,) for s in (0.1, 0.3, 0.6, 1.0, 1.6)), _lognorm, _lognorm_sf, edge_loc=True),
+    Family("lognorm", ("s",), (False,), ((1e-3, 1e2),),
+           tuple((s,) for s in (0.1, 0.3, 0.6, 1.0, 1.6)), _lognorm, _lognorm_sf,
+           to_scipy=_lognorm_scipy, from_scipy=_lognorm_own),
     Family("johnsonsu", ("a", "b"), (False, True), ((-1e3, 1e3), (1e-2, 1e2)),
            tuple((a, b) for a in (-4.0, -2.0, -1.0, 0.0, 1.0) for b in (0.6, 1.2, 2.5)),
            _johnsonsu, _johnsonsu_sf, shifted=True),
-    Family("gamma", ("a",), (True,), ((1e-2, 1e4),),
+    Family("gamma", ("a",), (False,), ((1e-2, 10.0),),
            tuple((a,) for a in (0.5, 1.0, 2.0, 5.0, 20.0, 100.0)), _gamma, _gamma_sf,
-           edge_loc=True),
+           to_scipy=_gamma_scipy, from_scipy=_gamma_own, edge_variant=GAMMA_AT_EDGE),
     Family("genextreme", ("c",), (False,), ((-5.0, 5.0),),
            tuple((c,) for c in (-0.6, -0.3, -0.1, 0.0, 0.2)), _genextreme, _genextreme_sf),
     Family("exponweib", ("a", "c"), (True, True), ((1e-3, 1e3), (1e-2, 1e2)),

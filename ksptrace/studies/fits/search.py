@@ -32,8 +32,9 @@ STALL_STEPS = 3
 """Newton also stops when its last STALL_STEPS steps together gained less than DECREMENT_NATS:
 on a flat ridge the decrement, divided by a curvature near zero, can stay large while the
 objective no longer moves (the local check then probes along the ridge)."""
-RIDGE = np.array([1.0, 2.0, 4.0, 8.0])
-"""Multiples of the last move among a Newton step's trials."""
+RIDGE = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+"""Multiples of the least-damped Newton step and of the last move among a Newton step's
+trials (towards a limit of the family the quadratic model predicts steps far too short)."""
 LM_FACTORS = 16.0 ** np.arange(5)
 """The eigenvalue floors of one Newton step's trials, relative to the current damping."""
 HOLD = 1e-9
@@ -180,16 +181,27 @@ class Objective:
 def _candidates(here: Point, mu: float, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Trial steps from ``here``: the Newton step with the Hessian's eigenvalues floored at
     ``mu`` times 1, 16, 256, ... (the Levenberg-Marquardt path from Newton towards steepest
-    descent), each also halved, the least-damped one doubled and quadrupled, and the last move
-    repeated RIDGE times (along a curved ridge, where each Newton step is short, the moves
-    keep their direction); the floors beside them."""
+    descent), each also halved, the least-damped one and the last move repeated RIDGE times
+    (along a ridge, where each Newton step is short, the moves keep their direction); the
+    floors beside them."""
     lam, vec = here.eigen
     floors = max(mu, 1e-12 * max(abs(float(lam[-1])), 1.0)) * LM_FACTORS
     steps = [newton_step(lam, vec, here.g, fl) for fl in floors]
-    out = [*steps, *(0.5 * st for st in steps), 2.0 * steps[0], 4.0 * steps[0],
+    out = [*steps, *(0.5 * st for st in steps), *(t * steps[0] for t in RIDGE[1:]),
            *(t * last for t in RIDGE)]
-    return np.array(out), np.concatenate((floors, floors, floors[:1], floors[:1],
-                                          np.full(RIDGE.size, floors[0])))
+    return np.array(out), np.concatenate((floors, floors, np.full(2 * RIDGE.size - 1,
+                                                                  floors[0])))
+
+
+def _inside(x: np.ndarray, steps: np.ndarray, lower: np.ndarray, upper: np.ndarray
+            ) -> np.ndarray:
+    """``x`` plus each step shortened to end on the box if it would leave it (its direction
+    kept, where clipping would bend it along the bound)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.where(steps > 0, (upper - x) / steps, np.where(steps < 0, (lower - x) / steps,
+                                                                 np.inf))
+    frac = np.minimum(1.0, room.min(axis=1))
+    return np.clip(x + np.maximum(frac, 0.0)[:, None] * steps, lower, upper)
 
 
 def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
@@ -208,7 +220,9 @@ def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
             return here, True
         for _try in range(3):
             steps, floors = _candidates(here, mu, np.where(here.free, last, 0.0))
-            trials = np.clip(here.x + steps, obj.lower, obj.upper)
+            trials = np.vstack((np.clip(here.x + steps, obj.lower, obj.upper),
+                                _inside(here.x, steps, obj.lower, obj.upper)))
+            floors = np.concatenate((floors, floors))
             values = obj.values(trials)
             best = int(np.argmin(values))
             if values[best] < here.f:
