@@ -103,12 +103,13 @@ def starts(fam: Family, data: Binned) -> np.ndarray:
 def fit_family(fam: Family, data: Binned, seed: int = 0) -> EngineFit:
     """The verified binned maximum-likelihood fit of ``fam`` to ``data``. ``seed`` is kept for
     the callers' signature: the engine draws no random number. A family with an edge variant
-    (gamma) whose fit is not verified with its first shape below one (a density that spikes at
-    the support's lower end) is fitted again in the variant's coordinates, which resolve the
-    approach of the lower end to the lowest values, and the better of the two is kept."""
+    (gamma, exponweib) whose search did not converge (as where the density spikes at the
+    support's lower end, and the lower end approaches the lowest values) is fitted again in the
+    variant's coordinates, which resolve that approach on a log scale; the better of the two
+    fits (a verified one first) is kept."""
     fit = _fit(fam, data)
     variant = fam.edge_variant
-    if variant is None or fit.ok or not fit.params[0] < 1.0:
+    if variant is None or fit.status not in ("not converged", "degenerate"):
         return fit
     z = np.array([*fit.params[:-2], (fit.params[-2] - data.centre) / data.spread,
                   fit.params[-1] / data.spread])

@@ -224,6 +224,38 @@ def _exponweib_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
         return np.where(u > 0, -np.expm1(s[0] * np.log(base)), 1.0)
 
 
+def _weibull_power(u: np.ndarray, kappa: np.ndarray) -> np.ndarray:
+    """``(1 + kappa u)^(1 / kappa)``, scipy's ``((x - loc) / scale)^c`` of the exponentiated
+    Weibull in its own terms (kappa = 1 / c, location at scipy's loc + scale, scale
+    scipy's scale / c): at kappa -> 0 it tends to exp(u), the Gumbel limit; 0 below the
+    support."""
+    inside = kappa * u > -1.0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.where(inside, np.exp(np.log1p(np.where(inside, kappa * u, 0.0)) / kappa), 0.0)
+
+
+def _exponweib_own_cdf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        base = -np.expm1(-_weibull_power(u, s[1]))
+        return np.where(base > 0, np.exp(s[0] * np.log(base)), 0.0)
+
+
+def _exponweib_own_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        base = -np.expm1(-_weibull_power(u, s[1]))
+        return np.where(base > 0, -np.expm1(s[0] * np.log(base)), 1.0)
+
+
+def _exponweib_scipy(own: np.ndarray) -> np.ndarray:
+    a, kappa, m, w = own[:, 0], own[:, 1], own[:, 2], own[:, 3]
+    return np.column_stack((a, 1.0 / kappa, m - w / kappa, w / kappa))
+
+
+def _exponweib_own(p: np.ndarray) -> np.ndarray:
+    a, c, loc, scale = p[:, 0], p[:, 1], p[:, 2], p[:, 3]
+    return np.column_stack((a, 1.0 / c, loc + scale, scale / c))
+
+
 def _nct_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
     return np.asarray(sc.nctdtr(s[0], -s[1], -u))
 
@@ -244,6 +276,10 @@ GAMMA_AT_EDGE = Family("gamma", ("a",), (True,), ((1e-2, 1e4),),
                        tuple((a,) for a in (0.3, 0.5, 0.8)), _gamma_scipy_cdf,
                        _gamma_scipy_sf, edge_loc=True)
 """Gamma in scipy's parameters with log(anchor - loc): where the density spikes at loc."""
+EXPONWEIB_AT_EDGE = Family("exponweib", ("a", "c"), (True, True), ((1e-3, 1e3), (1e-2, 1e2)),
+                           tuple((a, c) for a in (0.5, 1.0, 4.0) for c in (0.5, 1.0, 2.0)),
+                           _exponweib, _exponweib_sf, edge_loc=True)
+"""The exponentiated Weibull in scipy's parameters with log(anchor - loc)."""
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("norm", (), (), (), ((),), _norm, _norm_sf),
@@ -258,9 +294,10 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            to_scipy=_gamma_scipy, from_scipy=_gamma_own, edge_variant=GAMMA_AT_EDGE),
     Family("genextreme", ("c",), (False,), ((-5.0, 5.0),),
            tuple((c,) for c in (-0.6, -0.3, -0.1, 0.0, 0.2)), _genextreme, _genextreme_sf),
-    Family("exponweib", ("a", "c"), (True, True), ((1e-3, 1e3), (1e-2, 1e2)),
+    Family("exponweib", ("a", "c"), (True, False), ((1e-3, 1e3), (1e-2, 1e2)),
            tuple((a, c) for a in (0.5, 1.0, 4.0, 20.0) for c in (0.5, 1.0, 2.0, 4.0)),
-           _exponweib, _exponweib_sf, edge_loc=True),
+           _exponweib_own_cdf, _exponweib_own_sf, to_scipy=_exponweib_scipy,
+           from_scipy=_exponweib_own, edge_variant=EXPONWEIB_AT_EDGE),
     Family("cauchy", (), (), (), ((),), _cauchy, _cauchy_sf),
     Family("nct", ("df", "nc"), (True, False), ((0.5, 1e3), (-1e2, 1e2)),
            tuple((df, nc) for df in (3.0, 10.0, 60.0) for nc in (0.0, 1.0, 3.0)), _nct, _nct_sf,
