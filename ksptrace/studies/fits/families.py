@@ -56,11 +56,11 @@ class Family:
     edge_variant: Family | None = None
     """The same family in edge-located coordinates (``edge_loc``), tried when a fit in these
     is not verified and its first shape is below one (engine.fit_family)."""
-    shifted: bool = False
-    """True if theta's first entry is ``a - b log(scale)`` instead of ``a`` (Johnson S_U: towards
-    its lognormal limit a and b log(scale) go to minus infinity together, a curved ridge in
-    (a, log scale) on which Newton crawls; in this coordinate the limit is along log scale
-    alone). The first shape's bounds are then on that coordinate."""
+    coshed: bool = False
+    """True if theta's last entry is ``log(scale) + log(cosh(first shape))`` instead of
+    ``log(scale)`` (Johnson S_U in its own terms: towards its lognormal limits the first shape
+    goes to plus or minus infinity and the scale to zero together; in this coordinate the
+    limit is along the first shape alone)."""
 
     @property
     def size(self) -> int:
@@ -85,8 +85,8 @@ class Family:
         if self.edge_loc:
             out[:, -2] = anchor - np.exp(t[:, -2])
         out[:, -1] = np.exp(t[:, -1])
-        if self.shifted:
-            out[:, 0] = t[:, 0] + out[:, 1] * t[:, -1]
+        if self.coshed:
+            out[:, -1] = np.exp(t[:, -1] - _log_cosh(t[:, 0]))
         return out
 
     def scipy_params(self, theta: np.ndarray, anchor: float) -> np.ndarray:
@@ -107,9 +107,15 @@ class Family:
             gap = anchor - p[-2]
             p[-2] = np.log(gap) if gap > 0 else np.nan
         p[-1] = np.log(p[-1])
-        if self.shifted:
-            p[0] = params[0] - params[1] * p[-1]  # no family is both shifted and converted
+        if self.coshed:
+            p[-1] += _log_cosh(p[0])
         return p
+
+
+def _log_cosh(x: np.ndarray) -> np.ndarray:
+    """``log(cosh(x))`` without overflow."""
+    ax = np.abs(x)
+    return np.asarray(ax + np.log1p(np.exp(-2.0 * ax)) - np.log(2.0))
 
 
 def _norm(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -137,6 +143,34 @@ def _lognorm_scipy(own: np.ndarray) -> np.ndarray:
 def _lognorm_own(p: np.ndarray) -> np.ndarray:
     s, loc, scale = p[:, 0], p[:, 1], p[:, 2]
     return np.column_stack((s, loc + scale, s * scale))
+
+
+def _johnsonsu_z(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    """The normal deviate of Johnson S_U in its own terms (delta, eps, median m, scale w):
+    x = m + (w / eps) (sinh(eps z - delta) + sinh(delta)), so scipy's a = delta / eps,
+    b = 1 / eps, scale = w / eps, loc = m + scale sinh(delta). At eps -> 0 it tends to the
+    normal (its limit b -> infinity), at |delta| -> infinity to a lognormal."""
+    delta, eps = s
+    return np.asarray((np.arcsinh(eps * u - np.sinh(delta)) + delta) / eps)
+
+
+def _johnsonsu_own_cdf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.ndtr(_johnsonsu_z(u, s)))
+
+
+def _johnsonsu_own_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.ndtr(-_johnsonsu_z(u, s)))
+
+
+def _johnsonsu_scipy(own: np.ndarray) -> np.ndarray:
+    delta, eps, m, w = own[:, 0], own[:, 1], own[:, 2], own[:, 3]
+    scale = w / eps
+    return np.column_stack((delta / eps, 1.0 / eps, m + scale * np.sinh(delta), scale))
+
+
+def _johnsonsu_own(p: np.ndarray) -> np.ndarray:
+    a, b, loc, scale = p[:, 0], p[:, 1], p[:, 2], p[:, 3]
+    return np.column_stack((a / b, 1.0 / b, loc - scale * np.sinh(a / b), scale / b))
 
 
 def _johnsonsu(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -286,9 +320,10 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("lognorm", ("s",), (False,), ((1e-3, 1e2),),
            tuple((s,) for s in (0.1, 0.3, 0.6, 1.0, 1.6)), _lognorm, _lognorm_sf,
            to_scipy=_lognorm_scipy, from_scipy=_lognorm_own),
-    Family("johnsonsu", ("a", "b"), (False, True), ((-1e3, 1e3), (1e-2, 1e2)),
+    Family("johnsonsu", ("a", "b"), (False, False), ((-30.0, 30.0), (1e-2, 1e2)),
            tuple((a, b) for a in (-4.0, -2.0, -1.0, 0.0, 1.0) for b in (0.6, 1.2, 2.5)),
-           _johnsonsu, _johnsonsu_sf, shifted=True),
+           _johnsonsu_own_cdf, _johnsonsu_own_sf, to_scipy=_johnsonsu_scipy,
+           from_scipy=_johnsonsu_own, coshed=True),
     Family("gamma", ("a",), (False,), ((1e-2, 10.0),),
            tuple((a,) for a in (0.5, 1.0, 2.0, 5.0, 20.0, 100.0)), _gamma, _gamma_sf,
            to_scipy=_gamma_scipy, from_scipy=_gamma_own, edge_variant=GAMMA_AT_EDGE),
