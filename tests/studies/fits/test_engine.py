@@ -162,3 +162,17 @@ def test_the_eigen_solver_is_numpys_to_rounding_and_needs_no_blas() -> None:
 
 def test_the_command_line_offers_exactly_the_engine_s_families() -> None:
     assert set(FITTABLE) == set(FAMILIES)
+
+
+def test_equal_count_cells_read_numpys_quantiles_from_the_sorted_array() -> None:
+    """The edges are numpy's default (linear) quantiles, read from the sorted array without a
+    pass over it; ties merge edges; every value is counted once."""
+    rng = np.random.default_rng(10)
+    for n in (8, 30, 999, 20000):
+        x = np.sort(np.round(rng.lognormal(size=n), 2))  # with ties
+        edges, counts = equal_count_cells(x)
+        cells = int(np.clip(n // 25, 8, 200))
+        want = np.unique(np.quantile(x, np.linspace(0.0, 1.0, cells + 1)[1:-1]))
+        np.testing.assert_allclose(edges, want, rtol=1e-15, atol=0)
+        assert counts.sum() == n
+        assert np.array_equal(counts, np.histogram(x, np.r_[-np.inf, edges, np.inf])[0])
