@@ -3,14 +3,16 @@
 1. Starts: for every shape vector of the family's grid, loc and scale are set so that the
    family's quartiles equal the sample's (the normal starts from the binned mean and standard
    deviation); the whole grid is evaluated in one vectorised call and the best start is kept.
-2. The search (:mod:`.search`): damped Newton, continued by L-BFGS-B where Newton cannot go.
-3. The local check: the search again from RESTARTS perturbed copies of the point found, and
-   probes at several distances along the Newton direction, down the gradient and both ways
-   along the least-curvature direction (a flat ridge, a saddle). If none improves the
-   objective by more than TOLERANCE_NATS the point is a verified maximum: within that much of
-   the best value near it, whether or not the parameters along a flat ridge are pinned down.
-   If one improves it, the search continues from the best point and the check is repeated, at
-   most ROUNDS times.
+2. The search (:mod:`.search`): projected damped Newton, continued by L-BFGS-B where Newton
+   runs out of budget, in coordinates where the family's limits are points
+   (:mod:`.families`).
+3. The local check: Newton converged (its decrement, or a stall on a flat ridge), and one
+   vectorised probe at several distances along the Newton direction, down the gradient and
+   both ways along the least-curvature direction (a flat ridge, a saddle) gains no more than
+   TOLERANCE_NATS: the point is then a verified maximum, within that much of the best value
+   near it, whether or not the parameters along a flat ridge are pinned down. If a probe
+   gains more, the search continues from there and the check is repeated, at most ROUNDS
+   times.
 
 The status says what the number is: ``ok`` (verified, interior), ``boundary`` (the best point
 lies on a parameter bound: a limit of the family, such as gamma's normal limit, fits better
@@ -31,13 +33,10 @@ from ksptrace.studies.fits.families import LOC_BOUND, SCALE_BOUNDS, Family
 from ksptrace.studies.fits.search import DECREMENT_NATS, Objective, Point, newton_step, search
 
 STATUSES = ("ok", "boundary", "not converged", "degenerate")
-RESTARTS = 1
-"""Perturbed restarts per round of the local check."""
 ROUNDS = 10
-PERTURBATION = 0.15
-"""Size of a restart's perturbation in theta (log units for positive parameters)."""
+"""Rounds of probes and searches before a point that keeps improving is ``not converged``."""
 TOLERANCE_NATS = 1e-3
-"""A restart that gains more than this is an improvement; below it the points agree."""
+"""A probe that gains more than this is an improvement; below it the points agree."""
 PROBE_LENGTHS = np.array([1e-3, 1e-2, 0.1, 1.0, 3.0, 10.0])
 """Step lengths (in theta) of the directional probes of the local check."""
 AT_BOUND = 1e-6

@@ -1,14 +1,17 @@
-"""The local search: damped Newton on the binned objective, L-BFGS-B where Newton cannot go.
+"""The local search: projected damped Newton on the binned objective, L-BFGS-B where Newton
+runs out of budget.
 
 The objective's gradient and Hessian come from central differences (the family's step) whose
 2d^2 + 1 points (d parameters) are one vectorised evaluation: with 200 cells one call costs
-little more than one point, so a Newton step costs about one function evaluation and converges
-in a few steps from a quartile-matched start. Each step solves with the Hessian's eigenvalues
-floored at a damping ``mu`` (Levenberg-Marquardt): a step that does not lower the objective
-raises ``mu``, one that does lowers it. Newton stops when the Newton decrement (the gain a full
-step predicts, ``g' H^-1 g / 2``) is below DECREMENT_NATS, or when its budget (MAX_ITERATIONS)
-runs out. A search whose Newton steps keep hitting the box bounds or run out of budget is
-continued by scipy's L-BFGS-B, which respects the bounds.
+little more than one point. Each Newton step evaluates its trial points (:func:`_candidates`:
+the Levenberg-Marquardt path, halved, and the Newton step and the last move repeated up to 32
+times, each clipped to the box and shortened to end on it) in one more call and moves to the
+best, lowering the damping ``mu`` by the floor that won, raising it if none lowers the
+objective. A parameter at a bound with the gradient pointing out of the box is held there.
+Newton stops when the Newton decrement (the gain a full step predicts, ``g' H^-1 g / 2``, over
+the free parameters) is below DECREMENT_NATS, when STALL_STEPS steps together gained less than
+that, or when its budget (MAX_ITERATIONS) runs out; then L-BFGS-B within the bounds continues,
+and Newton again from its point.
 """
 
 from __future__ import annotations
