@@ -31,6 +31,9 @@ MAX_ITERATIONS = 25
 """Newton steps (and L-BFGS-B iterations) per search: the fixed budget."""
 DECREMENT_NATS = 1e-5
 """Newton stops when a full step predicts a gain below this (in nats over the whole sample)."""
+ROUNDING_NATS = 1e-3
+"""Where no trial step lowers the objective (the rounding of a cdf computed to fewer digits,
+nct's, hides what is left), Newton has converged if a full step predicts less than this."""
 STALL_STEPS = 3
 """Newton also stops when its last STALL_STEPS steps together gained less than DECREMENT_NATS:
 on a flat ridge the decrement, divided by a curvature near zero, can stay large while the
@@ -234,8 +237,8 @@ def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
                 here, mu = obj.point(trials[best]), float(floors[best]) / 8
                 break
             mu = float(floors[-1]) * 16
-        else:
-            return here, False  # no step lowers the objective: stopped, not proven
+        else:  # no trial lowers the objective: converged if little gain was left to find
+            return here, here.decrement(n) <= ROUNDING_NATS
     return here, here.decrement(n) <= DECREMENT_NATS
 
 
