@@ -80,7 +80,7 @@ def test_the_comparison_holds_fits_to_their_objective_status_and_ranking() -> No
 
 def _by_family(values: dict[str, object], drop: str) -> dict[str, object]:
     """``values`` with fits and stationary models keyed by family instead of rank, the
-    family ``drop`` and the flags that name it left out."""
+    family ``drop`` and the flags and notes that name it left out."""
     out: dict[str, object] = {}
     for prefix in (".bulk.fits", ".stationary"):
         names = {k.rsplit(".", 1)[0]: v for k, v in values.items()
@@ -96,9 +96,17 @@ def _by_family(values: dict[str, object], drop: str) -> dict[str, object]:
         for key, value in values.items():
             if key.startswith(head + "."):
                 out[f".flags[{i}]{key[len(head):]}"] = value
+    notes = [v for k, v in sorted(values.items(), key=lambda kv: _index(kv[0]))
+             if k.startswith(".notes[") and f" {drop} " not in f" {v} "]
+    out.update({f".notes[{i}]": v for i, v in enumerate(notes)})
     out.update({k: v for k, v in values.items()
-                if not k.startswith((".bulk.fits[", ".stationary[", ".flags["))})
+                if not k.startswith((".bulk.fits[", ".stationary[", ".flags[", ".notes["))})
     return out
+
+
+def _index(key: str) -> int:
+    """The list index in a path such as ``.notes[3]`` (0 for a path without one)."""
+    return int(key[key.index("[") + 1:key.index("]")]) if "[" in key else 0
 
 
 @pytest.mark.parametrize("path", TRACES, ids=[p.stem for p in TRACES])
