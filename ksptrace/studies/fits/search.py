@@ -236,7 +236,7 @@ def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
                 last = trials[best] - here.x
                 here, mu = obj.point(trials[best]), float(floors[best]) / 8
                 break
-            mu = float(floors[-1]) * 16
+            mu = float(np.max(floors)) * 16  # next try: beyond the most damped trial
         else:  # no trial lowers the objective: converged if little gain was left to find
             return here, here.decrement(n) <= ROUNDING_NATS
     return here, here.decrement(n) <= DECREMENT_NATS
