@@ -9,8 +9,11 @@ Cases (``--only`` picks some):
   Per family: how many fits are ok / boundary / not converged / degenerate, and the most nats
   an ok fit (and any fit) lost against the strong search. Targets: every ok fit within 0.01
   nats, at least 90 % of all fits ok.
+* ``engine``: the CPU time (process time) of the engine's fits of every default family on the
+  same traces, in this process, per family and per trace (the budget: 40 ms a trace).
 * ``speed``: ``ksptrace analyze --no-figures --jobs 1`` on the same traces against the package
-  at ``--baseline`` (the scipy 1.10 emulation), in the same run. Target: 0.1 s per trace.
+  at ``--baseline``, ``--pairs`` interleaved pairs, wall and CPU (user + sys of the child)
+  seconds. Target: 0.1 s per trace.
 * ``campaign``: 1,000 varied traces with ``--jobs 2``, no figures. Target: 60 s.
 * ``paper``: one 8192 x 5000 trace against the read-and-sort floor measured in the same run
   (bench/analysis_throughput.py's case). Target: 2x the floor.
@@ -24,6 +27,8 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -46,8 +51,9 @@ from ksptrace.trace.write import write_trace
 ROOT = Path(__file__).resolve().parent.parent
 RESULT = ROOT / "bench" / "results" / "fits.json"
 TARGETS = {"ok_nats_lost_max": 0.01, "ok_fraction_min": 0.9, "seconds_per_trace": 0.1,
+           "engine_cpu_ms_per_trace": 40.0,
            "campaign_1000_seconds": 60.0, "paper_over_floor": 2.0}
-CASES = ("correctness", "speed", "campaign", "paper")
+CASES = ("correctness", "engine", "speed", "campaign", "paper")
 
 
 def _theta(name: str, data: Any, params: tuple[float, ...]) -> np.ndarray:
@@ -87,6 +93,40 @@ def correctness(count: int, with_nct: bool) -> dict[str, Any]:
             "ok_nats_lost_max": max(r["ok_lost_max"] for r in table.values())}
 
 
+def engine(count: int) -> dict[str, Any]:
+    cells = [binned(*equal_count_cells(np.sort(varied_trace(i).trace.iteration_seconds.ravel())))
+             for i in range(count)]
+    fit_family(family("norm"), cells[0])  # warm-up: imports and first calls
+    per = dict.fromkeys(DEFAULT_CANDIDATES, 0.0)
+    start = time.process_time()
+    for data in cells:
+        for name in DEFAULT_CANDIDATES:
+            began = time.process_time()
+            fit_family(family(name), data)
+            per[name] += time.process_time() - began
+    total = time.process_time() - start
+    out = {"traces": count, "cpu_ms_per_trace": round(1e3 * total / count, 1),
+           "cpu_ms_per_fit": {k: round(1e3 * v / count, 2) for k, v in per.items()}}
+    print("engine", out, flush=True)
+    return out
+
+
+def _cpu_run(args: list[str], where: Path | None) -> dict[str, float]:
+    """``python -m ksptrace ARGS`` from ``where`` (this tree if None): wall seconds and the CPU
+    seconds (user + sys) of the child and its children."""
+    env = dict(os.environ, OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    if where is not None:
+        env["PYTHONPATH"] = str(where)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
+    start = time.perf_counter()
+    subprocess.run([sys.executable, "-m", "ksptrace", *args], env=env, cwd=where, check=True,
+                   capture_output=True)
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+    return {"wall": round(wall, 3), "cpu": round(cpu, 3)}
+
+
 def _write(folder: Path, count: int) -> list[str]:
     folder.mkdir()
     paths = []
@@ -98,14 +138,21 @@ def _write(folder: Path, count: int) -> list[str]:
     return paths
 
 
-def speed(work: Path, base: Path, count: int) -> dict[str, Any]:
+def speed(work: Path, base: Path, count: int, pairs: int) -> dict[str, Any]:
     paths = _write(work / "speed", count)
-    out: dict[str, Any] = {"traces": count}
-    for label, where in (("now", None), ("baseline", base)):
-        out[label] = run(["analyze", *paths, "--out", str(work / f"r-{label}"), "--no-cache",
-                          "--quiet", "--no-figures", "--jobs", "1"], where, memory=False)
-        out[f"{label}_seconds_per_trace"] = round(out[label]["seconds"] / count, 4)
-        print("speed", label, out[label], flush=True)
+    runs: dict[str, list[dict[str, float]]] = {"now": [], "baseline": []}
+    for i in range(pairs):  # interleaved, the order alternating
+        order = (("now", None), ("baseline", base))
+        for label, where in order if i % 2 == 0 else order[::-1]:
+            runs[label].append(_cpu_run(
+                ["analyze", *paths, "--out", str(work / f"r-{label}-{i}"), "--no-cache",
+                 "--quiet", "--no-figures", "--jobs", "1"], where))
+            print("speed", label, runs[label][-1], loadavg(), flush=True)
+    out: dict[str, Any] = {"traces": count, "pairs": pairs, "runs": runs}
+    for label, got in runs.items():
+        for kind in ("wall", "cpu"):
+            out[f"{label}_{kind}_seconds_per_trace_median"] = round(
+                float(np.median([r[kind] for r in got])) / count, 4)
     return out
 
 
@@ -122,7 +169,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=CASES, action="append")
     parser.add_argument("--traces", type=int, default=24)
     parser.add_argument("--nct", action="store_true", help="also nct (its cdf is slow)")
-    parser.add_argument("--baseline", default="0ea5cdc")
+    parser.add_argument("--baseline", default="421b4c8",
+                        help="the commit to compare speed with (421b4c8: the engine of issue 51 "
+                             "before its speed work; 0ea5cdc: the scipy 1.10 emulation)")
+    parser.add_argument("--pairs", type=int, default=3, help="interleaved speed runs")
     parser.add_argument("--out", type=Path, default=RESULT)
     args = parser.parse_args(argv)
     entry: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "targets": TARGETS,
@@ -140,8 +190,10 @@ def main(argv: list[str] | None = None) -> int:
             before = loadavg()
             if case == "correctness":
                 entry[case] = correctness(args.traces, args.nct)
+            elif case == "engine":
+                entry[case] = engine(args.traces)
             elif case == "speed":
-                entry[case] = speed(work, base, args.traces)
+                entry[case] = speed(work, base, args.traces, args.pairs)
             elif case == "campaign":
                 entry[case] = campaign(work)
             else:

@@ -19,6 +19,7 @@ number); the reported objective is the negative log-likelihood in nats,
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 import numpy as np
@@ -45,7 +46,28 @@ class Binned:
     def n(self) -> int:
         return int(self.counts.sum())
 
-    @property
+    @functools.cached_property
+    def split(self) -> int:
+        """Edges below this index (those below the median) are evaluated by the cdf, the others
+        by the survival function."""
+        return int(np.searchsorted(self.edges, 0.0, side="left"))
+
+    @functools.cached_property
+    def used(self) -> np.ndarray:
+        """The non-empty cells."""
+        return np.asarray(self.counts > 0)
+
+    @functools.cached_property
+    def weights(self) -> np.ndarray:
+        """The observed frequencies of the non-empty cells."""
+        return np.asarray(self.counts[self.used] / self.n)
+
+    @functools.cached_property
+    def entropy(self) -> float:
+        """``sum_j f_j log f_j`` over the non-empty cells (minus the frequencies' entropy)."""
+        return float(np.sum(self.weights * np.log(self.weights)))
+
+    @functools.cached_property
     def anchor(self) -> float:
         """The upper edge of the first non-empty cell (the lowest value's cell)."""
         first = int(np.flatnonzero(self.counts)[0])
@@ -77,11 +99,18 @@ def equal_count_cells(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     values merged) and the counts of the cells: below the first edge, between edges (a value
     equal to an edge counts in the cell above it), above the last. The outer cells are open, so
     the sample's minimum and maximum are not edges: no empty cell puts a kink in the objective
-    where a lower bound crosses the minimum."""
-    cells = int(np.clip(ordered.size // CELL_VALUES, MIN_CELLS, MAX_CELLS))
-    edges = np.unique(np.quantile(ordered, np.linspace(0.0, 1.0, cells + 1)[1:-1]))
+    where a lower bound crosses the minimum. The quantiles interpolate linearly between order
+    statistics (numpy's default method) read directly from the sorted array, and the counts are
+    binary searches in it: the cost is O(cells log n), whatever the sample's size."""
+    n = ordered.size
+    cells = int(np.clip(n // CELL_VALUES, MIN_CELLS, MAX_CELLS))
+    position = np.linspace(0.0, 1.0, cells + 1)[1:-1] * (n - 1)
+    below = np.floor(position).astype(np.int64)
+    above = np.minimum(below + 1, n - 1)
+    low, high = ordered[below], ordered[above]
+    edges = np.unique(low + (high - low) * (position - below))
     inside = np.searchsorted(ordered, edges, side="left")
-    counts = np.diff(np.concatenate(([0], inside, [ordered.size])))
+    counts = np.diff(np.concatenate(([0], inside, [n])))
     return edges, counts.astype(np.float64)
 
 
@@ -106,43 +135,34 @@ def binned(edges: np.ndarray, counts: np.ndarray) -> Binned:
     return Binned(edges=(e - q50) / spread, counts=c, centre=float(q50), spread=spread)
 
 
-TAIL = 0.999
-"""Above this cdf value an edge's upper tail is computed by the survival function."""
-
-
 def cell_probabilities(fam: Family, data: Binned, theta: np.ndarray) -> np.ndarray:
-    """Rows of cell probabilities, one row per row of ``theta``. Where the cdf exceeds TAIL the
-    survival function gives the upper tail directly and cells there are differences of
-    survival values, so a far tail keeps its probability (1 - cdf would round it to zero)."""
+    """Rows of cell probabilities, one row per row of ``theta``. Edges below the sample's median
+    are evaluated by the cdf and the cells below them are differences of cdf values; edges at
+    or above it by the survival function, and the cells above them are differences of survival
+    values, so a far upper tail keeps its probability (1 - cdf would round it to zero). The
+    cell between the two sets is what the others leave. Each edge is evaluated once."""
     p = fam.natural(theta, data.anchor)
     loc, scale = p[:, -2:-1], p[:, -1:]
-    u = (data.edges[None, :] - loc) / scale
     shapes = tuple(p[:, i:i + 1] for i in range(p.shape[1] - 2))
-    rows = u.shape[0]
+    m = data.split
+    rows = p.shape[0]
     with np.errstate(all="ignore"):
-        cdf = fam.cdf(u, shapes)
-        tail = cdf > TAIL
-        upper = 1.0 - cdf
-        if tail.any():
-            upper[tail] = fam.sf(u[tail], tuple(np.broadcast_to(s, u.shape)[tail]
-                                                for s in shapes))
-        ones, zeros = np.ones((rows, 1)), np.zeros((rows, 1))
-        from_cdf = np.diff(np.concatenate((zeros, cdf, ones), axis=1), axis=1)
-        from_sf = -np.diff(np.concatenate((ones, upper, zeros), axis=1), axis=1)
-        # a cell is taken from the survival values when its lower edge is in the tail
-        in_tail = np.concatenate((np.zeros((rows, 1), dtype=bool), tail), axis=1)
-    return np.where(in_tail, from_sf, from_cdf)
+        low = fam.cdf((data.edges[None, :m] - loc) / scale, shapes)
+        high = fam.sf((data.edges[None, m:] - loc) / scale, shapes)
+        zeros = np.zeros((rows, 1))
+        below = np.diff(np.concatenate((zeros, low), axis=1), axis=1)
+        above = -np.diff(np.concatenate((high, zeros), axis=1), axis=1)
+        middle = 1.0 - (low[:, -1:] if m else zeros) - (high[:, :1] if m < data.edges.size
+                                                          else zeros)
+    return np.concatenate((below, middle, above), axis=1)
 
 
 def divergence(fam: Family, data: Binned, theta: np.ndarray) -> np.ndarray:
     """KL divergence of each row's cell probabilities from the observed frequencies (nats per
     value); NaN parameters give inf."""
-    p = cell_probabilities(fam, data, theta)
-    freq = data.counts / data.n
-    used = freq > 0
+    p = cell_probabilities(fam, data, theta)[:, data.used]
     with np.errstate(all="ignore"):
-        logs = np.log(np.maximum(p[:, used], FLOOR))
-        out = (freq[used] * (np.log(freq[used]) - logs)).sum(axis=1)
+        out = data.entropy - (np.log(np.maximum(p, FLOOR)) * data.weights).sum(axis=1)
     return np.where(np.isfinite(out), out, np.inf)
 
 

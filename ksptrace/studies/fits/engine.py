@@ -3,14 +3,16 @@
 1. Starts: for every shape vector of the family's grid, loc and scale are set so that the
    family's quartiles equal the sample's (the normal starts from the binned mean and standard
    deviation); the whole grid is evaluated in one vectorised call and the best start is kept.
-2. The search (:mod:`.search`): damped Newton, continued by L-BFGS-B where Newton cannot go.
-3. The local check: the search again from RESTARTS perturbed copies of the point found, and
-   probes at several distances along the Newton direction, down the gradient and both ways
-   along the least-curvature direction (a flat ridge, a saddle). If none improves the
-   objective by more than TOLERANCE_NATS the point is a verified maximum: within that much of
-   the best value near it, whether or not the parameters along a flat ridge are pinned down.
-   If one improves it, the search continues from the best point and the check is repeated, at
-   most ROUNDS times.
+2. The search (:mod:`.search`): projected damped Newton, continued by L-BFGS-B where Newton
+   runs out of budget, in coordinates where the family's limits are points
+   (:mod:`.families`).
+3. The local check: Newton converged (its decrement, or a stall on a flat ridge), and one
+   vectorised probe at several distances along the Newton direction, down the gradient and
+   both ways along the least-curvature direction (a flat ridge, a saddle) gains no more than
+   TOLERANCE_NATS: the point is then a verified maximum, within that much of the best value
+   near it, whether or not the parameters along a flat ridge are pinned down. If a probe
+   gains more, the search continues from there and the check is repeated, at most ROUNDS
+   times.
 
 The status says what the number is: ``ok`` (verified, interior), ``boundary`` (the best point
 lies on a parameter bound: a limit of the family, such as gamma's normal limit, fits better
@@ -21,23 +23,20 @@ than any interior point), ``not converged`` (the check kept improving it), ``deg
 from __future__ import annotations
 
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import scipy.stats as st
 
 from ksptrace.studies.fits.binned import Binned, negative_loglik, starved
 from ksptrace.studies.fits.families import LOC_BOUND, SCALE_BOUNDS, Family
-from ksptrace.studies.fits.search import Objective, Point, newton_step, search
+from ksptrace.studies.fits.search import DECREMENT_NATS, Objective, Point, newton_step, search
 
 STATUSES = ("ok", "boundary", "not converged", "degenerate")
-RESTARTS = 1
-"""Perturbed restarts per round of the local check."""
-ROUNDS = 3
-PERTURBATION = 0.15
-"""Size of a restart's perturbation in theta (log units for positive parameters)."""
+ROUNDS = 10
+"""Rounds of probes and searches before a point that keeps improving is ``not converged``."""
 TOLERANCE_NATS = 1e-3
-"""A restart that gains more than this is an improvement; below it the points agree."""
+"""A probe that gains more than this is an improvement; below it the points agree."""
 PROBE_LENGTHS = np.array([1e-3, 1e-2, 0.1, 1.0, 3.0, 10.0])
 """Step lengths (in theta) of the directional probes of the local check."""
 AT_BOUND = 1e-6
@@ -101,44 +100,63 @@ def starts(fam: Family, data: Binned) -> np.ndarray:
 
 
 def fit_family(fam: Family, data: Binned, seed: int = 0) -> EngineFit:
-    """The verified binned maximum-likelihood fit of ``fam`` to ``data``."""
+    """The verified binned maximum-likelihood fit of ``fam`` to ``data``. ``seed`` is kept for
+    the callers' signature: the engine draws no random number. A family with an edge variant
+    (gamma, exponweib) whose search did not converge (as where the density spikes at the
+    support's lower end, and the lower end approaches the lowest values) is fitted again in the
+    variant's coordinates, which resolve that approach on a log scale; the better of the two
+    fits (a verified one first) is kept."""
+    fit = _fit(fam, data)
+    variant = fam.edge_variant
+    if variant is None or fit.status not in ("not converged", "degenerate"):
+        return fit
+    z = np.array([*fit.params[:-2], (fit.params[-2] - data.centre) / data.spread,
+                  fit.params[-1] / data.spread])
+    other = _fit(variant, data, variant.theta(z, data.anchor))
+    if (not other.ok, other.objective) < (not fit.ok, fit.objective):
+        return replace(other, evaluations=fit.evaluations + other.evaluations)
+    return replace(fit, evaluations=fit.evaluations + other.evaluations)
+
+
+def _fit(fam: Family, data: Binned, extra: np.ndarray | None = None) -> EngineFit:
+    """One family's search and check, from its starts and ``extra`` (a theta) if given."""
     obj = Objective(fam, data)
     lower, upper = obj.lower, obj.upper
     x0s = starts(fam, data)
+    if extra is not None and np.isfinite(extra).all():
+        x0s = np.vstack((x0s, extra))
     if x0s.shape[0] == 0:
         return _result(fam, data, None, "degenerate", obj, "no starting point fits the quartiles")
     x0s = np.clip(x0s, lower, upper)
-    best = search(obj, x0s[int(np.argmin(obj.values(x0s)))])
-    if _near_bound(obj, best.x).any():  # a limit of the family: never ok, no check needed
-        return _status(fam, data, obj, best, False)
-    rng = np.random.default_rng(seed)
-    improved = True
+    best, converged = search(obj, x0s[int(np.argmin(obj.values(x0s)))])
+    tolerance = TOLERANCE_NATS / data.n
     for _ in range(ROUNDS):
-        improved = False
-        for _r in range(RESTARTS):
-            kick = PERTURBATION * rng.choice((-1.0, 1.0), size=best.x.size)
-            other = search(obj, np.clip(best.x + kick, lower, upper))
-            improved |= other.f < best.f - TOLERANCE_NATS / data.n
-            best = other if other.f < best.f else best
         probed = _probe(obj, best)
-        if probed.f < best.f - TOLERANCE_NATS / data.n:
-            improved = True
-            again = search(obj, probed.x)
-            best = again if again.f < probed.f else probed
-        if not improved:
+        if not probed.f < best.f - tolerance:
             break
-    return _status(fam, data, obj, best, improved)
+        again, converged = search(obj, probed.x)
+        best, converged = (again, converged) if again.f < probed.f else (probed, False)
+    else:
+        return _status(fam, data, obj, best, "the probes still improved the objective after "
+                                             f"{ROUNDS} rounds")
+    if not converged:
+        return _status(fam, data, obj, best, "Newton's decrement stayed above "
+                                             f"{DECREMENT_NATS:g} nats")
+    return _status(fam, data, obj, best, "")
 
 
 def _probe(obj: Objective, here: Point) -> Point:
     """The best of PROBE_LENGTHS steps along the Newton direction, down the gradient, and both
     ways along the Hessian's least-curvature direction (a flat ridge or a saddle), all in one
-    vectorised evaluation; ``here`` if none is lower."""
+    vectorised evaluation; ``here`` if none is lower. Parameters held at a bound stay there."""
     lam, vec = here.eigen
+    if lam.size == 0:
+        return here
     floor = max(1e-12, 1e-9 * abs(float(lam[-1])))
     step = newton_step(lam, vec, here.g, floor)
+    descent = -np.where(here.free, here.g, 0.0)
     dirs = [vec[:, 0], -vec[:, 0]]
-    for d in (step, -here.g):
+    for d in (step, descent):
         size = float(np.sqrt(np.sum(d * d)))
         if np.isfinite(size) and size > 0:
             dirs.append(d / size)
@@ -154,15 +172,14 @@ def _near_bound(obj: Objective, x: np.ndarray) -> np.ndarray:
     return np.asarray((x - obj.lower <= AT_BOUND * span) | (obj.upper - x <= AT_BOUND * span))
 
 
-def _status(fam: Family, data: Binned, obj: Objective, best: Point, improved: bool
+def _status(fam: Family, data: Binned, obj: Objective, best: Point, unverified: str
             ) -> EngineFit:
     x = best.x
     if not np.isfinite(best.f) or starved(fam, data, x):
         return _result(fam, data, x, "degenerate", obj,
                        "the best fit gives no probability to some observed values")
-    if improved:
-        return _result(fam, data, x, "not converged", obj,
-                       f"restarts or probes still improved the objective after {ROUNDS} rounds")
+    if unverified:
+        return _result(fam, data, x, "not converged", obj, unverified)
     near = _near_bound(obj, x)
     if near.any():
         names = [*fam.shapes, "loc", "scale"]
@@ -178,7 +195,7 @@ def _result(fam: Family, data: Binned, x: np.ndarray | None, status: str, fn: Ob
         params = tuple(float("nan") for _ in range(fam.size))
         objective = float("inf")
     else:
-        z = fam.natural(x, data.anchor)[0]
+        z = fam.scipy_params(x, data.anchor)[0]
         params = (*(float(v) for v in z[:-2]), data.centre + data.spread * float(z[-2]),
                   data.spread * float(z[-1]))
         objective = negative_loglik(fam, data, x)

@@ -1,11 +1,14 @@
-"""The candidate families in the engine's own terms: a vectorised cdf, parameter transforms,
-bounds and a grid of starting shapes for each.
+"""The candidate families in the engine's own terms: a vectorised cdf (:mod:`.cdfs`),
+parameter transforms, bounds and a grid of starting shapes for each.
 
-Every cdf is written here from its closed form with ``scipy.special`` functions (no private
-scipy method, no version-specific path) and takes the standardised points ``u`` with the shapes
-as arrays that broadcast against it, so a whole set of parameter vectors (a finite-difference
-stencil, a grid of starts) is evaluated in one call. Parameters are scipy's (shapes..., loc,
-scale); the optimiser works on ``theta`` where every positive parameter is its logarithm.
+A family's own parameters are (shapes..., loc, scale) of its cdf: scipy's for norm,
+genextreme, cauchy and nct; for lognorm, gamma, exponweib and johnsonsu a parameterisation in
+which each limit of the family (the normal, the Gumbel, a lognormal) is one coordinate going to
+zero or to infinity, instead of a curved ridge on which Newton crawls (lognorm: s, median,
+s x scale; gamma: 1/sqrt(a), mean, standard deviation; exponweib: a, 1/c, loc + scale, scale/c;
+johnsonsu: delta = a/b, eps = 1/b, median, scale/b). Grids, the reported parameters and
+:meth:`Family.theta`'s argument are scipy's, converted in closed form. The optimiser works on
+``theta``, where every positive own parameter is its logarithm.
 """
 
 from __future__ import annotations
@@ -14,12 +17,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 import numpy as np
-from scipy import special as sc
 
 from ksptrace.errors import AnalysisError
+from ksptrace.studies.fits import cdfs
 
 Cdf = Callable[[np.ndarray, tuple[np.ndarray, ...]], np.ndarray]
 """``cdf(u, shapes)`` or ``sf(u, shapes)`` of the standardised family."""
+Convert = Callable[[np.ndarray], np.ndarray]
+"""Rows of (shapes..., loc, scale) in one parameterisation to rows in another."""
 
 LOC_BOUND = 1e4
 """|loc| bound on the standardised scale (median 0, interquartile range 1)."""
@@ -34,9 +39,9 @@ class Family:
     name: str
     shapes: tuple[str, ...]
     positive: tuple[bool, ...]
-    """Per shape: True if the optimiser works on its logarithm."""
+    """Per own shape: True if the optimiser works on its logarithm."""
     bounds: tuple[tuple[float, float], ...]
-    """Per shape, in its natural units."""
+    """Per own shape, in its natural units."""
     grid: tuple[tuple[float, ...], ...]
     """Starting shapes; loc and scale are matched to the sample's quartiles for each."""
     cdf: Cdf
@@ -47,7 +52,18 @@ class Family:
     """True if the support starts at loc: the optimiser then works on log(anchor - loc), where
     the anchor is the upper edge of the first non-empty cell (loc must stay below it, and the
     approach to it is on a log scale, so a finite-difference step never jumps past it)."""
-    """The survival function, computed directly so that the upper tail keeps its precision."""
+    to_scipy: Convert | None = None
+    """For a family whose own parameters (those of ``cdf``) are not scipy's: rows of its own
+    (shapes..., loc, scale) to scipy's; ``from_scipy`` the inverse."""
+    from_scipy: Convert | None = None
+    edge_variant: Family | None = None
+    """The same family in scipy's parameters and edge-located coordinates (``edge_loc``), tried
+    when a search in these did not converge (engine.fit_family)."""
+    coshed: bool = False
+    """True if theta's last entry is ``log(scale) + log(cosh(first shape))`` instead of
+    ``log(scale)`` (Johnson S_U in its own terms: towards its lognormal limits the first shape
+    goes to plus or minus infinity and the scale to zero together; in this coordinate the
+    limit is along the first shape alone)."""
 
     @property
     def size(self) -> int:
@@ -72,12 +88,21 @@ class Family:
         if self.edge_loc:
             out[:, -2] = anchor - np.exp(t[:, -2])
         out[:, -1] = np.exp(t[:, -1])
+        if self.coshed:
+            out[:, -1] = np.exp(t[:, -1] - cdfs.log_cosh(t[:, 0]))
         return out
 
+    def scipy_params(self, theta: np.ndarray, anchor: float) -> np.ndarray:
+        """Rows of scipy's (shapes..., loc, scale) from rows of ``theta``."""
+        own = self.natural(theta, anchor)
+        return own if self.to_scipy is None else self.to_scipy(own)
+
     def theta(self, params: np.ndarray, anchor: float) -> np.ndarray:
-        """The inverse of :meth:`natural` for one parameter vector (NaN loc if at or above the
-        anchor of an edge-located family)."""
+        """``theta`` of one vector of scipy's parameters (NaN loc if at or above the anchor of
+        an edge-located family): the inverse of :meth:`scipy_params`."""
         p = np.asarray(params, dtype=np.float64).copy()
+        if self.from_scipy is not None:
+            p = self.from_scipy(p[None, :])[0]
         for i, pos in enumerate(self.positive):
             if pos:
                 p[i] = np.log(p[i])
@@ -85,112 +110,42 @@ class Family:
             gap = anchor - p[-2]
             p[-2] = np.log(gap) if gap > 0 else np.nan
         p[-1] = np.log(p[-1])
+        if self.coshed:
+            p[-1] += cdfs.log_cosh(p[0])
         return p
 
 
-def _norm(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    return np.asarray(sc.ndtr(u))
-
-
-def _lognorm(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(u > 0, sc.ndtr(np.log(np.where(u > 0, u, 1.0)) / s[0]), 0.0)
-
-
-def _johnsonsu(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    return np.asarray(sc.ndtr(s[0] + s[1] * np.arcsinh(u)))
-
-
-def _gamma(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    return np.asarray(sc.gammainc(s[0], np.maximum(u, 0.0)))
-
-
-def _genextreme(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    """scipy's convention: F = exp(-(1 - c u)^(1/c)), exp(-exp(-u)) at c = 0."""
-    c = np.broadcast_to(s[0], np.broadcast(u, s[0]).shape)
-    small = np.abs(c) < 1e-10
-    arg = 1.0 - c * u
-    inside = arg > 0
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        t = np.where(small, -u, np.log1p(-c * np.where(inside, u, 0.0)) / np.where(small, 1.0, c))
-        f = np.exp(-np.exp(t))
-    return np.where(inside | small, f, np.where(c > 0, 1.0, 0.0))
-
-
-def _exponweib(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        base = -np.expm1(-np.power(np.maximum(u, 0.0), s[1]))
-        return np.where(u > 0, np.exp(s[0] * np.log(base)), 0.0)
-
-
-def _norm_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    return np.asarray(sc.ndtr(-u))
-
-
-def _lognorm_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    with np.errstate(divide="ignore", invalid="ignore"):
-        return np.where(u > 0, sc.ndtr(-np.log(np.where(u > 0, u, 1.0)) / s[0]), 1.0)
-
-
-def _johnsonsu_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    return np.asarray(sc.ndtr(-(s[0] + s[1] * np.arcsinh(u))))
-
-
-def _gamma_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    return np.asarray(sc.gammaincc(s[0], np.maximum(u, 0.0)))
-
-
-def _genextreme_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    c = np.broadcast_to(s[0], np.broadcast(u, s[0]).shape)
-    small = np.abs(c) < 1e-10
-    inside = 1.0 - c * u > 0
-    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        t = np.where(small, -u, np.log1p(-c * np.where(inside, u, 0.0)) / np.where(small, 1.0, c))
-        f = -np.expm1(-np.exp(t))
-    return np.where(inside | small, f, np.where(c > 0, 0.0, 1.0))
-
-
-def _exponweib_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
-        base = -np.expm1(-np.power(np.maximum(u, 0.0), s[1]))
-        return np.where(u > 0, -np.expm1(s[0] * np.log(base)), 1.0)
-
-
-def _nct_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    return np.asarray(sc.nctdtr(s[0], -s[1], -u))
-
-
-def _cauchy(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    return np.asarray(0.5 + np.arctan(u) / np.pi)
-
-
-def _cauchy_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    return np.asarray(0.5 - np.arctan(u) / np.pi)
-
-
-def _nct(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    return np.asarray(sc.nctdtr(s[0], s[1], u))
-
+GAMMA_AT_EDGE = Family("gamma", ("a",), (True,), ((1e-2, 1e4),),
+                       tuple((a,) for a in (0.3, 0.5, 0.8)), cdfs.gamma_scipy_cdf,
+                       cdfs.gamma_scipy_sf, edge_loc=True)
+"""Gamma in scipy's parameters with log(anchor - loc): where the density spikes at loc."""
+EXPONWEIB_AT_EDGE = Family("exponweib", ("a", "c"), (True, True), ((1e-3, 1e3), (1e-2, 1e2)),
+                           tuple((a, c) for a in (0.5, 1.0, 4.0) for c in (0.5, 1.0, 2.0)),
+                           cdfs.exponweib, cdfs.exponweib_sf, edge_loc=True)
+"""The exponentiated Weibull in scipy's parameters with log(anchor - loc)."""
 
 FAMILIES: dict[str, Family] = {f.name: f for f in (
-    Family("norm", (), (), (), ((),), _norm, _norm_sf),
-    Family("lognorm", ("s",), (True,), ((1e-3, 1e2),),
-           tuple((s,) for s in (0.1, 0.3, 0.6, 1.0, 1.6)), _lognorm, _lognorm_sf, edge_loc=True),
-    Family("johnsonsu", ("a", "b"), (False, True), ((-1e2, 1e2), (1e-2, 1e2)),
+    Family("norm", (), (), (), ((),), cdfs.norm, cdfs.norm_sf),
+    Family("lognorm", ("s",), (False,), ((1e-3, 1e2),),
+           tuple((s,) for s in (0.1, 0.3, 0.6, 1.0, 1.6)), cdfs.lognorm, cdfs.lognorm_sf,
+           to_scipy=cdfs.lognorm_scipy, from_scipy=cdfs.lognorm_own),
+    Family("johnsonsu", ("a", "b"), (False, False), ((-30.0, 30.0), (1e-2, 1e2)),
            tuple((a, b) for a in (-4.0, -2.0, -1.0, 0.0, 1.0) for b in (0.6, 1.2, 2.5)),
-           _johnsonsu, _johnsonsu_sf),
-    Family("gamma", ("a",), (True,), ((1e-2, 1e4),),
-           tuple((a,) for a in (0.5, 1.0, 2.0, 5.0, 20.0, 100.0)), _gamma, _gamma_sf,
-           edge_loc=True),
+           cdfs.johnsonsu_own_cdf, cdfs.johnsonsu_own_sf, to_scipy=cdfs.johnsonsu_scipy,
+           from_scipy=cdfs.johnsonsu_own, coshed=True),
+    Family("gamma", ("a",), (False,), ((1e-2, 10.0),),
+           tuple((a,) for a in (0.5, 1.0, 2.0, 5.0, 20.0, 100.0)), cdfs.gamma, cdfs.gamma_sf,
+           to_scipy=cdfs.gamma_scipy, from_scipy=cdfs.gamma_own, edge_variant=GAMMA_AT_EDGE),
     Family("genextreme", ("c",), (False,), ((-5.0, 5.0),),
-           tuple((c,) for c in (-0.6, -0.3, -0.1, 0.0, 0.2)), _genextreme, _genextreme_sf),
-    Family("exponweib", ("a", "c"), (True, True), ((1e-3, 1e3), (1e-2, 1e2)),
+           tuple((c,) for c in (-0.6, -0.3, -0.1, 0.0, 0.2)), cdfs.genextreme, cdfs.genextreme_sf),
+    Family("exponweib", ("a", "c"), (True, False), ((1e-3, 1e3), (1e-2, 1e2)),
            tuple((a, c) for a in (0.5, 1.0, 4.0, 20.0) for c in (0.5, 1.0, 2.0, 4.0)),
-           _exponweib, _exponweib_sf, edge_loc=True),
-    Family("cauchy", (), (), (), ((),), _cauchy, _cauchy_sf),
+           cdfs.exponweib_own_cdf, cdfs.exponweib_own_sf, to_scipy=cdfs.exponweib_scipy,
+           from_scipy=cdfs.exponweib_own, edge_variant=EXPONWEIB_AT_EDGE),
+    Family("cauchy", (), (), (), ((),), cdfs.cauchy, cdfs.cauchy_sf),
     Family("nct", ("df", "nc"), (True, False), ((0.5, 1e3), (-1e2, 1e2)),
-           tuple((df, nc) for df in (3.0, 10.0, 60.0) for nc in (0.0, 1.0, 3.0)), _nct, _nct_sf,
-           step=2e-3),
+           tuple((df, nc) for df in (3.0, 10.0, 60.0) for nc in (0.0, 1.0, 3.0)), cdfs.nct,
+           cdfs.nct_sf, step=5e-3),
 )}
 
 

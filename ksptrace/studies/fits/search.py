@@ -1,14 +1,17 @@
-"""The local search: damped Newton on the binned objective, L-BFGS-B where Newton cannot go.
+"""The local search: projected damped Newton on the binned objective, L-BFGS-B where Newton
+runs out of budget.
 
 The objective's gradient and Hessian come from central differences (the family's step) whose
 2d^2 + 1 points (d parameters) are one vectorised evaluation: with 200 cells one call costs
-little more than one point, so a Newton step costs about one function evaluation and converges
-in a few steps from a quartile-matched start. Each step solves with the Hessian's eigenvalues
-floored at a damping ``mu`` (Levenberg-Marquardt): a step that does not lower the objective
-raises ``mu``, one that does lowers it. Newton stops when the Newton decrement (the gain a full
-step predicts, ``g' H^-1 g / 2``) is below DECREMENT_NATS, or when its budget (MAX_ITERATIONS)
-runs out. A search whose Newton steps keep hitting the box bounds or run out of budget is
-continued by scipy's L-BFGS-B, which respects the bounds.
+little more than one point. Each Newton step evaluates its trial points (:func:`_candidates`:
+the Levenberg-Marquardt path, halved, and the Newton step and the last move repeated up to 32
+times, each clipped to the box and shortened to end on it) in one more call and moves to the
+best, lowering the damping ``mu`` by the floor that won, raising it if none lowers the
+objective. A parameter at a bound with the gradient pointing out of the box is held there.
+Newton stops when the Newton decrement (the gain a full step predicts, ``g' H^-1 g / 2``, over
+the free parameters) is below DECREMENT_NATS, when STALL_STEPS steps together gained less than
+that, or when its budget (MAX_ITERATIONS) runs out; then L-BFGS-B within the bounds continues,
+and Newton again from its point.
 """
 
 from __future__ import annotations
@@ -28,6 +31,21 @@ MAX_ITERATIONS = 25
 """Newton steps (and L-BFGS-B iterations) per search: the fixed budget."""
 DECREMENT_NATS = 1e-5
 """Newton stops when a full step predicts a gain below this (in nats over the whole sample)."""
+ROUNDING_NATS = 1e-3
+"""Where no trial step lowers the objective (the rounding of a cdf computed to fewer digits,
+nct's, hides what is left), Newton has converged if a full step predicts less than this."""
+STALL_STEPS = 3
+"""Newton also stops when its last STALL_STEPS steps together gained less than DECREMENT_NATS:
+on a flat ridge the decrement, divided by a curvature near zero, can stay large while the
+objective no longer moves (the local check then probes along the ridge)."""
+RIDGE = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
+"""Multiples of the least-damped Newton step and of the last move among a Newton step's
+trials (towards a limit of the family the quadratic model predicts steps far too short)."""
+LM_FACTORS = 16.0 ** np.arange(5)
+"""The eigenvalue floors of one Newton step's trials, relative to the current damping."""
+HOLD = 1e-9
+"""A parameter this close to a bound (relative to the box) is held there if the gradient points
+out of the box."""
 
 
 def _stencil(d: int, step: float, with_pairs: bool) -> np.ndarray:
@@ -87,22 +105,34 @@ def newton_step(lam: np.ndarray, vec: np.ndarray, g: np.ndarray, floor: float) -
 
 @dataclass(frozen=True)
 class Point:
-    """The objective (nats per value), its gradient and Hessian at ``x``."""
+    """The objective (nats per value), its gradient and Hessian at ``x``; ``free`` marks the
+    parameters not held at a bound by a gradient that points out of the box."""
 
     x: np.ndarray
     f: float
     g: np.ndarray
     h: np.ndarray
+    free: np.ndarray
 
     @functools.cached_property
     def eigen(self) -> tuple[np.ndarray, np.ndarray]:
-        """The Hessian's eigenvalues and eigenvectors (computed once)."""
-        return eigen(self.h)
+        """The eigenvalues and eigenvectors (computed once) of the Hessian restricted to the free
+        parameters, the vectors padded with zeros at the held ones."""
+        idx = np.flatnonzero(self.free)
+        lam, sub = eigen(self.h[np.ix_(idx, idx)])
+        vec = np.zeros((self.x.size, idx.size))
+        vec[idx, :] = sub
+        return lam, vec
 
     def decrement(self, n: int) -> float:
-        """``n g' H^-1 g / 2`` with the Hessian's eigenvalues floored (inf if it has none > 0)."""
+        """``n g' H^-1 g / 2`` over the free parameters, the Hessian's eigenvalues floored (inf
+        if it has none > 0; 0 if every parameter is held)."""
+        if not np.isfinite(self.f):
+            return float("inf")
         lam, vec = self.eigen
-        if not np.isfinite(self.f) or lam[-1] <= 0:
+        if lam.size == 0:
+            return 0.0
+        if lam[-1] <= 0:
             return float("inf")
         proj = np.sum(vec * self.g[:, None], axis=0)
         return float(0.5 * n * np.sum(proj**2 / np.maximum(lam, lam[-1] * 1e-12)))
@@ -119,6 +149,7 @@ class Objective:
         self.axes = _stencil(self.d, fam.step, with_pairs=False)
         bounds = np.array(fam.theta_bounds())
         self.lower, self.upper = bounds[:, 0], bounds[:, 1]
+        self.hold = HOLD * (self.upper - self.lower)
 
     def values(self, thetas: np.ndarray) -> np.ndarray:
         self.evaluations += thetas.shape[0]
@@ -128,16 +159,22 @@ class Objective:
         """Value, gradient and Hessian at ``x`` (inf and zeros outside the bounds)."""
         d = self.d
         if np.any(x < self.lower) or np.any(x > self.upper):
-            return Point(x, float("inf"), np.zeros(d), np.eye(d))
+            return Point(x, float("inf"), np.zeros(d), np.eye(d), np.ones(d, dtype=bool))
         f = self.values(x[None, :] + self.full)
         if not np.isfinite(f).all():
-            return Point(x, float(f[0]), np.zeros(d), np.eye(d))
+            return Point(x, float(f[0]), np.zeros(d), np.eye(d), np.ones(d, dtype=bool))
         plus, minus = f[1:2 * d + 1:2], f[2:2 * d + 1:2]
         h = np.diag((plus - 2 * f[0] + minus) / self.step**2)
         for k, (i, j) in enumerate(itertools.combinations(range(d), 2)):
             pp, pm, mp, mm = f[2 * d + 1 + 4 * k: 2 * d + 5 + 4 * k]
             h[i, j] = h[j, i] = (pp - pm - mp + mm) / (4 * self.step**2)
-        return Point(x, float(f[0]), (plus - minus) / (2 * self.step), h)
+        g = (plus - minus) / (2 * self.step)
+        return Point(x, float(f[0]), g, h, ~self.held(x, g))
+
+    def held(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
+        """The parameters at a bound whose gradient points out of the box."""
+        return np.asarray(((x <= self.lower + self.hold) & (g > 0))
+                          | ((x >= self.upper - self.hold) & (g < 0)))
 
     def value_and_gradient(self, x: np.ndarray) -> tuple[float, np.ndarray]:
         f = self.values(np.clip(x, self.lower, self.upper)[None, :] + self.axes)
@@ -147,40 +184,73 @@ class Objective:
         return float(f[0]), (f[1:2 * d + 1:2] - f[2:2 * d + 1:2]) / (2 * self.step)
 
 
+def _candidates(here: Point, mu: float, last: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Trial steps from ``here``: the Newton step with the Hessian's eigenvalues floored at
+    ``mu`` times 1, 16, 256, ... (the Levenberg-Marquardt path from Newton towards steepest
+    descent), each also halved, the least-damped one and the last move repeated RIDGE times
+    (along a ridge, where each Newton step is short, the moves keep their direction); the
+    floors beside them."""
+    lam, vec = here.eigen
+    floors = max(mu, 1e-12 * max(abs(float(lam[-1])), 1.0)) * LM_FACTORS
+    steps = [newton_step(lam, vec, here.g, fl) for fl in floors]
+    out = [*steps, *(0.5 * st for st in steps), *(t * steps[0] for t in RIDGE[1:]),
+           *(t * last for t in RIDGE)]
+    return np.array(out), np.concatenate((floors, floors, np.full(2 * RIDGE.size - 1,
+                                                                  floors[0])))
+
+
+def _inside(x: np.ndarray, steps: np.ndarray, lower: np.ndarray, upper: np.ndarray
+            ) -> np.ndarray:
+    """``x`` plus each step shortened to end on the box if it would leave it (its direction
+    kept, where clipping would bend it along the bound)."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        room = np.where(steps > 0, (upper - x) / steps, np.where(steps < 0, (lower - x) / steps,
+                                                                 np.inf))
+    frac = np.minimum(1.0, room.min(axis=1))
+    return np.clip(x + np.maximum(frac, 0.0)[:, None] * steps, lower, upper)
+
+
 def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
-    """Damped Newton from ``x0``; True if it stopped on the decrement (not on its budget)."""
+    """Projected damped Newton from ``x0``; True if it stopped on the decrement (not on its
+    budget or on a point no trial step improves). Each step evaluates every trial step of
+    :func:`_candidates` in one vectorised call and moves to the best; parameters at a bound
+    with the gradient pointing out stay there."""
     here = obj.point(np.clip(x0, obj.lower, obj.upper))
     mu = 1e-3
     n = obj.data.n
+    gains: list[float] = []
+    last = np.zeros(here.x.size)
     for _ in range(MAX_ITERATIONS):
-        if here.decrement(n) <= DECREMENT_NATS:
+        if here.decrement(n) <= DECREMENT_NATS or sum(gains[-STALL_STEPS:]) * n < (
+                DECREMENT_NATS if len(gains) >= STALL_STEPS else -1.0):
             return here, True
-        lam, vec = here.eigen
-        for _try in range(12):
-            floor = max(mu, 1e-12 * max(abs(lam[-1]), 1.0))
-            step = newton_step(lam, vec, here.g, floor)
-            x = np.clip(here.x + step, obj.lower, obj.upper)
-            if obj.values(x[None, :])[0] < here.f:  # the value first; derivatives if accepted
-                here, mu = obj.point(x), mu / 8
+        for _try in range(3):
+            steps, floors = _candidates(here, mu, np.where(here.free, last, 0.0))
+            trials = np.vstack((np.clip(here.x + steps, obj.lower, obj.upper),
+                                _inside(here.x, steps, obj.lower, obj.upper)))
+            floors = np.concatenate((floors, floors))
+            values = obj.values(trials)
+            best = int(np.argmin(values))
+            if values[best] < here.f:
+                gains.append(here.f - float(values[best]))
+                last = trials[best] - here.x
+                here, mu = obj.point(trials[best]), float(floors[best]) / 8
                 break
-            mu *= 16
-        else:
-            return here, False  # no step lowers the objective: stopped, not proven
+            mu = float(np.max(floors)) * 16  # next try: beyond the most damped trial
+        else:  # no trial lowers the objective: converged if little gain was left to find
+            return here, here.decrement(n) <= ROUNDING_NATS
     return here, here.decrement(n) <= DECREMENT_NATS
 
 
-def search(obj: Objective, x0: np.ndarray) -> Point:
-    """Newton from ``x0``; L-BFGS-B within the bounds from where it stopped if it did not
-    converge, then Newton again from L-BFGS-B's point."""
+def search(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
+    """Newton from ``x0``; if it did not converge, L-BFGS-B within the bounds from where it
+    stopped, then Newton again from L-BFGS-B's point. True if the point returned is one where
+    Newton converged."""
     found, converged = newton(obj, x0)
     if converged:
-        return found
+        return found, True
     res = minimize(obj.value_and_gradient, found.x, jac=True, method="L-BFGS-B",
                    bounds=list(zip(obj.lower, obj.upper, strict=True)),
                    options={"maxiter": MAX_ITERATIONS * 3, "ftol": 1e-14, "gtol": 1e-10})
-    x = np.asarray(res.x, dtype=np.float64)
-    if np.any(x <= obj.lower) or np.any(x >= obj.upper):  # at a bound: Newton cannot polish
-        at = obj.point(x)
-        return at if at.f <= found.f else found
-    polished, _ = newton(obj, x)
-    return polished if polished.f <= found.f else found
+    polished, converged = newton(obj, np.asarray(res.x, dtype=np.float64))
+    return (polished, converged) if polished.f <= found.f else (found, False)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -65,12 +66,75 @@ def _close(a: Any, b: Any) -> bool:
     return bool(a == b)
 
 
+OBJECTIVES = (".objective", ".criterion", ".aic")
+"""A fit's objective (lower is better) and criteria on it: a fresh value may be lower than the
+stored one (a better maximum) but not higher by more than RELATIVE."""
+LOGLIK = ".loglik"
+"""Minus the objective: may be higher, not lower by more than RELATIVE."""
+FITTED_RELATIVE = 1e-2
+"""Values computed from a fitted distribution (SSE, KS distance, a stationary model's mean and
+expected maximum, the Monte Carlo simulation from the Johnson S_U fits): two maxima equally good
+to RELATIVE describe the same distribution to about this much, whatever their parameters."""
+FITTED = re.compile(r"^\.bulk\.fits[<\[]|^\.parameters\.(lower|span)\.|^\.stationary[<\[].*"
+                    r"\.(mean|expected_max)$|^\.simulation\.")
+PARAMETERS = re.compile(r"^\.bulk\.fits[<\[].*\.params\[\d+\]$"
+                        r"|^\.parameters\.(lower|span)\.(a|b|loc|scale)$")
+"""Fitted parameters: on a flat ridge of the objective (Johnson S_U towards its lognormal limit,
+nct as df grows) two maxima equal to RELATIVE have parameters that differ by any amount, so a
+parameter is only held to be finite where the stored one is, and of the same sign; the
+distribution it describes is held by the FITTED values."""
+UNCHECKED = (".reason",)
+"""Why a fit is not ok: words, not numbers (its status is compared)."""
+
+
+def by_family(values: dict[str, Any]) -> dict[str, Any]:
+    """``values`` with fits and stationary models keyed by family instead of rank, and the
+    ranking kept as ``.bulk.ranking`` (the names, best first: ok fits by AIC, then the
+    others), so that a fit is compared with the same family's stored fit."""
+    out: dict[str, Any] = {}
+    for prefix in (".bulk.fits", ".stationary"):
+        names = {k.rsplit(".", 1)[0]: v for k, v in values.items()
+                 if k.startswith(prefix + "[") and k.endswith((".name", ".family"))}
+        for key, value in values.items():
+            if key.startswith(prefix + "["):
+                head = key[: key.index("]") + 1]
+                out[f"{prefix}<{names.get(head)}>{key[len(head):]}"] = value
+        if prefix == ".bulk.fits" and names:
+            out[".bulk.ranking"] = " ".join(str(names[k]) for k in sorted(
+                names, key=lambda k: int(k[len(prefix) + 1:-1])))
+    out.update({k: v for k, v in values.items()
+                if not k.startswith((".bulk.fits[", ".stationary["))})
+    return out
+
+
+def _agrees(key: str, a: Any, b: Any) -> bool:
+    """Whether the fresh value ``b`` agrees with the stored ``a`` at ``key``."""
+    if key.endswith(UNCHECKED):
+        return True
+    numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b))
+    if numbers and all(math.isfinite(v) for v in (a, b)):
+        slack = max(RELATIVE * max(abs(a), abs(b)), ABSOLUTE)
+        if key.endswith(OBJECTIVES):
+            return bool(b <= a + slack)
+        if key.endswith(LOGLIK):
+            return bool(b >= a - slack)
+        if PARAMETERS.search(key):
+            return (a > 0) == (b > 0) or a == b
+        if FITTED.search(key):
+            return abs(a - b) <= max(FITTED_RELATIVE * max(abs(a), abs(b)), ABSOLUTE)
+    return _close(a, b)
+
+
 def differences(expected: dict[str, Any], got: dict[str, Any]) -> list[str]:
-    """The paths where ``got`` differs from ``expected`` (missing, extra, or not close)."""
+    """The paths where ``got`` differs from ``expected`` (missing, extra, or not agreeing), with
+    fits compared family by family: the objective one-sided (a better maximum passes), the
+    status and the ranking exactly, the fitted parameters and what is computed from them to
+    FITTED_RELATIVE, every other value to RELATIVE."""
+    expected, got = by_family(expected), by_family(got)
     bad = [f"missing {k}" for k in expected if k not in got]
     bad += [f"extra {k}" for k in got if k not in expected]
     bad += [f"{k}: {expected[k]!r} -> {got[k]!r}" for k in expected
-            if k in got and not _close(expected[k], got[k])]
+            if k in got and not _agrees(k, expected[k], got[k])]
     return bad
 
 

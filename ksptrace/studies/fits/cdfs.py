@@ -1,0 +1,201 @@
+"""Closed-form cdfs and survival functions of the engine's families, and the conversions
+between a family's own parameters and scipy's.
+
+Each takes the standardised points ``u`` and the shapes as arrays that broadcast against it, so
+a whole set of parameter vectors (a finite-difference stencil, a grid of starts, a Newton
+step's trials) is one call. Only ``scipy.special`` functions and numpy: no private scipy method,
+nothing that depends on a scipy or numpy release. The own parameterisations (lognorm, gamma,
+exponweib, johnsonsu) put each family's limits at a point of one coordinate
+(:mod:`.families` says which).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from scipy import special as sc
+
+
+def log_cosh(x: np.ndarray) -> np.ndarray:
+    """``log(cosh(x))`` without overflow."""
+    ax = np.abs(x)
+    return np.asarray(ax + np.log1p(np.exp(-2.0 * ax)) - np.log(2.0))
+
+
+def norm(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.ndtr(u))
+
+
+def lognorm_z(u: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The normal deviate ``log(1 + s u) / s`` of the lognormal in its own terms (median 0,
+    scale w: loc = -w / s and scipy's scale w / s), and where it is defined."""
+    inside = s * u > -1.0
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.log1p(np.where(inside, s * u, 0.0)) / s, inside
+
+
+def lognorm(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    z, inside = lognorm_z(u, s[0])
+    return np.where(inside, sc.ndtr(z), 0.0)
+
+
+def lognorm_scipy(own: np.ndarray) -> np.ndarray:
+    s, m, w = own[:, 0], own[:, 1], own[:, 2]
+    return np.column_stack((s, m - w / s, w / s))
+
+
+def lognorm_own(p: np.ndarray) -> np.ndarray:
+    s, loc, scale = p[:, 0], p[:, 1], p[:, 2]
+    return np.column_stack((s, loc + scale, s * scale))
+
+
+def johnsonsu_z(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    """The normal deviate of Johnson S_U in its own terms (delta, eps, median m, scale w):
+    x = m + (w / eps) (sinh(eps z - delta) + sinh(delta)), so scipy's a = delta / eps,
+    b = 1 / eps, scale = w / eps, loc = m + scale sinh(delta). At eps -> 0 it tends to the
+    normal (its limit b -> infinity), at |delta| -> infinity to a lognormal."""
+    delta, eps = s
+    return np.asarray((np.arcsinh(eps * u - np.sinh(delta)) + delta) / eps)
+
+
+def johnsonsu_own_cdf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.ndtr(johnsonsu_z(u, s)))
+
+
+def johnsonsu_own_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.ndtr(-johnsonsu_z(u, s)))
+
+
+def johnsonsu_scipy(own: np.ndarray) -> np.ndarray:
+    delta, eps, m, w = own[:, 0], own[:, 1], own[:, 2], own[:, 3]
+    scale = w / eps
+    return np.column_stack((delta / eps, 1.0 / eps, m + scale * np.sinh(delta), scale))
+
+
+def johnsonsu_own(p: np.ndarray) -> np.ndarray:
+    a, b, loc, scale = p[:, 0], p[:, 1], p[:, 2], p[:, 3]
+    return np.column_stack((a / b, 1.0 / b, loc - scale * np.sinh(a / b), scale / b))
+
+
+def gamma_x(u: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The shape a = 1 / k^2 and the gamma variate ``(1 + k u) / k^2`` of the gamma in its own
+    terms (mean 0, standard deviation w, skewness 2 k: scipy's a = 1 / k^2, scale = w k, loc =
+    -w / k)."""
+    a = 1.0 / (k * k)
+    return a, np.maximum((1.0 + k * u) * a, 0.0)
+
+
+def gamma(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.gammainc(*gamma_x(u, s[0])))
+
+
+def gamma_scipy_cdf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.gammainc(s[0], np.maximum(u, 0.0)))
+
+
+def gamma_scipy_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.gammaincc(s[0], np.maximum(u, 0.0)))
+
+
+def gamma_scipy(own: np.ndarray) -> np.ndarray:
+    k, m, w = own[:, 0], own[:, 1], own[:, 2]
+    return np.column_stack((1.0 / (k * k), m - w / k, w * k))
+
+
+def gamma_own(p: np.ndarray) -> np.ndarray:
+    a, loc, scale = p[:, 0], p[:, 1], p[:, 2]
+    return np.column_stack((1.0 / np.sqrt(a), loc + a * scale, np.sqrt(a) * scale))
+
+
+def genextreme(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    """scipy's convention: F = exp(-(1 - c u)^(1/c)), exp(-exp(-u)) at c = 0."""
+    c = np.broadcast_to(s[0], np.broadcast(u, s[0]).shape)
+    small = np.abs(c) < 1e-10
+    arg = 1.0 - c * u
+    inside = arg > 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t = np.where(small, -u, np.log1p(-c * np.where(inside, u, 0.0)) / np.where(small, 1.0, c))
+        f = np.exp(-np.exp(t))
+    return np.where(inside | small, f, np.where(c > 0, 1.0, 0.0))
+
+
+def exponweib(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        base = -np.expm1(-np.power(np.maximum(u, 0.0), s[1]))
+        return np.where(u > 0, np.exp(s[0] * np.log(base)), 0.0)
+
+
+def norm_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.ndtr(-u))
+
+
+def lognorm_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    z, inside = lognorm_z(u, s[0])
+    return np.where(inside, sc.ndtr(-z), 1.0)
+
+
+def gamma_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.gammaincc(*gamma_x(u, s[0])))
+
+
+def genextreme_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    c = np.broadcast_to(s[0], np.broadcast(u, s[0]).shape)
+    small = np.abs(c) < 1e-10
+    inside = 1.0 - c * u > 0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        t = np.where(small, -u, np.log1p(-c * np.where(inside, u, 0.0)) / np.where(small, 1.0, c))
+        f = -np.expm1(-np.exp(t))
+    return np.where(inside | small, f, np.where(c > 0, 0.0, 1.0))
+
+
+def exponweib_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        base = -np.expm1(-np.power(np.maximum(u, 0.0), s[1]))
+        return np.where(u > 0, -np.expm1(s[0] * np.log(base)), 1.0)
+
+
+def weibull_power(u: np.ndarray, kappa: np.ndarray) -> np.ndarray:
+    """``(1 + kappa u)^(1 / kappa)``, scipy's ``((x - loc) / scale)^c`` of the exponentiated
+    Weibull in its own terms (kappa = 1 / c, location at scipy's loc + scale, scale
+    scipy's scale / c): at kappa -> 0 it tends to exp(u), the Gumbel limit; 0 below the
+    support."""
+    inside = kappa * u > -1.0
+    with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
+        return np.where(inside, np.exp(np.log1p(np.where(inside, kappa * u, 0.0)) / kappa), 0.0)
+
+
+def exponweib_own_cdf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        base = -np.expm1(-weibull_power(u, s[1]))
+        return np.where(base > 0, np.exp(s[0] * np.log(base)), 0.0)
+
+
+def exponweib_own_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    with np.errstate(divide="ignore", over="ignore", invalid="ignore"):
+        base = -np.expm1(-weibull_power(u, s[1]))
+        return np.where(base > 0, -np.expm1(s[0] * np.log(base)), 1.0)
+
+
+def exponweib_scipy(own: np.ndarray) -> np.ndarray:
+    a, kappa, m, w = own[:, 0], own[:, 1], own[:, 2], own[:, 3]
+    return np.column_stack((a, 1.0 / kappa, m - w / kappa, w / kappa))
+
+
+def exponweib_own(p: np.ndarray) -> np.ndarray:
+    a, c, loc, scale = p[:, 0], p[:, 1], p[:, 2], p[:, 3]
+    return np.column_stack((a, 1.0 / c, loc + scale, scale / c))
+
+
+def nct_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.nctdtr(s[0], -s[1], -u))
+
+
+def cauchy(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(0.5 + np.arctan(u) / np.pi)
+
+
+def cauchy_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(0.5 - np.arctan(u) / np.pi)
+
+
+def nct(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.nctdtr(s[0], s[1], u))
