@@ -25,6 +25,7 @@ from scipy import integrate, special, stats
 
 from ksptrace.errors import AnalysisError
 from ksptrace.noise.spec import NoiseSpec
+from ksptrace.studies.variability.selection import sorted_quantiles
 
 MAX_NATURAL_SAMPLES = 2000
 """With a continuous detour, the natural sample is reduced to this many quantiles (at the cell
@@ -99,7 +100,10 @@ def _reduce(natural: np.ndarray, size: int) -> np.ndarray:
         x = np.random.default_rng(0).choice(x, MAX_SORTED, replace=False)
     x = np.sort(x)
     if x.size > size:  # the quantiles at the cell midpoints: no weight piles up on the extremes
-        x = np.quantile(x, (np.arange(size) + 0.5) / size)
+        q = (np.arange(size) + 0.5) / size
+        # NaN sorts last and -inf first: numpy's own rules for those (the check then refuses)
+        finite = bool(np.isfinite(x[0]) and np.isfinite(x[-1]))
+        x = sorted_quantiles(x, q) if finite else np.quantile(x, q)
     return x
 
 
