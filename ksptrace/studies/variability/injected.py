@@ -91,13 +91,16 @@ def _discrete_expected_max(support: np.ndarray, cdf: np.ndarray, count: int) -> 
 
 MAX_SORTED = 1_000_000
 """Above this many values, the quantiles come from a seeded subsample of this size (a sort of a
-paper-scale trace's 41 M values would cost seconds for no visible gain)."""
+paper-scale trace's 41 M values would cost seconds for no visible gain), drawn with
+replacement: a draw without replacement shuffles an index of every value (0.4 to 0.8 s of CPU
+at 41 M values, against 10 ms), and at 1 M draws of 41 M the two samples' 2,000 quantiles
+differ by their sampling noise alone."""
 
 
 def _reduce(natural: np.ndarray, size: int) -> np.ndarray:
     x = np.asarray(natural, dtype=float).ravel()
     if x.size > MAX_SORTED:
-        x = np.random.default_rng(0).choice(x, MAX_SORTED, replace=False)
+        x = x[np.random.default_rng(0).integers(0, x.size, MAX_SORTED)]
     x = np.sort(x)
     if x.size > size:  # the quantiles at the cell midpoints: no weight piles up on the extremes
         q = (np.arange(size) + 0.5) / size
