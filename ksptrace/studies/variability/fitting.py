@@ -23,6 +23,7 @@ import scipy.stats as st
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.fits import Binned, binned, equal_count_cells, family, fit_family
 from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES
+from ksptrace.studies.variability.frozen import Bound
 from ksptrace.studies.variability.models import mean_of
 
 DEFAULT_BINS = 200
@@ -45,10 +46,11 @@ def distribution(name: str) -> Any:
 
 
 @functools.lru_cache(maxsize=64)
-def frozen_distribution(name: str, params: tuple[float, ...]) -> Any:
-    """``distribution(name)(*params)``, made once (an analysis asks for the same fits'
+def frozen_distribution(name: str, params: tuple[float, ...]) -> Bound:
+    """``distribution(name)(*params)``: the same values, without scipy's copy of the family per
+    frozen distribution (:mod:`.frozen`), and made once (an analysis asks for the same fits'
     distributions many times per trace)."""
-    return distribution(name)(*params)
+    return Bound(distribution(name), tuple(params))
 
 
 @dataclass(frozen=True)
@@ -306,7 +308,9 @@ def fit_johnsonsu(x: np.ndarray, fit_size: int | None = None, seed: int = 0) -> 
     sample = subsample(flat, fit_size, seed)
     if (drawn := _constant_draw(sample, flat)) is not None:
         raise AnalysisError(drawn)
-    lo, hi = float(sample.min()), float(sample.max())
-    fit = fit_one("johnsonsu", sample, histogram(sample, bins=32, range_=(lo, hi)), seed)
-    a, b, loc, scale = fit.params
-    return JohnsonSU(a=a, b=b, loc=loc, scale=scale, status=fit.status)
+    prep = prepare(sample)  # only the engine's fit: no histogram error nor KS distance to score
+    if prep.cells is None:
+        raise AnalysisError(prep.why)
+    found = fit_family(family("johnsonsu"), prep.cells, seed)
+    a, b, loc, scale = found.params
+    return JohnsonSU(a=a, b=b, loc=loc, scale=scale, status=found.status)

@@ -25,6 +25,7 @@ from scipy import integrate, special, stats
 
 from ksptrace.errors import AnalysisError
 from ksptrace.noise.spec import NoiseSpec
+from ksptrace.studies.variability.selection import sorted_quantiles
 
 MAX_NATURAL_SAMPLES = 2000
 """With a continuous detour, the natural sample is reduced to this many quantiles (at the cell
@@ -90,16 +91,22 @@ def _discrete_expected_max(support: np.ndarray, cdf: np.ndarray, count: int) -> 
 
 MAX_SORTED = 1_000_000
 """Above this many values, the quantiles come from a seeded subsample of this size (a sort of a
-paper-scale trace's 41 M values would cost seconds for no visible gain)."""
+paper-scale trace's 41 M values would cost seconds for no visible gain), drawn with
+replacement: a draw without replacement shuffles an index of every value (0.4 to 0.8 s of CPU
+at 41 M values, against 10 ms), and at 1 M draws of 41 M the two samples' 2,000 quantiles
+differ by their sampling noise alone."""
 
 
 def _reduce(natural: np.ndarray, size: int) -> np.ndarray:
     x = np.asarray(natural, dtype=float).ravel()
     if x.size > MAX_SORTED:
-        x = np.random.default_rng(0).choice(x, MAX_SORTED, replace=False)
+        x = x[np.random.default_rng(0).integers(0, x.size, MAX_SORTED)]
     x = np.sort(x)
     if x.size > size:  # the quantiles at the cell midpoints: no weight piles up on the extremes
-        x = np.quantile(x, (np.arange(size) + 0.5) / size)
+        q = (np.arange(size) + 0.5) / size
+        # NaN sorts last and -inf first: numpy's own rules for those (the check then refuses)
+        finite = bool(np.isfinite(x[0]) and np.isfinite(x[-1]))
+        x = sorted_quantiles(x, q) if finite else np.quantile(x, q)
     return x
 
 

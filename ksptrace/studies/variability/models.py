@@ -126,8 +126,16 @@ def _quantiles(dist: Any) -> tuple[Callable[[float], float], Callable[[float], f
 
 
 def _expected_max(dist: Any, n: float) -> float:
-    """expected_max for a distribution known to have a finite mean: the vectorised rule of
-    quadrature.py, or adaptive quadrature where that rule's checks fail."""
+    """expected_max for a distribution known to have a finite mean: the mean itself for one
+    draw (N = 1: a single-node or single-rank trace), else the vectorised rule of
+    quadrature.py, or adaptive quadrature where that rule's checks fail. For one draw the
+    rule's grid reaches the quantile of 1 - 1e-15, where a skewed fit's tail often fails its
+    end check, and the adaptive quadrature then took 10-25 ms to find the mean that
+    :func:`mean_of` has in closed form (the two agree to 1e-13, tested)."""
+    if n == 1.0:
+        mean = mean_of(dist)
+        if np.isfinite(mean):
+            return mean
     by_rule = expected_max_rule(dist, n)
     if by_rule is not None:
         return by_rule

@@ -58,11 +58,31 @@ def _grouping(node_ids: np.ndarray, nprocs: int) -> tuple[np.ndarray, np.ndarray
 def _block_variances(
     block: np.ndarray, starts: np.ndarray, counts: np.ndarray
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """Within-node [N, c], between-node [c] and total [c] variances of a node-sorted block."""
-    means = np.add.reduceat(block, starts, axis=0) / counts[:, None]
-    dev = block - np.repeat(means, counts, axis=0)
-    within = np.add.reduceat(dev * dev, starts, axis=0) / counts[:, None]
-    return within, means.var(axis=0), block.var(axis=0)
+    """Within-node [N, c], between-node [c] and total [c] variances of a node-sorted block.
+
+    Where every node has as many ranks (the usual layout) the node sums are a reshape's sums
+    over its middle axis: ``np.add.reduceat`` walks a block of strided rows about 18 times
+    slower (0.7 s of CPU for a paper-scale trace's two passes against 0.04 s), and gives the
+    same node means. The total comes from the other two by the law of total variance (the
+    rank-weighted mean of the within-node variances plus the rank-weighted variance of the
+    node means), not from a pass of its own over the block. Both equal the direct
+    computations to rounding (tested)."""
+    n = counts[:, None]
+    weights = n / counts.sum()
+    if counts.size and (counts == counts[0]).all():
+        grouped = block.reshape(counts.size, int(counts[0]), block.shape[1])
+        means = grouped.sum(axis=1) / n
+        dev = grouped - means[:, None, :]
+        np.multiply(dev, dev, out=dev)
+        within = dev.sum(axis=1) / n
+    else:
+        means = np.add.reduceat(block, starts, axis=0) / n
+        dev = block - np.repeat(means, counts, axis=0)
+        np.multiply(dev, dev, out=dev)
+        within = np.add.reduceat(dev, starts, axis=0) / n
+    grand = (weights * means).sum(axis=0)
+    total = (weights * (within + (means - grand) ** 2)).sum(axis=0)
+    return within, means.var(axis=0), total
 
 
 def node_variance(

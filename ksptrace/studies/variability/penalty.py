@@ -75,14 +75,16 @@ def wait_penalty(times: np.ndarray, seed: int = 0, resamples: int = RESAMPLES) -
     rng = np.random.default_rng(seed)
     k = t.shape[1]
     picks = rng.integers(0, k, size=(resamples, k))
-    means = col_mean[picks].sum(axis=1)
-    lockstep = _pct(col_max[picks].sum(axis=1), means)
-    # max_p Σ_k over resampled columns: per rank, the sum of its picked iterations
-    # (one bincount over every resample, each offset by k: the same counts, no Python loop)
+    # Each resample as the counts of the iterations it picked (one bincount over every
+    # resample, each offset by k): every resampled sum is then a product with the counts, per
+    # rank for max_p Σ_k and for Σ_k mean_p and Σ_k max_p alike (gathering K picked means and
+    # maxima per resample cost as much again as the rest, 4.5 ms of a K = 5000 trace's 16 ms)
     flat = (picks + (np.arange(resamples) * k)[:, None]).ravel()
     counts = np.bincount(flat, minlength=resamples * k).reshape(resamples, k).astype(np.float64)
     rank_sums = counts @ t.T  # resamples x ranks
-    rank_sum = _pct(rank_sums.max(axis=1), means)
+    mean_sums, max_sums = (counts @ np.column_stack((col_mean, col_max))).T
+    lockstep = _pct(max_sums, mean_sums)
+    rank_sum = _pct(rank_sums.max(axis=1), mean_sums)
 
     def interval(point: float, draws: np.ndarray) -> Interval:
         # The maximum of resampled sums is biased upwards (resampling adds spread between

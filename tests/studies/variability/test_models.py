@@ -152,3 +152,24 @@ def test_johnsonsu_mean_in_closed_form_equals_scipys_integral(
     positional = st.johnsonsu(a, b, loc, scale)  # as Fit.frozen() makes it
     assert models.mean_of(positional) == pytest.approx(float(dist.mean()), rel=1e-9, abs=1e-15)
     assert models.mean_of(st.norm(loc, scale)) == loc  # other families: scipy's own
+
+
+@pytest.mark.parametrize("dist", [
+    st.johnsonsu(-0.3677237208570368, 0.42285318609925154, 2.2654746276130387e-4,
+                 2.678551395711626e-7),  # a_k-like fits of P = 1 traces whose rule fails at N = 1
+    st.genextreme(-0.6649808575733273, 2.263402957255184e-4, 1.479321358444089e-6),
+    st.gamma(3.0, 8e-5, 7e-6),
+    st.norm(1e-4, 2e-6),
+])
+def test_one_draw_is_the_mean_without_adaptive_quadrature(
+    dist: Any, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """E[max of 1] is the mean: the same number as the adaptive quadrature gave (1e-12), and
+    no adaptive quadrature is run for it (10-25 ms a call)."""
+    quadrature = models.expected_max_adaptive(dist, 1.0)
+    monkeypatch.setattr(models, "expected_max_adaptive", _refuse)
+    assert models.expected_max(dist, 1.0) == pytest.approx(quadrature, rel=1e-12)
+
+
+def _refuse(dist: Any, n: float) -> float:
+    raise AssertionError("adaptive quadrature for one draw")

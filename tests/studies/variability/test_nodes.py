@@ -51,3 +51,36 @@ def test_synthetic_lockstep_method_varies_between_nodes_pipelined_within() -> No
     assert v_std.ratio > 10.0
     assert v_pipe.ratio < 1.0
     assert v_pipe.mean_within > 100 * v_std.mean_within
+
+
+@pytest.mark.parametrize("lockstep", [False, True])
+def test_total_from_within_and_between_is_the_variance_over_all_ranks(lockstep: bool) -> None:
+    """The total is not computed by a pass of its own (the law of total variance gives it):
+    on iteration times (1e-4 s, a spread of 1e-3 of that, uneven nodes) it is the direct
+    variance to 1e-9, and ranks that agree within their node have no within-node variance."""
+    rng = np.random.default_rng(2)
+    counts = [3, 8, 1, 5]
+    ids = np.repeat(np.arange(4), counts)
+    x = 1e-4 * (1.0 + 1e-3 * rng.standard_normal((ids.size, 40)))
+    if lockstep:  # every rank of a node has its node's first rank's times
+        x = x[np.repeat(np.cumsum([0, *counts[:-1]]), counts)]
+    res = nodes.node_variance(x, ids)
+    assert res.total == pytest.approx(float(x.var(axis=0).mean()), rel=1e-9)
+    if lockstep:  # to rounding: a node mean of equal values need not round back to them
+        assert res.within.max() < 1e-12 * res.total
+    else:
+        assert (res.within > 0.0).sum() == 3  # the node of one rank has none
+
+
+def test_equal_and_unequal_node_sizes_take_both_paths() -> None:
+    """Nodes of equal size (summed through a reshape) and of unequal size (np.add.reduceat)
+    give the direct per-node variances of the same times."""
+    rng = np.random.default_rng(3)
+    for counts in ([4, 4, 4], [4, 3, 5]):
+        ids = np.repeat(np.arange(3), counts)
+        x = rng.lognormal(-9.0, 0.2, (ids.size, 30))
+        res = nodes.node_variance(x, ids)
+        per = [_direct(x[:, k], ids) for k in range(30)]
+        assert np.allclose(res.within, np.mean([p[0] for p in per], axis=0), rtol=1e-12)
+        assert res.between == pytest.approx(np.mean([p[1] for p in per]), rel=1e-12)
+        assert res.total == pytest.approx(float(x.var(axis=0).mean()), rel=1e-12)
