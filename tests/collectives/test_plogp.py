@@ -71,6 +71,7 @@ def test_plogp_under_mpich(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "said"), [
+    (("--np", "1"), "run it with --np 2 (got 1 ranks)"),
     (("--np", "3"), "run it with --np 2 (got 3 ranks)"),
     (("--np", "2", "--algorithm", "ring"), "there is no collective algorithm to force"),
 ])
