@@ -25,6 +25,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -85,7 +86,7 @@ def main() -> None:
             shutil.rmtree(folder, ignore_errors=True)
     sizes = traces[0].message_bytes
     meds = [medians(t) for t in traces]
-    agreement = {}
+    agreement: dict[str, dict[str, Any]] = {}
     for name in meds[0]:
         diffs = np.array([np.abs(a[name] / b[name] - 1) for a, b in zip(meds[::2], meds[1::2],
                                                                          strict=False)])
