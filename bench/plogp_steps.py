@@ -94,6 +94,8 @@ def main() -> None:
         agreement[name] = {"worst_per_size": dict(zip(map(int, sizes), map(float, worst),
                                                       strict=True)),
                            "sizes_within_10pc_in_every_pair": int((worst <= 0.10).sum()),
+                           "difference_per_pair": [[round(float(x), 4) for x in row]
+                                                   for row in diffs],
                            "sizes_within_10pc_per_pair": [int(x) for x in
                                                           (diffs <= 0.10).sum(axis=1)],
                            "pairs_all_sizes_within_10pc": int((diffs.max(axis=1) <= 0.10)
