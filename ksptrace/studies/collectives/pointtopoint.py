@@ -101,7 +101,8 @@ def fit_plogp_model(sizes: np.ndarray, half_round_trip: np.ndarray, send_overhea
                     max_breaks: int = MAX_BREAKS) -> PLogPModel:
     """PLogP from measurements per size ([M], [M, R] or [P, M, R]; per size the median of the
     repetitions left after rejecting slow outliers is fitted, each size weighted by the inverse
-    of its relative standard error when there are 3 or more repetitions)."""
+    of its relative standard error, from the median's 95 % interval, when every size kept 6 or
+    more repetitions: ``persize.py``)."""
     m = np.asarray(sizes, np.float64).ravel()
     if m.size < 3 or np.unique(m).size != m.size:
         raise AnalysisError("PLogP needs at least 3 distinct message sizes; measure more")
