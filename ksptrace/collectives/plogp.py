@@ -65,6 +65,11 @@ class PLogPTimes:
     gap: np.ndarray
 
 
+def _pattern(nbytes: int, rank: int) -> np.ndarray:
+    """What ``rank`` sends; a shorter message's pattern is a prefix of a longer one's."""
+    return byte_pattern(nbytes, 7, 13 * rank + 1)
+
+
 def train_slope(lengths: Sequence[int], seconds: Sequence[float]) -> float:
     """Theil-Sen slope of a train's time over its length: the median of the pairwise slopes."""
     n = np.asarray(lengths, np.float64)
@@ -176,8 +181,7 @@ def time_plogp(comm: Any, sizes: Sequence[int], rounds: int, warmup: int,
     the first ``warmup`` rounds are run and checked but not kept."""
     rank = comm.Get_rank()
     largest = max(sizes)
-    send, expected = byte_pattern(largest, 7, 13 * rank + 1), byte_pattern(largest, 7,
-                                                                           13 * (1 - rank) + 1)
+    send, expected = _pattern(largest, rank), _pattern(largest, 1 - rank)
     recv = np.zeros(largest, np.uint8)
     pairs = [_Pair(comm, send[:m], recv[:m], expected[:m], wtime) for m in sizes]
     kept = np.empty((4, len(sizes), rounds))
