@@ -6,10 +6,12 @@ between the robust medians of consecutive runs (1 vs 2, 3 vs 4, ...; target <= 1
 1 MiB), and in how many runs the step fit of each of o_s, o_r and g puts a break at 4 KiB (the
 eager limit of Open MPI's shared-memory transport; target >= 9 of 10), or within one size of it.
 
-    python bench/plogp_steps.py [TRACE.h5 ...] [--runs 10] [--repetitions 10] [--out FILE]
+    python bench/plogp_steps.py [TRACE.h5 ...] [--runs 10] [--repetitions R] [--out FILE]
 
-Without traces it first records ``--runs`` of them (``ksptrace collectives --np 2 --op plogp``,
-one after the other, into a temporary folder that it removes).
+Without traces it first records ``--runs`` of them (``ksptrace collectives --np 2 --op plogp``
+with the CLI's defaults: 1 B-1 MiB, 20 rounds, 3 warm-up rounds; one after the other, into a
+temporary folder that it removes), and the wall time of each. The trace keeps the 1-minute
+load average at its start (``loadavg_before``): the machine's state is part of the result.
 """
 
 from __future__ import annotations
@@ -21,12 +23,14 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from ksptrace.studies.collectives.p2p_table import model_of
-from ksptrace.studies.collectives.pointtopoint import robust_medians
+from ksptrace.studies.collectives.persize import robust_medians, rows, summarize
 from ksptrace.trace import collectives as ctrace
 
 RESULTS = Path(__file__).resolve().parent / "results" / "plogp_steps.json"
@@ -44,32 +48,45 @@ def medians(t: ctrace.CollectiveTrace) -> dict[str, np.ndarray]:
     return out
 
 
-def record(folder: Path, i: int, repetitions: int) -> Path:
+def rel_errors(traces: list[ctrace.CollectiveTrace]) -> dict[str, np.ndarray]:
+    """Per function, every run's per-size relative standard errors of the median."""
+    assert all(t.parts is not None for t in traces)
+    return {name: np.array([summarize(rows(t.parts[key], t.message_bytes.size, key)).rel_error
+                            for t in traces if t.parts is not None])
+            for name, key in PARTS.items()}
+
+
+def record(folder: Path, i: int, repetitions: int | None) -> tuple[Path, float]:
+    """One run with the CLI's defaults (1 B-1 MiB, its repetitions and warm-up unless
+    ``repetitions`` is given), and its wall time in seconds (MPI start-up included)."""
     out = folder / f"run{i + 1}.h5"
+    reps = [] if repetitions is None else ["--repetitions", str(repetitions)]
+    start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "ksptrace", "collectives", "--np", "2", "--op", "plogp",
-                    "--repetitions", str(repetitions), "--warmup", "2", "--out", str(out)],
-                   check=True, stdout=subprocess.DEVNULL)
-    return out
+                    *reps, "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+    return out, time.perf_counter() - start
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("traces", nargs="*")
     parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--repetitions", type=int, default=10)
+    parser.add_argument("--repetitions", type=int, default=None,
+                        help="rounds per run (default: ksptrace collectives' own)")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
+    runs: list[tuple[Path, float]] = []
     folder = None if args.traces else Path(tempfile.mkdtemp(prefix="ksptrace-plogp-"))
     try:
-        paths = [Path(p) for p in args.traces] or [record(folder, i, args.repetitions)
-                                                   for i in range(args.runs) if folder]
+        runs = [record(folder, i, args.repetitions) for i in range(args.runs) if folder]
+        paths = [Path(p) for p in args.traces] or [p for p, _ in runs]
         traces = [ctrace.read(p) for p in paths]
     finally:
         if folder is not None:
             shutil.rmtree(folder, ignore_errors=True)
     sizes = traces[0].message_bytes
     meds = [medians(t) for t in traces]
-    agreement = {}
+    agreement: dict[str, dict[str, Any]] = {}
     for name in meds[0]:
         diffs = np.array([np.abs(a[name] / b[name] - 1) for a, b in zip(meds[::2], meds[1::2],
                                                                          strict=False)])
@@ -77,6 +94,10 @@ def main() -> None:
         agreement[name] = {"worst_per_size": dict(zip(map(int, sizes), map(float, worst),
                                                       strict=True)),
                            "sizes_within_10pc_in_every_pair": int((worst <= 0.10).sum()),
+                           "difference_per_pair": [[round(float(x), 4) for x in row]
+                                                   for row in diffs],
+                           "sizes_within_10pc_per_pair": [int(x) for x in
+                                                          (diffs <= 0.10).sum(axis=1)],
                            "pairs_all_sizes_within_10pc": int((diffs.max(axis=1) <= 0.10)
                                                               .sum()),
                            "median_pair_difference": float(np.median(diffs))}
@@ -97,6 +118,9 @@ def main() -> None:
               "loadavg_before_each_run": [float(t.attrs.get("loadavg_before", np.nan))
                                           for t in traces],
               "loadavg_now": list(os.getloadavg()),
+              "wall_seconds_each_run": [round(w, 2) for _, w in runs],
+              "median_rel_error_per_function": {
+                  k: float(np.median(v)) for k, v in rel_errors(traces).items()},
               "agreement": agreement, "step_at_4KiB": found,
               "step_at_4KiB_in_all_three": all_three, "breakpoints": breaks}
     Path(args.out).write_text(json.dumps(result, indent=2) + "\n")

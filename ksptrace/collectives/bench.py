@@ -145,17 +145,11 @@ def _measure_plogp(comm: Any, s: BenchSettings, wtime: Callable[[], float]) -> T
     if comm.Get_size() != 2:  # every rank sees the same size: they raise together
         raise UsageError(f"plogp measures messages between two ranks; run it on 2, not "
                          f"{comm.Get_size()}")
-    m, r = len(s.sizes), s.repetitions
-    seconds = np.empty((m, r))
-    parts = {name: np.empty((m, r)) for name in PARTS}
-    for j, nbytes in enumerate(s.sizes):
-        times, wrong = time_plogp(comm, nbytes, r, s.warmup, wtime)
-        seconds[j] = times.half_round_trip
-        for name, values in zip(PARTS, (times.send_overhead, times.recv_overhead, times.gap),
-                                strict=True):
-            parts[name][j] = values
-        agree_on_error(comm, None if wrong is None else WrongResult(
-            f"plogp at {nbytes} B on rank {comm.Get_rank()}: {wrong}"))
+    times, wrong = time_plogp(comm, s.sizes, s.repetitions, s.warmup, wtime)
+    parts = dict(zip(PARTS, (times.send_overhead, times.recv_overhead, times.gap), strict=True))
+    agree_on_error(comm, None if wrong is None else WrongResult(
+        f"plogp on rank {comm.Get_rank()}: {wrong}"))
+    seconds = times.half_round_trip
     return Timings(seconds, parts=parts)
 
 

@@ -4,28 +4,39 @@ PLogP describes a point-to-point message of m bytes by an end-to-end latency L a
 functions of m: the sender's overhead o_s(m) (the time its send call keeps the CPU), the
 receiver's overhead o_r(m) (the time a receive of an already-arrived message takes), and the gap
 g(m) (the interval between consecutive messages a sender can sustain; g >= o_s, o_r). A round
-trip takes RTT(m) = 2 (L + g(m)). Each repetition, with rank ``a`` measuring and ``b`` its peer,
-barrier-separated:
+trip takes RTT(m) = 2 (L + g(m)). With rank ``a`` measuring and ``b`` its peer, every timed
+exchange starts after a barrier:
 
-- round trip: ``a`` sends m bytes, ``b`` returns them; RTT is ``a``'s elapsed time;
+- round trip: ``a`` sends m bytes, ``b`` returns them; RTT is ``a``'s elapsed time. The
+  trips of a round follow one another after one barrier (a ping-pong): timed each after a
+  barrier of its own, the trips from 4 to 16 KiB took either about 2.2 or about 4 us, by how
+  late the peer left the barrier, and their median jumped between the two from run to run;
 - o_s(m): ``a`` times its send while ``b`` receives;
 - o_r(m): ``b`` sends; ``a`` waits 2 RTT + 20 us and then until MPI_Iprobe sees the message
   (a sender descheduled on a shared machine is late, and its lateness is no overhead), then
   times its receive (at rendezvous sizes this includes the transfer, as PLogP's o_r does);
-- g(m): ``a`` sends one message and then a burst of BURST back to back, each followed by a
-  zero-byte acknowledgement from ``b``; g = (T_burst - T_one) / (BURST - 1), which cancels the
-  latency and the acknowledgement.
+- g(m): ``a`` sends trains of n back-to-back messages, n in :data:`TRAINS`, each train closed
+  by a zero-byte acknowledgement from ``b``. A train takes ``c + n g`` once it saturates the
+  path (c: the latency and the acknowledgement), so g is the slope of the train's time over n
+  (each length timed :data:`INNER` times, its median kept): the median of the slopes between
+  every two train lengths (Theil-Sen), which one disturbed length does not move. The shortest
+  train has 2 messages: a single message is not yet saturated (its send returns before the
+  path is busy). A ratio of one long train to one short (the earlier method) rests on two
+  single timings and varied by 2x from run to run at small sizes.
 
-In each repetition the round trip, o_s and o_r are timed INNER times one message at a time and
-the repetition keeps their median (a burst median: on a shared machine a rank descheduled for
-one message does not move it). Both ranks take the measuring role in turn, so every per-rank
-array of the trace holds that rank's own measurements. Every received message is checked
-against the sender's pattern.
+**Rounds.** A repetition is a round over every message size, in an order shuffled per round
+(the same on both ranks), so a burst of foreign load on a shared machine lands on one round
+of all sizes rather than on all repetitions of a few sizes; the rounds' medians per size are
+then comparable with one another. In each round and size, the round trip, o_s and o_r are timed
+:data:`INNER` times one message at a time and the round keeps their median (a burst median: a
+rank descheduled for one message does not move it). Both ranks take the measuring role in turn,
+so every per-rank array of the trace holds that rank's own measurements. Every received message
+is checked against the sender's pattern (after the clock is read).
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -33,11 +44,11 @@ import numpy as np
 
 from ksptrace.collectives.patterns import byte_pattern, first_difference
 
-BURST = 16
-"""Messages in the burst that measures the gap."""
+TRAINS = (2, 4, 8, 16)
+"""Messages in the trains whose times give the gap (their slope over the train length)."""
 INNER = 5
-"""Round trips, sends and receives timed one by one in each repetition; the repetition keeps
-their median (a rank descheduled during one of them does not move it)."""
+"""Round trips, sends, receives and trains of each length timed one by one per round and size;
+the round keeps their median (a rank descheduled during one of them does not move it)."""
 SETTLE = 20e-6
 """Seconds beyond two round trips that the receiver waits before timing o_r."""
 PARTS = ("send_overhead_seconds", "recv_overhead_seconds", "gap_seconds")
@@ -46,7 +57,7 @@ PARTS = ("send_overhead_seconds", "recv_overhead_seconds", "gap_seconds")
 
 @dataclass(frozen=True)
 class PLogPTimes:
-    """One rank's measurements at one message size, as the measuring side ([R] each)."""
+    """One rank's measurements as the measuring side, [M, R] each (size, round)."""
 
     half_round_trip: np.ndarray
     send_overhead: np.ndarray
@@ -55,7 +66,21 @@ class PLogPTimes:
 
 
 def _pattern(nbytes: int, rank: int) -> np.ndarray:
+    """What ``rank`` sends; a shorter message's pattern is a prefix of a longer one's."""
     return byte_pattern(nbytes, 7, 13 * rank + 1)
+
+
+def train_slope(lengths: Sequence[int], seconds: Sequence[float]) -> float:
+    """Theil-Sen slope of a train's time over its length: the median of the pairwise slopes."""
+    n = np.asarray(lengths, np.float64)
+    t = np.asarray(seconds, np.float64)
+    i, j = np.triu_indices(n.size, 1)
+    return float(np.median((t[j] - t[i]) / (n[j] - n[i])))
+
+
+def size_order(sizes: int, round_index: int) -> np.ndarray:
+    """The order of the sizes in one round: a permutation both ranks compute alike."""
+    return np.random.default_rng(round_index).permutation(sizes)
 
 
 def _spin(until: float, wtime: Callable[[], float]) -> None:
@@ -63,79 +88,108 @@ def _spin(until: float, wtime: Callable[[], float]) -> None:
         pass
 
 
-def time_plogp(comm: Any, nbytes: int, repetitions: int, warmup: int,
+class _Pair:
+    """Both ranks' side of the timed exchanges at one size (buffers are prefixes of the
+    largest size's: the patterns are periodic from index 0)."""
+
+    def __init__(self, comm: Any, send: np.ndarray, recv: np.ndarray, expected: np.ndarray,
+                 wtime: Callable[[], float]) -> None:
+        self.comm, self.send, self.recv, self.expected = comm, send, recv, expected
+        self.wtime, self.peer = wtime, 1 - comm.Get_rank()
+        self.ack = np.empty(0, np.uint8)
+        self.wrong: str | None = None
+
+    def _received(self) -> None:
+        if self.wrong is None and first_difference(self.recv, self.expected) is not None:
+            self.wrong = f"the {self.send.size} B message from rank {self.peer} arrived altered"
+        self.recv.fill(0)
+
+    def round_trips(self, mine: bool, count: int) -> list[float]:
+        """``count`` ping-pongs in a row after one barrier, each timed on its own."""
+        comm, peer = self.comm, self.peer
+        comm.Barrier()
+        out = []
+        for _ in range(count):
+            t0 = self.wtime()
+            if mine:
+                comm.Send(self.send, peer)
+                comm.Recv(self.recv, peer)
+            else:
+                comm.Recv(self.recv, peer)
+                comm.Send(self.send, peer)
+            out.append(self.wtime() - t0)
+        self._received()  # after the clock reads: the check is no part of a trip
+        return out
+
+    def send_overhead(self, mine: bool) -> float:
+        self.comm.Barrier()
+        if not mine:
+            self.comm.Recv(self.recv, self.peer)
+            self._received()
+            return 0.0
+        t0 = self.wtime()
+        self.comm.Send(self.send, self.peer)
+        return self.wtime() - t0
+
+    def recv_overhead(self, mine: bool, rtt: float) -> float:
+        comm = self.comm
+        comm.Barrier()
+        if not mine:
+            comm.Send(self.send, self.peer)
+            return 0.0
+        _spin(self.wtime() + 2 * rtt + SETTLE, self.wtime)
+        while not comm.Iprobe(source=self.peer):  # a descheduled sender is late
+            pass
+        t0 = self.wtime()
+        comm.Recv(self.recv, self.peer)
+        elapsed = self.wtime() - t0
+        self._received()
+        return elapsed
+
+    def train(self, mine: bool, count: int) -> float:
+        comm, peer = self.comm, self.peer
+        comm.Barrier()
+        t0 = self.wtime()
+        if mine:
+            for _ in range(count):
+                comm.Send(self.send, peer)
+            comm.Recv(self.ack, peer)
+        else:
+            for _ in range(count):
+                comm.Recv(self.recv, peer)
+            comm.Send(self.ack, peer)
+        elapsed = self.wtime() - t0
+        if not mine:
+            self._received()
+        return elapsed
+
+
+def _one(pair: _Pair, mine: bool, measurer: int) -> tuple[float, float, float, float]:
+    """One round's RTT, o_s, o_r and g at one size (meaningful on the measuring rank)."""
+    trips = pair.round_trips(mine, INNER)
+    rtt = pair.comm.bcast(float(np.median(trips)), root=measurer)
+    sends = [pair.send_overhead(mine) for _ in range(INNER)]
+    recvs = [pair.recv_overhead(mine, rtt) for _ in range(INNER)]
+    trains = np.array([[pair.train(mine, n) for n in TRAINS] for _ in range(INNER)])
+    return (rtt, float(np.median(sends)), float(np.median(recvs)),
+            train_slope(TRAINS, np.median(trains, axis=0)))
+
+
+def time_plogp(comm: Any, sizes: Sequence[int], rounds: int, warmup: int,
                wtime: Callable[[], float]) -> tuple[PLogPTimes, str | None]:
-    """Measure on ranks 0 and 1 of ``comm`` (which must have exactly two ranks)."""
+    """Measure every size in each of ``warmup + rounds`` rounds on the two ranks of ``comm``;
+    the first ``warmup`` rounds are run and checked but not kept."""
     rank = comm.Get_rank()
-    peer = 1 - rank
-    send, expected = _pattern(nbytes, rank), _pattern(nbytes, peer)
-    recv = np.empty(nbytes, np.uint8)
-    ack = np.empty(0, np.uint8)
-    wrong: str | None = None
-    kept: dict[str, np.ndarray] = {k: np.empty(repetitions) for k in
-                                   ("rtt", "o_s", "o_r", "g")}
-
-    def received() -> None:
-        nonlocal wrong
-        if wrong is None and first_difference(recv, expected) is not None:
-            wrong = f"the {nbytes} B message from rank {peer} arrived altered"
-        recv.fill(0)
-
-    for measurer in (0, 1):
-        mine = rank == measurer
-        for i in range(warmup + repetitions):
-            trips, sends, recvs = (np.empty(INNER) for _ in range(3))
-            for k in range(INNER):  # round trips
-                comm.Barrier()
-                t0 = wtime()
-                if mine:
-                    comm.Send(send, peer)
-                    comm.Recv(recv, peer)
-                else:
-                    comm.Recv(recv, peer)
-                    comm.Send(send, peer)
-                trips[k] = wtime() - t0
-                received()  # checked after the clock read: the check is no part of the trip
-            rtt = comm.bcast(float(np.median(trips)), root=measurer)
-            for k in range(INNER):  # o_s
-                comm.Barrier()
-                t0 = wtime()
-                if mine:
-                    comm.Send(send, peer)
-                    sends[k] = wtime() - t0
-                else:
-                    comm.Recv(recv, peer)
-                    received()
-            for k in range(INNER):  # o_r: the message has arrived when the receive starts
-                comm.Barrier()
-                if mine:
-                    _spin(wtime() + 2 * rtt + SETTLE, wtime)
-                    while not comm.Iprobe(source=peer):  # a descheduled sender is late
-                        pass
-                    t0 = wtime()
-                    comm.Recv(recv, peer)
-                    recvs[k] = wtime() - t0
-                    received()
-                else:
-                    comm.Send(send, peer)
-            burst = []
-            for count in (1, BURST):  # the gap
-                comm.Barrier()
-                t0 = wtime()
-                if mine:
-                    for _ in range(count):
-                        comm.Send(send, peer)
-                    comm.Recv(ack, peer)
-                else:
-                    for _ in range(count):
-                        comm.Recv(recv, peer)
-                    comm.Send(ack, peer)
-                    received()
-                burst.append(wtime() - t0)
-            if mine and i >= warmup:
-                k = i - warmup
-                kept["rtt"][k], kept["o_s"][k] = rtt, float(np.median(sends))
-                kept["o_r"][k] = float(np.median(recvs))
-                kept["g"][k] = (burst[1] - burst[0]) / (BURST - 1)
-    times = PLogPTimes(kept["rtt"] / 2, kept["o_s"], kept["o_r"], kept["g"])
-    return times, wrong
+    largest = max(sizes)
+    send, expected = _pattern(largest, rank), _pattern(largest, 1 - rank)
+    recv = np.zeros(largest, np.uint8)
+    pairs = [_Pair(comm, send[:m], recv[:m], expected[:m], wtime) for m in sizes]
+    kept = np.empty((4, len(sizes), rounds))
+    for r in range(warmup + rounds):
+        for j in size_order(len(sizes), r):
+            for measurer in (0, 1):
+                values = _one(pairs[j], rank == measurer, measurer)
+                if rank == measurer and r >= warmup:
+                    kept[:, j, r - warmup] = values
+    wrong = next((p.wrong for p in pairs if p.wrong is not None), None)
+    return PLogPTimes(kept[0] / 2, kept[1], kept[2], kept[3]), wrong

@@ -47,7 +47,9 @@ def _check(t: ctrace.CollectiveTrace) -> None:
         assert values[-1] > 3 * values[0]
     model = model_of(t)
     assert model.L >= 0
-    assert np.all(np.diff(model.gap(t.message_bytes)) >= 0)  # slopes are non-negative
+    # within a piece the gap does not fall (a break may start lower: g bends at the eager limit)
+    assert all(b >= 0 for b in model.gap.slopes)
+    assert (model.gap(t.message_bytes) > 0).all()
 
 
 def test_plogp_under_open_mpi_and_its_report(tmp_path: Path) -> None:
@@ -71,6 +73,7 @@ def test_plogp_under_mpich(tmp_path: Path) -> None:
 
 
 @pytest.mark.parametrize(("args", "said"), [
+    (("--np", "1"), "run it with --np 2 (got 1 ranks)"),
     (("--np", "3"), "run it with --np 2 (got 3 ranks)"),
     (("--np", "2", "--algorithm", "ring"), "there is no collective algorithm to force"),
 ])

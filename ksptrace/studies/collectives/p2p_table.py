@@ -5,31 +5,31 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-import numpy as np
 import pandas as pd
 
 from ksptrace.errors import AnalysisError
+from ksptrace.studies.collectives.persize import rows, summarize
 from ksptrace.studies.collectives.pointtopoint import (
     Piecewise,
     PLogPModel,
     fit_plogp_model,
     logp_from_plogp,
-    robust_medians,
 )
 from ksptrace.studies.table import Table, map_cells, significant
 from ksptrace.trace.collectives import CollectiveTrace
 
 
 def _function(name: str, f: Piecewise) -> str:
-    pieces = [f"{a * 1e6:.3g} us + {b * 1e9:.3g} ns/B" for a, b in zip(f.intercepts, f.slopes,
-                                                                      strict=True)]
+    """Each piece by its value where it starts and its slope beyond (a later piece's intercept
+    at m = 0 can be negative, which says nothing about the sizes it covers)."""
+    starts = (0, *f.breakpoints)
+    pieces = [f"{(a + b * lo) * 1e6:.3g} us at {lo} B + {b * 1e9:.3g} ns/B" for a, b, lo in zip(
+        f.intercepts, f.slopes, starts, strict=True)]
     if not f.breakpoints:
         return f"{name}(m) = {pieces[0]} (no step)"
     steps = ", ".join(f"{jump:+.0%} at {b} B" for b, jump in zip(f.breakpoints, f.jumps(),
                                                                  strict=True))
-    return (f"{name}(m) = " + "; ".join(
-        f"{piece} from {lo} B" for piece, lo in zip(pieces, (1, *f.breakpoints), strict=True))
-        + f" (steps {steps})")
+    return f"{name}(m) = " + "; ".join(pieces) + f" (steps {steps})"
 
 
 def model_of(trace: CollectiveTrace) -> PLogPModel:
@@ -50,11 +50,14 @@ def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
             continue
         model = model_of(t)
         logp = logp_from_plogp(model)
-        med = {k: robust_medians(np.moveaxis(v, 0, 1).reshape(v.shape[1], -1)) * 1e6
-               for k, v in (("rtt_half_us", t.seconds), *(
-                   (k.replace("_seconds", "_us"), v) for k, v in t.parts.items()))}
-        frame = pd.DataFrame({"bytes": t.message_bytes, **med})
+        summaries = {k: summarize(rows(v, t.message_bytes.size, k)) for k, v in (
+            ("rtt_half", t.seconds), *((k.replace("_seconds", ""), v)
+                                       for k, v in t.parts.items()))}
+        frame = pd.DataFrame({"bytes": t.message_bytes,
+                              **{f"{k}_us": s.median * 1e6 for k, s in summaries.items()}})
         frame["gap_model_us"] = model.gap(t.message_bytes) * 1e6
+        for k, s in summaries.items():  # the 95 % interval's half-width, in % of the median
+            frame[f"{k}_ci_pct"] = (s.high - s.low) / 2 / s.median * 100
         notes = (f"L = {model.L * 1e6:.3g} us (RTT/2 - g at the smallest size)",
                  _function("o_s", model.send_overhead), _function("o_r", model.recv_overhead),
                  _function("g", model.gap),
@@ -63,8 +66,11 @@ def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
                  f"L/g = {logp.in_flight:.2g} messages in flight"
                  + (f" ({logp.note})" if logp.note else ""),
                  *((model.note,) if model.note else ()),
-                 "medians over repetitions (each a median of 5 messages; repetitions more "
-                 "than 5 MADs slower than the median left out), each rank measuring in turn")
+                 "per size the median over rounds (each round's o_s, o_r and RTT a median "
+                 "of 5 messages, its g the slope of trains of 2-16 messages; rounds more than "
+                 "5 MADs slower than the median left out), both ranks measuring in turn; "
+                 "*_ci_pct: half the 95 % interval of that median; a break must stand out of "
+                 "these intervals")
         library = str(t.attrs.get("mpi_library", "")).split("\n")[0].split(",")[0].strip()
         out.append(Table("collectives_plogp", f"PLogP between two ranks ({library})".replace(
             " ()", ""), frame, display=map_cells(frame, significant), notes=notes))

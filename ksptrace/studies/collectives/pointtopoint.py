@@ -24,7 +24,8 @@ import numpy as np
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.collectives import models as cm
-from ksptrace.studies.collectives.steps import StepFit, fit_steps
+from ksptrace.studies.collectives.persize import rows, summarize
+from ksptrace.studies.collectives.steps import MAX_BREAKS, StepFit, fit_steps
 
 FLOOR = 1e-9
 """Seconds: a median overhead or gap at or below zero (a difference of two times that are
@@ -87,52 +88,27 @@ class PLogPModel:
         return np.asarray(2 * (self.L + self.gap(sizes)))
 
 
-def _medians(values: np.ndarray, m: int, what: str) -> tuple[np.ndarray, np.ndarray | None]:
-    """Per size, the robust median and its relative standard error (None from one value)."""
-    v = np.asarray(values, np.float64)
-    if v.ndim == 1:
-        v = v[:, None]
-    if v.ndim == 3:  # [P, M, R]: every rank measured as the sender in turn
-        v = np.moveaxis(v, 0, 1).reshape(v.shape[1], -1)
-    if v.ndim != 2 or v.shape[0] != m:
-        raise AnalysisError(f"{what} must have one row per message size ({m}), got {v.shape}")
-    if not np.isfinite(v).all():
-        raise AnalysisError(f"{what} holds NaN or inf; drop the bad trace")
-    med = robust_medians(v)
-    if v.shape[1] < 3:
-        return med, None
-    spread = 1.4826 * np.median(np.abs(v - med[:, None]), axis=1)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        rel = spread / np.abs(med) / np.sqrt(v.shape[1])
-    return med, np.where(np.isfinite(rel), rel, 1.0)
-
-
-REJECT_MADS = 5.0
-"""A repetition more than this many (scaled) median absolute deviations above its size's median
-is left out before the median is taken: disturbances on a shared machine only lengthen times."""
-
-
-def robust_medians(values: np.ndarray) -> np.ndarray:
-    """Per row, the median of the values left after rejecting the slow outliers."""
-    v = np.asarray(values, np.float64)
-    med = np.median(v, axis=1, keepdims=True)
-    spread = 1.4826 * np.median(np.abs(v - med), axis=1, keepdims=True)
-    kept = np.where(v <= med + REJECT_MADS * spread, v, np.nan)
-    return np.asarray(np.nanmedian(kept, axis=1))
+def _summary(values: np.ndarray, m: int, what: str) -> tuple[np.ndarray, np.ndarray | None]:
+    """Per size, the robust median and its relative standard error (None where the
+    repetitions are too few to bound the median: the sizes are then weighted alike)."""
+    summary = summarize(rows(values, m, what))
+    rel = summary.rel_error
+    return summary.median, None if np.isnan(rel).any() else rel
 
 
 def fit_plogp_model(sizes: np.ndarray, half_round_trip: np.ndarray, send_overhead: np.ndarray,
                     recv_overhead: np.ndarray, gap: np.ndarray,
-                    max_breaks: int = 4) -> PLogPModel:
+                    max_breaks: int = MAX_BREAKS) -> PLogPModel:
     """PLogP from measurements per size ([M], [M, R] or [P, M, R]; per size the median of the
     repetitions left after rejecting slow outliers is fitted, each size weighted by the inverse
-    of its relative standard error when there are 3 or more repetitions)."""
+    of its relative standard error, from the median's 95 % interval, when every size kept 6 or
+    more repetitions: ``persize.py``)."""
     m = np.asarray(sizes, np.float64).ravel()
     if m.size < 3 or np.unique(m).size != m.size:
         raise AnalysisError("PLogP needs at least 3 distinct message sizes; measure more")
     order = np.argsort(m)
     m = m[order]
-    summary = {name: _medians(v, m.size, name) for name, v in (
+    summary = {name: _summary(v, m.size, name) for name, v in (
         ("half_round_trip", half_round_trip), ("send_overhead", send_overhead),
         ("recv_overhead", recv_overhead), ("gap", gap))}
     med = {k: v[0][order] for k, v in summary.items()}
