@@ -16,7 +16,13 @@ from pathlib import Path
 
 import pytest
 
-from tests.studies.variability.golden_values import FOLDER, analysed, differences, flatten
+from tests.studies.variability.golden_values import (
+    FOLDER,
+    analysed,
+    by_family,
+    differences,
+    flatten,
+)
 
 TRACES = sorted(FOLDER.glob("*.h5"))
 
@@ -79,17 +85,14 @@ def test_the_comparison_holds_fits_to_their_objective_status_and_ranking() -> No
 
 
 def _by_family(values: dict[str, object], drop: str) -> dict[str, object]:
-    """``values`` with fits and stationary models keyed by family instead of rank, the
-    family ``drop`` and the flags and notes that name it left out."""
-    out: dict[str, object] = {}
-    for prefix in (".bulk.fits", ".stationary"):
-        names = {k.rsplit(".", 1)[0]: v for k, v in values.items()
-                 if k.startswith(prefix + "[") and k.endswith((".name", ".family"))}
-        for key, value in values.items():
-            if key.startswith(prefix + "["):
-                head = key[: key.index("]") + 1]
-                if names.get(head) != drop:
-                    out[f"{prefix}<{names.get(head)}>{key[len(head):]}"] = value
+    """``values`` keyed by family (``golden_values.by_family``) with the family ``drop``, its
+    place in the ranking and the flags and notes that name it left out."""
+    keyed = by_family(values)
+    out = {k: v for k, v in keyed.items()
+           if not k.startswith((f".bulk.fits<{drop}>", f".stationary<{drop}>", ".flags[",
+                                ".notes["))}
+    if ".bulk.ranking" in out:
+        out[".bulk.ranking"] = " ".join(n for n in str(out[".bulk.ranking"]).split() if n != drop)
     flags = sorted({k[: k.index("]") + 1] for k in values if k.startswith(".flags[")})
     kept = [f for f in flags if drop not in str(values.get(f + ".subject", ""))]
     for i, head in enumerate(kept):
@@ -99,8 +102,6 @@ def _by_family(values: dict[str, object], drop: str) -> dict[str, object]:
     notes = [v for k, v in sorted(values.items(), key=lambda kv: _index(kv[0]))
              if k.startswith(".notes[") and f" {drop} " not in f" {v} "]
     out.update({f".notes[{i}]": v for i, v in enumerate(notes)})
-    out.update({k: v for k, v in values.items()
-                if not k.startswith((".bulk.fits[", ".stationary[", ".flags[", ".notes["))})
     return out
 
 
