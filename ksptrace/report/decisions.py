@@ -7,6 +7,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from ksptrace.errors import KsptraceError
 from ksptrace.outputs import check_destination, staged_directory
 from ksptrace.report.studies import context
 from ksptrace.report.templating import ENV
@@ -37,7 +38,15 @@ def write_decision(out: str | Path, runs: Sequence[Run], axes: tuple[str, str],
     check_destination(folder, ("decision.json",))
     ranking = decide_ranking(ranked, axes, method)
     kept = ranked_runs(runs, ranked, ranking)
-    studies = build_studies(kept, axes, method, max_depth, threshold, strict=True)
+    try:
+        studies = build_studies(kept, axes, method, max_depth, threshold, strict=True)
+    except KsptraceError:
+        if ranking is None or len(kept) == len(runs):
+            raise
+        # the clean runs alone cover no map: all runs, their caveats named (as the report does)
+        ranking = decide_ranking(ranked, axes, method, every=True)
+        kept = ranked_runs(runs, ranked, ranking)
+        studies = build_studies(kept, axes, method, max_depth, threshold, strict=True)
     studies = dataclasses.replace(studies, left_out=studies.left_out + len(runs) - len(kept))
     if rules is not None:  # fail on an unknown collective or algorithm before any timing
         for s in studies.studies:

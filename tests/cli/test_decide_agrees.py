@@ -82,3 +82,29 @@ def test_a_trace_read_alone_is_ranked_as_its_analysis() -> None:
 def test_read_back_traces_rank_as_written(tmp_path: Path) -> None:
     path = write_trace(synthetic_trace(2, 30, 2, "cg", n=1000, seed=4), tmp_path / "t.h5")
     assert of_trace(read_trace(path)).entry.label == str(path)
+
+
+def test_when_the_clean_runs_cover_no_map_both_draw_it_from_every_run_and_say_so(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """Every run but gmres's flagged loaded: the clean runs hold one solver and make no map.
+    decide then draws the map from every run (it refused with exit 6 before: the README's
+    demo on a busy machine), the report's decision page does the same, and both say why."""
+    paths = write_campaign(tmp_path / "camp")
+    for path in paths:
+        if "gmres" not in path.name:
+            t = read_trace(path)
+            path.unlink()
+            write_trace(dataclasses.replace(t, attrs={**t.attrs, "foreign_cpu_share": 0.85}),
+                        path)
+    out = tmp_path / "decide"
+    assert main(["decide", str(tmp_path / "camp"), "--out", str(out), "--quiet"]) == 0
+    terminal = capsys.readouterr().out
+    page = html.unescape((out / "decision.html").read_text())
+    clause = "all 27 runs, 9 of them clean (18 machine-loaded; the clean runs alone cover no map"
+    assert clause in page and clause in terminal
+    assert "3 x 3 cells, 3 methods" in terminal
+
+    analyses = [analyze_trace(t, FAST) for t in iter_traces(paths)]
+    assert "9 clean runs; 18 flagged runs left out" in fastest_ranking(analyses).clause
+    (part,) = decision_study(analyses, FAST, with_figures=False).parts
+    assert clause in part.findings[0] and part.findings[0] in page

@@ -43,14 +43,14 @@ def studies_of(analyses: Sequence[TraceAnalysis], ranking: Ranking | None = None
         return Studies(DEFAULT_AXES, DEFAULT_METHOD, (), (str(exc),))
 
 
-def decide_ranking(ranked: Sequence[RankedRun], axes: Sequence[str], method: str
-                   ) -> Ranking | None:
+def decide_ranking(ranked: Sequence[RankedRun], axes: Sequence[str], method: str,
+                   every: bool = False) -> Ranking | None:
     """The report's fastest-solver ranking of the runs ``ksptrace decide`` read, when its maps
     ask the report's question (the solver over P × n): the same runs by the same rule, so the
     page answers as the report does. None for any other question (another method or axes)."""
     if not ranked or tuple(axes) != DEFAULT_AXES or method != DEFAULT_METHOD:
         return None
-    return ranking_of(ranked)
+    return ranking_of(ranked, every)
 
 
 def ranked_runs(runs: Sequence[Run], ranked: Sequence[RankedRun],
@@ -121,6 +121,11 @@ def study(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
     """The maps of ``analyses``; with no map, a result with no parts (nothing is shown)."""
     ranking = fastest_ranking(analyses)
     studies = studies_of(analyses, ranking)
+    if not studies.studies and len(ranking.labels) < len(analyses):
+        # the clean runs alone cover no map: all runs, their caveats named (as decide does)
+        wider = fastest_ranking(analyses, every=True)
+        if (more := studies_of(analyses, wider)).studies:
+            ranking, studies = wider, more
     pictures: list[list[Figure]] | None = (
         None if with_figures else [[] for _ in studies.studies])
     return result_of(studies, None, pictures, ranking)

@@ -276,12 +276,13 @@ def fastest(analyses: Sequence[TraceAnalysis]) -> Answer:
     return Answer(answer.key, answer.question, (*answer.sentences, mixed))
 
 
-def fastest_ranking(analyses: Sequence[TraceAnalysis]) -> Ranking:
+def fastest_ranking(analyses: Sequence[TraceAnalysis], every: bool = False) -> Ranking:
     """The one answer to "which solver is fastest where" (Q4, the terminal table's marks, the
     decision page and summary.json all use it): the clean runs, or all runs with their caveat
-    named, ranked by :mod:`.ranking`'s rule."""
+    named, ranked by :mod:`.ranking`'s rule (``every``: all runs, for a decision map the clean
+    ones alone cannot make)."""
     return ranking_of([RankedRun(e, caveats(a)) for e, a in zip(entries(analyses), analyses,
-                                                                strict=True)])
+                                                                strict=True)], every)
 
 
 def fastest_summary(analyses: Sequence[TraceAnalysis]) -> dict[str, Any]:

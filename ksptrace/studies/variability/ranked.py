@@ -80,12 +80,13 @@ def of_trace(trace: Trace) -> RankedRun:
                                          trace_noisy(trace)))
 
 
-def selected(runs: Sequence[T], caveats_of: Callable[[T], tuple[str, ...]]
-             ) -> tuple[tuple[T, ...], str]:
-    """The clean runs, or all runs with their caveats named when none is clean; and the
+def selected(runs: Sequence[T], caveats_of: Callable[[T], tuple[str, ...]],
+             every: bool = False) -> tuple[tuple[T, ...], str]:
+    """The clean runs, or all runs with their caveats named when none is clean (or when
+    ``every``: the clean ones alone cannot answer, e.g. they cover no decision map); and the
     clause that says which."""
     clean = tuple(r for r in runs if not caveats_of(r))
-    if clean:
+    if clean and not every:
         left = len(runs) - len(clean)
         return clean, (f"{len(clean)} clean run{'s' if len(clean) != 1 else ''}"
                        + (f"; {left} flagged run{'s' if left != 1 else ''} left out" if left
@@ -97,12 +98,18 @@ def selected(runs: Sequence[T], caveats_of: Callable[[T], tuple[str, ...]]
             counts[c] = counts.get(c, 0) + 1
     named = ", ".join(f"{v} {k}" for k, v in counts.items())
     noisy = len(runs) - len(natural)  # detours the harness added never stand for a solver
+    if clean:
+        return natural, (f"all {len(natural)} runs, {len(clean)} of them clean ({named}; the "
+                         "clean runs alone cover no map"
+                         + (f"; {noisy} with injected noise left out" if noisy else "")
+                         + "): treat these numbers as partly the loaded machine's")
     return natural, (f"all {len(natural)} runs, none clean ({named}"
                      + (f"; {noisy} with injected noise left out" if noisy else "")
                      + "): treat these numbers as the loaded machine's, not the solver's")
 
 
-def ranking_of(runs: Sequence[RankedRun]) -> Ranking:
-    """The one fastest-solver ranking of ``runs``: the selected runs by the module's rule."""
-    chosen, clause = selected(runs, lambda r: r.caveats)
+def ranking_of(runs: Sequence[RankedRun], every: bool = False) -> Ranking:
+    """The one fastest-solver ranking of ``runs``: the selected runs by the module's rule
+    (``every``: all of them with their caveats, for a map the clean runs alone cannot make)."""
+    chosen, clause = selected(runs, lambda r: r.caveats, every)
     return rank([r.entry for r in chosen], clause)
