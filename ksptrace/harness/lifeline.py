@@ -202,6 +202,7 @@ class Supervised:
 
     def __init__(self) -> None:
         self.interrupted = False
+        self.timed_out = False
         self.pid: int | None = None
 
     def _handler(self, signum: int, frame: object) -> None:
@@ -210,9 +211,10 @@ class Supervised:
             kill_group(self.pid, signal.SIGTERM)
 
     def run(self, cmd: list[str], env: dict[str, str], capture_stderr: bool = False,
-            stdout: int | None = None, on_start: Callable[[int], None] | None = None
-            ) -> tuple[int, str]:
-        """Run ``cmd`` to its end (or until interrupted); returns (exit code, stderr text)."""
+            stdout: int | None = None, on_start: Callable[[int], None] | None = None,
+            timeout: float | None = None) -> tuple[int, str]:
+        """Run ``cmd`` to its end (or until interrupted, or ``timeout`` seconds: then its group
+        and descendants are killed and ``timed_out`` is set); returns (exit code, stderr)."""
         import subprocess
 
         if not env.get(LAUNCHER_ENV):  # an inherited launcher (a campaign's) stays
@@ -235,9 +237,18 @@ class Supervised:
             if self.interrupted:
                 kill_group(proc.pid, signal.SIGTERM)
             try:
-                _, err = proc.communicate(timeout=None)
+                try:
+                    _, err = proc.communicate(timeout=timeout)
+                except subprocess.TimeoutExpired:  # a hung launcher (mpiexec) never ends
+                    self.timed_out = True
+                    kill_group(proc.pid, signal.SIGTERM)
+                    try:
+                        _, err = proc.communicate(timeout=5.0)
+                    except subprocess.TimeoutExpired:
+                        kill_group(proc.pid, signal.SIGKILL)
+                        _, err = proc.communicate()
             finally:
-                if self.interrupted:  # whatever is left of the group, and its descendants
+                if self.interrupted or self.timed_out:  # the rest of the group, descendants
                     kill_group(proc.pid, signal.SIGKILL)
                     kill_descendants_of(env[LAUNCHER_ENV])
             return proc.returncode, err or ""

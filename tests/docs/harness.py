@@ -31,6 +31,7 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 from pathlib import Path
@@ -116,9 +117,16 @@ def _where(example: Example) -> str:
 
 def _run(example: Example, argv: list[str]) -> None:
     namespace = example.namespace
-    proc = subprocess.run(argv, cwd=namespace["work"], env=namespace["env"], capture_output=True,
-                          text=True, timeout=BLOCK_TIMEOUT, check=False,
-                          stdin=subprocess.DEVNULL)
+    with subprocess.Popen(argv, cwd=namespace["work"], env=namespace["env"], text=True,
+                          stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                          stdin=subprocess.DEVNULL, start_new_session=True) as child:
+        try:
+            out, err = child.communicate(timeout=BLOCK_TIMEOUT)
+        except subprocess.TimeoutExpired:  # the block's whole group, not only its bash
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            raise
+    proc = subprocess.CompletedProcess(argv, child.returncode, out, err)
     if proc.returncode == 0:
         _dirt(example)
         return

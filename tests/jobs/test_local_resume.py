@@ -137,3 +137,27 @@ def test_killed_at_random_moments_then_rerun_completes(
     traces = sorted(p.name for p in (spec.output / "traces").iterdir())
     assert traces == sorted(f"{r.run_id}.h5" for r in spec.runs)  # no duplicates, no leftovers
     assert not list((spec.output / "state").iterdir())
+
+
+def test_a_run_past_its_walltime_is_killed_marked_failed_and_rerun(
+        local_campaign: Text, write_campaign: Write, fake_env: Path,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A local run that never ends (an mpiexec hung at start-up did, once, in the suite) is
+    killed at the [scheduler] walltime with its whole group, marked failed with the reason, and
+    the same command reruns it."""
+    text = local_campaign(runs_ksp='["gmres"]', nprocs="[1]").replace(
+        "[scheduler]\n", '[scheduler]\nwalltime = "00:00:02"\n')
+    spec = load_spec(write_campaign(text))
+    monkeypatch.setenv("FAKE_SLEEP", "600")
+    start = time.monotonic()
+    run_campaign(spec, get_backend("local"))
+    assert time.monotonic() - start < 120  # not the fake's 600 s
+    assert set(states(spec).values()) == {"failed"}
+    markers = "".join(p.read_text() for p in (spec.output / "state").iterdir())
+    assert "ran past its walltime of 2 s" in markers
+    left = subprocess.run(["pgrep", "-f", "fake_ksptrace.py"], capture_output=True, text=True,
+                          check=False).stdout.split()
+    assert left == []  # the fake and its group are gone
+    monkeypatch.setenv("FAKE_SLEEP", "0")
+    run_campaign(spec, get_backend("local"))
+    assert set(states(spec).values()) == {"done"}

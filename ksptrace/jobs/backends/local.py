@@ -84,6 +84,7 @@ class LocalBackend(Backend):
                     ["bash", str(spec.output / script.path), str(index)], env,
                     stdout=subprocess.DEVNULL,
                     on_start=None if lock is None else lock.record_solve,
+                    timeout=spec.scheduler.walltime_seconds,
                 )
                 if lock is not None:
                     lock.record_solve(None)
@@ -93,9 +94,16 @@ class LocalBackend(Backend):
                         f"campaign {spec.name} interrupted: run {run.run_id} was stopped and "
                         "marked interrupted; rerun the same command to resume"
                     )
-                problem = state.check_trace(spec.output, run.run_id, run.nprocs,
-                                            run.expected_iterations,
-                                            run.kind) if rc == 0 else None
+                problem = (f"ran past its walltime of {spec.scheduler.walltime_seconds} s "
+                           "([scheduler] walltime) and was killed; rerun the same command to "
+                           "retry it" if supervised.timed_out else
+                           state.check_trace(spec.output, run.run_id, run.nprocs,
+                                             run.expected_iterations,
+                                             run.kind) if rc == 0 else None)
+                if supervised.timed_out:  # killed before its script could say so
+                    with contextlib.suppress(OSError):
+                        state.remove_stale_temporaries(spec.output, run.run_id)
+                        state.clear_marker(spec.output, run.run_id, "running")
                 if problem is not None:
                     with contextlib.suppress(OSError):  # a full disk: status says "missing"
                         state.write_marker(spec.output, run.run_id, "failed",
