@@ -34,6 +34,6 @@ def test_test_stack_runs_the_trace_tests() -> None:
     call = script[script.index("-m pytest"):].split("||")[0]
     paths = [w for w in call.replace("\\\n", " ").split() if w.startswith("tests/")]
     for wanted in ("tests/harness/hook/test_own_program.py", "tests/harness/hook/test_tutorials.py",
-                   "tests/cli/test_trace.py"):
+                   "tests/cli/test_trace.py", "tests/studies/fits/test_maxima.py"):
         assert any(wanted == p or wanted.startswith(p.rstrip("/") + "/") for p in paths), wanted
         assert (ROOT / wanted).is_file()
