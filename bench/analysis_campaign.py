@@ -128,6 +128,13 @@ def loadavg() -> float:
     return round(os.getloadavg()[0], 2)
 
 
+def append_entry(out: Path, entry: dict[str, Any]) -> None:
+    """Append ``entry`` to the JSON list of runs in ``out`` (made if missing) and say so."""
+    runs = json.loads(out.read_text()) if out.exists() else []
+    out.write_text(json.dumps([*runs, entry], indent=1) + "\n")
+    print(f"wrote {out}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--nprocs", type=int, default=8192)

@@ -30,7 +30,6 @@ Writes bench/results/analysis_throughput.json (one entry per run, appended).
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import subprocess
@@ -40,7 +39,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from analysis_campaign import loadavg, run_cli
+from analysis_campaign import append_entry, loadavg, run_cli
 
 from ksptrace.trace.synthetic import synthetic_trace
 from ksptrace.trace.write import write_trace
@@ -162,9 +161,7 @@ def main(argv: list[str] | None = None) -> int:
     finally:
         shutil.rmtree(work, ignore_errors=True)
     entry["load_avg_1min_end"] = loadavg()
-    runs = json.loads(args.out.read_text()) if args.out.exists() else []
-    args.out.write_text(json.dumps([*runs, entry], indent=1) + "\n")
-    print(f"wrote {args.out}")
+    append_entry(args.out, entry)
     return 0
 
 

@@ -26,7 +26,6 @@ Appends an entry to bench/results/fits.json with the machine load before and aft
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import resource
 import shutil
@@ -38,7 +37,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from analysis_campaign import loadavg
+from analysis_campaign import append_entry, loadavg
 from analysis_throughput import paper as paper_case
 from analysis_throughput import run
 
@@ -205,9 +204,7 @@ def main(argv: list[str] | None = None) -> int:
             entry[case]["load_avg_1min_after"] = loadavg()
     finally:
         shutil.rmtree(work, ignore_errors=True)
-    runs = json.loads(args.out.read_text()) if args.out.exists() else []
-    args.out.write_text(json.dumps([*runs, entry], indent=1) + "\n")
-    print(f"wrote {args.out}")
+    append_entry(args.out, entry)
     return 0
 
 
