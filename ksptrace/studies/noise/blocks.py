@@ -8,6 +8,7 @@ the four runs of repetition r; a block missing a run is left out and counted.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -110,7 +111,11 @@ class PairedStudy:
 
 
 def _times(i: Interval) -> str:
-    return f"{i.estimate:.3g} × [95 % {i.low:.3g}, {i.high:.3g}]"
+    """A ratio and its interval with enough decimals that the interval's width shows (two
+    significant digits of it): 1.0004 × [95 % 1.0001, 1.0007] is not "1 × [95 % 1, 1]"."""
+    width = i.high - i.low
+    places = 2 if not width > 0 else min(9, max(2, 1 - math.floor(math.log10(width))))
+    return f"{i.estimate:.{places}f} × [95 % {i.low:.{places}f}, {i.high:.{places}f}]"
 
 
 def _clause(e: PairedNoiseEstimate, std: str, pip: str, how: str) -> str:

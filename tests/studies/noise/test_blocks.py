@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import re
 
 import numpy as np
 
@@ -143,7 +144,7 @@ def test_e_max_against_the_mean_is_estimated_per_block_and_stated() -> None:
     assert pip.low <= 1.1 <= pip.high
     assert std.high < 1.5 * 1.03
     sentence = found.sentence()
-    assert f"GMRES's Σₖ maxₚ Tₚᵏ is {std.estimate:.3g} × [95 % {std.low:.3g}" in sentence
+    assert re.search(r"GMRES's Σₖ maxₚ Tₚᵏ is 1\.\d+ × \[95 % 1\.\d+, 1\.\d+\]", sentence)
     assert "(E[max] over the mean)" in sentence
     assert paired.block_mean(np.array([1.0, 2.0])) is None  # two blocks: no interval
 
@@ -176,3 +177,13 @@ def test_the_paired_verdict_is_added_to_q2_labelled_as_injected_noise() -> None:
     assert q2["basis"] == "injected noise (paired blocks)"
     assert q2["sentences"] == [*add.sentences, *small.sentences]
     assert "GMRES vs PGMRES at P = 4: " in q2["sentences"][0]
+
+
+def test_a_ratio_near_one_keeps_the_digits_its_interval_needs() -> None:
+    """The report printed "1 × [95 % 1, 1] K·mean" for 1.0004 [1.0001, 1.0007]: three
+    significant digits hid the interval."""
+    from ksptrace.studies.noise.blocks import _times
+
+    assert _times(paired.Interval(1.0004, 1.0001, 1.0007)) == "1.00040 × [95 % 1.00010, 1.00070]"
+    assert _times(paired.Interval(1.52, 1.31, 1.74)) == "1.52 × [95 % 1.31, 1.74]"
+    assert _times(paired.Interval(2.0, 2.0, 2.0)) == "2.00 × [95 % 2.00, 2.00]"
