@@ -3,15 +3,19 @@
 Cases (``--only`` picks some):
 
 * ``correctness``: on ``--traces`` varied synthetic traces (``ksptrace.studies.fits.samples``:
-  six KSP types, two problems, P 1-4, K 200-5000; synthetic because no 20 campaigns could be
-  run in the time), every default family (and nct with ``--nct``) is fitted by the engine and
+  six KSP types, two problems, P 1-4, K 200-5000; seeded, so anyone can rerun it without
+  PETSc), every default family (and nct with ``--nct``) is fitted by the engine and
   by the multi-start strong search on the same objective (``ksptrace.studies.fits.verify``).
   Per family: how many fits are ok / boundary / not converged / degenerate, and the most nats
   an ok fit (and any fit) lost against the strong search. Targets: every ok fit within 0.01
   nats, at least 90 % of all fits ok.
+  With ``--trace-dir``, on every trace of a real campaign instead: bench/fits_real/*.toml run
+  with ``ksptrace campaign run FILE --backend local`` (20 forced-K solves, six KSP types, both
+  problems, P 1-4, K 200-5000), then ``--trace-dir bench/fits_real/runs``.
 * ``engine``: the CPU time (process time) of the engine's fits of every default family on the
   same traces, in this process, per family and per trace (the budget: 40 ms a trace).
-* ``speed``: ``ksptrace analyze --no-figures --jobs 1`` on the same traces against the package
+* ``speed``: ``ksptrace analyze --no-figures --jobs 1`` on the same traces (or, with
+  ``--trace-dir``, on the real campaign's) against the package
   at ``--baseline``, ``--pairs`` interleaved pairs, wall and CPU (user + sys of the child)
   seconds. Target: 0.1 s per trace.
 * ``campaign``: 1,000 varied traces with ``--jobs 2``, no figures. Target: 60 s.
@@ -45,6 +49,7 @@ from ksptrace.studies.fits import binned, equal_count_cells, family, fit_family
 from ksptrace.studies.fits.samples import varied_trace
 from ksptrace.studies.fits.verify import strong_search
 from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES
+from ksptrace.trace.read import read_trace
 from ksptrace.trace.write import write_trace
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -61,16 +66,28 @@ def _theta(name: str, data: Any, params: tuple[float, ...]) -> np.ndarray:
     return family(name).theta(z, data.anchor)
 
 
-def correctness(count: int, with_nct: bool) -> dict[str, Any]:
+def _samples(count: int, trace_dir: Path | None) -> list[tuple[str, np.ndarray]]:
+    """(name, sorted iteration times) of the varied synthetic traces, or of every trace file
+    under ``trace_dir`` (a real campaign's)."""
+    if trace_dir is None:
+        return [(v.name, np.sort(v.trace.iteration_seconds.ravel()))
+                for v in map(varied_trace, range(count))]
+    out = []
+    for path in sorted(trace_dir.rglob("*.h5")):
+        t = read_trace(path)
+        name = "-".join(str(t.attr(k, "?")) for k in ("problem", "ksp", "nprocs", "iterations"))
+        out.append((f"{name}-{path.stem}", np.sort(t.iteration_seconds.ravel())))
+    return out
+
+
+def correctness(count: int, with_nct: bool, trace_dir: Path | None = None) -> dict[str, Any]:
     names = (*DEFAULT_CANDIDATES, *(("nct",) if with_nct else ()))
     table: dict[str, dict[str, Any]] = {
         n: {"ok": 0, "boundary": 0, "not converged": 0, "degenerate": 0, "ok_lost_max": 0.0,
             "any_lost_max": 0.0, "engine_seconds": 0.0} for n in names}
     traces = []
-    for i in range(count):
-        v = varied_trace(i)
-        traces.append(v.name)
-        x = np.sort(v.trace.iteration_seconds.ravel())
+    for label, x in _samples(count, trace_dir):
+        traces.append(label)
         data = binned(*equal_count_cells(x))
         for name in names:
             start = time.perf_counter()
@@ -83,7 +100,7 @@ def correctness(count: int, with_nct: bool) -> dict[str, Any]:
             row["any_lost_max"] = max(row["any_lost_max"], lost)
             if fit.status == "ok":
                 row["ok_lost_max"] = max(row["ok_lost_max"], lost)
-            print(v.name, name, fit.status, f"lost {lost:.3g} nats", flush=True)
+            print(label, name, fit.status, f"lost {lost:.3g} nats", flush=True)
     fits = sum(r["ok"] + r["boundary"] + r["not converged"] + r["degenerate"]
                for r in table.values())
     ok = sum(r["ok"] for r in table.values())
@@ -137,8 +154,11 @@ def _write(folder: Path, count: int) -> list[str]:
     return paths
 
 
-def speed(work: Path, base: Path, count: int, pairs: int) -> dict[str, Any]:
-    paths = _write(work / "speed", count)
+def speed(work: Path, base: Path, count: int, pairs: int, trace_dir: Path | None = None
+          ) -> dict[str, Any]:
+    paths = (_write(work / "speed", count) if trace_dir is None else
+             [str(p) for p in sorted(trace_dir.rglob("*.h5"))])
+    count = len(paths)
     runs: dict[str, list[dict[str, float]]] = {"now": [], "baseline": []}
     for i in range(pairs):  # interleaved, the order alternating
         order = (("now", None), ("baseline", base))
@@ -168,6 +188,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--only", choices=CASES, action="append")
     parser.add_argument("--traces", type=int, default=24)
     parser.add_argument("--nct", action="store_true", help="also nct (its cdf is slow)")
+    parser.add_argument("--trace-dir", type=Path, help="correctness and speed on every trace file "
+                        "under this folder (a real campaign's) instead of the varied synthetic "
+                        "traces")
     parser.add_argument("--baseline", default="421b4c8",
                         help="the commit to compare speed with (421b4c8: the engine of issue 51 "
                              "before its speed work; 0ea5cdc: the scipy 1.10 emulation)")
@@ -188,11 +211,15 @@ def main(argv: list[str] | None = None) -> int:
         for case in args.only or CASES:
             before = loadavg()
             if case == "correctness":
-                entry[case] = correctness(args.traces, args.nct)
+                entry[case] = correctness(args.traces, args.nct, args.trace_dir)
+                if args.trace_dir is not None:
+                    entry[case]["trace_dir"] = str(args.trace_dir)
             elif case == "engine":
                 entry[case] = engine(args.traces)
             elif case == "speed":
-                entry[case] = speed(work, base, args.traces, args.pairs)
+                entry[case] = speed(work, base, args.traces, args.pairs, args.trace_dir)
+                if args.trace_dir is not None:
+                    entry[case]["trace_dir"] = str(args.trace_dir)
             elif case == "campaign":
                 entry[case] = campaign(work)
             else:

@@ -102,24 +102,39 @@ def starts(fam: Family, data: Binned) -> np.ndarray:
 def fit_family(fam: Family, data: Binned, seed: int = 0) -> EngineFit:
     """The verified binned maximum-likelihood fit of ``fam`` to ``data``. ``seed`` is kept for
     the callers' signature: the engine draws no random number. A family with an edge variant
-    (gamma, exponweib) whose search did not converge (as where the density spikes at the
-    support's lower end, and the lower end approaches the lowest values) is fitted again in the
-    variant's coordinates, which resolve that approach on a log scale; the better of the two
-    fits (a verified one first) is kept."""
-    fit = _fit(fam, data)
+    (gamma, exponweib) whose first search does not converge (as where the density spikes at the
+    support's lower end, and the lower end approaches the lowest values: each search then
+    creeps along that approach) is searched in the variant's coordinates, which resolve the
+    approach on a log scale, before any round of probes is spent. The variant's fit is kept if
+    it is verified, or if it converged on a bound (a limit of the family) no worse than the
+    first search; otherwise the rounds are run in the family's own coordinates too, and the
+    better fit (a verified one first) is kept."""
     variant = fam.edge_variant
-    if variant is None or fit.status not in ("not converged", "degenerate"):
-        return fit
+    if variant is None:
+        return _fit(fam, data)
+    first = _fit(fam, data, patient=False)
+    if first.status not in ("not converged", "degenerate"):
+        return first
+    other = _fit(variant, data, _theta(variant, data, first))
+    spent = first.evaluations + other.evaluations
+    if other.ok or (other.status == "boundary" and other.objective <= first.objective):
+        return replace(other, evaluations=spent)
+    again = _fit(fam, data, _theta(fam, data, first))
+    best = min((again, other), key=lambda f: (not f.ok, f.objective))
+    return replace(best, evaluations=spent + again.evaluations)
+
+
+def _theta(fam: Family, data: Binned, fit: EngineFit) -> np.ndarray:
+    """``fit``'s parameters in ``fam``'s coordinates."""
     z = np.array([*fit.params[:-2], (fit.params[-2] - data.centre) / data.spread,
                   fit.params[-1] / data.spread])
-    other = _fit(variant, data, variant.theta(z, data.anchor))
-    if (not other.ok, other.objective) < (not fit.ok, fit.objective):
-        return replace(other, evaluations=fit.evaluations + other.evaluations)
-    return replace(fit, evaluations=fit.evaluations + other.evaluations)
+    return fam.theta(z, data.anchor)
 
 
-def _fit(fam: Family, data: Binned, extra: np.ndarray | None = None) -> EngineFit:
-    """One family's search and check, from its starts and ``extra`` (a theta) if given."""
+def _fit(fam: Family, data: Binned, extra: np.ndarray | None = None, patient: bool = True
+         ) -> EngineFit:
+    """One family's search and check, from its starts and ``extra`` (a theta) if given. If not
+    ``patient``, a first search that does not converge is reported as such, without probes."""
     obj = Objective(fam, data)
     lower, upper = obj.lower, obj.upper
     x0s = starts(fam, data)
@@ -129,6 +144,9 @@ def _fit(fam: Family, data: Binned, extra: np.ndarray | None = None) -> EngineFi
         return _result(fam, data, None, "degenerate", obj, "no starting point fits the quartiles")
     x0s = np.clip(x0s, lower, upper)
     best, converged = search(obj, x0s[int(np.argmin(obj.values(x0s)))])
+    if not converged and not patient:
+        return _status(fam, data, obj, best, "Newton's decrement stayed above "
+                                             f"{DECREMENT_NATS:g} nats")
     tolerance = TOLERANCE_NATS / data.n
     for _ in range(ROUNDS):
         probed = _probe(obj, best)

@@ -43,6 +43,14 @@ RIDGE = np.array([1.0, 2.0, 4.0, 8.0, 16.0, 32.0])
 trials (towards a limit of the family the quadratic model predicts steps far too short)."""
 LM_FACTORS = 16.0 ** np.arange(5)
 """The eigenvalue floors of one Newton step's trials, relative to the current damping."""
+STIFF = 1e-6
+"""Nats per value a finite-difference step may change the objective by through its curvature;
+a parameter whose step changes it by more gets a shorter step (see :meth:`Objective.point`)."""
+PRECISE_STEP = 1e-4
+"""The finite-difference step of the families whose cdfs are computed to full precision; only
+those steps are shrunk where the curvature is steep."""
+MIN_STEP = 1e-9
+"""The shortest finite-difference step in theta (rounding, not curvature, limits it below)."""
 HOLD = 1e-9
 """A parameter this close to a bound (relative to the box) is held there if the gradient points
 out of the box."""
@@ -145,7 +153,10 @@ class Objective:
         self.fam, self.data, self.evaluations = fam, data, 0
         self.d = fam.size
         self.step = fam.step
-        self.full = _stencil(self.d, fam.step, with_pairs=True)
+        self.shrinks = fam.step <= PRECISE_STEP
+        """A family whose step was raised for a cdf computed to fewer digits (nct) keeps it:
+        below it the rounding, not the curvature, decides the differences."""
+        self.full = _stencil(self.d, 1.0, with_pairs=True)
         self.axes = _stencil(self.d, fam.step, with_pairs=False)
         bounds = np.array(fam.theta_bounds())
         self.lower, self.upper = bounds[:, 0], bounds[:, 1]
@@ -156,20 +167,45 @@ class Objective:
         return divergence(self.fam, self.data, thetas)
 
     def point(self, x: np.ndarray) -> Point:
-        """Value, gradient and Hessian at ``x`` (inf and zeros outside the bounds)."""
+        """Value, gradient and Hessian at ``x`` (inf and zeros outside the bounds), by central
+        differences. Where the curvature along a parameter is so steep that the family's step
+        changes the objective by more than STIFF nats per value (a sample packed into a
+        sliver of its range pins the location to far less than the step), the differences are
+        taken again with that parameter's step shrunk to where it changes it by STIFF: at the
+        family's step such a derivative is a chord across the valley, not a slope. Not for a
+        family whose step was raised above PRECISE_STEP for its cdf's rounding (nct)."""
         d = self.d
         if np.any(x < self.lower) or np.any(x > self.upper):
             return Point(x, float("inf"), np.zeros(d), np.eye(d), np.ones(d, dtype=bool))
-        f = self.values(x[None, :] + self.full)
+        steps = np.full(d, self.step)
+        found = self._differences(x, steps)
+        if found is None:
+            return Point(x, float(self.values(x[None, :])[0]), np.zeros(d), np.eye(d),
+                         np.ones(d, dtype=bool))
+        f0, g, h = found
+        curve = np.abs(np.diag(h)) * steps**2
+        if self.shrinks and np.any(curve > STIFF):
+            shrunk = np.where(curve > STIFF, steps * np.sqrt(STIFF / np.maximum(curve, STIFF)),
+                              steps)
+            again = self._differences(x, np.maximum(shrunk, MIN_STEP))
+            if again is not None:
+                f0, g, h = again
+        return Point(x, f0, g, h, ~self.held(x, g))
+
+    def _differences(self, x: np.ndarray, steps: np.ndarray
+                     ) -> tuple[float, np.ndarray, np.ndarray] | None:
+        """Value, central-difference gradient and Hessian with per-parameter ``steps``; None
+        if a stencil point is not finite."""
+        d = self.d
+        f = self.values(x[None, :] + self.full * steps[None, :])
         if not np.isfinite(f).all():
-            return Point(x, float(f[0]), np.zeros(d), np.eye(d), np.ones(d, dtype=bool))
+            return None
         plus, minus = f[1:2 * d + 1:2], f[2:2 * d + 1:2]
-        h = np.diag((plus - 2 * f[0] + minus) / self.step**2)
+        h = np.diag((plus - 2 * f[0] + minus) / steps**2)
         for k, (i, j) in enumerate(itertools.combinations(range(d), 2)):
             pp, pm, mp, mm = f[2 * d + 1 + 4 * k: 2 * d + 5 + 4 * k]
-            h[i, j] = h[j, i] = (pp - pm - mp + mm) / (4 * self.step**2)
-        g = (plus - minus) / (2 * self.step)
-        return Point(x, float(f[0]), g, h, ~self.held(x, g))
+            h[i, j] = h[j, i] = (pp - pm - mp + mm) / (4 * steps[i] * steps[j])
+        return float(f[0]), (plus - minus) / (2 * steps), h
 
     def held(self, x: np.ndarray, g: np.ndarray) -> np.ndarray:
         """The parameters at a bound whose gradient points out of the box."""
