@@ -67,6 +67,8 @@ def main() -> None:
                               "sizes": list(SIZES), "loadavg_before": load,
                               "loadavg_after": os.getloadavg()[0],
                               "timing": times.timing, "timing_note": times.timing_note,
+                              "ompi_mca_env": {k: v for k, v in os.environ.items()
+                                               if k.startswith("OMPI_MCA_")},
                               "mpi_library": MPI.Get_library_version().splitlines()[0]}
     print(f"timed in {times.timing}; load {load:.1f}; median [95 % interval] in us, both ranks "
           "pooled")
