@@ -8,7 +8,11 @@ between them), and prints each function's per-size median and 95 % interval, poo
 ranks. A protocol step shows as a jump between neighbouring sizes that stands out of their
 intervals.
 
-    python bench/plogp_eager.py [--rounds 30] [--out FILE]   (starts mpiexec -n 2)
+    python bench/plogp_eager.py [--rounds 30] [--timing c|python] [--out FILE]
+                                                              (starts mpiexec -n 2)
+
+``--timing`` sets ``KSPTRACE_PLOGP_TIMING`` (default: the C kernel where it can be built); the
+result says which path timed it.
 """
 
 from __future__ import annotations
@@ -24,6 +28,8 @@ from ksptrace.harness.launch import find_mpiexec, is_root
 from ksptrace.harness.mpienv import under_mpi_launcher
 
 if __name__ == "__main__" and not under_mpi_launcher():  # start the two ranks ourselves
+    if "--timing" in sys.argv[:-1]:
+        os.environ["KSPTRACE_PLOGP_TIMING"] = sys.argv[sys.argv.index("--timing") + 1]
     mpi = find_mpiexec()
     cmd = mpi.command(2, mpi.flags(2, os.cpu_count() or 1, is_root()),
                       [sys.executable, __file__, *sys.argv[1:]])
@@ -43,6 +49,8 @@ def main() -> None:
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rounds", type=int, default=30)
+    parser.add_argument("--timing", choices=("auto", "c", "python"), default="auto",
+                        help="the path that times the exchanges (KSPTRACE_PLOGP_TIMING)")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     comm = MPI.COMM_WORLD
@@ -58,8 +66,12 @@ def main() -> None:
     out: dict[str, object] = {"benchmark": "plogp_eager", "rounds": args.rounds,
                               "sizes": list(SIZES), "loadavg_before": load,
                               "loadavg_after": os.getloadavg()[0],
+                              "timing": times.timing, "timing_note": times.timing_note,
+                              "ompi_mca_env": {k: v for k, v in os.environ.items()
+                                               if k.startswith("OMPI_MCA_")},
                               "mpi_library": MPI.Get_library_version().splitlines()[0]}
-    print(f"load {load:.1f}; median [95 % interval] in us, both ranks pooled")
+    print(f"timed in {times.timing}; load {load:.1f}; median [95 % interval] in us, both ranks "
+          "pooled")
     for name in mine:
         s = summarize(np.concatenate([g[name] for g in gathered], axis=1))
         out[name] = {"median_us": (s.median * 1e6).round(4).tolist(),

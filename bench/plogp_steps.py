@@ -6,12 +6,17 @@ between the robust medians of consecutive runs (1 vs 2, 3 vs 4, ...; target <= 1
 1 MiB), and in how many runs the step fit of each of o_s, o_r and g puts a break at 4 KiB (the
 eager limit of Open MPI's shared-memory transport; target >= 9 of 10), or within one size of it.
 
-    python bench/plogp_steps.py [TRACE.h5 ...] [--runs 10] [--repetitions R] [--out FILE]
+    python bench/plogp_steps.py [TRACE.h5 ...] [--runs 10] [--timing c python]
+                                [--repetitions R] [--out FILE]
 
 Without traces it first records ``--runs`` of them (``ksptrace collectives --np 2 --op plogp``
 with the CLI's defaults: 1 B-1 MiB, 20 rounds, 3 warm-up rounds; one after the other, into a
 temporary folder that it removes), and the wall time of each. The trace keeps the 1-minute
 load average at its start (``loadavg_before``): the machine's state is part of the result.
+``--timing`` names the paths that time the exchanges (``KSPTRACE_PLOGP_TIMING``: ``c``, the
+kernel, or ``python``, through mpi4py); given several, their runs alternate (c, python, c, ...)
+so that both see the same load, and each path is compared within itself (its runs 1 vs 2, 3 vs
+4, ...). Traces given on the command line are grouped by the path their ``plogp_timing`` names.
 """
 
 from __future__ import annotations
@@ -56,34 +61,21 @@ def rel_errors(traces: list[ctrace.CollectiveTrace]) -> dict[str, np.ndarray]:
             for name, key in PARTS.items()}
 
 
-def record(folder: Path, i: int, repetitions: int | None) -> tuple[Path, float]:
+def record(folder: Path, i: int, repetitions: int | None, timing: str) -> tuple[Path, float]:
     """One run with the CLI's defaults (1 B-1 MiB, its repetitions and warm-up unless
-    ``repetitions`` is given), and its wall time in seconds (MPI start-up included)."""
-    out = folder / f"run{i + 1}.h5"
+    ``repetitions`` is given) timed by ``timing``, and its wall time in seconds (MPI start-up
+    included)."""
+    out = folder / f"run{i + 1}-{timing}.h5"
     reps = [] if repetitions is None else ["--repetitions", str(repetitions)]
     start = time.perf_counter()
     subprocess.run([sys.executable, "-m", "ksptrace", "collectives", "--np", "2", "--op", "plogp",
-                    *reps, "--out", str(out)], check=True, stdout=subprocess.DEVNULL)
+                    *reps, "--out", str(out)], check=True, stdout=subprocess.DEVNULL,
+                   env={**os.environ, "KSPTRACE_PLOGP_TIMING": timing})
     return out, time.perf_counter() - start
 
 
-def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("traces", nargs="*")
-    parser.add_argument("--runs", type=int, default=10)
-    parser.add_argument("--repetitions", type=int, default=None,
-                        help="rounds per run (default: ksptrace collectives' own)")
-    parser.add_argument("--out", default=str(RESULTS))
-    args = parser.parse_args()
-    runs: list[tuple[Path, float]] = []
-    folder = None if args.traces else Path(tempfile.mkdtemp(prefix="ksptrace-plogp-"))
-    try:
-        runs = [record(folder, i, args.repetitions) for i in range(args.runs) if folder]
-        paths = [Path(p) for p in args.traces] or [p for p, _ in runs]
-        traces = [ctrace.read(p) for p in paths]
-    finally:
-        if folder is not None:
-            shutil.rmtree(folder, ignore_errors=True)
+def analyse(traces: list[ctrace.CollectiveTrace], walls: list[float]) -> dict[str, Any]:
+    """Run-to-run agreement per function and size, and the 4 KiB breaks, of these runs."""
     sizes = traces[0].message_bytes
     meds = [medians(t) for t in traces]
     agreement: dict[str, dict[str, Any]] = {}
@@ -112,27 +104,66 @@ def main() -> None:
             found[k]["within_one_size"] += any(EAGER // 2 <= b <= 2 * EAGER
                                                for b in f.breakpoints)
     all_three = sum(all(EAGER in b[k] for k in PARTS) for b in breaks)
-    result = {"benchmark": "plogp_steps", "runs": len(traces), "pairs": len(traces) // 2,
-              "repetitions": int(traces[0].repetitions),
-              "mpi_library": str(traces[0].attrs.get("mpi_library", "")),
-              "loadavg_before_each_run": [float(t.attrs.get("loadavg_before", np.nan))
-                                          for t in traces],
-              "loadavg_now": list(os.getloadavg()),
-              "wall_seconds_each_run": [round(w, 2) for _, w in runs],
-              "median_rel_error_per_function": {
-                  k: float(np.median(v)) for k, v in rel_errors(traces).items()},
-              "agreement": agreement, "step_at_4KiB": found,
-              "step_at_4KiB_in_all_three": all_three, "breakpoints": breaks}
-    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
-    print(f"{len(traces)} runs, {len(traces) // 2} pairs; sizes within 10 % in every pair "
-          f"(of {sizes.size}):")
-    for name, a in agreement.items():
+    return {"runs": len(traces), "pairs": len(traces) // 2,
+            "timing": sorted({str(t.attrs.get("plogp_timing", "python")) for t in traces}),
+            "repetitions": int(traces[0].repetitions),
+            "loadavg_before_each_run": [float(t.attrs.get("loadavg_before", np.nan))
+                                        for t in traces],
+            "wall_seconds_each_run": [round(w, 2) for w in walls],
+            "median_rel_error_per_function": {
+                k: float(np.median(v)) for k, v in rel_errors(traces).items()},
+            "agreement": agreement, "step_at_4KiB": found,
+            "step_at_4KiB_in_all_three": all_three, "breakpoints": breaks}
+
+
+def show(label: str, r: dict[str, Any], sizes: int) -> None:
+    load = r["loadavg_before_each_run"]
+    print(f"{label}: {r['runs']} runs, {r['pairs']} pairs, load {min(load):.1f}-{max(load):.1f};"
+          f" sizes within 10 % in every pair (of {sizes}):")
+    for name, a in r["agreement"].items():
         worst = max(a["worst_per_size"].values())
         print(f"  {name:>5}: {a['sizes_within_10pc_in_every_pair']:>2}, median difference "
               f"{a['median_pair_difference']:.1%}, worst {worst:.0%}")
-    print("4 KiB step found (exact / within one size): " + ", ".join(
-        f"{k} {v['exact']}/{v['within_one_size']}" for k, v in found.items())
-        + f"; in all three: {all_three} of {len(traces)}")
+    print("  4 KiB step found (exact / within one size): " + ", ".join(
+        f"{k} {v['exact']}/{v['within_one_size']}" for k, v in r["step_at_4KiB"].items())
+        + f"; in all three: {r['step_at_4KiB_in_all_three']} of {r['runs']}")
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("traces", nargs="*")
+    parser.add_argument("--runs", type=int, default=10)
+    parser.add_argument("--timing", nargs="+", choices=("c", "python"), default=["c"],
+                        help="the paths that time the exchanges; runs alternate between them")
+    parser.add_argument("--repetitions", type=int, default=None,
+                        help="rounds per run (default: ksptrace collectives' own)")
+    parser.add_argument("--out", default=str(RESULTS))
+    args = parser.parse_args()
+    runs: list[tuple[Path, float]] = []
+    folder = None if args.traces else Path(tempfile.mkdtemp(prefix="ksptrace-plogp-"))
+    try:
+        if folder is not None:
+            runs = [record(folder, i, args.repetitions, timing) for i in range(args.runs)
+                    for timing in args.timing]
+        paths = [Path(p) for p in args.traces] or [p for p, _ in runs]
+        traces = [ctrace.read(p) for p in paths]
+    finally:
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+    walls = [w for _, w in runs] or [float("nan")] * len(traces)
+    by_timing: dict[str, Any] = {}
+    for timing in dict.fromkeys(str(t.attrs.get("plogp_timing", "python")) for t in traces):
+        mine = [i for i, t in enumerate(traces)
+                if str(t.attrs.get("plogp_timing", "python")) == timing]
+        by_timing[timing] = analyse([traces[i] for i in mine], [walls[i] for i in mine])
+    result = {"benchmark": "plogp_steps", "runs": len(traces),
+              "order": [str(t.attrs.get("plogp_timing", "python")) for t in traces],
+              "mpi_library": str(traces[0].attrs.get("mpi_library", "")),
+              "ompi_mca_env": {k: v for k, v in os.environ.items() if k.startswith("OMPI_MCA_")},
+              "loadavg_now": list(os.getloadavg()), "by_timing": by_timing}
+    Path(args.out).write_text(json.dumps(result, indent=2) + "\n")
+    for timing, r in by_timing.items():
+        show(f"timed in {timing}", r, traces[0].message_bytes.size)
     print(f"wrote {args.out}")
 
 

@@ -86,6 +86,8 @@ class Timings:
     compute_units: int = 0
     parts: dict[str, np.ndarray] | None = None
     """plogp: each of plogp.PARTS, [M, R] on this rank."""
+    attrs: dict[str, AttrValue] | None = None
+    """Attributes the measurement sets (plogp: ``plogp_timing``, which path timed it)."""
 
 
 def time_calls(comm: Any, prepared: Prepared, repetitions: int, warmup: int,
@@ -150,7 +152,10 @@ def _measure_plogp(comm: Any, s: BenchSettings, wtime: Callable[[], float]) -> T
     agree_on_error(comm, None if wrong is None else WrongResult(
         f"plogp on rank {comm.Get_rank()}: {wrong}"))
     seconds = times.half_round_trip
-    return Timings(seconds, parts=parts)
+    attrs: dict[str, AttrValue] = {"plogp_timing": times.timing}
+    if times.timing_note:
+        attrs["plogp_timing_note"] = times.timing_note
+    return Timings(seconds, parts=parts, attrs=attrs)
 
 
 def _measure(comm: Any, s: BenchSettings, wtime: Callable[[], float]) -> Timings:
@@ -314,6 +319,7 @@ def execute(s: BenchSettings, comm: Any) -> Path:
     layout = node_layout(comm)
     timings = _measure(comm, s, MPI.Wtime)
     attrs = _attributes(s, layout, comm.Get_size(), start_utc, timings.compute_units)
+    attrs.update(timings.attrs or {})
     attrs["algorithm_held"] = json.dumps(held) if held else None
     if probes_default(s, comm.Get_size()):
         ran, why_not = mpich_default.default_allreduce_ran(comm, s.sizes)

@@ -17,6 +17,7 @@ import ctypes
 import functools
 import hashlib
 import platform
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -31,14 +32,12 @@ SOURCE = Path(__file__).with_name("timing_kernel.c")
 _HANDLE_TYPES = {4: ("int", ctypes.c_int), 8: ("void*", ctypes.c_void_p)}
 
 
-def _declare(handle: Any) -> Any:
-    def declare(lib: ctypes.CDLL) -> None:
-        vp = ctypes.c_void_p
-        f = lib.ksptrace_allreduce_back_to_back
-        f.restype = ctypes.c_int
-        f.argtypes = [vp, vp, vp, vp, vp, ctypes.c_int, handle, handle, handle,
-                      ctypes.c_long, ctypes.c_long, ctypes.c_long, vp]
-    return declare
+def _declare(lib: ctypes.CDLL, handle: Any) -> None:
+    vp = ctypes.c_void_p
+    f = lib.ksptrace_allreduce_back_to_back
+    f.restype = ctypes.c_int
+    f.argtypes = [vp, vp, vp, vp, vp, ctypes.c_int, handle, handle, handle,
+                  ctypes.c_long, ctypes.c_long, ctypes.c_long, vp]
 
 
 @dataclass(frozen=True)
@@ -50,32 +49,53 @@ class Kernel:
     """Addresses of MPI_Allreduce, MPI_Barrier and MPI_Wtime in the library mpi4py loaded."""
 
 
-@functools.cache
-def load() -> Kernel | str:
-    """The kernel, built when missing, or why it cannot be had."""
+def build(source: Path, declare: Callable[[ctypes.CDLL, Any], None], what: str
+          ) -> tuple[ctypes.CDLL, Any] | str:
+    """``source`` compiled for the handle type of the MPI library mpi4py loaded (built when
+    missing, in a private cache folder, its digest checked before each load) with its
+    functions typed by ``declare(lib, handle)``; the library and the handles' ctypes type, or
+    why it cannot be had."""
     from mpi4py import MPI
 
     size = MPI._sizeof(MPI.Comm)
     if size not in _HANDLE_TYPES:
-        return f"this MPI's handles are {size} bytes, which the C kernel does not handle"
+        return f"this MPI's handles are {size} bytes, which {what} does not handle"
     c_type, handle = _HANDLE_TYPES[size]
     flags = ["-O2", "-fPIC", "-shared", f"-DKSPTRACE_HANDLE={c_type}"]
     try:
-        source = SOURCE.read_bytes()
+        text = source.read_bytes()
     except OSError as exc:
-        return f"cannot read {SOURCE}: {exc.strerror or exc}"
-    key = hashlib.sha256(source + "\0".join([*flags, platform.machine()]).encode())
-    loaded = native.load_built(SOURCE, flags, f"timing_kernel-{key.hexdigest()[:16]}",
-                               _declare(handle), "the C timing kernel")
-    if isinstance(loaded, str):
-        return loaded
+        return f"cannot read {source}: {exc.strerror or exc}"
+    key = hashlib.sha256(text + "\0".join([*flags, platform.machine()]).encode())
+    loaded = native.load_built(source, flags, f"{source.stem}-{key.hexdigest()[:16]}",
+                               lambda lib: declare(lib, handle), what)
+    return loaded if isinstance(loaded, str) else (loaded[0], handle)
+
+
+def mpi_functions(names: tuple[str, ...]) -> tuple[int, ...] | str:
+    """The addresses of the MPI functions ``names`` in the library mpi4py loaded, or why not."""
+    from mpi4py import MPI
+
     try:
         mpi = ctypes.CDLL(MPI.__file__)
-        functions = tuple(ctypes.cast(getattr(mpi, name), ctypes.c_void_p).value or 0
-                          for name in ("MPI_Allreduce", "MPI_Barrier", "MPI_Wtime"))
+        found = tuple(ctypes.cast(getattr(mpi, name), ctypes.c_void_p).value or 0
+                      for name in names)
     except (OSError, AttributeError) as exc:
         return f"MPI functions not found through mpi4py ({exc})"
-    return Kernel(loaded[0], handle, (functions[0], functions[1], functions[2]))
+    missing = [n for n, f in zip(names, found, strict=True) if not f]
+    return f"{', '.join(missing)} not found through mpi4py" if missing else found
+
+
+@functools.cache
+def load() -> Kernel | str:
+    """The kernel, built when missing, or why it cannot be had."""
+    built = build(SOURCE, _declare, "the C timing kernel")
+    if isinstance(built, str):
+        return built
+    functions = mpi_functions(("MPI_Allreduce", "MPI_Barrier", "MPI_Wtime"))
+    if isinstance(functions, str):
+        return functions
+    return Kernel(built[0], built[1], (functions[0], functions[1], functions[2]))
 
 
 def kernel() -> Kernel:

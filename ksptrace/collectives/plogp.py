@@ -32,6 +32,14 @@ then comparable with one another. In each round and size, the round trip, o_s an
 rank descheduled for one message does not move it). Both ranks take the measuring role in turn,
 so every per-rank array of the trace holds that rank's own measurements. Every received message
 is checked against the sender's pattern (after the clock is read).
+
+**In C.** The timed exchanges run in C (:mod:`ksptrace.collectives.plogp_kernel`): each call is
+one barrier-started exchange, its clock read around the MPI calls only, so an MPI_Send through
+mpi4py's interpreter call (0.5-0.7 us, jittering, beside an o_s of about 2 us) is not what is
+timed. Python drives the rounds, sizes and roles, checks every payload between the calls and
+keeps the medians. Where the kernel cannot be built on every rank (no C compiler), the same
+exchanges are timed through mpi4py; the result says which path timed it and why
+(:attr:`PLogPTimes.timing`, the trace's ``plogp_timing``).
 """
 
 from __future__ import annotations
@@ -42,7 +50,9 @@ from typing import Any
 
 import numpy as np
 
+from ksptrace.collectives import plogp_kernel
 from ksptrace.collectives.patterns import byte_pattern, first_difference
+from ksptrace.errors import EnvironmentProblem
 
 TRAINS = (2, 4, 8, 16)
 """Messages in the trains whose times give the gap (their slope over the train length)."""
@@ -63,6 +73,10 @@ class PLogPTimes:
     send_overhead: np.ndarray
     recv_overhead: np.ndarray
     gap: np.ndarray
+    timing: str = "python"
+    """Which path timed the exchanges: ``c`` (the kernel) or ``python`` (through mpi4py)."""
+    timing_note: str = ""
+    """Why the Python path timed them (empty when C did)."""
 
 
 def _pattern(nbytes: int, rank: int) -> np.ndarray:
@@ -164,6 +178,65 @@ class _Pair:
         return elapsed
 
 
+class _CPair(_Pair):
+    """The same exchanges timed in C (:class:`plogp_kernel.Exchanges`); the checks stay here."""
+
+    def __init__(self, comm: Any, send: np.ndarray, recv: np.ndarray, expected: np.ndarray,
+                 wtime: Callable[[], float], exchanges: plogp_kernel.Exchanges) -> None:
+        super().__init__(comm, send, recv, expected, wtime)
+        self.c = exchanges
+
+    def round_trips(self, mine: bool, count: int) -> list[float]:
+        out = self.c.round_trips(self.send, self.recv, mine, count)
+        self._received()
+        return out
+
+    def send_overhead(self, mine: bool) -> float:
+        elapsed = self.c.send_overhead(self.send, self.recv, mine)
+        if not mine:
+            self._received()
+        return elapsed
+
+    def recv_overhead(self, mine: bool, rtt: float) -> float:
+        elapsed = self.c.recv_overhead(self.send, self.recv, mine, 2 * rtt + SETTLE)
+        if mine:
+            self._received()
+        return elapsed
+
+    def train(self, mine: bool, count: int) -> float:
+        elapsed = self.c.train(self.send, self.recv, mine, count)
+        if not mine:
+            self._received()
+        return elapsed
+
+
+def timing_path(comm: Any, wtime: Callable[[], float]
+                ) -> tuple[plogp_kernel.Exchanges | None, str]:
+    """Collective: the C exchanges when every rank has the kernel, else None and why the
+    Python path times (an EnvironmentProblem on every rank when ``KSPTRACE_PLOGP_TIMING=c``)."""
+    from mpi4py import MPI
+
+    wanted = plogp_kernel.wanted()
+    found: plogp_kernel.Library | str
+    if wanted == "python":
+        found = f"{plogp_kernel.TIMING_ENV}=python"
+    elif wtime is not MPI.Wtime:
+        found = "the clock is not MPI.Wtime"
+    else:
+        found = plogp_kernel.load()
+    whys = comm.allgather(found if isinstance(found, str) else "")
+    why = "; ".join(f"rank {r}: {w}" for r, w in enumerate(whys) if w)
+    if wanted == "python":
+        return None, str(found)
+    if why and wanted == "c":
+        raise EnvironmentProblem(f"{plogp_kernel.TIMING_ENV}=c but the C PLogP kernel is "
+                                 f"unavailable ({why}); install a C compiler (cc) or unset "
+                                 f"{plogp_kernel.TIMING_ENV}")
+    if why or isinstance(found, str):  # (found is a str only where why says so)
+        return None, f"the C PLogP kernel is unavailable: {why}"
+    return plogp_kernel.Exchanges(found, comm), ""
+
+
 def _one(pair: _Pair, mine: bool, measurer: int) -> tuple[float, float, float, float]:
     """One round's RTT, o_s, o_r and g at one size (meaningful on the measuring rank)."""
     trips = pair.round_trips(mine, INNER)
@@ -177,13 +250,17 @@ def _one(pair: _Pair, mine: bool, measurer: int) -> tuple[float, float, float, f
 
 def time_plogp(comm: Any, sizes: Sequence[int], rounds: int, warmup: int,
                wtime: Callable[[], float]) -> tuple[PLogPTimes, str | None]:
-    """Measure every size in each of ``warmup + rounds`` rounds on the two ranks of ``comm``;
-    the first ``warmup`` rounds are run and checked but not kept."""
+    """Measure every size in each of ``warmup + rounds`` rounds on the two ranks of ``comm``
+    (in C where :func:`timing_path` allows); the first ``warmup`` rounds are run and checked
+    but not kept."""
     rank = comm.Get_rank()
     largest = max(sizes)
     send, expected = _pattern(largest, rank), _pattern(largest, 1 - rank)
     recv = np.zeros(largest, np.uint8)
-    pairs = [_Pair(comm, send[:m], recv[:m], expected[:m], wtime) for m in sizes]
+    exchanges, why = timing_path(comm, wtime)
+    pairs = [_Pair(comm, send[:m], recv[:m], expected[:m], wtime) if exchanges is None
+             else _CPair(comm, send[:m], recv[:m], expected[:m], wtime, exchanges)
+             for m in sizes]
     kept = np.empty((4, len(sizes), rounds))
     for r in range(warmup + rounds):
         for j in size_order(len(sizes), r):
@@ -192,4 +269,5 @@ def time_plogp(comm: Any, sizes: Sequence[int], rounds: int, warmup: int,
                 if rank == measurer and r >= warmup:
                     kept[:, j, r - warmup] = values
     wrong = next((p.wrong for p in pairs if p.wrong is not None), None)
-    return PLogPTimes(kept[0] / 2, kept[1], kept[2], kept[3]), wrong
+    return PLogPTimes(kept[0] / 2, kept[1], kept[2], kept[3],
+                      "python" if exchanges is None else "c", why), wrong

@@ -3,6 +3,7 @@ under Open MPI (and MPICH where its stack is built), its trace, and its report t
 
 from __future__ import annotations
 
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -18,17 +19,18 @@ from tests.conftest import ROOT, solver_env
 pytestmark = pytest.mark.mpi
 
 
-def _run(python: str, *args: str,
-         mpiexec: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
-    env = solver_env(PYTHONPATH=str(ROOT))
+def _run(python: str, *args: str, mpiexec: tuple[str, ...] = (),
+         **extra: str) -> subprocess.CompletedProcess[str]:
+    env = solver_env(PYTHONPATH=str(ROOT), **extra)
     return subprocess.run([python, "-m", "ksptrace", "collectives", *mpiexec, *args], env=env,
                           capture_output=True, text=True, timeout=300, cwd=ROOT, check=False)
 
 
-def _measured(tmp: Path, python: str = sys.executable, *mpiexec: str) -> ctrace.CollectiveTrace:
+def _measured(tmp: Path, python: str = sys.executable, *mpiexec: str,
+              **env: str) -> ctrace.CollectiveTrace:
     out = tmp / "p.h5"
     proc = _run(python, "--np", "2", "--op", "plogp", "--min-bytes", "1", "--max-bytes", "256K",
-                "--repetitions", "5", "--out", str(out), mpiexec=mpiexec)
+                "--repetitions", "5", "--out", str(out), mpiexec=mpiexec, **env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return ctrace.read(out)
 
@@ -55,6 +57,9 @@ def _check(t: ctrace.CollectiveTrace) -> None:
 def test_plogp_under_open_mpi_and_its_report(tmp_path: Path) -> None:
     t = _measured(tmp_path)
     _check(t)
+    if shutil.which("cc") is not None:  # timed in C, and the trace says so
+        assert t.attrs["plogp_timing"] == "c"
+        assert "plogp_timing_note" not in t.attrs
     report = tmp_path / "report"
     proc = subprocess.run([sys.executable, "-m", "ksptrace", "analyze", str(tmp_path / "p.h5"),
                            "--out", str(report), "--no-figures"], env=solver_env(),
@@ -67,9 +72,19 @@ def test_plogp_under_open_mpi_and_its_report(tmp_path: Path) -> None:
     assert (report / "collectives_plogp.csv").read_text().startswith("bytes,rtt_half_us,")
 
 
+def test_plogp_through_mpi4py_says_so(tmp_path: Path) -> None:
+    t = _measured(tmp_path, KSPTRACE_PLOGP_TIMING="python")
+    _check(t)
+    assert t.attrs["plogp_timing"] == "python"
+    assert t.attrs["plogp_timing_note"] == "KSPTRACE_PLOGP_TIMING=python"
+
+
 def test_plogp_under_mpich(tmp_path: Path) -> None:
     python = mpich_python()
-    _check(_measured(tmp_path, python, "--mpiexec", "mpiexec.mpich"))
+    t = _measured(tmp_path, python, "--mpiexec", "mpiexec.mpich")
+    _check(t)
+    if shutil.which("cc") is not None:  # MPICH's handles are ints: the same source serves
+        assert t.attrs["plogp_timing"] == "c", t.attrs.get("plogp_timing_note")
 
 
 @pytest.mark.parametrize(("args", "said"), [
