@@ -67,9 +67,11 @@ def axis_index(values: np.ndarray, max_buckets: int = MAX_BUCKETS) -> AxisIndex 
         t = np.log2(v) if log else v
         span = float(t[-1] - t[0])
         gap = float(np.diff(t).min()) if v.size > 1 else 1.0
+        if gap <= 0:  # distinct values whose log2 rounds to the same float
+            continue
         with np.errstate(over="ignore", divide="ignore"):
             need = 2.0 * span / gap if v.size > 1 else 0.0
-        if not np.isfinite(need) or gap <= 0 or need + 1 > max_buckets:
+        if not np.isfinite(need) or need + 1 > max_buckets:
             continue
         buckets = 1 if v.size == 1 else int(np.ceil(need)) + 1
         width = span / (buckets - 1) if buckets > 1 else 1.0

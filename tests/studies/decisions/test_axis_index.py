@@ -51,6 +51,18 @@ def test_too_close_values_fall_back_to_searchsorted() -> None:
     assert axis_index(np.array([1.0, np.inf])) is None
 
 
+def test_distinct_values_whose_log2_rounds_equal_use_the_linear_scale() -> None:
+    """Hypothesis found [1e6 - 1 ulp, 1e6]: log2 rounds both to one float, and the gap of zero
+    was divided by in Python floats (ZeroDivisionError)."""
+    ax = np.array([np.nextafter(1e6, 0.0), 1e6])
+    assert np.log2(ax[0]) == np.log2(ax[1])
+    ix = axis_index(ax)
+    if ix is not None:
+        assert not ix.log
+        x = np.array([0.0, ax[0], ax[1], 2e6])
+        assert np.array_equal(ix.index(x), np.searchsorted(ax, x, side="right"))
+
+
 @settings(max_examples=200, deadline=None)
 @given(hs.lists(hs.floats(min_value=-1e6, max_value=1e6, allow_nan=False), min_size=1,
                 max_size=40, unique=True),
