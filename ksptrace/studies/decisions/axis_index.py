@@ -76,6 +76,8 @@ def axis_index(values: np.ndarray, max_buckets: int = MAX_BUCKETS) -> AxisIndex 
         buckets = 1 if v.size == 1 else int(np.ceil(need)) + 1
         width = span / (buckets - 1) if buckets > 1 else 1.0
         widen = 0.25 * width
+        if v.size > 1 and widen <= 8 * float(np.spacing(max(abs(t[0]), abs(t[-1])))):
+            continue  # the widening is below the values' rounding: it cannot absorb it
         starts = t[0] + width * np.arange(buckets) - widen
         ends = starts + width + 2 * widen
         base = np.searchsorted(t, starts, side="left").astype(np.int64)
