@@ -249,10 +249,13 @@ def analyze_trace(
 
     result: dict[str, object] = {}
     noise_notes: list[str] = []
-    with Lanes(times.size) as lanes:  # large traces: these four beside the KS tests
-        # the two that need nothing computed here start first, beside the uniform fits
+    with Lanes(times.size) as lanes:  # large traces: these beside the sort and the KS tests
+        # the steps that need nothing computed here start first, beside the uniform fits
         overall = lanes.later(node_variance, kept, trace.node_ids) if nprocs >= 2 else None
         injection = lanes.later(_injection, trace, times, noise_notes)
+        lockstep = lanes.later(models.measured_standard, kept)
+        rank_sum = lanes.later(models.measured_pipelined, kept)
+        split = lanes.later(variance_split, times, layout)
         tick("uniform fits", 0.0)
         uniform = models.uniform_fits(times)
         nonstationary = models.nonstationary_model(uniform, count)
@@ -328,6 +331,7 @@ def analyze_trace(
         noise = injection.result()
         notes.extend(noise_notes)
         waits = penalty.result()
+        sums = lockstep.result(), rank_sum.result(), split.result()
     tick("done", 1.0)
     setup = recorded_setup(trace)
     if setup is not None:
@@ -348,10 +352,10 @@ def analyze_trace(
         focus_iteration=focus,
         uniform=uniform,
         nonstationary=nonstationary,
-        lockstep_sum=models.measured_standard(kept),
-        rank_sum_max=models.measured_pipelined(kept),
+        lockstep_sum=sums[0],
+        rank_sum_max=sums[1],
         penalty=waits,
-        variance=variance_split(times, layout),
+        variance=sums[2],
         bounds=bounds,
         notes=tuple(notes),
         attrs=tuple(sorted((str(a), v) for a, v in trace.attrs.items())),
