@@ -17,6 +17,7 @@ import numpy as np
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.variability.ordered import sort_rows
+from ksptrace.studies.variability.refindex import RefIndex, ref_index
 
 __all__ = ["KSOneVsAll", "KSPairwise", "KSTest", "compare", "compare_ranks", "critical_value",
            "one_vs_all", "pairwise", "sort_rows", "statistic", "threshold"]
@@ -25,6 +26,9 @@ ROWS_PER_CHUNK_ELEMENTS = 1 << 14
 """About this many samples are processed at once per thread. Small enough that the block's
 temporaries (int64, 128 KB) come from the heap: larger ones are mapped afresh by malloc each
 time, and at 1 M values a block the page faults cost 0.3 s of system time at paper scale."""
+INDEX_ELEMENTS = 1 << 20
+"""Sorted rows of at least this many values are counted through a table (:mod:`.refindex`),
+which takes a few tens of milliseconds to make."""
 THREAD_ELEMENTS = 1 << 20
 """One-vs-all tests of fewer samples run in the calling thread (a pool costs more there)."""
 DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
@@ -129,7 +133,8 @@ def _gaps_to_reference(ref: np.ndarray, block: np.ndarray) -> np.ndarray:
     return _gaps_sorted(ref, sort_rows(block))
 
 
-def _gaps_sorted(ref: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
+def _gaps_sorted(ref: np.ndarray, sorted_rows: np.ndarray, index: RefIndex | None = None
+                 ) -> np.ndarray:
     """K K D for each sorted row (K values) against the sorted reference ``ref`` (K values).
 
     With s_j the j-th value of a row (from 0), c_j = #ref <= s_j and l_j = #ref < s_j:
@@ -139,12 +144,21 @@ def _gaps_sorted(ref: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
     l_j - j): one binary search of each value in the reference (numpy's, over a whole block
     of rows at once) instead of a merge per row, integers throughout, D exact. l_j differs
     from c_j only where s_j is a reference value (a tie, found by one look at ref[c_j - 1]);
-    only those are searched again.
+    only those are searched again. With ``index`` (:mod:`.refindex`, made for ``ref`` over
+    the rows' range), c_j and l_j come from its table, the same integers.
     """
     k = sorted_rows.shape[1]
     if ref.size != k:
         raise AnalysisError(f"a reference of {ref.size} values against rows of {k}; the "
                             "one-vs-all test compares samples of one size")
+    if index is not None:
+        c, flat, left = index.counts(sorted_rows)
+        d = c - np.arange(k)  # c_j - j
+        below = 1 - d.min(axis=1)  # max_j (j + 1 - c_j)
+        if flat.size:  # l_j differs from c_j only in the cells that hold a reference value
+            rows, cols = np.divmod(flat, k)
+            d[rows, cols] = left - cols
+        return k * np.maximum(below, np.maximum(d.max(axis=1), 0)).astype(np.int64)
     c = np.searchsorted(ref, sorted_rows, side="right")
     d = c - np.arange(k)  # c_j - j
     below = 1 - d.min(axis=1)  # max_j (j + 1 - c_j)
@@ -181,6 +195,10 @@ def one_vs_all(
     if ordered is not None and ordered.shape != x.shape:
         raise AnalysisError(f"sorted rows of shape {ordered.shape} do not match times {x.shape}")
     ref = np.sort(_check_sample(x[reference], f"rank {reference}"))
+    index = None
+    if ordered is not None and ordered.size >= INDEX_ELEMENTS:
+        index = ref_index(ref, min(float(ordered[:, 0].min()), float(ref[0])),
+                          max(float(ordered[:, -1].max()), float(ref[-1])))
     gaps = np.empty(nprocs, dtype=np.int64)
     chunk = max(1, ROWS_PER_CHUNK_ELEMENTS // max(k, 1))
     starts = range(0, nprocs, chunk)
@@ -188,7 +206,7 @@ def one_vs_all(
     def one_block(start: int) -> int:
         if ordered is not None:  # checked finite when sorted
             rows = ordered[start : start + chunk]
-            gaps[start : start + rows.shape[0]] = _gaps_sorted(ref, rows)
+            gaps[start : start + rows.shape[0]] = _gaps_sorted(ref, rows, index)
             return int(rows.shape[0])
         block = x[start : start + chunk]
         if not np.isfinite(block).all():
