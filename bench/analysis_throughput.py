@@ -16,6 +16,11 @@ Cases:
 * ``paper``: one 8192 x 5000 trace end to end, beside the floor: reading the file and sorting each
   rank's iterations once, in a process of its own. Target: 6 s.
 
+Every timed run also records ``cpu_seconds``, the user + system seconds of its process tree (the
+machine is shared: wall seconds follow the load, CPU seconds much less), and the paper case the
+floor process's (``floor_process_cpu_seconds``, its imports included: the floor's own seconds
+time only the read and the sort).
+
     python bench/analysis_throughput.py [--only demo] [--baseline COMMIT]
 
 Both packages are byte-compiled first (``compileall``), as an installed package is: pip
@@ -31,6 +36,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -71,13 +77,21 @@ def run(args: list[str], pythonpath: Path | None = None, memory: bool = True,
     ``interval`` s. The sampler is kept out of the timed run: reading smaps_rollup of a
     paper-scale process 20 times a second cost it 0.6 s of its 6 s (6.36-6.6 s against
     5.79-5.87 s sampled every 0.5 s, 2026-11-26)."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     out: dict[str, float] = {"seconds": run_cli(args, pythonpath, None)["seconds"],
+                             "cpu_seconds": _cpu_since(before),
                              "load_avg_1min_after": loadavg()}
     if memory:
         sampled = run_cli(args, pythonpath, interval)
         out.update(peak_gib=sampled["peak_gib"], memory_sample_seconds=interval,
                    sampled_run_seconds=sampled["seconds"])
     return out
+
+
+def _cpu_since(before: resource.struct_rusage) -> float:
+    """User + system seconds of the children waited for since ``before``."""
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return round((after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime), 2)
 
 
 def traces(folder: Path, count: int) -> list[str]:
@@ -125,10 +139,12 @@ def paper(work: Path, base: Path) -> dict[str, Any]:
     path = work / "paper.h5"
     write_trace(synthetic_trace(8192, 5000, 64, "gmres", seed=0), path)
     env = dict(os.environ, OPENBLAS_NUM_THREADS="1")
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     floor = float(subprocess.run([sys.executable, "-c", FLOOR, str(path)], env=env, text=True,
                                  capture_output=True, check=True).stdout)
     out: dict[str, Any] = {"nprocs": 8192, "iterations": 5000,
-                           "read_and_sort_floor_seconds": round(floor, 2)}
+                           "read_and_sort_floor_seconds": round(floor, 2),
+                           "floor_process_cpu_seconds": _cpu_since(before)}
     for label, where in (("now", None), ("baseline", base)):
         out[label] = run(["analyze", str(path), "--out", str(work / f"r-paper-{label}"),
                           "--no-cache", "--quiet"], where, memory=where is None)

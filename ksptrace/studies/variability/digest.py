@@ -10,6 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ksptrace.studies.variability import figures
+from ksptrace.studies.variability.ordered import OrderedRows
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 from ksptrace.trace.model import Trace
 
@@ -63,13 +64,18 @@ class LogHistogram:
         return self.counts / (total * np.diff(LOG_EDGES))
 
 
-def log_histogram(values: np.ndarray) -> LogHistogram:
-    """The values binned on the common log grid."""
-    x = figures.finite(values)
-    # equal bins in log10, a block at a time: no binary search per value, no copy of the trace
-    counts, below = figures.binned_counts(
-        x, LOG_EDGES.size - 1, float(np.log10(LOG_EDGES[0])), float(np.log10(LOG_EDGES[-1])),
-        log=True, floor=float(LOG_EDGES[0]), ceiling=float(LOG_EDGES[-1]))
+def log_histogram(values: np.ndarray | OrderedRows) -> LogHistogram:
+    """The values binned on the common log grid (sorted rows: by binary searches, the same
+    counts)."""
+    grid = (LOG_EDGES.size - 1, float(np.log10(LOG_EDGES[0])), float(np.log10(LOG_EDGES[-1])))
+    if isinstance(values, OrderedRows):
+        counts, below = values.binned(*grid, log=True, floor=float(LOG_EDGES[0]),
+                                      ceiling=float(LOG_EDGES[-1]))
+    else:
+        # equal bins in log10, a block at a time: no binary search per value, no copy
+        counts, below = figures.binned_counts(
+            figures.finite(values), *grid, log=True, floor=float(LOG_EDGES[0]),
+            ceiling=float(LOG_EDGES[-1]))
     counts.setflags(write=False)
     return LogHistogram(counts=counts, below=below)
 
@@ -106,11 +112,15 @@ def _number(value: object) -> float | None:
     return float(value)
 
 
-def digest_of(trace: Trace, a: TraceAnalysis) -> TraceDigest:
-    """The small summary of one trace that ``across_figures`` uses."""
+def digest_of(trace: Trace, a: TraceAnalysis, ordered: OrderedRows | None = None
+              ) -> TraceDigest:
+    """The small summary of one trace that ``across_figures`` uses; ``ordered``: the kept
+    times' rows sorted (:func:`pipeline.ordered_kept`), if made already."""
     keep = _kept_columns(a)
     times = trace.iteration_seconds
-    kept = times if keep.size == times.shape[1] else times[:, keep]
+    kept: np.ndarray | OrderedRows = (
+        ordered if ordered is not None and ordered.shape == (times.shape[0], keep.size)
+        else times if keep.size == times.shape[1] else times[:, keep])
     attrs = dict(a.attrs)
     return TraceDigest(
         label=a.label,

@@ -29,6 +29,7 @@ from ksptrace.studies.variability.collector import Beside, Collector, _why, can_
 from ksptrace.studies.variability.digest import FigureSet, _kept_columns
 from ksptrace.studies.variability.figures import TimeAxis
 from ksptrace.studies.variability.flags import Flag
+from ksptrace.studies.variability.ordered import OrderedRows
 from ksptrace.studies.variability.pipeline import TraceAnalysis
 from ksptrace.trace.model import Trace
 
@@ -55,7 +56,7 @@ MIN_HISTOGRAM_VALUES = 10
 """Fewer values (iterations per rank, a_k or s_k) make a histogram that shows nothing."""
 
 
-def _varies(x: np.ndarray) -> bool:
+def _varies(x: np.ndarray | OrderedRows) -> bool:
     return not figures.is_constant(x)
 
 
@@ -68,7 +69,7 @@ def heatmap_ranks(nprocs: int, limit: int = MAX_HEATMAP_RANKS, seed: int = HEATM
 
 
 def _rank_figures(out: Collector, times: np.ndarray, kept: np.ndarray, trace: Trace,
-                  a: TraceAnalysis) -> None:
+                  a: TraceAnalysis, whole: np.ndarray | OrderedRows | None = None) -> None:
     """Per-rank histograms, the KS heatmap and the rank scatter (P >= 2)."""
     shown = list(dict.fromkeys((0, 1, a.nprocs - 1)))
     if kept.shape[1] < MIN_HISTOGRAM_VALUES:
@@ -98,7 +99,7 @@ def _rank_figures(out: Collector, times: np.ndarray, kept: np.ndarray, trace: Tr
             "table)"
         )
         out.omitted.append(f"P = {a.nprocs}: one rank pair{said}; no KS heatmap")
-    elif kept.shape[1] >= 2 and _varies(kept):
+    elif kept.shape[1] >= 2 and _varies(kept if whole is None else whole):
         alpha = a.ks_all.alpha if a.ks_all is not None else 0.05
         ranks = heatmap_ranks(a.nprocs)
         res = ks.pairwise(kept, ranks, alpha)
@@ -279,8 +280,8 @@ def _colormap(out: Collector, times: np.ndarray, a: TraceAnalysis) -> None:
     )
 
 
-def _cycle_figure(out: Collector, times: np.ndarray, kept: np.ndarray, a: TraceAnalysis,
-                  kept_axis: Callable[[], TimeAxis]) -> None:
+def _cycle_figure(out: Collector, times: np.ndarray, kept: np.ndarray | OrderedRows,
+                  a: TraceAnalysis, kept_axis: Callable[[], TimeAxis]) -> None:
     """Histograms by restart-cycle position (the paper's Fig. 12), for restarted methods."""
     if a.layout.cycle_length < 2 or kept.shape[1] < MIN_HISTOGRAM_VALUES or not _varies(kept):
         return
@@ -293,11 +294,12 @@ def _cycle_figure(out: Collector, times: np.ndarray, kept: np.ndarray, a: TraceA
         f"Histograms of Tₚᵏ at restart-cycle positions k mod {a.layout.cycle_length} = "
         f"{', '.join(map(str, positions))} next to all kept iterations (the paper's "
         f"Fig. 12). {axis.describe()}",
-        figures.cycle_histograms(times, a.layout, positions, axis=axis),
+        figures.cycle_histograms(times, a.layout, positions, axis=axis,
+                                 kept=kept if isinstance(kept, OrderedRows) else None),
     )
 
 
-def _bulk_figure(out: Collector, kept: np.ndarray, a: TraceAnalysis,
+def _bulk_figure(out: Collector, kept: np.ndarray | OrderedRows, a: TraceAnalysis,
                  kept_axis: Callable[[], TimeAxis]) -> None:
     """The bulk histogram with the best fitted families (the paper's Fig. 5)."""
     if a.bulk is None or not _varies(kept):
@@ -319,16 +321,22 @@ def _bulk_figure(out: Collector, kept: np.ndarray, a: TraceAnalysis,
     )
 
 
-def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
-    """Every per-trace figure of the paper that makes sense for this trace."""
+def trace_figures(trace: Trace, a: TraceAnalysis, ordered: OrderedRows | None = None
+                  ) -> FigureSet:
+    """Every per-trace figure of the paper that makes sense for this trace. ``ordered``: the
+    kept times' rows sorted (:func:`pipeline.ordered_kept`), if made already: the histograms
+    and axes of all kept times are then counted on them (the same counts)."""
     out = Collector()
     times = trace.iteration_seconds
     keep = _kept_columns(a)
     kept = times if keep.size == times.shape[1] else times[:, keep]
+    whole: np.ndarray | OrderedRows = kept
+    if ordered is not None and ordered.shape == kept.shape:
+        whole = ordered
     side: Beside | None = None
     if a.nprocs > 1:
         def by_rank(into: Collector) -> None:
-            into.guarded("rank figures", _rank_figures, into, times, kept, trace, a)
+            into.guarded("rank figures", _rank_figures, into, times, kept, trace, a, whole)
             into.guarded("colormap", _colormap, into, times, a)
 
         if can_fork(times.size):  # half the figures of a large trace on the other core
@@ -342,10 +350,10 @@ def trace_figures(trace: Trace, a: TraceAnalysis) -> FigureSet:
         )
     try:
         # one axis for the kept times, shared by two figures (0.2 s a time at paper scale)
-        kept_axis = functools.cache(lambda: figures.time_axis(kept))
-        out.guarded("bulk fit", _bulk_figure, out, kept, a, kept_axis)
+        kept_axis = functools.cache(lambda: figures.time_axis(whole))
+        out.guarded("bulk fit", _bulk_figure, out, whole, a, kept_axis)
         out.guarded("uniform fits and aₖ/sₖ histograms", _uniform_figures, out, times, a, keep)
-        out.guarded("restart-cycle histograms", _cycle_figure, out, times, kept, a, kept_axis)
+        out.guarded("restart-cycle histograms", _cycle_figure, out, times, whole, a, kept_axis)
     except BaseException:
         if side is not None:
             side.stop()

@@ -25,6 +25,7 @@ from ksptrace.studies.fits import Binned, binned, equal_count_cells, family, fit
 from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES
 from ksptrace.studies.variability.frozen import Bound
 from ksptrace.studies.variability.models import mean_of
+from ksptrace.studies.variability.ordered import OrderedRows
 
 DEFAULT_BINS = 200
 CRITERION = ("AIC of the binned likelihood (the fitted sample in equal-count cells); only fits "
@@ -153,16 +154,22 @@ def subsample(x: np.ndarray, size: int | None, seed: int = 0) -> np.ndarray:
 
 
 def histogram(
-    x: np.ndarray, bins: int = DEFAULT_BINS, range_: tuple[float, float] | None = None
+    x: np.ndarray, bins: int = DEFAULT_BINS, range_: tuple[float, float] | None = None,
+    ordered: OrderedRows | None = None,
 ) -> Histogram:
-    """Density histogram of ``x`` normalised by the count of all values, in or out of range."""
+    """Density histogram of ``x`` normalised by the count of all values, in or out of range;
+    counted on ``ordered`` (``x``'s rows sorted) when given: the same counts."""
     flat = np.asarray(x, dtype=np.float64).ravel()
     if range_ is None:
         range_ = (float(flat.min()), float(flat.max()))
     lo, hi = range_
     if not hi > lo:
         hi = lo + max(abs(lo), 1.0) * 1e-9
-    counts, edges = np.histogram(flat, bins=bins, range=(lo, hi))
+    if ordered is not None and ordered.size == flat.size:
+        counts = ordered.binned(bins, lo, hi)[0]
+        edges = np.linspace(lo, hi, bins + 1)
+    else:
+        counts, edges = np.histogram(flat, bins=bins, range=(lo, hi))
     density = counts / (flat.size * np.diff(edges))
     return Histogram(edges=edges, density=density)
 
@@ -237,11 +244,13 @@ def fit_candidates(
     bins: int = DEFAULT_BINS,
     fit_size: int | None = None,
     seed: int = 0,
+    ordered: OrderedRows | None = None,
 ) -> FitRanking:
     """Fit every candidate family to ``x`` and rank the fits by CRITERION (ok fits first).
 
     ``fit_size`` fits on a seeded random subsample of that many values; the histogram that
-    scores the fits (SSE) uses all of ``x`` over the subsample's 0.1 %..99.9 % quantiles.
+    scores the fits (SSE) uses all of ``x`` over the subsample's 0.1 %..99.9 % quantiles
+    (counted on ``ordered``, ``x``'s rows sorted, when given).
     """
     for name in candidates:
         distribution(name)
@@ -249,7 +258,7 @@ def fit_candidates(
     flat = checked(x)
     sample = subsample(flat, fit_size, seed)
     lo, hi = np.quantile(sample, [0.001, 0.999])
-    hist = histogram(flat, bins=bins, range_=(float(lo), float(hi)))
+    hist = histogram(flat, bins=bins, range_=(float(lo), float(hi)), ordered=ordered)
     fits: list[Fit] = []
     failed: list[tuple[str, str]] = []
     drawn = _constant_draw(sample, flat)

@@ -60,13 +60,15 @@ def _t(seconds: float) -> str:
 
 
 def _mean_flag(
-    subject: str, name: str, fitted: float, data: np.ndarray, reasons: dict[str, str]
+    subject: str, name: str, fitted: float, data: np.ndarray, reasons: dict[str, str],
+    sample_mean: float | None = None,
 ) -> Flag | None:
     """A flag when a converged fit's mean is far from the sample mean, with the reason if known.
 
     Records in ``reasons`` the short reason it gives a prediction that is far off.
+    ``sample_mean``: ``np.mean(data)``, if the caller has it (one pass for several fits).
     """
-    sample = float(np.mean(data))
+    sample = float(np.mean(data)) if sample_mean is None else sample_mean
     if abs(fitted - sample) <= FIT_MEAN_TOLERANCE * abs(sample):
         return None
     side = "below" if fitted < sample else "above"

@@ -16,9 +16,21 @@ from dataclasses import dataclass
 import numpy as np
 
 from ksptrace.errors import AnalysisError
+from ksptrace.studies.variability.ordered import sort_rows
+from ksptrace.studies.variability.refindex import RefIndex, ref_index
 
-ROWS_PER_CHUNK_ELEMENTS = 1_000_000
-"""About this many samples are processed at once per thread, which bounds the working memory."""
+__all__ = ["KSOneVsAll", "KSPairwise", "KSTest", "compare", "compare_ranks", "critical_value",
+           "one_vs_all", "pairwise", "sort_rows", "statistic", "threshold"]
+
+ROWS_PER_CHUNK_ELEMENTS = 1 << 14
+"""About this many samples are processed at once per thread. Small enough that the block's
+temporaries (int64, 128 KB) come from the heap: larger ones are mapped afresh by malloc each
+time, and at 1 M values a block the page faults cost 0.3 s of system time at paper scale."""
+INDEX_ELEMENTS = 1 << 20
+"""Sorted rows of at least this many values are counted through a table (:mod:`.refindex`),
+which takes a few tens of milliseconds to make."""
+THREAD_ELEMENTS = 1 << 20
+"""One-vs-all tests of fewer samples run in the calling thread (a pool costs more there)."""
 DEFAULT_WORKERS = min(2, os.cpu_count() or 1)
 """Threads for one-vs-all tests (numpy's binary search releases the GIL)."""
 
@@ -116,49 +128,46 @@ def compare_ranks(times: np.ndarray, a: int, b: int, alpha: float = 0.05) -> KST
 
 
 def _gaps_to_reference(ref: np.ndarray, block: np.ndarray) -> np.ndarray:
-    """n m D for each row of ``block`` against the sorted reference sample ``ref``.
-
-    Each row is sorted, then merged with the reference: a stable sort of the two sorted runs
-    side by side is one linear merge (timsort finds the two runs). Walking the merged values,
-    a reference value adds m and a row value subtracts n, so the running sum is
-    n m (F_ref - F_row); the statistic is its largest magnitude at the last of each run of
-    equal values (both distribution functions are right-continuous). Integers throughout, so
-    D is exact.
-    """
+    """K K D for each row of ``block`` against the sorted reference sample ``ref`` (K values
+    each): each row sorted, then :func:`_gaps_sorted`."""
     return _gaps_sorted(ref, sort_rows(block))
 
 
-def sort_rows(block: np.ndarray) -> np.ndarray:
-    """Each row of a finite float64 [R, K] block sorted: ``np.sort(block, axis=1)``.
+def _gaps_sorted(ref: np.ndarray, sorted_rows: np.ndarray, index: RefIndex | None = None
+                 ) -> np.ndarray:
+    """K K D for each sorted row (K values) against the sorted reference ``ref`` (K values).
 
-    Times are not negative, and the bits of non-negative float64 values order as int64
-    integers do, which numpy sorts in about two thirds of the time (no NaN to place): 0.9 s of
-    CPU less at paper scale. A -0.0 (the integer sign bit) goes first, where it belongs among
-    values equal to 0.0. A block with a negative value is sorted as floats.
+    With s_j the j-th value of a row (from 0), c_j = #ref <= s_j and l_j = #ref < s_j:
+    F_row - F_ref is largest at a row value, (j + 1 - c_j) / K at the last of equal values
+    (earlier ones give less); F_ref - F_row is largest just below a row value, (l_j - j) / K
+    at the first of equal values, or 0 beyond the last. So K D = max_j max(j + 1 - c_j,
+    l_j - j): one binary search of each value in the reference (numpy's, over a whole block
+    of rows at once) instead of a merge per row, integers throughout, D exact. l_j differs
+    from c_j only where s_j is a reference value (a tie, found by one look at ref[c_j - 1]);
+    only those are searched again. With ``index`` (:mod:`.refindex`, made for ``ref`` over
+    the rows' range), c_j and l_j come from its table, the same integers.
     """
-    x = np.asarray(block, dtype=np.float64)
-    if x.size == 0 or not float(x.min()) >= 0.0:
-        return np.sort(x, axis=1)
-    return np.sort(x.view(np.int64), axis=1).view(np.float64)
-
-
-def _gaps_sorted(ref: np.ndarray, sorted_rows: np.ndarray) -> np.ndarray:
-    """``_gaps_to_reference`` for rows that are sorted already (each rank sorted once)."""
-    n = ref.size
-    rows, m = sorted_rows.shape
-    out = np.empty(rows, dtype=np.int64)
-    step = np.empty(n + m, dtype=np.int64)
-    for i, row in enumerate(sorted_rows):
-        both = np.concatenate([ref, row])
-        order = np.argsort(both, kind="stable")
-        np.copyto(step, np.where(order < n, m, -n))
-        running = np.cumsum(step)
-        merged = both[order]
-        last = np.empty(merged.size, dtype=bool)
-        np.not_equal(merged[1:], merged[:-1], out=last[:-1])
-        last[-1] = True
-        out[i] = int(np.abs(running[last]).max())
-    return out
+    k = sorted_rows.shape[1]
+    if ref.size != k:
+        raise AnalysisError(f"a reference of {ref.size} values against rows of {k}; the "
+                            "one-vs-all test compares samples of one size")
+    if index is not None:
+        c, flat, left = index.counts(sorted_rows)
+        d = c - np.arange(k)  # c_j - j
+        below = 1 - d.min(axis=1)  # max_j (j + 1 - c_j)
+        if flat.size:  # l_j differs from c_j only in the cells that hold a reference value
+            rows, cols = np.divmod(flat, k)
+            d[rows, cols] = left - cols
+        return k * np.maximum(below, np.maximum(d.max(axis=1), 0)).astype(np.int64)
+    c = np.searchsorted(ref, sorted_rows, side="right")
+    d = c - np.arange(k)  # c_j - j
+    below = 1 - d.min(axis=1)  # max_j (j + 1 - c_j)
+    tie = np.take(ref, c - 1) == sorted_rows  # c_j = 0 looks at ref[-1] > s_j: no tie
+    if tie.any():  # l_j = c_j - (copies of s_j in ref)
+        where = np.nonzero(tie)
+        d[where] = np.searchsorted(ref, sorted_rows[where], side="left") - where[1]
+    above = np.maximum(d.max(axis=1), 0)  # max(max_j (l_j - j), 0)
+    return k * np.maximum(below, above).astype(np.int64)
 
 
 def one_vs_all(
@@ -167,10 +176,13 @@ def one_vs_all(
     alpha: float = 0.05,
     progress: Callable[[float], None] | None = None,
     workers: int = DEFAULT_WORKERS,
+    ordered: np.ndarray | None = None,
 ) -> KSOneVsAll:
     """Test rank ``reference`` against each other rank of a [P, K] matrix of iteration times.
 
     Blocks of rows are handled by ``workers`` threads; the result does not depend on it.
+    ``ordered``: the rows of ``times`` each sorted already (``ordered.order_rows``, finite),
+    so that they are not sorted again.
     """
     x = np.asarray(times, dtype=np.float64)
     if x.ndim != 2:
@@ -180,12 +192,22 @@ def one_vs_all(
         raise AnalysisError("a rank-vs-rank KS test needs P >= 2; this trace has one rank")
     if not 0 <= reference < nprocs:
         raise AnalysisError(f"reference rank {reference} is outside 0..{nprocs - 1}")
+    if ordered is not None and ordered.shape != x.shape:
+        raise AnalysisError(f"sorted rows of shape {ordered.shape} do not match times {x.shape}")
     ref = np.sort(_check_sample(x[reference], f"rank {reference}"))
+    index = None
+    if ordered is not None and ordered.size >= INDEX_ELEMENTS:
+        index = ref_index(ref, min(float(ordered[:, 0].min()), float(ref[0])),
+                          max(float(ordered[:, -1].max()), float(ref[-1])))
     gaps = np.empty(nprocs, dtype=np.int64)
     chunk = max(1, ROWS_PER_CHUNK_ELEMENTS // max(k, 1))
     starts = range(0, nprocs, chunk)
 
     def one_block(start: int) -> int:
+        if ordered is not None:  # checked finite when sorted
+            rows = ordered[start : start + chunk]
+            gaps[start : start + rows.shape[0]] = _gaps_sorted(ref, rows, index)
+            return int(rows.shape[0])
         block = x[start : start + chunk]
         if not np.isfinite(block).all():
             raise AnalysisError("iteration times hold NaN or inf; drop the bad trace first")
@@ -193,8 +215,9 @@ def one_vs_all(
         return int(block.shape[0])
 
     done = 0
-    if len(starts) == 1:  # one block (a small trace): no thread to start
-        done = one_block(0)
+    if x.size < THREAD_ELEMENTS or workers <= 1:  # a small trace: no thread to start
+        for start in starts:
+            done += one_block(start)
         if progress is not None:
             progress(1.0)
     else:

@@ -5,7 +5,10 @@ iterations, the wait penalty and the noise summary take 0.6 to 0.8 s each, one a
 while the KS tests run. None of them reads another's result, and each is a pure function of
 arrays that nobody writes, so they can run in threads beside the KS tests: numpy and scipy
 release the interpreter lock inside their array loops. Every step computes exactly what it did in
-turn (each draws from its own seeded generator), so the numbers are the same bits.
+turn (each draws from its own seeded generator), so the numbers are the same bits. The steps
+that need nothing the analysis computes (node variances, noise summary, the lockstep and
+rank-sum totals, the variance split) start first, beside the uniform fits and the sort of each
+rank's times; the bulk fits and the wait penalty, which count on the sorted rows, after it.
 
 Small traces gain nothing (a thread costs more than a demo trace's steps), and a worker of
 ``analyze --jobs N`` leaves the other cores to the other workers; so there, and below

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ksptrace.studies.variability.ordered import OrderedRows
 from ksptrace.studies.variability.selection import quantiles
 
 RESAMPLES = 200
@@ -63,9 +64,11 @@ def _pct(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     return 100.0 * (numerator / denominator - 1.0)
 
 
-def wait_penalty(times: np.ndarray, seed: int = 0, resamples: int = RESAMPLES) -> Penalty | None:
+def wait_penalty(times: np.ndarray, seed: int = 0, resamples: int = RESAMPLES,
+                 ordered: OrderedRows | None = None) -> Penalty | None:
     """The two penalties of ``times`` (ranks x iterations, seconds); None without iterations
-    or with a zero mean."""
+    or with a zero mean. ``ordered``: ``times``' rows sorted, if made already (its quantiles
+    are then found by binary searches)."""
     t = np.asarray(times, dtype=float)
     if t.ndim != 2 or t.shape[1] == 0 or not np.isfinite(t).all():
         return None
@@ -94,7 +97,8 @@ def wait_penalty(times: np.ndarray, seed: int = 0, resamples: int = RESAMPLES) -
         return Interval(float(point), float(low), float(high))
 
     total = col_mean.sum()
-    q25, q50, q75, q99 = quantiles(t, [0.25, 0.5, 0.75, 0.99])  # np.quantile's bits
+    q25, q50, q75, q99 = quantiles(  # np.quantile's bits
+        t if ordered is None or ordered.shape != t.shape else ordered, [0.25, 0.5, 0.75, 0.99])
     return Penalty(
         spread_pct=float(100.0 * (q75 - q25) / q50) if q50 > 0 else 0.0,
         tail_pct=float(100.0 * (q99 / q50 - 1.0)) if q50 > 0 else 0.0,

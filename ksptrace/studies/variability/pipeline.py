@@ -21,6 +21,7 @@ The options live in :mod:`.options`, the flags in :mod:`.flags`.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 
 import numpy as np
@@ -51,6 +52,7 @@ from ksptrace.studies.variability.injected import InjectedNoise, injected_noise
 from ksptrace.studies.variability.lanes import Lanes
 from ksptrace.studies.variability.nodes import NodeVariance, node_variance
 from ksptrace.studies.variability.options import AnalysisOptions, Progress, units
+from ksptrace.studies.variability.ordered import OrderedRows, Sorted, order_rows, resolve
 from ksptrace.studies.variability.penalty import Penalty, wait_penalty
 from ksptrace.studies.variability.setup_time import (
     MIN_FIT_PER_RANK,
@@ -194,10 +196,30 @@ def _noop(step: str, fraction: float) -> None:
     return None
 
 
+def kept_times(trace: Trace, drop_fill: bool = True) -> np.ndarray:
+    """The [P, K] times the bulk statistics use: pipeline-fill iterations dropped with
+    ``drop_fill`` (:attr:`AnalysisOptions.drop_fill`); no copy when every iteration is kept."""
+    times = trace.iteration_seconds
+    keep = layout_of(trace).keep(drop_fill)
+    return times if keep.size == times.shape[1] else times[:, keep]
+
+
+def ordered_kept(trace: Trace, options: AnalysisOptions | None = None) -> OrderedRows | None:
+    """Each rank's kept times sorted once (:mod:`.ordered`), for :func:`analyze_trace`, the
+    figures and the digest; None without a kept iteration. AnalysisError as
+    :func:`analyze_trace` for times it cannot analyse."""
+    check_timings(trace)
+    kept = kept_times(trace, (options or AnalysisOptions()).drop_fill)
+    return order_rows(kept) if kept.size else None
+
+
 def analyze_trace(
-    trace: Trace, options: AnalysisOptions | None = None, progress: Progress | None = None
+    trace: Trace, options: AnalysisOptions | None = None, progress: Progress | None = None,
+    ordered: Sorted = None,
 ) -> TraceAnalysis:
-    """Run every analysis of the paper on one trace."""
+    """Run every analysis of the paper on one trace. ``ordered``: :func:`ordered_kept` of the
+    trace, or a function that makes it (called once, when the sorted rows are first needed,
+    so that the caller can keep them for the figures); sorted here when None."""
     opt = options or AnalysisOptions()
     tick = progress or _noop
     check_timings(trace)
@@ -225,20 +247,27 @@ def analyze_trace(
     if not 0 <= focus < k_all:
         raise UsageError(f"iteration {focus} is outside 0..{k_all - 1} for {trace.label}")
 
-    tick("uniform fits", 0.0)
-    uniform = models.uniform_fits(times)
-    nonstationary = models.nonstationary_model(uniform, count)
-    bulk_mean, bulk_std = mean_std(kept)
-    bounds = models.Bounds(iterations=k, count=count, mean=bulk_mean, std=bulk_std)
     result: dict[str, object] = {}
-    fittable = kept.size >= MIN_SAMPLES and bulk_std != 0 and k >= MIN_FIT_PER_RANK
     noise_notes: list[str] = []
-    with Lanes(times.size) as lanes:  # large traces: these four beside the KS tests
-        fitted = lanes.later(fit_candidates, kept, opt.candidates, opt.bins, opt.fit_size,
-                             opt.seed) if fittable else None
+    with Lanes(times.size) as lanes:  # large traces: these beside the sort and the KS tests
+        # the steps that need nothing computed here start first, beside the uniform fits
         overall = lanes.later(node_variance, kept, trace.node_ids) if nprocs >= 2 else None
         injection = lanes.later(_injection, trace, times, noise_notes)
-        penalty = lanes.later(wait_penalty, kept, opt.seed)
+        lockstep = lanes.later(models.measured_standard, kept)
+        rank_sum = lanes.later(models.measured_pipelined, kept)
+        split = lanes.later(variance_split, times, layout)
+        tick("uniform fits", 0.0)
+        uniform = models.uniform_fits(times)
+        nonstationary = models.nonstationary_model(uniform, count)
+        bulk_mean, bulk_std = mean_std(kept)
+        bounds = models.Bounds(iterations=k, count=count, mean=bulk_mean, std=bulk_std)
+        rows = resolve(ordered, kept)  # each rank sorted once: KS tests, histograms
+        if rows is not None:
+            kept = rows.raw  # the same values (no second copy of the kept columns)
+        fittable = kept.size >= MIN_SAMPLES and bulk_std != 0 and k >= MIN_FIT_PER_RANK
+        fitted = lanes.later(fit_candidates, kept, opt.candidates, opt.bins, opt.fit_size,
+                             opt.seed, rows) if fittable else None
+        penalty = lanes.later(functools.partial(wait_penalty, ordered=rows), kept, opt.seed)
         if nprocs < 2:
             notes.append("P = 1: the KS tests between ranks and node variances need >= 2 ranks")
         elif k < 2:
@@ -250,6 +279,7 @@ def analyze_trace(
                 opt.reference_rank,
                 opt.alpha,
                 progress=lambda f: tick("KS tests", f),
+                ordered=None if rows is None else rows.rows,
             )
             other = 1 if opt.reference_rank != 1 else 0
             result["ks_pair"] = ks.compare_ranks(kept, opt.reference_rank, other, opt.alpha)
@@ -301,6 +331,7 @@ def analyze_trace(
         noise = injection.result()
         notes.extend(noise_notes)
         waits = penalty.result()
+        sums = lockstep.result(), rank_sum.result(), split.result()
     tick("done", 1.0)
     setup = recorded_setup(trace)
     if setup is not None:
@@ -321,10 +352,10 @@ def analyze_trace(
         focus_iteration=focus,
         uniform=uniform,
         nonstationary=nonstationary,
-        lockstep_sum=models.measured_standard(kept),
-        rank_sum_max=models.measured_pipelined(kept),
+        lockstep_sum=sums[0],
+        rank_sum_max=sums[1],
         penalty=waits,
-        variance=variance_split(times, layout),
+        variance=sums[2],
         bounds=bounds,
         notes=tuple(notes),
         attrs=tuple(sorted((str(a), v) for a, v in trace.attrs.items())),

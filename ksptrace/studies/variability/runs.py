@@ -20,7 +20,7 @@ from ksptrace.studies.result import Figure, StudyResult
 from ksptrace.studies.variability import batch, findings
 from ksptrace.studies.variability.digest import Drawn, TraceDigest, digest_of
 from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace, ordered_kept
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS, Trace
 from ksptrace.trace.read import iter_traces
 from ksptrace.trace.solves import split
@@ -126,8 +126,10 @@ def analyse_one(
         if tick is not None:
             tick(f"{Path(name).name}: {text}", fraction)
 
+    # each rank sorted once, when the analysis first needs it, for it and for the figures
+    ordered = functools.cache(lambda: ordered_kept(trace, opt))
     try:
-        a = analyze_trace(trace, opt, step)
+        a = analyze_trace(trace, opt, step, ordered)
     except AnalysisError as exc:
         return Skipped(name, str(exc))
     pictures: tuple[Figure, ...] = ()
@@ -137,9 +139,9 @@ def analyse_one(
         from ksptrace.studies.variability import figure_sets  # matplotlib: only to draw
 
         step("figures", 0.0)
-        drawn = figure_sets.trace_figures(trace, a)
+        drawn = figure_sets.trace_figures(trace, a, ordered())
         pictures, omitted = _pictures(drawn.drawn), tuple(drawn.omitted)
-        digest = digest_of(trace, a)
+        digest = digest_of(trace, a, ordered())
     return Analysed(a, pictures, omitted, digest)
 
 

@@ -23,6 +23,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from ksptrace.studies.variability.ordered import OrderedRows
+
 SELECT_AT = 1 << 21
 """Arrays smaller than this go to ``np.quantile`` directly (it is fast enough there)."""
 SAMPLE = 1 << 16
@@ -34,8 +36,14 @@ MARGIN = 6.0
 SLACK = 8
 
 
-def quantiles(values: np.ndarray, qs: Sequence[float] | np.ndarray) -> np.ndarray:
-    """``np.quantile(values, qs)`` (method "linear", over all values) for a 1-D ``qs``."""
+def quantiles(values: np.ndarray | OrderedRows, qs: Sequence[float] | np.ndarray
+              ) -> np.ndarray:
+    """``np.quantile(values, qs)`` (method "linear", over all values) for a 1-D ``qs``; of
+    sorted rows (:class:`OrderedRows`), the order statistics are found by binary searches in
+    each row instead of a pass over every value."""
+    ordered: OrderedRows | None = None
+    if isinstance(values, OrderedRows):
+        ordered, values = values, values.raw
     x = np.asarray(values, dtype=np.float64).ravel()
     q = np.asarray(qs, dtype=np.float64)
     if x.size < SELECT_AT or q.ndim != 1 or not (np.all(q >= 0) and np.all(q <= 1)):
@@ -48,7 +56,9 @@ def quantiles(values: np.ndarray, qs: Sequence[float] | np.ndarray) -> np.ndarra
     low = np.minimum(below, n - 1)
     high = np.minimum(below + 1, n - 1)
     wanted = np.unique(np.concatenate([low, high]))
-    stats = dict(zip(wanted.tolist(), order_statistics(x, wanted).tolist(), strict=True))
+    picked = (order_statistics(x, wanted) if ordered is None
+              else sorted_order_statistics(ordered, wanted))
+    stats = dict(zip(wanted.tolist(), picked.tolist(), strict=True))
     out = np.empty(q.size)
     for i in range(q.size):
         if virtual[i] >= n - 1:
@@ -131,6 +141,34 @@ def order_statistics(values: np.ndarray, ranks: np.ndarray) -> np.ndarray:
     for g, (_, _, members) in enumerate(groups):
         held = np.concatenate(inside[g])
         offset = members - counts[g]
+        ok = (offset >= 0) & (offset < held.size)
+        if ok.any():
+            picked = np.partition(held, offset[ok])
+            result[at:at + members.size][ok] = picked[offset[ok]]
+        for j in np.flatnonzero(~ok).tolist():
+            result[at + j] = _whole(x, int(members[j]))
+        at += members.size
+    return result
+
+
+def sorted_order_statistics(ordered: OrderedRows, ranks: np.ndarray) -> np.ndarray:
+    """``order_statistics(ordered.raw, ranks)`` from rows sorted already: the brackets of the
+    same seeded sample, the values below and inside each found by two binary searches per
+    row (the rows are finite: checked when sorted)."""
+    x = ordered.raw.reshape(-1)
+    rows = ordered.rows
+    r = np.asarray(ranks, dtype=np.int64)
+    k = rows.shape[1]
+    starts = np.arange(rows.shape[0], dtype=np.int64) * k
+    result = np.empty(r.size)
+    at = 0
+    for lo, hi, members in _brackets(x, r):
+        ends = ordered.firsts(np.array([lo, np.nextafter(hi, np.inf)]))  # [P, 2]: < lo, <= hi
+        below = int(ends[:, 0].sum())
+        sizes = ends[:, 1] - ends[:, 0]
+        first = np.repeat(starts + ends[:, 0] - np.cumsum(sizes) + sizes, sizes)
+        held = rows.reshape(-1)[first + np.arange(int(sizes.sum()))]
+        offset = members - below
         ok = (offset >= 0) & (offset < held.size)
         if ok.any():
             picked = np.partition(held, offset[ok])

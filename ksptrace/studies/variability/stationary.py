@@ -29,6 +29,7 @@ def stationary_models(
     """
     stationary = []
     lo, hi = float(kept.min()), float(kept.max())
+    mean = float(np.mean(kept))  # every fit's mean is checked against it: one pass
     for fit in bulk.fits:
         if not fit.ok:  # never a model from a fit that is not a verified maximum
             notes.append(f"stationary model with {fit.name} left out: its fit is {fit.status} "
@@ -54,7 +55,7 @@ def stationary_models(
             continue
         fitted_mean = model.mean
         found: dict[str, str] = {}
-        flag = _mean_flag(subject, f"the {fit.name} fit", fitted_mean, kept, found)
+        flag = _mean_flag(subject, f"the {fit.name} fit", fitted_mean, kept, found, mean)
         inside = lo <= fitted_mean <= hi
         if not np.isfinite(model.standard) or (flag is not None and not inside):
             notes.append(

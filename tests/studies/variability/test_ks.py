@@ -72,11 +72,15 @@ def test_one_rank_or_bad_values_say_why() -> None:
         ks.threshold(10, 10, 1.5)
 
 
-def test_threads_do_not_change_results() -> None:
+def test_threads_do_not_change_results(monkeypatch: pytest.MonkeyPatch) -> None:
     rng = np.random.default_rng(8)
-    x = rng.gamma(2.0, size=(37, 64))
+    x = np.round(rng.gamma(2.0, size=(37, 64)), 1)  # ties within and across ranks
     serial = ks.one_vs_all(x, 5, workers=1).statistics
+    monkeypatch.setattr(ks, "THREAD_ELEMENTS", 0)  # threads at test size
+    monkeypatch.setattr(ks, "ROWS_PER_CHUNK_ELEMENTS", 200)  # several blocks
     assert np.array_equal(ks.one_vs_all(x, 5, workers=3).statistics, serial)
+    expected = [st.ks_2samp(x[5], x[q]).statistic for q in np.delete(np.arange(37), 5)]
+    assert np.abs(serial - expected).max() <= 1e-12
 
 
 @pytest.mark.parametrize("decimals", [0, 1, 3])

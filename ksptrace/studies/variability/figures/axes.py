@@ -14,6 +14,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.variability.figures.ticks import Readable
+from ksptrace.studies.variability.ordered import OrderedRows
 from ksptrace.trace.model import MIN_ITERATION_SECONDS
 
 MAX_IMAGE_ROWS = 1024
@@ -207,7 +208,7 @@ def _bulk_fits(x: np.ndarray, lo: float, hi: float, bulk: float, iqr: float) -> 
     return bulk - lo >= width / 3 and iqr >= MIN_IQR_SHARE * width
 
 
-def time_axis(values: np.ndarray) -> TimeAxis:
+def time_axis(values: np.ndarray | OrderedRows) -> TimeAxis:
     """The axis that shows ``values`` with the bulk spread out.
 
     Values whose 99th and 5th percentiles are ``LOG_SPREAD`` or more apart (a bulk and a tail
@@ -215,12 +216,21 @@ def time_axis(values: np.ndarray) -> TimeAxis:
     value above 1 ns. Otherwise the full linear range is kept when its 99th percentile lies
     beyond a third of it and the interquartile range covers at least ``MIN_IQR_SHARE`` of it;
     otherwise the first of ``CLIP_QUANTILES`` that satisfies both; otherwise the log axis.
+    Sorted rows (:class:`OrderedRows`) give the same axis with binary searches in place of
+    passes over every value.
     """
-    x = finite(values)
+    ordered: OrderedRows | None = None
+    if isinstance(values, OrderedRows):
+        ordered, x = values, values.raw.reshape(-1)  # finite: checked when sorted
+    else:
+        x = finite(values)
     if x.size == 0:
         raise AnalysisError("no finite times to draw; check the trace for NaN or inf")
-    lo, largest = float(x.min()), float(x.max())
-    if is_constant(x):
+    if ordered is None:
+        lo, largest = float(x.min()), float(x.max())
+    else:
+        lo, largest = ordered.min(), ordered.max()
+    if _constant(lo, largest, x.size):
         raise AnalysisError(
             f"every value equals {fmt_time(lo)}, a histogram would be one bar; leave it out"
         )
@@ -241,16 +251,26 @@ def time_axis(values: np.ndarray) -> TimeAxis:
                 break
     if hi is not None:
         scale, unit = unit_for(hi)
+        beyond = (int((x > hi).sum()) if ordered is None
+                  else int(ordered.at_least(np.array([np.nextafter(hi, np.inf)]))[0]))
         return TimeAxis(lo=lo, hi=hi, scale=scale, unit=unit, clip_quantile=clip,
-                        beyond=int((x > hi).sum()), total=int(x.size), largest=largest)
-    above = x >= LOG_FLOOR  # a mask, not a copy of the values
-    count = int(np.count_nonzero(above))
+                        beyond=beyond, total=int(x.size), largest=largest)
+    if ordered is None:
+        above = x >= LOG_FLOOR  # a mask, not a copy of the values
+        count = int(np.count_nonzero(above))
+    else:
+        firsts = ordered.firsts(np.array([LOG_FLOOR]))[:, 0]
+        count = int(ordered.size - firsts.sum())
     if count < 2:
         raise AnalysisError(
             "fewer than two values above 1 ns (the others are 0 up to rounding); leave the "
             "histogram out"
         )
-    low = float(np.min(x, where=above, initial=np.inf))
+    if ordered is None:
+        low = float(np.min(x, where=above, initial=np.inf))
+    else:
+        some = np.flatnonzero(firsts < ordered.shape[1])
+        low = float(ordered.rows[some, firsts[some]].min())
     return TimeAxis(lo=low, hi=largest, scale=1.0, unit="s", clip_quantile=None, beyond=0,
                     total=int(x.size), largest=largest, log=True,
                     nonpositive=int(x.size - count))
@@ -304,13 +324,20 @@ def finite(values: np.ndarray) -> np.ndarray:
     return x if ok.all() else x[ok]
 
 
-def is_constant(values: np.ndarray) -> bool:
+def _constant(lo: float, hi: float, size: int) -> bool:
+    """``is_constant`` of ``size`` finite values from ``lo`` to ``hi``."""
+    return size < 2 or hi - lo <= CONSTANT_TOLERANCE * max(abs(lo), abs(hi))
+
+
+def is_constant(values: np.ndarray | OrderedRows) -> bool:
     """True when the values do not vary beyond rounding (a histogram would be one bar)."""
+    if isinstance(values, OrderedRows):  # finite once sorted
+        return _constant(values.min(), values.max(), values.size)
     x = np.asarray(values, dtype=np.float64).ravel()
     if x.size >= 2:
         lo, hi = float(x.min()), float(x.max())
         if np.isfinite(lo) and np.isfinite(hi):  # no copy of a big, finite array
-            return hi - lo <= CONSTANT_TOLERANCE * max(abs(lo), abs(hi))
+            return _constant(lo, hi, x.size)
     x = finite(x)
     if x.size < 2:
         return True

@@ -26,20 +26,27 @@ from ksptrace.studies.variability.figures.axes import (
     unit_for,
 )
 from ksptrace.studies.variability.ks import KSPairwise
+from ksptrace.studies.variability.ordered import OrderedRows
 
 
-def density(values: np.ndarray, axis: TimeAxis, bins: int) -> tuple[np.ndarray, np.ndarray]:
+def density(values: np.ndarray | OrderedRows, axis: TimeAxis, bins: int
+            ) -> tuple[np.ndarray, np.ndarray]:
     """(edges in units, density) over the axis range, normalised by the count of all values:
-    in 1/unit on a linear axis, per decade on a logarithmic one."""
-    x = np.asarray(values, dtype=np.float64).ravel()
+    in 1/unit on a linear axis, per decade on a logarithmic one. Sorted rows
+    (:class:`OrderedRows`) are counted by binary searches of the edges: the same counts."""
     edges = axis.edges(bins)
     # equal bins in the axis' own scale: numpy's arithmetic binning, no binary search per value
-    if axis.log:
-        counts, _ = binned_counts(x, bins, np.log10(axis.lo), np.log10(axis.hi), log=True)
+    span = ((float(np.log10(axis.lo)), float(np.log10(axis.hi))) if axis.log
+            else (axis.lo, axis.hi))
+    if isinstance(values, OrderedRows):
+        counts, _ = values.binned(bins, *span, log=axis.log)
+        size = values.size
     else:
-        counts, _ = binned_counts(x, bins, axis.lo, axis.hi)
+        x = np.asarray(values, dtype=np.float64).ravel()
+        counts, _ = binned_counts(x, bins, *span, log=axis.log)
+        size = x.size
     widths = np.diff(np.log10(edges)) if axis.log else np.diff(edges / axis.scale)
-    return edges / axis.scale, counts / (max(x.size, 1) * widths)
+    return edges / axis.scale, counts / (max(size, 1) * widths)
 
 
 def pdf_curve(ax: Axes, dist: Any, axis: TimeAxis, label: str, ceiling: float) -> None:
