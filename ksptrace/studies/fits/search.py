@@ -210,6 +210,20 @@ def _inside(x: np.ndarray, steps: np.ndarray, lower: np.ndarray, upper: np.ndarr
     return np.clip(x + np.maximum(frac, 0.0)[:, None] * steps, lower, upper)
 
 
+def _trial_values(obj: Objective, trials: np.ndarray, half: int) -> np.ndarray:
+    """The objective at each row of ``trials``, its clipped steps then the same steps shortened
+    to the box (``half`` rows each), in one vectorised call in which a shortened step equal to
+    its clipped one (every step that stays inside the box) is not evaluated twice: it takes its
+    twin's value. A row's value does not depend on the other rows of the call, as long as
+    there are at least two (each row's cells are summed in order; :func:`.binned.divergence`),
+    so the values are those of evaluating every row."""
+    moved = np.flatnonzero(np.any(trials[half:] != trials[:half], axis=1))
+    got = obj.values(np.vstack((trials[:half], trials[half + moved])))
+    values = np.concatenate((got[:half], got[:half]))
+    values[half + moved] = got[half:]
+    return values
+
+
 def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
     """Projected damped Newton from ``x0``; True if it stopped on the decrement (not on its
     budget or on a point no trial step improves). Each step evaluates every trial step of
@@ -226,10 +240,10 @@ def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
             return here, True
         for _try in range(3):
             steps, floors = _candidates(here, mu, np.where(here.free, last, 0.0))
-            trials = np.vstack((np.clip(here.x + steps, obj.lower, obj.upper),
-                                _inside(here.x, steps, obj.lower, obj.upper)))
+            clipped = np.clip(here.x + steps, obj.lower, obj.upper)
+            trials = np.vstack((clipped, _inside(here.x, steps, obj.lower, obj.upper)))
             floors = np.concatenate((floors, floors))
-            values = obj.values(trials)
+            values = _trial_values(obj, trials, clipped.shape[0])
             best = int(np.argmin(values))
             if values[best] < here.f:
                 gains.append(here.f - float(values[best]))
