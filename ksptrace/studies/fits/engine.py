@@ -89,7 +89,7 @@ def starts(fam: Family, data: Binned) -> np.ndarray:
     good = (np.isfinite(all_scale) & (all_scale > lo) & (all_scale < hi)
             & (np.abs(all_loc) < LOC_BOUND))
     params = np.column_stack((all_shapes[good], all_loc[good], all_scale[good]))
-    thetas = np.array([fam.theta(p, data.anchor) for p in params]).reshape(-1, fam.size)
+    thetas = fam.thetas(params, data.anchor)
     if not fam.shapes:  # also the binned mean and standard deviation
         mean, std = data.moments()
         thetas = np.vstack((thetas, [[mean, np.log(std)]]))

@@ -66,30 +66,33 @@ def eigen(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     LAPACK calls BLAS routines that OpenBLAS may split over threads, and the rounding, which a
     flat ridge turns into a different stopping point, then depends on OPENBLAS_NUM_THREADS."""
     d = h.shape[0]
-    a = [[float(h[i][j]) for j in range(d)] for i in range(d)]
+    a: list[list[float]] = np.asarray(h, dtype=np.float64).tolist()
     v = [[1.0 if i == j else 0.0 for j in range(d)] for i in range(d)]
+    pairs = [(p, q) for p in range(d - 1) for q in range(p + 1, d)]
+    off_diagonal = [(i, j) for i in range(d) for j in range(d) if i != j]
+    sqrt = math.sqrt
     for _sweep in range(50):
-        off = sum(a[i][j] * a[i][j] for i in range(d) for j in range(d) if i != j)
-        scale = sum(a[i][i] * a[i][i] for i in range(d))
+        off = sum([a[i][j] * a[i][j] for i, j in off_diagonal])
+        scale = sum([a[i][i] * a[i][i] for i in range(d)])
         if off <= 1e-30 * max(scale, 1e-300):
             break
-        for p in range(d - 1):
-            for q in range(p + 1, d):
-                if a[p][q] == 0.0:
-                    continue
-                theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q])
-                t = (1.0 if theta >= 0 else -1.0) / (abs(theta) + math.sqrt(theta * theta + 1.0))
-                c = 1.0 / math.sqrt(t * t + 1.0)
-                s = t * c
-                for k in range(d):  # columns p and q
-                    akp, akq = a[k][p], a[k][q]
-                    a[k][p], a[k][q] = c * akp - s * akq, s * akp + c * akq
-                for k in range(d):  # rows p and q
-                    apk, aqk = a[p][k], a[q][k]
-                    a[p][k], a[q][k] = c * apk - s * aqk, s * apk + c * aqk
-                for k in range(d):
-                    vkp, vkq = v[k][p], v[k][q]
-                    v[k][p], v[k][q] = c * vkp - s * vkq, s * vkp + c * vkq
+        for p, q in pairs:
+            ap, aq = a[p], a[q]
+            if ap[q] == 0.0:
+                continue
+            theta = (aq[q] - ap[p]) / (2.0 * ap[q])
+            t = (1.0 if theta >= 0 else -1.0) / (abs(theta) + sqrt(theta * theta + 1.0))
+            c = 1.0 / sqrt(t * t + 1.0)
+            s = t * c
+            for row in a:  # columns p and q
+                akp, akq = row[p], row[q]
+                row[p], row[q] = c * akp - s * akq, s * akp + c * akq
+            for k in range(d):  # rows p and q
+                apk, aqk = ap[k], aq[k]
+                ap[k], aq[k] = c * apk - s * aqk, s * apk + c * aqk
+            for row in v:
+                vkp, vkq = row[p], row[q]
+                row[p], row[q] = c * vkp - s * vkq, s * vkp + c * vkq
     lam = np.array([a[i][i] for i in range(d)])
     order = np.argsort(lam, kind="stable")
     return lam[order], np.array(v)[:, order]
@@ -99,8 +102,16 @@ def newton_step(lam: np.ndarray, vec: np.ndarray, g: np.ndarray, floor: float) -
     """``-V diag(1 / max(|lam|, floor)) V' g``, by elementwise sums: no BLAS call, whose result
     can depend on the number of threads it runs on, and a flat ridge amplifies any difference
     into a different stopping point."""
-    proj = np.sum(vec * g[:, None], axis=0) / np.maximum(np.abs(lam), floor)
-    return np.asarray(-np.sum(vec * proj[None, :], axis=1))
+    proj = (vec * g[:, None]).sum(axis=0) / np.maximum(np.abs(lam), floor)
+    return -(vec * proj[None, :]).sum(axis=1)
+
+
+def newton_steps(lam: np.ndarray, vec: np.ndarray, g: np.ndarray, floors: np.ndarray
+                 ) -> np.ndarray:
+    """:func:`newton_step` at each of ``floors``, one row each, in one vectorised evaluation
+    (the same operations on each element, so the same bits)."""
+    proj = (vec * g[:, None]).sum(axis=0) / np.maximum(np.abs(lam), floors[:, None])
+    return -(vec[None, :, :] * proj[:, None, :]).sum(axis=2)
 
 
 @dataclass(frozen=True)
@@ -134,8 +145,8 @@ class Point:
             return 0.0
         if lam[-1] <= 0:
             return float("inf")
-        proj = np.sum(vec * self.g[:, None], axis=0)
-        return float(0.5 * n * np.sum(proj**2 / np.maximum(lam, lam[-1] * 1e-12)))
+        proj = (vec * self.g[:, None]).sum(axis=0)
+        return float(0.5 * n * (proj**2 / np.maximum(lam, lam[-1] * 1e-12)).sum())
 
 
 class Objective:
@@ -192,20 +203,18 @@ def _candidates(here: Point, mu: float, last: np.ndarray) -> tuple[np.ndarray, n
     floors beside them."""
     lam, vec = here.eigen
     floors = max(mu, 1e-12 * max(abs(float(lam[-1])), 1.0)) * LM_FACTORS
-    steps = [newton_step(lam, vec, here.g, fl) for fl in floors]
-    out = [*steps, *(0.5 * st for st in steps), *(t * steps[0] for t in RIDGE[1:]),
-           *(t * last for t in RIDGE)]
-    return np.array(out), np.concatenate((floors, floors, np.full(2 * RIDGE.size - 1,
-                                                                  floors[0])))
+    steps = newton_steps(lam, vec, here.g, floors)
+    out = np.vstack((steps, 0.5 * steps, RIDGE[1:, None] * steps[0], RIDGE[:, None] * last))
+    return out, np.concatenate((floors, floors, np.full(2 * RIDGE.size - 1, floors[0])))
 
 
 def _inside(x: np.ndarray, steps: np.ndarray, lower: np.ndarray, upper: np.ndarray
             ) -> np.ndarray:
     """``x`` plus each step shortened to end on the box if it would leave it (its direction
     kept, where clipping would bend it along the bound)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        room = np.where(steps > 0, (upper - x) / steps, np.where(steps < 0, (lower - x) / steps,
-                                                                 np.inf))
+    room = np.full(steps.shape, np.inf)  # no bound ahead along a zero (or NaN) step
+    np.divide(upper - x, steps, out=room, where=steps > 0)
+    np.divide(lower - x, steps, out=room, where=steps < 0)
     frac = np.minimum(1.0, room.min(axis=1))
     return np.clip(x + np.maximum(frac, 0.0)[:, None] * steps, lower, upper)
 

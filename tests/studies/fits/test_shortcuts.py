@@ -1,16 +1,21 @@
-"""The engine's shortcuts give the numbers of the work they skip: the starting quartiles made
-once per family, a trial step evaluated once when its shortened twin equals it, and the cell
-probabilities written into one array."""
+"""The engine's shortcuts give the numbers of the work they skip, to the bit: the starting
+quartiles made once per family, a trial step evaluated once when its shortened twin equals it,
+the cell probabilities written into one array, the Jacobi rotations on rows, and the Newton
+steps of every damping and the starts' thetas each in one vectorised evaluation."""
 
 from __future__ import annotations
+
+import math
 
 import numpy as np
 import pytest
 import scipy.stats as st
 
-from ksptrace.studies.fits import FAMILIES, binned, equal_count_cells, family
+from ksptrace.studies.fits import FAMILIES, Family, binned, cdfs, equal_count_cells, family
 from ksptrace.studies.fits import engine as engine_module
+from ksptrace.studies.fits import search as search_module
 from ksptrace.studies.fits.binned import Binned, cell_probabilities
+from ksptrace.studies.fits.families import EXPONWEIB_AT_EDGE, GAMMA_AT_EDGE
 from ksptrace.studies.fits.search import Objective, _inside, _trial_values
 
 
@@ -98,3 +103,96 @@ def test_cell_probabilities_equal_their_differences(name: str, where: str) -> No
     want = _cells_by_differences(fam, data, theta)
     # equal to the bit, but for the sign of an empty cell's zero (never read: p is floored)
     np.testing.assert_array_equal(_bits(got + 0.0), _bits(want + 0.0))
+
+
+def _eigen_by_indices(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The cyclic Jacobi rotations as first written, index by index."""
+    d = h.shape[0]
+    a = [[float(h[i][j]) for j in range(d)] for i in range(d)]
+    v = [[1.0 if i == j else 0.0 for j in range(d)] for i in range(d)]
+    for _sweep in range(50):
+        off = sum(a[i][j] * a[i][j] for i in range(d) for j in range(d) if i != j)
+        scale = sum(a[i][i] * a[i][i] for i in range(d))
+        if off <= 1e-30 * max(scale, 1e-300):
+            break
+        for p in range(d - 1):
+            for q in range(p + 1, d):
+                if a[p][q] == 0.0:
+                    continue
+                theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q])
+                t = (1.0 if theta >= 0 else -1.0) / (abs(theta) + math.sqrt(theta * theta + 1.0))
+                c = 1.0 / math.sqrt(t * t + 1.0)
+                s = t * c
+                for k in range(d):
+                    akp, akq = a[k][p], a[k][q]
+                    a[k][p], a[k][q] = c * akp - s * akq, s * akp + c * akq
+                for k in range(d):
+                    apk, aqk = a[p][k], a[q][k]
+                    a[p][k], a[q][k] = c * apk - s * aqk, s * apk + c * aqk
+                for k in range(d):
+                    vkp, vkq = v[k][p], v[k][q]
+                    v[k][p], v[k][q] = c * vkp - s * vkq, s * vkp + c * vkq
+    lam = np.array([a[i][i] for i in range(d)])
+    order = np.argsort(lam, kind="stable")
+    return lam[order], np.array(v)[:, order]
+
+
+@pytest.mark.parametrize("d", [1, 2, 3, 4])
+def test_eigen_equals_its_index_by_index_form(d: int) -> None:
+    rng = np.random.default_rng(d)
+    for _ in range(200):
+        m = rng.standard_normal((d, d)) * 10.0 ** rng.integers(-8, 8)
+        h = m + m.T
+        if rng.random() < 0.2:
+            h[0, -1] = h[-1, 0] = 0.0  # a pair already rotated away
+        got, want = search_module.eigen(h), _eigen_by_indices(h)
+        np.testing.assert_array_equal(_bits(got[0]), _bits(want[0]))
+        np.testing.assert_array_equal(_bits(got[1]), _bits(want[1]))
+
+
+@pytest.mark.parametrize("k", [1, 2, 3, 4])
+def test_newton_steps_are_newton_step_at_each_floor(k: int) -> None:
+    rng = np.random.default_rng(k)
+    for _ in range(100):
+        d = k + int(rng.integers(0, 2))  # some parameters held: vec padded with zero rows
+        lam = np.sort(rng.standard_normal(k) * 10.0 ** rng.integers(-6, 4))
+        vec = np.zeros((d, k))
+        vec[:k] = np.linalg.qr(rng.standard_normal((k, k)))[0]
+        g = rng.standard_normal(d)
+        floors = abs(float(rng.standard_normal())) * 16.0 ** np.arange(5)
+        got = search_module.newton_steps(lam, vec, g, floors)
+        for row, floor in zip(got, floors, strict=True):
+            np.testing.assert_array_equal(
+                _bits(row), _bits(search_module.newton_step(lam, vec, g, float(floor))))
+
+
+def _theta_one_row(fam: Family, params: np.ndarray, anchor: float) -> np.ndarray:
+    """``Family.theta`` as first written, on one row."""
+    p = np.asarray(params, dtype=np.float64).copy()
+    if fam.from_scipy is not None:
+        p = fam.from_scipy(p[None, :])[0]
+    for i, pos in enumerate(fam.positive):
+        if pos:
+            p[i] = np.log(p[i])
+    if fam.edge_loc:
+        gap = anchor - p[-2]
+        p[-2] = np.log(gap) if gap > 0 else np.nan
+    p[-1] = np.log(p[-1])
+    if fam.coshed:
+        p[-1] += cdfs.log_cosh(p[0])
+    return p
+
+
+@pytest.mark.parametrize("fam", [*FAMILIES.values(), GAMMA_AT_EDGE, EXPONWEIB_AT_EDGE],
+                         ids=lambda f: f"{f.name}{'-edge' if f.edge_loc else ''}")
+def test_thetas_are_theta_of_each_row(fam: Family) -> None:
+    rng = np.random.default_rng(len(fam.name))
+    grid = np.array(fam.grid, dtype=np.float64).reshape(len(fam.grid), -1)
+    rows = np.column_stack((np.repeat(grid, 8, axis=0),
+                            rng.normal(0.0, 2.0, 8 * len(grid)),  # loc, some above the anchor
+                            rng.lognormal(0.0, 1.0, 8 * len(grid))))
+    got = fam.thetas(rows, 1.0)
+    with np.errstate(all="ignore"):
+        want = np.array([_theta_one_row(fam, r, 1.0) for r in rows])
+    np.testing.assert_array_equal(_bits(got), _bits(want))
+    assert np.isnan(got).any() == (fam.edge_loc and bool((rows[:, -2] >= 1.0).any()))
