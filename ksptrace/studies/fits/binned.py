@@ -148,8 +148,12 @@ def cell_probabilities(fam: Family, data: Binned, theta: np.ndarray) -> np.ndarr
     e = data.edges.size
     out = np.empty((p.shape[0], e + 1))
     with np.errstate(all="ignore"):
-        low = fam.cdf((data.edges[None, :m] - loc) / scale, shapes)
-        high = fam.sf((data.edges[None, m:] - loc) / scale, shapes)
+        below_median = data.edges[None, :m] - loc
+        below_median /= scale
+        above_median = data.edges[None, m:] - loc
+        above_median /= scale
+        low = fam.cdf(below_median, shapes)
+        high = fam.sf(above_median, shapes)
         # below the middle cell: differences of cdf values (the first from 0); above it:
         # differences of survival values (the last to 0); the middle: what the others leave
         out[:, :m] = low
@@ -164,9 +168,11 @@ def divergence(fam: Family, data: Binned, theta: np.ndarray) -> np.ndarray:
     """KL divergence of each row's cell probabilities from the observed frequencies (nats per
     value); NaN parameters give inf."""
     p = cell_probabilities(fam, data, theta)[:, data.used]
-    with np.errstate(all="ignore"):
-        out = data.entropy - (np.log(np.maximum(p, FLOOR)) * data.weights).sum(axis=1)
-    return np.where(np.isfinite(out), out, np.inf)
+    with np.errstate(all="ignore"):  # in place: p is this call's own array
+        np.log(np.maximum(p, FLOOR, out=p), out=p)
+        out = data.entropy - np.multiply(p, data.weights, out=p).sum(axis=1)
+    out[~np.isfinite(out)] = np.inf
+    return out
 
 
 def negative_loglik(fam: Family, data: Binned, theta: np.ndarray) -> float:

@@ -14,7 +14,7 @@ import scipy.stats as st
 from ksptrace.studies.fits import FAMILIES, Family, binned, cdfs, equal_count_cells, family
 from ksptrace.studies.fits import engine as engine_module
 from ksptrace.studies.fits import search as search_module
-from ksptrace.studies.fits.binned import Binned, cell_probabilities
+from ksptrace.studies.fits.binned import FLOOR, Binned, cell_probabilities, divergence
 from ksptrace.studies.fits.families import EXPONWEIB_AT_EDGE, GAMMA_AT_EDGE
 from ksptrace.studies.fits.search import Objective, _inside, _trial_values
 
@@ -196,3 +196,21 @@ def test_thetas_are_theta_of_each_row(fam: Family) -> None:
         want = np.array([_theta_one_row(fam, r, 1.0) for r in rows])
     np.testing.assert_array_equal(_bits(got), _bits(want))
     assert np.isnan(got).any() == (fam.edge_loc and bool((rows[:, -2] >= 1.0).any()))
+
+
+@pytest.mark.parametrize("name", list(FAMILIES))
+def test_divergence_in_place_equals_its_expression(name: str) -> None:
+    """The divergence computed in place in the cell probabilities' array: the same bits as the
+    expression it replaced (each row summed in order), inf where that was not finite (a row
+    of NaN parameters included)."""
+    data = _sample()
+    fam = family(name)
+    x = engine_module.starts(fam, data)
+    theta = np.vstack((x, x + 0.3 * np.random.default_rng(6).standard_normal(x.shape),
+                       np.full((1, fam.size), np.nan)))
+    p = cell_probabilities(fam, data, theta)[:, data.used]
+    with np.errstate(all="ignore"):
+        want = data.entropy - (np.log(np.maximum(p, FLOOR)) * data.weights).sum(axis=1)
+    want = np.where(np.isfinite(want), want, np.inf)
+    got = divergence(fam, data, theta)
+    np.testing.assert_array_equal(_bits(got), _bits(want))
