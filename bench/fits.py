@@ -24,7 +24,9 @@ Cases (``--only`` picks some):
 
     python bench/fits.py [--only correctness] [--traces 24] [--nct] [--baseline COMMIT]
 
-Appends an entry to bench/results/fits.json with the machine load before and after each case.
+Appends an entry to bench/results/fits.json with the machine load before and after each case,
+the commit and the stack (python, numpy, scipy) it ran on. On the PyPI stack:
+``PYTHONPATH=$PWD $(bash scripts/stack_pypi.sh) bench/fits.py --only speed``.
 """
 
 from __future__ import annotations
@@ -183,6 +185,24 @@ def campaign(work: Path) -> dict[str, Any]:
     return {"traces": 1000, "jobs": 2, **out}
 
 
+def _head() -> str:
+    """This tree's commit (with "+" if it has changes), the "now" of every case."""
+    head = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=ROOT, text=True,
+                          capture_output=True, check=False).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "--", "ksptrace"], cwd=ROOT,
+                           text=True, capture_output=True, check=False).stdout.strip()
+    return head + ("+" if dirty else "")
+
+
+def _stack() -> dict[str, str]:
+    """The interpreter, numpy and scipy both packages ran on (the speed target holds on the
+    Debian stack and on the PyPI one: scripts/stack_pypi.sh)."""
+    import scipy
+
+    return {"python": sys.version.split()[0], "executable": sys.executable,
+            "numpy": np.__version__, "scipy": scipy.__version__}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--only", choices=CASES, action="append")
@@ -196,9 +216,12 @@ def main(argv: list[str] | None = None) -> int:
                              "before its speed work; 0ea5cdc: the scipy 1.10 emulation)")
     parser.add_argument("--pairs", type=int, default=3, help="interleaved speed runs")
     parser.add_argument("--out", type=Path, default=RESULT)
+    parser.add_argument("--note", default="", help="a line kept with the entry")
     args = parser.parse_args(argv)
     entry: dict[str, Any] = {"date": time.strftime("%Y-%m-%d %H:%M"), "targets": TARGETS,
-                             "baseline": args.baseline, "load_avg_1min_start": loadavg()}
+                             "baseline": args.baseline, "load_avg_1min_start": loadavg(),
+                             "commit": _head(), "stack": _stack(), **(
+                                 {"note": args.note} if args.note else {})}
     work = Path(tempfile.mkdtemp(prefix="ksptrace-fits-"))
     base = work / "baseline"
     base.mkdir()

@@ -10,9 +10,10 @@ from __future__ import annotations
 import sys
 import time
 from types import TracebackType
-from typing import TextIO
+from typing import TYPE_CHECKING, TextIO
 
-from tqdm import tqdm
+if TYPE_CHECKING:
+    from tqdm import tqdm
 
 
 def _clock(seconds: float) -> str:
@@ -41,6 +42,10 @@ class Progress:
         self.tty = bool(getattr(self.stream, "isatty", lambda: False)())
         self._bar: tqdm | None = None
         if enabled and self.tty:
+            # tqdm only for a bar: a log, --quiet and every batch run do not import it (20 ms
+            # of start-up on the PyPI stack's tqdm 4.70)
+            from tqdm import tqdm
+
             self._bar = tqdm(total=total, file=self.stream, unit=what, leave=True,
                              dynamic_ncols=True,
                              bar_format=f"{{desc}} {what} {{n_fmt}} of {{total_fmt}} "

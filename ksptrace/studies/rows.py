@@ -19,6 +19,7 @@ columns and on every table of a demo analysis.
 from __future__ import annotations
 
 import csv
+import functools
 import io
 import math
 from collections.abc import Mapping, Sequence
@@ -96,10 +97,11 @@ class Rows:
         return [row.get(name, _MISSING_KEY) if isinstance(row, Mapping) else row[j]
                 for row in self.rows]
 
-    @property
+    @functools.cached_property
     def converted(self) -> list[list[Any]] | None:
         """Each column's values as pandas holds them (column-major), or None if pandas must
-        decide (see the module's docstring)."""
+        decide (see the module's docstring). Worked out once: a table asks for it for its
+        CSV, its records and its HTML (four times a table in a report); read-only."""
         out = []
         for j, name in enumerate(self.columns):
             column = _column(self._raw(j, name))

@@ -49,6 +49,23 @@ def test_matplotlib_is_imported_only_to_draw(campaign: list[str], tmp_path: Path
     assert loaded == ("PIL,matplotlib" if figures else ""), loaded
 
 
+TQDM_PROBE = PROBE.replace('("matplotlib", "PIL")', '("tqdm",)')
+
+
+def test_tqdm_is_not_imported_without_a_terminal(campaign: list[str], tmp_path: Path) -> None:
+    """No progress bar (--quiet, or a log): no tqdm import (20 ms of start-up on the PyPI
+    stack); tests/cli/test_progress.py checks that a bar imports it."""
+    args = ["analyze", *campaign[:2], "--out", str(tmp_path / "r"), "--no-cache", *FAST,
+            "--no-figures"]
+    for quiet in ([], ["--quiet"]):
+        proc = subprocess.run([sys.executable, "-c", TQDM_PROBE, *args, *quiet], cwd=ROOT,
+                              capture_output=True, text=True, check=False, timeout=300)
+        code, _, loaded = proc.stdout.strip().splitlines()[-1].partition(" ")
+        assert code == "0", proc.stderr
+        assert loaded == "", (quiet, loaded)
+        args[args.index("--out") + 1] = str(tmp_path / "r2")
+
+
 PANDAS_PROBE = PROBE.replace('("matplotlib", "PIL")', '("pandas",)')
 
 

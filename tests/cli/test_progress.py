@@ -65,3 +65,33 @@ def test_campaign_runs_use_the_same_display() -> None:
     assert len(lines) == 2
     assert "run 1 of 2 r0 ok (elapsed" in lines[0]
     assert "run 2 of 2 r1 FAILED, see logs/r1.log" in lines[1]
+
+
+TQDM_PROBE = """
+import io, sys
+from ksptrace.cli.progress import Progress
+class FakeTty(io.StringIO):
+    def isatty(self):
+        return True
+with Progress(1, "trace", io.StringIO()) as p:
+    p.advance("a.h5")
+with Progress(1, "trace", FakeTty(), enabled=False) as p:
+    p.advance("a.h5")
+print("tqdm" in sys.modules)
+with Progress(1, "trace", FakeTty()) as p:
+    p.advance("a.h5")
+print("tqdm" in sys.modules)
+"""
+
+
+def test_tqdm_is_imported_only_to_draw_a_bar() -> None:
+    """A log and --quiet need no tqdm (20 ms of every start-up on the PyPI stack); a terminal's
+    bar imports it, so the check can fail."""
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    proc = subprocess.run([sys.executable, "-c", TQDM_PROBE], cwd=ROOT, capture_output=True,
+                          text=True, check=True, timeout=120)
+    assert proc.stdout.split() == ["False", "True"], proc.stderr

@@ -139,3 +139,19 @@ def test_every_variability_table_gives_what_pandas_gave(analyses: list[Any],
         _same_as_pandas(t)
     scaling = [t for t in made if t.name.startswith("scaling_")]
     assert all(not t.empty for t in scaling)
+
+
+def test_columns_are_converted_once_per_table(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A report asks each table for its CSV, records and HTML: the conversion runs once (it
+    was 242 conversions for 113 tables in a 20-trace report), and every output is as before."""
+    import ksptrace.studies.rows as rows_module
+
+    calls = []
+    column = rows_module._column
+    monkeypatch.setattr(rows_module, "_column", lambda values: calls.append(1) or column(values))
+    rows = Rows.of([{"a": 1, "b": 2.5}, {"a": 2, "b": None}])
+    assert rows.plain
+    assert rows.to_csv() == "a,b\n1,2.5\n2,\n"
+    assert rows.records() == [{"a": 1, "b": 2.5}, {"a": 2, "b": None}]
+    assert rows.cells()[1][0] == 2
+    assert len(calls) == 2  # one per column, once

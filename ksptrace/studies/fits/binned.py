@@ -145,25 +145,34 @@ def cell_probabilities(fam: Family, data: Binned, theta: np.ndarray) -> np.ndarr
     loc, scale = p[:, -2:-1], p[:, -1:]
     shapes = tuple(p[:, i:i + 1] for i in range(p.shape[1] - 2))
     m = data.split
-    rows = p.shape[0]
+    e = data.edges.size
+    out = np.empty((p.shape[0], e + 1))
     with np.errstate(all="ignore"):
-        low = fam.cdf((data.edges[None, :m] - loc) / scale, shapes)
-        high = fam.sf((data.edges[None, m:] - loc) / scale, shapes)
-        zeros = np.zeros((rows, 1))
-        below = np.diff(np.concatenate((zeros, low), axis=1), axis=1)
-        above = -np.diff(np.concatenate((high, zeros), axis=1), axis=1)
-        middle = 1.0 - (low[:, -1:] if m else zeros) - (high[:, :1] if m < data.edges.size
-                                                          else zeros)
-    return np.concatenate((below, middle, above), axis=1)
+        below_median = data.edges[None, :m] - loc
+        below_median /= scale
+        above_median = data.edges[None, m:] - loc
+        above_median /= scale
+        low = fam.cdf(below_median, shapes)
+        high = fam.sf(above_median, shapes)
+        # below the middle cell: differences of cdf values (the first from 0); above it:
+        # differences of survival values (the last to 0); the middle: what the others leave
+        out[:, :m] = low
+        np.subtract(low[:, 1:], low[:, :-1], out=out[:, 1:m])
+        np.subtract(high[:, :-1], high[:, 1:], out=out[:, m + 1:e])
+        out[:, e:] = high[:, -1:] if m < e else 0.0
+        out[:, m:m + 1] = 1.0 - (low[:, -1:] if m else 0.0) - (high[:, :1] if m < e else 0.0)
+    return out
 
 
 def divergence(fam: Family, data: Binned, theta: np.ndarray) -> np.ndarray:
     """KL divergence of each row's cell probabilities from the observed frequencies (nats per
     value); NaN parameters give inf."""
     p = cell_probabilities(fam, data, theta)[:, data.used]
-    with np.errstate(all="ignore"):
-        out = data.entropy - (np.log(np.maximum(p, FLOOR)) * data.weights).sum(axis=1)
-    return np.where(np.isfinite(out), out, np.inf)
+    with np.errstate(all="ignore"):  # in place: p is this call's own array
+        np.log(np.maximum(p, FLOOR, out=p), out=p)
+        out = data.entropy - np.multiply(p, data.weights, out=p).sum(axis=1)
+    out[~np.isfinite(out)] = np.inf
+    return out
 
 
 def negative_loglik(fam: Family, data: Binned, theta: np.ndarray) -> float:

@@ -28,9 +28,10 @@ def norm(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
 def lognorm_z(u: np.ndarray, s: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """The normal deviate ``log(1 + s u) / s`` of the lognormal in its own terms (median 0,
     scale w: loc = -w / s and scipy's scale w / s), and where it is defined."""
-    inside = s * u > -1.0
+    su = s * u
+    inside = su > -1.0
     with np.errstate(divide="ignore", invalid="ignore"):
-        return np.log1p(np.where(inside, s * u, 0.0)) / s, inside
+        return np.log1p(np.where(inside, su, 0.0)) / s, inside
 
 
 def lognorm(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
@@ -158,9 +159,10 @@ def weibull_power(u: np.ndarray, kappa: np.ndarray) -> np.ndarray:
     Weibull in its own terms (kappa = 1 / c, location at scipy's loc + scale, scale
     scipy's scale / c): at kappa -> 0 it tends to exp(u), the Gumbel limit; 0 below the
     support."""
-    inside = kappa * u > -1.0
+    ku = kappa * u
+    inside = ku > -1.0
     with np.errstate(divide="ignore", invalid="ignore", over="ignore"):
-        return np.where(inside, np.exp(np.log1p(np.where(inside, kappa * u, 0.0)) / kappa), 0.0)
+        return np.where(inside, np.exp(np.log1p(np.where(inside, ku, 0.0)) / kappa), 0.0)
 
 
 def exponweib_own_cdf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:

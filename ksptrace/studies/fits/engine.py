@@ -22,6 +22,7 @@ than any interior point), ``not converged`` (the check kept improving it), ``deg
 
 from __future__ import annotations
 
+import functools
 import warnings
 from dataclasses import dataclass, replace
 
@@ -72,12 +73,8 @@ def starts(fam: Family, data: Binned) -> np.ndarray:
     support, where the objective has no slope to follow)."""
     z25, z50, z75 = data.quantiles(np.array([0.25, 0.5, 0.75]))
     grid = np.array(fam.grid, dtype=np.float64)
-    dist = getattr(st, fam.name)
-    shapes = tuple(grid[:, i:i + 1] for i in range(grid.shape[1]))
-    with np.errstate(all="ignore"), warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # a shape of the grid where scipy's ppf is inaccurate
-        u = dist.ppf(np.array([[0.25, 0.5, 0.75]]), *shapes)
-        edge = np.broadcast_to(dist.support(*shapes)[0], u[:, :1].shape)[:, 0]
+    u, edge = _grid_quartiles(fam.name, fam.grid)
+    with np.errstate(all="ignore"):
         scale = (z75 - z25) / (u[:, 2] - u[:, 0])
         loc = z25 - scale * u[:, 0]
         e0 = data.edges[0]
@@ -92,11 +89,30 @@ def starts(fam: Family, data: Binned) -> np.ndarray:
     good = (np.isfinite(all_scale) & (all_scale > lo) & (all_scale < hi)
             & (np.abs(all_loc) < LOC_BOUND))
     params = np.column_stack((all_shapes[good], all_loc[good], all_scale[good]))
-    thetas = np.array([fam.theta(p, data.anchor) for p in params]).reshape(-1, fam.size)
+    thetas = fam.thetas(params, data.anchor)
     if not fam.shapes:  # also the binned mean and standard deviation
         mean, std = data.moments()
         thetas = np.vstack((thetas, [[mean, np.log(std)]]))
     return thetas[np.isfinite(thetas).all(axis=1)]
+
+
+@functools.lru_cache(maxsize=32)
+def _grid_quartiles(name: str, grid: tuple[tuple[float, ...], ...]
+                    ) -> tuple[np.ndarray, np.ndarray]:
+    """The quartiles (one row per grid shape) and the support's lower end of scipy's standard
+    family ``name`` at each shape of ``grid``: the same for every sample, so computed once per
+    family (scipy's ppf costs more than the starts it feeds). Read-only arrays."""
+    g = np.array(grid, dtype=np.float64)
+    dist = getattr(st, name)
+    shapes = tuple(g[:, i:i + 1] for i in range(g.shape[1]))
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # a shape of the grid where scipy's ppf is inaccurate
+        u = np.array(dist.ppf(np.array([[0.25, 0.5, 0.75]]), *shapes), dtype=np.float64)
+        edge = np.array(np.broadcast_to(dist.support(*shapes)[0], u[:, :1].shape)[:, 0],
+                        dtype=np.float64)
+    u.flags.writeable = False
+    edge.flags.writeable = False
+    return u, edge
 
 
 def fit_family(fam: Family, data: Binned, seed: int = 0) -> EngineFit:

@@ -100,18 +100,24 @@ class Family:
     def theta(self, params: np.ndarray, anchor: float) -> np.ndarray:
         """``theta`` of one vector of scipy's parameters (NaN loc if at or above the anchor of
         an edge-located family): the inverse of :meth:`scipy_params`."""
-        p = np.asarray(params, dtype=np.float64).copy()
+        return self.thetas(np.asarray(params, dtype=np.float64)[None, :], anchor)[0]
+
+    def thetas(self, params: np.ndarray, anchor: float) -> np.ndarray:
+        """:meth:`theta` of each row of ``params``, in one vectorised evaluation (the same
+        operations on each element, so the same bits as one row at a time)."""
+        p = np.array(params, dtype=np.float64).reshape(-1, self.size)
         if self.from_scipy is not None:
-            p = self.from_scipy(p[None, :])[0]
-        for i, pos in enumerate(self.positive):
-            if pos:
-                p[i] = np.log(p[i])
-        if self.edge_loc:
-            gap = anchor - p[-2]
-            p[-2] = np.log(gap) if gap > 0 else np.nan
-        p[-1] = np.log(p[-1])
+            p = self.from_scipy(p)
+        with np.errstate(invalid="ignore", divide="ignore"):  # NaN or -inf: not a start
+            for i, pos in enumerate(self.positive):
+                if pos:
+                    p[:, i] = np.log(p[:, i])
+            if self.edge_loc:
+                gap = anchor - p[:, -2]
+                p[:, -2] = np.where(gap > 0, np.log(np.where(gap > 0, gap, 1.0)), np.nan)
+            p[:, -1] = np.log(p[:, -1])
         if self.coshed:
-            p[-1] += cdfs.log_cosh(p[0])
+            p[:, -1] += cdfs.log_cosh(p[:, 0])
         return p
 
 

@@ -74,30 +74,33 @@ def eigen(h: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     LAPACK calls BLAS routines that OpenBLAS may split over threads, and the rounding, which a
     flat ridge turns into a different stopping point, then depends on OPENBLAS_NUM_THREADS."""
     d = h.shape[0]
-    a = [[float(h[i][j]) for j in range(d)] for i in range(d)]
+    a: list[list[float]] = np.asarray(h, dtype=np.float64).tolist()
     v = [[1.0 if i == j else 0.0 for j in range(d)] for i in range(d)]
+    pairs = [(p, q) for p in range(d - 1) for q in range(p + 1, d)]
+    off_diagonal = [(i, j) for i in range(d) for j in range(d) if i != j]
+    sqrt = math.sqrt
     for _sweep in range(50):
-        off = sum(a[i][j] * a[i][j] for i in range(d) for j in range(d) if i != j)
-        scale = sum(a[i][i] * a[i][i] for i in range(d))
+        off = sum([a[i][j] * a[i][j] for i, j in off_diagonal])
+        scale = sum([a[i][i] * a[i][i] for i in range(d)])
         if off <= 1e-30 * max(scale, 1e-300):
             break
-        for p in range(d - 1):
-            for q in range(p + 1, d):
-                if a[p][q] == 0.0:
-                    continue
-                theta = (a[q][q] - a[p][p]) / (2.0 * a[p][q])
-                t = (1.0 if theta >= 0 else -1.0) / (abs(theta) + math.sqrt(theta * theta + 1.0))
-                c = 1.0 / math.sqrt(t * t + 1.0)
-                s = t * c
-                for k in range(d):  # columns p and q
-                    akp, akq = a[k][p], a[k][q]
-                    a[k][p], a[k][q] = c * akp - s * akq, s * akp + c * akq
-                for k in range(d):  # rows p and q
-                    apk, aqk = a[p][k], a[q][k]
-                    a[p][k], a[q][k] = c * apk - s * aqk, s * apk + c * aqk
-                for k in range(d):
-                    vkp, vkq = v[k][p], v[k][q]
-                    v[k][p], v[k][q] = c * vkp - s * vkq, s * vkp + c * vkq
+        for p, q in pairs:
+            ap, aq = a[p], a[q]
+            if ap[q] == 0.0:
+                continue
+            theta = (aq[q] - ap[p]) / (2.0 * ap[q])
+            t = (1.0 if theta >= 0 else -1.0) / (abs(theta) + sqrt(theta * theta + 1.0))
+            c = 1.0 / sqrt(t * t + 1.0)
+            s = t * c
+            for row in a:  # columns p and q
+                akp, akq = row[p], row[q]
+                row[p], row[q] = c * akp - s * akq, s * akp + c * akq
+            for k in range(d):  # rows p and q
+                apk, aqk = ap[k], aq[k]
+                ap[k], aq[k] = c * apk - s * aqk, s * apk + c * aqk
+            for row in v:
+                vkp, vkq = row[p], row[q]
+                row[p], row[q] = c * vkp - s * vkq, s * vkp + c * vkq
     lam = np.array([a[i][i] for i in range(d)])
     order = np.argsort(lam, kind="stable")
     return lam[order], np.array(v)[:, order]
@@ -107,8 +110,16 @@ def newton_step(lam: np.ndarray, vec: np.ndarray, g: np.ndarray, floor: float) -
     """``-V diag(1 / max(|lam|, floor)) V' g``, by elementwise sums: no BLAS call, whose result
     can depend on the number of threads it runs on, and a flat ridge amplifies any difference
     into a different stopping point."""
-    proj = np.sum(vec * g[:, None], axis=0) / np.maximum(np.abs(lam), floor)
-    return np.asarray(-np.sum(vec * proj[None, :], axis=1))
+    proj = (vec * g[:, None]).sum(axis=0) / np.maximum(np.abs(lam), floor)
+    return -(vec * proj[None, :]).sum(axis=1)
+
+
+def newton_steps(lam: np.ndarray, vec: np.ndarray, g: np.ndarray, floors: np.ndarray
+                 ) -> np.ndarray:
+    """:func:`newton_step` at each of ``floors``, one row each, in one vectorised evaluation
+    (the same operations on each element, so the same bits)."""
+    proj = (vec * g[:, None]).sum(axis=0) / np.maximum(np.abs(lam), floors[:, None])
+    return -(vec[None, :, :] * proj[:, None, :]).sum(axis=2)
 
 
 @dataclass(frozen=True)
@@ -142,8 +153,8 @@ class Point:
             return 0.0
         if lam[-1] <= 0:
             return float("inf")
-        proj = np.sum(vec * self.g[:, None], axis=0)
-        return float(0.5 * n * np.sum(proj**2 / np.maximum(lam, lam[-1] * 1e-12)))
+        proj = (vec * self.g[:, None]).sum(axis=0)
+        return float(0.5 * n * (proj**2 / np.maximum(lam, lam[-1] * 1e-12)).sum())
 
 
 class Objective:
@@ -228,22 +239,34 @@ def _candidates(here: Point, mu: float, last: np.ndarray) -> tuple[np.ndarray, n
     floors beside them."""
     lam, vec = here.eigen
     floors = max(mu, 1e-12 * max(abs(float(lam[-1])), 1.0)) * LM_FACTORS
-    steps = [newton_step(lam, vec, here.g, fl) for fl in floors]
-    out = [*steps, *(0.5 * st for st in steps), *(t * steps[0] for t in RIDGE[1:]),
-           *(t * last for t in RIDGE)]
-    return np.array(out), np.concatenate((floors, floors, np.full(2 * RIDGE.size - 1,
-                                                                  floors[0])))
+    steps = newton_steps(lam, vec, here.g, floors)
+    out = np.vstack((steps, 0.5 * steps, RIDGE[1:, None] * steps[0], RIDGE[:, None] * last))
+    return out, np.concatenate((floors, floors, np.full(2 * RIDGE.size - 1, floors[0])))
 
 
 def _inside(x: np.ndarray, steps: np.ndarray, lower: np.ndarray, upper: np.ndarray
             ) -> np.ndarray:
     """``x`` plus each step shortened to end on the box if it would leave it (its direction
     kept, where clipping would bend it along the bound)."""
-    with np.errstate(divide="ignore", invalid="ignore"):
-        room = np.where(steps > 0, (upper - x) / steps, np.where(steps < 0, (lower - x) / steps,
-                                                                 np.inf))
+    room = np.full(steps.shape, np.inf)  # no bound ahead along a zero (or NaN) step
+    np.divide(upper - x, steps, out=room, where=steps > 0)
+    np.divide(lower - x, steps, out=room, where=steps < 0)
     frac = np.minimum(1.0, room.min(axis=1))
     return np.clip(x + np.maximum(frac, 0.0)[:, None] * steps, lower, upper)
+
+
+def _trial_values(obj: Objective, trials: np.ndarray, half: int) -> np.ndarray:
+    """The objective at each row of ``trials``, its clipped steps then the same steps shortened
+    to the box (``half`` rows each), in one vectorised call in which a shortened step equal to
+    its clipped one (every step that stays inside the box) is not evaluated twice: it takes its
+    twin's value. A row's value does not depend on the other rows of the call, as long as
+    there are at least two (each row's cells are summed in order; :func:`.binned.divergence`),
+    so the values are those of evaluating every row."""
+    moved = np.flatnonzero(np.any(trials[half:] != trials[:half], axis=1))
+    got = obj.values(np.vstack((trials[:half], trials[half + moved])))
+    values = np.concatenate((got[:half], got[:half]))
+    values[half + moved] = got[half:]
+    return values
 
 
 def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
@@ -262,10 +285,10 @@ def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
             return here, True
         for _try in range(3):
             steps, floors = _candidates(here, mu, np.where(here.free, last, 0.0))
-            trials = np.vstack((np.clip(here.x + steps, obj.lower, obj.upper),
-                                _inside(here.x, steps, obj.lower, obj.upper)))
+            clipped = np.clip(here.x + steps, obj.lower, obj.upper)
+            trials = np.vstack((clipped, _inside(here.x, steps, obj.lower, obj.upper)))
             floors = np.concatenate((floors, floors))
-            values = obj.values(trials)
+            values = _trial_values(obj, trials, clipped.shape[0])
             best = int(np.argmin(values))
             if values[best] < here.f:
                 gains.append(here.f - float(values[best]))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ksptrace.studies.variability.penalty import wait_penalty
+from ksptrace.studies.variability.penalty import resample_counts, wait_penalty
 
 
 def _direct(t: np.ndarray, seed: int, resamples: int) -> tuple[np.ndarray, np.ndarray]:
@@ -40,3 +40,15 @@ def test_intervals_are_those_of_the_direct_bootstrap(nprocs: int, k: int, seed: 
         low, high = _interval(got.pct, draws)
         assert got.low == pytest.approx(low, rel=1e-9, abs=1e-9)
         assert got.high == pytest.approx(high, rel=1e-9, abs=1e-9)
+
+
+
+@pytest.mark.parametrize(("k", "seed"), [(5000, 0), (700, 3), (1, 1)])
+def test_resample_counts_are_those_of_one_bincount_over_every_resample(k: int, seed: int
+                                                                       ) -> None:
+    picks = np.random.default_rng(seed).integers(0, k, size=(200, k))
+    flat = (picks + (np.arange(200) * k)[:, None]).ravel()  # the counts as first made
+    want = np.bincount(flat, minlength=200 * k).reshape(200, k).astype(np.float64)
+    got = resample_counts(picks, k)
+    assert got.dtype == np.float64
+    np.testing.assert_array_equal(got, want)
