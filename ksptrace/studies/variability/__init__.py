@@ -37,10 +37,6 @@ if TYPE_CHECKING:
         analyse_files,
         config_key,
     )
-    from ksptrace.studies.variability.sealed import Cache as SealedCache
-    from ksptrace.studies.variability.sealed import load as sealed_load
-    from ksptrace.studies.variability.sealed import open_cache as open_sealed_cache
-    from ksptrace.studies.variability.sealed import store as sealed_store
     from ksptrace.studies.variability.sections import (
         SECTIONS,
         anchors,
@@ -93,10 +89,6 @@ PUBLIC: dict[str, tuple[str, str]] = {
     "sentences": ("findings", "sentences"),
     "Skipped": ("runs", "Skipped"),
     "TraceAnalysis": ("pipeline", "TraceAnalysis"),
-    "SealedCache": ("sealed", "Cache"),
-    "open_sealed_cache": ("sealed", "open_cache"),
-    "sealed_load": ("sealed", "load"),
-    "sealed_store": ("sealed", "store"),
     "variability_table": ("tables", "variability_table"),
 }
 """The public surface: what the report may use (an import-linter contract checks it),
@@ -107,7 +99,6 @@ __all__ = [
     "AnalysisOptions",
     "Reporter",
     "Results",
-    "SealedCache",
     "Skipped",
     "TraceAnalysis",
     "analyse",
@@ -131,15 +122,12 @@ __all__ = [
     "ks_alpha_note",
     "model_table",
     "n_of",
-    "open_sealed_cache",
     "prediction_table",
     "problem_of",
     "prune_cache",
     "run_rows",
     "run_section",
     "scaling_table",
-    "sealed_load",
-    "sealed_store",
     "sentences",
     "units_line",
     "variability_table",
