@@ -110,7 +110,7 @@ def run_cli(args: list[str], pythonpath: Path | None = None,
 
 def naive_seconds(times: np.ndarray, pairs: int = 100, iterations: int = 100) -> float:
     """The naive route on a subset, extrapolated to the whole trace (see the docstring)."""
-    from ksptrace.studies.variability import models
+    from ksptrace.studies.variability.stats import models
 
     t0 = time.perf_counter()
     for q in range(1, pairs + 1):

@@ -23,9 +23,10 @@ import numpy as np
 import scipy
 import scipy.stats as st
 
-from ksptrace.studies.variability import models, tables
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import analyze_trace
+from ksptrace.studies.variability.pages import tables
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import analyze_trace
+from ksptrace.studies.variability.stats import models
 from ksptrace.trace.synthetic import synthetic_trace
 
 RESULT = Path(__file__).resolve().parent / "results" / "analysis_scale.json"

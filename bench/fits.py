@@ -50,7 +50,7 @@ from analysis_throughput import run
 from ksptrace.studies.fits import binned, equal_count_cells, family, fit_family
 from ksptrace.studies.fits.samples import varied_trace
 from ksptrace.studies.fits.verify import strong_search
-from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES
+from ksptrace.studies.variability.stats.choices import DEFAULT_CANDIDATES
 from ksptrace.trace.read import read_trace
 from ksptrace.trace.write import write_trace
 

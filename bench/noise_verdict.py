@@ -37,7 +37,7 @@ import numpy as np
 
 from ksptrace.noise.spec import parse
 from ksptrace.studies.noise import paired
-from ksptrace.studies.variability.injected import injected_noise
+from ksptrace.studies.variability.stats.injected import injected_noise
 from ksptrace.trace.read import read_trace
 
 ROOT = Path(__file__).resolve().parents[1]

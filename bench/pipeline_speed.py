@@ -49,7 +49,7 @@ RESULT = ROOT / "bench" / "results" / "pipeline_speed.json"
 CASES = ("speed", "campaign", "paper")
 MEMO = '''
 import atexit, hashlib, os, pickle, runpy, sys
-import ksptrace.studies.variability.fitting as fitting
+import ksptrace.studies.variability.stats.fitting as fitting
 path, replay = os.environ["MEMO"], os.environ.get("MEMO_REPLAY") == "1"
 store = pickle.load(open(path, "rb")) if replay else {}
 real = fitting.fit_family

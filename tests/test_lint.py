@@ -60,11 +60,12 @@ def test_import_contracts_hold() -> None:
 
 
 @pytest.mark.parametrize(("module", "imports", "contract"), [
-    ("harness/_probe_import.py", "from ksptrace.studies.variability import ks", "never import"),
+    ("harness/_probe_import.py", "from ksptrace.studies.variability.stats import ks",
+     "never import"),
     ("studies/variability/_probe_import.py", "from ksptrace.studies.decisions import maps",
      "Studies build on"),
     ("trace/_probe_import.py", "from ksptrace.cli import main", "cli -> jobs"),
-    ("report/_probe_import.py", "from ksptrace.studies.variability.pipeline import analyse",
+    ("report/_probe_import.py", "from ksptrace.studies.variability.run.pipeline import analyse",
      "public surface"),
 ])
 def test_import_contracts_catch_a_wrong_import(tmp_path: Path, module: str, imports: str,
@@ -119,8 +120,8 @@ def test_each_public_study_name_resolves_and_is_listed(package: str) -> None:
 
 def test_importing_one_study_module_does_not_import_the_study() -> None:
     """``ksptrace analyze --help`` needs the options, not matplotlib."""
-    code = ("import sys; import ksptrace.studies.variability.options, ksptrace.studies.decisions"
-            ".grouping; print('matplotlib' in sys.modules)")
+    code = ("import sys; import ksptrace.studies.variability.run.options, "
+            "ksptrace.studies.decisions.grouping; print('matplotlib' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True,
                           check=False)
     assert proc.stdout.strip() == "False", proc.stderr

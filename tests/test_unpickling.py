@@ -28,7 +28,7 @@ ALLOWED: dict[str, tuple[int, str]] = {
         2, "requests and replies on pipes between this process and the reader child it forked"),
     "ksptrace/trace/probe.py": (
         1, "the reply on a pipe from the child this process forked"),
-    "ksptrace/studies/variability/sealed.py": (
+    "ksptrace/studies/variability/run/sealed.py": (
         1, "a cache entry from a private folder, a file of this user, whose HMAC under this "
            "user's secret key (mode 0600, in the private cache folder) checks out"),
 }

@@ -20,7 +20,7 @@ from ksptrace.cli import leftout
 from ksptrace.cli.progress import Progress
 from ksptrace.errors import UsageError
 from ksptrace.jobs.analysis import BACKENDS, prepare
-from ksptrace.studies.variability.choices import (
+from ksptrace.studies.variability.stats.choices import (
     CACHE_SUFFIX,
     DEFAULT_CANDIDATES,
     FITTABLE,
@@ -28,7 +28,7 @@ from ksptrace.studies.variability.choices import (
 )
 
 if TYPE_CHECKING:
-    from ksptrace.studies.variability.options import AnalysisOptions
+    from ksptrace.studies.variability.run.options import AnalysisOptions
 
 
 def register(subparsers: Any) -> None:
@@ -125,7 +125,7 @@ def main(args: argparse.Namespace) -> int:
     from scipy.integrate import IntegrationWarning
 
     from ksptrace.report.compose import write_report_files
-    from ksptrace.studies.variability.runs import cache_files
+    from ksptrace.studies.variability.pages.runs import cache_files
     from ksptrace.trace.collectives import collectives_flags
 
     unknown = [c.strip() for c in args.candidates.split(",") if c.strip() not in ("", *FITTABLE)]
@@ -195,7 +195,7 @@ def main(args: argparse.Namespace) -> int:
 
 def options_of(args: argparse.Namespace) -> AnalysisOptions:
     """The analysis options the flags ask for."""
-    from ksptrace.studies.variability.options import AnalysisOptions
+    from ksptrace.studies.variability.run.options import AnalysisOptions
 
     return AnalysisOptions(
         alpha=args.alpha,
@@ -214,7 +214,7 @@ def options_of(args: argparse.Namespace) -> AnalysisOptions:
 def _usable(cache: Path | None, strict: bool) -> Path | None:
     """``cache`` when it may be used; else None with a note (an error when the command works
     through the cache: ``--cache-only``, ``--backend``)."""
-    from ksptrace.studies.variability.batch import cache_problem
+    from ksptrace.studies.variability.run.batch import cache_problem
 
     problem = None if cache is None else cache_problem(cache)
     if problem is None:

@@ -1,11 +1,11 @@
 """``ksptrace analyze --backend slurm|pbs``: the analysis as jobs, next to the traces.
 
 Each trace is analysed by one task of a job array (``ksptrace analyze TRACE --cache-only``),
-which stores its results in the per-trace cache (``ksptrace.studies.variability.batch``). A merge
-job, submitted to start once every array has ended, runs the ordinary ``ksptrace analyze`` over all
-traces: it finds each one in the cache and only merges, draws the cross-trace figures and
-writes the report. A task that failed leaves no entry, so the merge analyses that trace itself:
-the report is complete either way, and the merge job's log says what happened.
+which stores its results in the per-trace cache (``ksptrace.studies.variability.run.batch``). A
+merge job, submitted to start once every array has ended, runs the ordinary ``ksptrace analyze``
+over all traces: it finds each one in the cache and only merges, draws the cross-trace figures and
+writes the report. A task that failed leaves no entry, so the merge analyses that trace itself: the
+report is complete either way, and the merge job's log says what happened.
 
 Everything the jobs need is written first into the jobs folder (the trace list, the scripts,
 the logs folder), so ``--dry-run`` shows exactly what would be submitted.

@@ -1,4 +1,4 @@
-"""The analysis report: the analysed runs (:mod:`ksptrace.studies.variability.runs`) and every
+"""The analysis report: the analysed runs (:mod:`ksptrace.studies.variability.pages.runs`) and every
 registered study's result over them (:mod:`ksptrace.studies.registry`, the variability study
 first), rendered as a small site (report.html, a page per run and per study, figures as PNG
 files, or one self-contained page), one CSV per table and a summary.json, written whole or not

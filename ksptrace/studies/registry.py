@@ -13,11 +13,11 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from ksptrace.studies.result import StudyResult
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import TraceAnalysis
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 
 STUDIES: dict[str, str] = {
-    "variability": "ksptrace.studies.variability.entry:study",
+    "variability": "ksptrace.studies.variability.pages.entry:study",
     "noise": "ksptrace.studies.noise.entry:study",
     "decisions": "ksptrace.studies.decisions.entry:study",
 }

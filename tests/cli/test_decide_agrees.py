@@ -12,10 +12,10 @@ import pytest
 
 from ksptrace.cli.main import main
 from ksptrace.studies.decisions.entry import study as decision_study
-from ksptrace.studies.variability.answers import answer_all, fastest_ranking
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import analyze_trace
-from ksptrace.studies.variability.ranked import of_trace
+from ksptrace.studies.variability.conclusions.answers import answer_all, fastest_ranking
+from ksptrace.studies.variability.conclusions.ranked import of_trace
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import analyze_trace
 from ksptrace.trace.read import iter_traces, read_trace
 from ksptrace.trace.synthetic import synthetic_trace
 from ksptrace.trace.write import write_trace
@@ -60,8 +60,8 @@ def test_decide_and_the_report_give_one_answer(
 def test_a_trace_read_alone_is_ranked_as_its_analysis() -> None:
     """The ranking's view of a trace read without an analysis (decide) equals that of its
     analysis (the report): configuration, solver, the iterations' time, label and caveats."""
-    from ksptrace.studies.variability.answers import caveats
-    from ksptrace.studies.variability.fastest import entries
+    from ksptrace.studies.variability.conclusions.answers import caveats
+    from ksptrace.studies.variability.conclusions.fastest import entries
 
     base = synthetic_trace(2, 30, 2, "gmres", n=1000, seed=3)
     variants = [base,

@@ -12,8 +12,8 @@ import pytest
 
 from ksptrace.harness import cpuload
 from ksptrace.harness.cpuload import Sample, busy_seconds, foreign_load
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import analyze_trace
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import analyze_trace
 from ksptrace.trace.model import FOREIGN_LOAD_LIMIT
 from ksptrace.trace.read import read_trace
 from tests.conftest import ROOT, dies_with_the_suite, solver_env

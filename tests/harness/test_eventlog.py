@@ -15,8 +15,8 @@ import numpy as np
 import pytest
 
 from ksptrace.harness import counters, eventlog
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import analyze_trace
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import analyze_trace
 from ksptrace.trace.read import read_trace
 from ksptrace.trace.synthetic import synthetic_trace
 from tests.conftest import ROOT, solver_env

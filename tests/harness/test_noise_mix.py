@@ -46,8 +46,8 @@ def test_a_mix_is_injected_rank_by_rank_as_planned(ksptrace_cli, tmp_path: Path)
 @pytest.mark.slow
 def test_the_ks_asymmetry_appears_where_it_must(ksptrace_cli, tmp_path: Path) -> None:
     from ksptrace.studies.noise.entry import study
-    from ksptrace.studies.variability.options import AnalysisOptions
-    from ksptrace.studies.variability.pipeline import analyze_trace
+    from ksptrace.studies.variability.run.options import AnalysisOptions
+    from ksptrace.studies.variability.run.pipeline import analyze_trace
     from ksptrace.trace.io import read_trace
 
     rejected, analyses = {}, []

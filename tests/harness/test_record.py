@@ -258,7 +258,7 @@ def test_a_gamg_solve_reports_its_set_up_apart(
 ) -> None:
     """Issue 52: GAMG's PCSetUp runs inside the first KSPSolve; the trace records it, the
     models compare with the iterations' time, and the run's notes say how much set-up was."""
-    from ksptrace.studies.variability.pipeline import analyze_trace
+    from ksptrace.studies.variability.run.pipeline import analyze_trace
 
     _, out, rows = recorded
     trace = read_trace(out / "gamg.h5")

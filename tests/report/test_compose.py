@@ -13,11 +13,11 @@ import pytest
 
 from ksptrace.errors import AnalysisError, TraceError
 from ksptrace.report.compose import write_report, write_report_files
-from ksptrace.studies.variability import tables
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import analyze_trace
-from ksptrace.studies.variability.runs import analyse
-from ksptrace.studies.variability.sections import SECTIONS, omission_section, section_of
+from ksptrace.studies.variability.pages import tables
+from ksptrace.studies.variability.pages.runs import analyse
+from ksptrace.studies.variability.pages.sections import SECTIONS, omission_section, section_of
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import analyze_trace
 from ksptrace.trace.model import Trace
 from ksptrace.trace.read import iter_traces
 from ksptrace.trace.synthetic import synthetic_trace
@@ -201,7 +201,7 @@ def test_analyse_file_lets_go_of_its_trace(tmp_path: Path, monkeypatch: pytest.M
     import gc
     import weakref
 
-    import ksptrace.studies.variability.runs as report
+    import ksptrace.studies.variability.pages.runs as report
 
     path = write_trace(synthetic_trace(16, 60, 4, "cg", seed=5), tmp_path / "t.h5")
     seen: list[weakref.ref[Trace]] = []

@@ -14,8 +14,8 @@ import pytest
 
 from ksptrace.report.compose import write_report
 from ksptrace.studies.fits import EngineFit, Family
-from ksptrace.studies.variability import fitting
-from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.stats import fitting
 from ksptrace.trace.synthetic import synthetic_trace
 
 OPTIONS = AnalysisOptions(candidates=("johnsonsu", "norm", "lognorm"), mc_runs=2)

@@ -15,8 +15,9 @@ import pytest
 
 from ksptrace.report.compose import write_report
 from ksptrace.report.terminal import summary_lines
-from ksptrace.studies.variability import models, pipeline
-from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.run import pipeline
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.stats import models
 from ksptrace.trace.synthetic import synthetic_trace
 
 FAST = AnalysisOptions(candidates=("norm",), mc_runs=2)

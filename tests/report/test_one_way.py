@@ -16,9 +16,9 @@ from ksptrace.studies import registry
 from ksptrace.studies.result import ACROSS, Answer, Part, StudyResult
 from ksptrace.studies.rows import Rows
 from ksptrace.studies.table import Table
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import TraceAnalysis
-from ksptrace.studies.variability.runs import Results, analyse
+from ksptrace.studies.variability.pages.runs import Results, analyse
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 from ksptrace.trace.synthetic import synthetic_trace
 
 FAST = AnalysisOptions(candidates=("johnsonsu", "norm"), fit_size=2000, mc_runs=2)

@@ -17,10 +17,10 @@ import pytest
 
 from ksptrace.studies.rows import Rows
 from ksptrace.studies.table import Table, _plain, html_table
-from ksptrace.studies.variability import tables
-from ksptrace.studies.variability.apriori import apriori_table
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import analyze_trace
+from ksptrace.studies.variability.pages import tables
+from ksptrace.studies.variability.pages.apriori import apriori_table
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import analyze_trace
 from ksptrace.trace.synthetic import synthetic_trace
 
 VALUES: list[Any] = [

@@ -28,8 +28,8 @@ from ksptrace.studies.decisions.grouping import Run
 from ksptrace.studies.decisions.maps import decision_map
 from ksptrace.studies.segmentation.segment import segment
 from ksptrace.studies.table import Table
-from ksptrace.studies.variability.fitting import fit_candidates
-from ksptrace.studies.variability.ks import one_vs_all
+from ksptrace.studies.variability.stats.fitting import fit_candidates
+from ksptrace.studies.variability.stats.ks import one_vs_all
 from ksptrace.trace.collectives import CollectiveTrace
 
 FIT_MIN_VALUES = 20

@@ -20,11 +20,11 @@ from ksptrace.studies.decisions.study import DecisionStudy
 from ksptrace.studies.decisions.tables import sentences, study_tables, summary_of
 from ksptrace.studies.result import Figure, Part, StudyResult
 from ksptrace.studies.table import Table
-from ksptrace.studies.variability.answers import fastest_ranking
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import TraceAnalysis
-from ksptrace.studies.variability.ranked import RankedRun, ranking_of
-from ksptrace.studies.variability.ranking import Ranking, Verdict
+from ksptrace.studies.variability.conclusions.answers import fastest_ranking
+from ksptrace.studies.variability.conclusions.ranked import RankedRun, ranking_of
+from ksptrace.studies.variability.conclusions.ranking import Ranking, Verdict
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 
 SHOWN_TABLES = 6
 """Tables of a map shown on the page; the rest (the cells) is written as CSV only."""

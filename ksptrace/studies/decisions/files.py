@@ -20,7 +20,7 @@ from ksptrace.studies.decisions.study import DecisionStudy
 from ksptrace.studies.decisions.tables import fmt_number, limit_name, range_text, summary_of
 from ksptrace.studies.result import Figure
 from ksptrace.studies.table import Table
-from ksptrace.studies.variability.ranked import RankedRun, of_trace
+from ksptrace.studies.variability.conclusions.ranked import RankedRun, of_trace
 
 
 def slug(title: str) -> str:
@@ -117,7 +117,8 @@ def write_files(folder: Path, studies: Studies, tables_of: Sequence[Sequence[Tab
 def runs_from(items: Iterable[Any]) -> tuple[list[Run], list[str], list[RankedRun]]:
     """Runs from traces (``Trace`` or the reader's error), keeping only attributes and the
     iterations' time (set-up left out, as in the report); and each run as the report's
-    fastest-solver ranking reads it (:func:`~ksptrace.studies.variability.ranked.of_trace`)."""
+    fastest-solver ranking reads it
+    (:func:`~ksptrace.studies.variability.conclusions.ranked.of_trace`)."""
     runs: list[Run] = []
     skipped: list[str] = []
     ranked: list[RankedRun] = []

@@ -23,7 +23,7 @@ from ksptrace.studies.noise.paired import (
     estimate,
     in_run_estimate,
 )
-from ksptrace.studies.variability.pipeline import TraceAnalysis
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 
 CONFIG_KEYS = tuple(k for k in PAIR_KEYS if k != "noise")
 LOADED = "machine-loaded"

@@ -22,10 +22,10 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ksptrace.studies.variability.findings import error_pct, file_name
-from ksptrace.studies.variability.injected import noise_truth
-from ksptrace.studies.variability.pipeline import TraceAnalysis
-from ksptrace.studies.variability.plausible import plausible_pct
+from ksptrace.studies.variability.conclusions.findings import error_pct, file_name
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis
+from ksptrace.studies.variability.stats.injected import noise_truth
+from ksptrace.studies.variability.stats.plausible import plausible_pct
 
 PIPELINED_VARIANT = {
     "gmres": "pgmres",

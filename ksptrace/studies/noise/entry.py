@@ -11,8 +11,8 @@ from ksptrace.studies.noise.compare import NoiseComparison, NoisePair, compare
 from ksptrace.studies.noise.perrank import per_rank_ks, per_rank_sentences
 from ksptrace.studies.noise.tables import noise_pair_table, noise_table
 from ksptrace.studies.result import Addendum, Part, StudyResult
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import TraceAnalysis
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 
 INJECTED = ("With injected noise (detours the harness added, not the machine's own; paired "
             "blocks, docs/noise.md):")

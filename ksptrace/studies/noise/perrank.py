@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ksptrace.studies.noise.blocks import LOADED
-from ksptrace.studies.variability.pipeline import TraceAnalysis
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 
 
 @dataclass(frozen=True)

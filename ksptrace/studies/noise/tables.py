@@ -6,7 +6,7 @@ from __future__ import annotations
 from ksptrace.studies.noise.compare import NoiseComparison, NoiseRow
 from ksptrace.studies.rows import Rows
 from ksptrace.studies.table import Table
-from ksptrace.studies.variability.findings import fmt_pct, fmt_time
+from ksptrace.studies.variability.conclusions.findings import fmt_pct, fmt_time
 
 NEGATIVE_COST = ("cannot tell: the estimate came out below zero, which a cost cannot be (the "
                  "run's own variation swamps the detours)")

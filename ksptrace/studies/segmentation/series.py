@@ -28,7 +28,7 @@ from ksptrace.trace.model import Trace
 
 def johnsonsu_location(trace: Trace) -> float:
     """The location of a Johnson SU fitted to a_k = min over ranks of each iteration's time."""
-    from ksptrace.studies.variability.fitting import fit_johnsonsu
+    from ksptrace.studies.variability.stats.fitting import fit_johnsonsu
 
     a_k = trace.iteration_seconds.min(axis=0)
     fit = fit_johnsonsu(a_k, fit_size=5000)

@@ -1,5 +1,11 @@
 """The paper's variability analysis: KS between ranks, node variance, distribution fits,
-the stationary and non-stationary runtime models, Monte Carlo prediction, and their figures."""
+the stationary and non-stationary runtime models, Monte Carlo prediction, and their figures.
+
+In four layers, each importing only those below it (pyproject.toml's
+``variability-layers`` contract): :mod:`.pages` (tables, figures, the pages, the study
+over a set of runs), :mod:`.conclusions` (findings and the report's answers), :mod:`.run`
+(the analysis of one trace and its cache) and :mod:`.stats` (pure statistics).
+"""
 
 from __future__ import annotations
 
@@ -8,28 +14,24 @@ from typing import TYPE_CHECKING
 from ksptrace.studies.public import lazy
 
 if TYPE_CHECKING:
-    from ksptrace.studies.variability.answers import (
+    from ksptrace.studies.variability.conclusions.answers import (
         answer_all,
         caveats,
         fastest_ranking,
         fastest_summary,
     )
-    from ksptrace.studies.variability.apriori import apriori_table
-    from ksptrace.studies.variability.batch import entry_name as cache_entry_name
-    from ksptrace.studies.variability.batch import prune as prune_cache
-    from ksptrace.studies.variability.fastest import group_text
-    from ksptrace.studies.variability.findings import (
+    from ksptrace.studies.variability.conclusions.fastest import group_text
+    from ksptrace.studies.variability.conclusions.findings import (
         headline,
         ks_alpha_note,
         n_of,
         problem_of,
         sentences,
     )
-    from ksptrace.studies.variability.heldout import heldout_table
-    from ksptrace.studies.variability.options import AnalysisOptions
-    from ksptrace.studies.variability.overview import failure_rows, run_rows, units_line
-    from ksptrace.studies.variability.pipeline import TraceAnalysis
-    from ksptrace.studies.variability.runs import (
+    from ksptrace.studies.variability.conclusions.heldout import heldout_table
+    from ksptrace.studies.variability.pages.apriori import apriori_table
+    from ksptrace.studies.variability.pages.overview import failure_rows, run_rows, units_line
+    from ksptrace.studies.variability.pages.runs import (
         Reporter,
         Results,
         Skipped,
@@ -37,14 +39,14 @@ if TYPE_CHECKING:
         analyse_files,
         config_key,
     )
-    from ksptrace.studies.variability.sections import (
+    from ksptrace.studies.variability.pages.sections import (
         SECTIONS,
         anchors,
         finding_row,
         image,
         run_section,
     )
-    from ksptrace.studies.variability.tables import (
+    from ksptrace.studies.variability.pages.tables import (
         fit_mapping,
         fits_table,
         model_table,
@@ -52,44 +54,48 @@ if TYPE_CHECKING:
         scaling_table,
         variability_table,
     )
+    from ksptrace.studies.variability.run.batch import entry_name as cache_entry_name
+    from ksptrace.studies.variability.run.batch import prune as prune_cache
+    from ksptrace.studies.variability.run.options import AnalysisOptions
+    from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 
 PUBLIC: dict[str, tuple[str, str]] = {
-    "answer_all": ("answers", "answer_all"),
-    "caveats": ("answers", "caveats"),
-    "fastest_ranking": ("answers", "fastest_ranking"),
-    "fastest_summary": ("answers", "fastest_summary"),
-    "group_text": ("fastest", "group_text"),
-    "failure_rows": ("overview", "failure_rows"),
-    "run_rows": ("overview", "run_rows"),
-    "units_line": ("overview", "units_line"),
-    "analyse": ("runs", "analyse"),
-    "analyse_files": ("runs", "analyse_files"),
-    "AnalysisOptions": ("options", "AnalysisOptions"),
-    "anchors": ("sections", "anchors"),
-    "apriori_table": ("apriori", "apriori_table"),
-    "cache_entry_name": ("batch", "entry_name"),
-    "config_key": ("runs", "config_key"),
-    "finding_row": ("sections", "finding_row"),
-    "image": ("sections", "image"),
-    "ks_alpha_note": ("findings", "ks_alpha_note"),
-    "headline": ("findings", "headline"),
-    "heldout_table": ("heldout", "heldout_table"),
-    "n_of": ("findings", "n_of"),
-    "problem_of": ("findings", "problem_of"),
-    "fit_mapping": ("tables", "fit_mapping"),
-    "fits_table": ("tables", "fits_table"),
-    "model_table": ("tables", "model_table"),
-    "prediction_table": ("tables", "prediction_table"),
-    "prune_cache": ("batch", "prune"),
-    "Reporter": ("runs", "Reporter"),
-    "Results": ("runs", "Results"),
-    "run_section": ("sections", "run_section"),
-    "scaling_table": ("tables", "scaling_table"),
-    "SECTIONS": ("sections", "SECTIONS"),
-    "sentences": ("findings", "sentences"),
-    "Skipped": ("runs", "Skipped"),
-    "TraceAnalysis": ("pipeline", "TraceAnalysis"),
-    "variability_table": ("tables", "variability_table"),
+    "answer_all": ("conclusions.answers", "answer_all"),
+    "caveats": ("conclusions.answers", "caveats"),
+    "fastest_ranking": ("conclusions.answers", "fastest_ranking"),
+    "fastest_summary": ("conclusions.answers", "fastest_summary"),
+    "group_text": ("conclusions.fastest", "group_text"),
+    "failure_rows": ("pages.overview", "failure_rows"),
+    "run_rows": ("pages.overview", "run_rows"),
+    "units_line": ("pages.overview", "units_line"),
+    "analyse": ("pages.runs", "analyse"),
+    "analyse_files": ("pages.runs", "analyse_files"),
+    "AnalysisOptions": ("run.options", "AnalysisOptions"),
+    "anchors": ("pages.sections", "anchors"),
+    "apriori_table": ("pages.apriori", "apriori_table"),
+    "cache_entry_name": ("run.batch", "entry_name"),
+    "config_key": ("pages.runs", "config_key"),
+    "finding_row": ("pages.sections", "finding_row"),
+    "image": ("pages.sections", "image"),
+    "ks_alpha_note": ("conclusions.findings", "ks_alpha_note"),
+    "headline": ("conclusions.findings", "headline"),
+    "heldout_table": ("conclusions.heldout", "heldout_table"),
+    "n_of": ("conclusions.findings", "n_of"),
+    "problem_of": ("conclusions.findings", "problem_of"),
+    "fit_mapping": ("pages.tables", "fit_mapping"),
+    "fits_table": ("pages.tables", "fits_table"),
+    "model_table": ("pages.tables", "model_table"),
+    "prediction_table": ("pages.tables", "prediction_table"),
+    "prune_cache": ("run.batch", "prune"),
+    "Reporter": ("pages.runs", "Reporter"),
+    "Results": ("pages.runs", "Results"),
+    "run_section": ("pages.sections", "run_section"),
+    "scaling_table": ("pages.tables", "scaling_table"),
+    "SECTIONS": ("pages.sections", "SECTIONS"),
+    "sentences": ("conclusions.findings", "sentences"),
+    "Skipped": ("pages.runs", "Skipped"),
+    "TraceAnalysis": ("run.pipeline", "TraceAnalysis"),
+    "variability_table": ("pages.tables", "variability_table"),
 }
 """The public surface: what the report may use (an import-linter contract checks it),
 name -> (module, name there), imported when first asked for."""

@@ -170,7 +170,7 @@ def test_a_rerun_replaces_an_earlier_decide_folder(tmp_path: Path) -> None:
 
 def test_the_analysis_report_shows_the_map_when_runs_span_p_and_n(tmp_path: Path) -> None:
     from ksptrace.report.compose import write_report
-    from ksptrace.studies.variability.options import AnalysisOptions
+    from ksptrace.studies.variability.run.options import AnalysisOptions
     from ksptrace.trace.synthetic import synthetic_trace
 
     fast = AnalysisOptions(candidates=("norm",), fit_size=500, mc_runs=1)

@@ -16,7 +16,7 @@ import numpy as np
 
 from ksptrace.studies.fits import Binned, binned, equal_count_cells, family, fit_family
 from ksptrace.studies.fits.samples import SIZES, varied_trace
-from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES
+from ksptrace.studies.variability.stats.choices import DEFAULT_CANDIDATES
 
 FILE = Path(__file__).with_name("maxima.json")
 GOLDEN = Path(__file__).parent.parent / "variability" / "golden"

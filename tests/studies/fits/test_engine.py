@@ -22,7 +22,7 @@ from ksptrace.studies.fits import (
 from ksptrace.studies.fits import engine as engine_module
 from ksptrace.studies.fits.binned import Binned, cell_probabilities
 from ksptrace.studies.fits.search import Point, eigen
-from ksptrace.studies.variability.choices import FITTABLE
+from ksptrace.studies.variability.stats.choices import FITTABLE
 
 
 def _cells_of(x: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -13,8 +13,8 @@ from ksptrace.studies.noise import paired
 from ksptrace.studies.noise.blocks import paired_studies
 from ksptrace.studies.noise.entry import study
 from ksptrace.studies.result import StudyResult
-from ksptrace.studies.variability.flags import Flag
-from ksptrace.studies.variability.pipeline import TraceAnalysis
+from ksptrace.studies.variability.run.flags import Flag
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 from tests.studies.noise.test_compare import OPTIONS, analyses
 
 COST = {"gmres": 60e-6, "pgmres": 20e-6}
@@ -154,7 +154,7 @@ def test_the_paired_verdict_is_added_to_q2_labelled_as_injected_noise() -> None:
     experiment gives it an interval, labelled as injected noise."""
     from ksptrace.report.answers import merged
     from ksptrace.studies.result import Answer, StudyResult
-    from ksptrace.studies.variability.answers import answer_all
+    from ksptrace.studies.variability.conclusions.answers import answer_all
 
     runs, result = _studied()
     assert result is not None

@@ -13,9 +13,9 @@ from ksptrace.noise.spec import parse
 from ksptrace.report.compose import write_report
 from ksptrace.studies.noise import compare as noise_compare
 from ksptrace.studies.noise import entry as noise_entry
-from ksptrace.studies.variability.injected import noise_truth
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.stats.injected import noise_truth
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import trace_from_times
 
@@ -118,7 +118,7 @@ def test_noise_free_runs_give_no_noise_rows() -> None:
 
 
 def test_runs_with_different_noise_are_different_configurations() -> None:
-    from ksptrace.studies.variability.runs import config_key
+    from ksptrace.studies.variability.pages.runs import config_key
 
     a, b = (analyze_trace(run("gmres", n, 1), OPTIONS) for n in ("none", SPEC))
     assert config_key(a) != config_key(b)

@@ -139,9 +139,9 @@ def differences(expected: dict[str, Any], got: dict[str, Any]) -> list[str]:
 
 
 def analysed(path: Path) -> dict[str, Any]:
-    from ksptrace.studies.variability.choices import PAPER_CANDIDATES
-    from ksptrace.studies.variability.options import AnalysisOptions
-    from ksptrace.studies.variability.pipeline import analyze_trace
+    from ksptrace.studies.variability.run.options import AnalysisOptions
+    from ksptrace.studies.variability.run.pipeline import analyze_trace
+    from ksptrace.studies.variability.stats.choices import PAPER_CANDIDATES
     from ksptrace.trace.read import read_trace
 
     # The paper's seven families, nct included: the values were stored before nct left the

@@ -8,11 +8,11 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ksptrace.studies.variability import answers
-from ksptrace.studies.variability.flags import Flag
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.penalty import wait_penalty
-from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.conclusions import answers
+from ksptrace.studies.variability.run.flags import Flag
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.stats.penalty import wait_penalty
 from ksptrace.trace.synthetic import synthetic_trace
 
 FEW = AnalysisOptions(candidates=("norm",), mc_runs=2)

@@ -7,9 +7,10 @@ import dataclasses
 
 import pytest
 
-from ksptrace.studies.variability import apriori, montecarlo
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.pages import apriori
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.stats import montecarlo
 from ksptrace.trace.synthetic import synthetic_trace
 
 OPTIONS = AnalysisOptions(mc_runs=2, candidates=("norm",))

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 
 from ksptrace.report.compose import write_report_files
-from ksptrace.studies.variability import batch
-from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.run import batch
+from ksptrace.studies.variability.run.options import AnalysisOptions
 from ksptrace.trace.synthetic import synthetic_trace
 from ksptrace.trace.write import write_trace
 

@@ -22,8 +22,8 @@ import pytest
 from ksptrace.cachedir import KEY_FILE, cache_dir
 from ksptrace.cli.analyze import options_of
 from ksptrace.cli.main import build_parser
-from ksptrace.studies.variability import batch, sealed
-from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.run import batch, sealed
+from ksptrace.studies.variability.run.options import AnalysisOptions
 from ksptrace.trace.synthetic import synthetic_trace
 from ksptrace.trace.write import write_trace
 from tests.conftest import solver_env

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import AnalysisError
-from ksptrace.studies.variability.cycles import cycle_layout, fill_was_recorded, is_pipelined
+from ksptrace.studies.variability.stats.cycles import cycle_layout, fill_was_recorded, is_pipelined
 
 
 def test_gmres_positions_repeat_every_restart() -> None:

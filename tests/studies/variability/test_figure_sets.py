@@ -14,11 +14,11 @@ from matplotlib.figure import Figure
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies import drawing
-from ksptrace.studies.variability import across_sets, collector, figure_sets
-from ksptrace.studies.variability.collector import Collector
-from ksptrace.studies.variability.digest import FigureSet, TraceDigest, digest_of
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.pages import across_sets, collector, figure_sets
+from ksptrace.studies.variability.pages.collector import Collector
+from ksptrace.studies.variability.pages.digest import FigureSet, TraceDigest, digest_of
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis, analyze_trace
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import inject_outliers, synthetic_trace, trace_from_times
 
@@ -236,7 +236,7 @@ def test_figures_drawn_later_are_the_same_in_two_processes_and_keep_their_order(
     omitted line under the step that asked for it."""
     import functools
 
-    from ksptrace.studies.variability.collector import Collector
+    from ksptrace.studies.variability.pages.collector import Collector
 
     def collect(jobs: int) -> tuple[list[tuple[str, bytes]], tuple[str, ...]]:
         out = Collector()

@@ -8,7 +8,7 @@ import pytest
 from matplotlib.ticker import LogLocator
 
 from ksptrace.studies import drawing
-from ksptrace.studies.variability.figures import axes as time_axes
+from ksptrace.studies.variability.pages.figures import axes as time_axes
 
 
 def _figure(limits: tuple[float, float], which: str) -> tuple[bytes, int]:

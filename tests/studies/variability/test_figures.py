@@ -11,9 +11,10 @@ from matplotlib.figure import Figure
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies import drawing
-from ksptrace.studies.variability import figures, ks
-from ksptrace.studies.variability.fitting import JohnsonSU, fit_candidates
-from ksptrace.studies.variability.models import uniform_fits
+from ksptrace.studies.variability.pages import figures
+from ksptrace.studies.variability.stats import ks
+from ksptrace.studies.variability.stats.fitting import JohnsonSU, fit_candidates
+from ksptrace.studies.variability.stats.models import uniform_fits
 
 
 def long_tailed(size: int = 3000, seed: int = 1) -> np.ndarray:
@@ -238,7 +239,7 @@ def test_a_figure_with_nothing_labelled_draws_no_legend_and_warns_nothing(
 
     import matplotlib.pyplot as plt
 
-    from ksptrace.studies.variability.figures.axes import legend
+    from ksptrace.studies.variability.pages.figures.axes import legend
 
     fig, ax = plt.subplots()
     ax.plot([0, 1], [0, 1])  # no label
@@ -258,7 +259,7 @@ def test_a_figure_with_nothing_labelled_draws_no_legend_and_warns_nothing(
 def test_blocked_counts_equal_one_histogram_of_everything(
     log: bool, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from ksptrace.studies.variability.figures import axes as fig
+    from ksptrace.studies.variability.pages.figures import axes as fig
 
     rng = np.random.default_rng(5)
     x = np.concatenate([rng.lognormal(-7, 1.5, 10_007), [0.0, -1.0, 1e-12, 5.0, 1e4]])

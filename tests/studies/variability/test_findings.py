@@ -11,12 +11,14 @@ import numpy as np
 import pytest
 
 from ksptrace.report.compose import metadata_of, render_html
-from ksptrace.studies.variability import findings, ks, tables
-from ksptrace.studies.variability.choices import HEADLINE_MODEL
-from ksptrace.studies.variability.flags import Flag
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import analyze_trace
-from ksptrace.studies.variability.runs import Results, analyse
+from ksptrace.studies.variability.conclusions import findings
+from ksptrace.studies.variability.pages import tables
+from ksptrace.studies.variability.pages.runs import Results, analyse
+from ksptrace.studies.variability.run.flags import Flag
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import analyze_trace
+from ksptrace.studies.variability.stats import ks
+from ksptrace.studies.variability.stats.choices import HEADLINE_MODEL
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import inject_outliers, synthetic_trace, trace_from_times
 
@@ -218,9 +220,9 @@ def test_p1_sentence_names_the_clean_runs_when_flagged_runs_are_left_out() -> No
     clean P = 1 runs, and says so instead of "every run has P = 1"."""
     import dataclasses
 
-    from ksptrace.studies.variability import answers
-    from ksptrace.studies.variability.flags import Flag
-    from ksptrace.studies.variability.pipeline import analyze_trace
+    from ksptrace.studies.variability.conclusions import answers
+    from ksptrace.studies.variability.run.flags import Flag
+    from ksptrace.studies.variability.run.pipeline import analyze_trace
 
     one = analyze_trace(synthetic_trace(1, 200, 1, "gmres", seed=2))
     two = analyze_trace(synthetic_trace(2, 200, 2, "gmres", seed=3))

@@ -11,7 +11,7 @@ import scipy.stats as st
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.fits import equal_count_cells
-from ksptrace.studies.variability import fitting, outliers, subsampling
+from ksptrace.studies.variability.stats import fitting, outliers, subsampling
 
 TRUE = (1.2, 1.6, 4e-4, 5e-5)
 """Johnson S_U parameters (a, b, loc, scale) on the scale of iteration times."""
@@ -147,7 +147,7 @@ def test_a_prepared_sample_gives_the_same_fits() -> None:
 def test_a_two_valued_sample_is_not_called_constant() -> None:
     """Issue 50: a random subsample of a two-valued sample can draw one value only; the fits
     then said "all values are equal", which the sample is not."""
-    from ksptrace.studies.variability.fitting import fit_candidates
+    from ksptrace.studies.variability.stats.fitting import fit_candidates
 
     x = np.full(200_000, 1e-4)
     x[:2] = 2e-4

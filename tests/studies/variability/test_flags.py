@@ -7,11 +7,12 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ksptrace.studies.variability import flags, models, montecarlo, pipeline
-from ksptrace.studies.variability.fitting import fit_johnsonsu
-from ksptrace.studies.variability.options import AnalysisOptions, units
-from ksptrace.studies.variability.outliers import COLLAPSE_B, jsu_collapsed
-from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.run import flags, pipeline
+from ksptrace.studies.variability.run.options import AnalysisOptions, units
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.stats import models, montecarlo
+from ksptrace.studies.variability.stats.fitting import fit_johnsonsu
+from ksptrace.studies.variability.stats.outliers import COLLAPSE_B, jsu_collapsed
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import inject_outliers, synthetic_trace, trace_from_times
 
@@ -212,7 +213,7 @@ def test_a_far_a_priori_prediction_is_flagged_with_the_source_fit_flags() -> Non
 def test_a_fit_whose_mean_is_absurd_is_called_failed_without_a_number() -> None:
     """Issue 52: "fitted mean 470 s is 12984737 % above" becomes a failed fit, with no number
     of the fit and no percentage."""
-    from ksptrace.studies.variability.flags import _mean_flag
+    from ksptrace.studies.variability.run.flags import _mean_flag
 
     data = np.full(500, 3.6e-3)
     data[:5] = 4e-3

@@ -8,9 +8,9 @@ import numpy as np
 import pytest
 import scipy.stats as st
 
-from ksptrace.studies.variability import fitting, models
-from ksptrace.studies.variability.choices import DEFAULT_CANDIDATES
-from ksptrace.studies.variability.frozen import Bound
+from ksptrace.studies.variability.stats import fitting, models
+from ksptrace.studies.variability.stats.choices import DEFAULT_CANDIDATES
+from ksptrace.studies.variability.stats.frozen import Bound
 
 PARAMS = {"norm": (1e-4, 2e-6), "lognorm": (0.3, 5e-5, 4e-5), "gamma": (3.0, 8e-5, 7e-6),
           "johnsonsu": (-1.2, 1.7, 9e-5, 4e-6), "genextreme": (-0.2, 1e-4, 3e-6),

@@ -115,7 +115,7 @@ def test_the_default_families_give_the_stored_numbers_without_nct(path: Path) ->
     """nct left the default families (issue 35). Every other family's fit, SSE order, stationary
     model, and every value that needs no fitted family, is as stored; only nct's entries and the
     flags about nct are gone (and on bcgs-p1-n30000 nct was the best fit, with no finite mean)."""
-    from ksptrace.studies.variability.pipeline import analyze_trace
+    from ksptrace.studies.variability.run.pipeline import analyze_trace
     from ksptrace.trace.read import read_trace
 
     expected = json.loads(path.with_suffix(".json").read_text())

@@ -7,9 +7,10 @@ import dataclasses
 
 import pytest
 
-from ksptrace.studies.variability import answers, heldout, models
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.conclusions import answers, heldout
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis, analyze_trace
+from ksptrace.studies.variability.stats import models
 from ksptrace.trace.synthetic import synthetic_trace
 
 FEW = AnalysisOptions(candidates=("norm",), mc_runs=2)

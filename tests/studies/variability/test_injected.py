@@ -8,7 +8,7 @@ import pytest
 from ksptrace.errors import AnalysisError
 from ksptrace.noise.draw import detours
 from ksptrace.noise.spec import parse
-from ksptrace.studies.variability.injected import expected_max_with_noise, noise_truth
+from ksptrace.studies.variability.stats.injected import expected_max_with_noise, noise_truth
 
 C = 100e-6  # a constant natural iteration time
 

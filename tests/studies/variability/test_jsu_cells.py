@@ -11,12 +11,12 @@ import numpy as np
 import pytest
 import scipy.stats as st
 
-from ksptrace.studies.variability import jsu_cells
-from ksptrace.studies.variability.fitting import JohnsonSU
-from ksptrace.studies.variability.montecarlo import NormalLimit, ParameterFits
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import analyze_trace
-from ksptrace.studies.variability.tables import jsu_table, scaling_table
+from ksptrace.studies.variability.pages import jsu_cells
+from ksptrace.studies.variability.pages.tables import jsu_table, scaling_table
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import analyze_trace
+from ksptrace.studies.variability.stats.fitting import JohnsonSU
+from ksptrace.studies.variability.stats.montecarlo import NormalLimit, ParameterFits
 from ksptrace.trace.synthetic import synthetic_trace
 
 ORDINARY = JohnsonSU(a=-1.0, b=2.0, loc=1.000000123456e-4, scale=2.0000004e-5)
@@ -89,7 +89,7 @@ def test_the_page_across_configurations_shows_limits_not_their_parameters() -> N
 
 
 def test_the_scaling_figure_draws_no_shape_a_at_the_lognormal_limit() -> None:
-    from ksptrace.studies.variability.figures import ScalingPoint, scaling
+    from ksptrace.studies.variability.pages.figures import ScalingPoint, scaling
 
     points = [ScalingPoint(2.0, 5e-4, 1e-4, ORDINARY, ORDINARY),
               ScalingPoint(4.0, 5e-4, 1e-4, RIDGE, ORDINARY)]

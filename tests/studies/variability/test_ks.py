@@ -7,7 +7,7 @@ import pytest
 import scipy.stats as st
 
 from ksptrace.errors import AnalysisError
-from ksptrace.studies.variability import ks
+from ksptrace.studies.variability.stats import ks
 
 
 def test_pair_statistic_matches_scipy_for_unequal_sizes_and_ties() -> None:

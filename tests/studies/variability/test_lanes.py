@@ -11,10 +11,10 @@ from typing import Any
 
 import pytest
 
-from ksptrace.studies.variability import lanes, pipeline
-from ksptrace.studies.variability.lanes import Lanes
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import analyze_trace
+from ksptrace.studies.variability.run import lanes, pipeline
+from ksptrace.studies.variability.run.lanes import Lanes
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import analyze_trace
 from ksptrace.trace.synthetic import inject_outliers, synthetic_trace, trace_from_times
 from tests.studies.variability.golden_values import flatten
 

@@ -11,7 +11,7 @@ import scipy.stats as st
 from scipy import integrate
 
 from ksptrace.errors import AnalysisError
-from ksptrace.studies.variability import models
+from ksptrace.studies.variability.stats import models
 
 
 def _tail_form(dist: st.rv_continuous, n: float) -> float:

@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import scipy.stats as st
 
-from ksptrace.studies.variability import models, montecarlo
-from ksptrace.studies.variability.fitting import JohnsonSU
+from ksptrace.studies.variability.stats import models, montecarlo
+from ksptrace.studies.variability.stats.fitting import JohnsonSU
 from ksptrace.trace.synthetic import synthetic_trace
 
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import scipy.stats as st
 
-from ksptrace.studies.variability import montecarlo
-from ksptrace.studies.variability.fitting import frozen_distribution
+from ksptrace.studies.variability.stats import montecarlo
+from ksptrace.studies.variability.stats.fitting import frozen_distribution
 
 
 @pytest.mark.parametrize("params", [(0.7, 1.3, 2e-4, 3e-5), (-3.0, 0.5, 1e-3, 1e-6),

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ksptrace.studies.variability import nodes
+from ksptrace.studies.variability.stats import nodes
 from ksptrace.trace.synthetic import synthetic_trace
 
 

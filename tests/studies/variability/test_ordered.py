@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import AnalysisError
-from ksptrace.studies.variability import figures, ks
-from ksptrace.studies.variability.digest import LOG_EDGES, log_histogram
-from ksptrace.studies.variability.figures.per_run import density
-from ksptrace.studies.variability.fitting import fit_candidates, histogram
-from ksptrace.studies.variability.ordered import log_thresholds, order_rows
+from ksptrace.studies.variability.pages import figures
+from ksptrace.studies.variability.pages.digest import LOG_EDGES, log_histogram
+from ksptrace.studies.variability.pages.figures.per_run import density
+from ksptrace.studies.variability.stats import ks
+from ksptrace.studies.variability.stats.fitting import fit_candidates, histogram
+from ksptrace.studies.variability.stats.ordered import log_thresholds, order_rows
 
 
 def _times(kind: str, seed: int = 0) -> np.ndarray:
@@ -103,7 +104,7 @@ def test_ks_on_sorted_rows_equals_the_ks_that_sorts() -> None:
 
 
 def test_sorting_in_threads_equals_numpys_sort_and_is_read_only(monkeypatch) -> None:
-    from ksptrace.studies.variability import ordered
+    from ksptrace.studies.variability.stats import ordered
 
     monkeypatch.setattr(ordered, "SORT_BLOCK_ELEMENTS", 1000)  # several blocks
     x = _times("zeros", seed=5)
@@ -126,7 +127,7 @@ def test_times_that_cannot_be_sorted_as_times_are_refused(bad: float) -> None:
 
 @pytest.mark.parametrize("kind", KINDS)
 def test_quantiles_of_sorted_rows_are_numpys_bits(kind: str, monkeypatch) -> None:
-    from ksptrace.studies.variability import selection
+    from ksptrace.studies.variability.stats import selection
 
     monkeypatch.setattr(selection, "SELECT_AT", 1000)  # the selection path at test size
     monkeypatch.setattr(selection, "SAMPLE", 512)
@@ -138,7 +139,7 @@ def test_quantiles_of_sorted_rows_are_numpys_bits(kind: str, monkeypatch) -> Non
 
 
 def test_the_wait_penalty_on_sorted_rows_is_the_same() -> None:
-    from ksptrace.studies.variability.penalty import wait_penalty
+    from ksptrace.studies.variability.stats.penalty import wait_penalty
 
     x = _times("tail", seed=7)
     assert wait_penalty(x, 3, ordered=order_rows(x)) == wait_penalty(x, 3)

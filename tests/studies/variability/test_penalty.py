@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ksptrace.studies.variability.penalty import resample_counts, wait_penalty
+from ksptrace.studies.variability.stats.penalty import resample_counts, wait_penalty
 
 
 def _direct(t: np.ndarray, seed: int, resamples: int) -> tuple[np.ndarray, np.ndarray]:

@@ -7,9 +7,10 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ksptrace.studies.variability import models, pipeline
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import analyze_trace
+from ksptrace.studies.variability.run import pipeline
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import analyze_trace
+from ksptrace.studies.variability.stats import models
 from ksptrace.trace.synthetic import synthetic_trace
 
 
@@ -31,7 +32,7 @@ def test_a_fit_far_from_the_data_is_left_out(monkeypatch: pytest.MonkeyPatch) ->
 
 
 def test_a_heavy_tailed_parameter_fit_is_flagged(monkeypatch: pytest.MonkeyPatch) -> None:
-    from ksptrace.studies.variability import montecarlo
+    from ksptrace.studies.variability.stats import montecarlo
 
     trace = synthetic_trace(nprocs=8, iterations=400, ranks_per_node=4, seed=3)
     real = montecarlo.fit_parameters

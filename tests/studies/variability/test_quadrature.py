@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import scipy.stats as st
 
-from ksptrace.studies.variability import models
-from ksptrace.studies.variability.quadrature import expected_max_rule
+from ksptrace.studies.variability.stats import models
+from ksptrace.studies.variability.stats.quadrature import expected_max_rule
 
 FAMILIES = [
     st.johnsonsu(0.37, 1.39, loc=5.7e-4, scale=1.6e-4),

@@ -10,11 +10,11 @@ from types import SimpleNamespace
 
 from ksptrace.report.terminal import table_lines
 from ksptrace.studies.decisions.entry import study as decision_study
-from ksptrace.studies.variability import answers
-from ksptrace.studies.variability.flags import Flag
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import TraceAnalysis, analyze_trace
-from ksptrace.studies.variability.ranking import Entry, anomalies, rank
+from ksptrace.studies.variability.conclusions import answers
+from ksptrace.studies.variability.conclusions.ranking import Entry, anomalies, rank
+from ksptrace.studies.variability.run.flags import Flag
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis, analyze_trace
 from ksptrace.trace.synthetic import synthetic_trace
 
 LOADED = Flag("machine-loaded", "the machine",

@@ -15,11 +15,11 @@ from ksptrace.studies.collectives import reductions as rd
 from ksptrace.studies.decisions.figures import depth_axes, merged_labels
 from ksptrace.studies.decisions.grouping import Run, build_studies
 from ksptrace.studies.segmentation.segment import Segment, Segmentation
-from ksptrace.studies.variability.figures import axes as time_axes
-from ksptrace.studies.variability.figures.across_runs import ScalingPoint, scaling
-from ksptrace.studies.variability.findings import fmt_time
-from ksptrace.studies.variability.fitting import JohnsonSU
-from ksptrace.studies.variability.tables import scaling_table
+from ksptrace.studies.variability.conclusions.findings import fmt_time
+from ksptrace.studies.variability.pages.figures import axes as time_axes
+from ksptrace.studies.variability.pages.figures.across_runs import ScalingPoint, scaling
+from ksptrace.studies.variability.pages.tables import scaling_table
+from ksptrace.studies.variability.stats.fitting import JohnsonSU
 from tests.studies.variability.test_ranking import _run
 
 

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 import scipy.stats as st
 
-from ksptrace.studies.variability import ks, refindex
-from ksptrace.studies.variability.ordered import order_rows
+from ksptrace.studies.variability.stats import ks, refindex
+from ksptrace.studies.variability.stats.ordered import order_rows
 
 
 def _sample(kind: str, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

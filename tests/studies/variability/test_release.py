@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ksptrace.studies.variability import runs
-from ksptrace.studies.variability.options import AnalysisOptions
+from ksptrace.studies.variability.pages import runs
+from ksptrace.studies.variability.run.options import AnalysisOptions
 from ksptrace.trace.synthetic import synthetic_trace
 from ksptrace.trace.write import write_trace
 

@@ -5,8 +5,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from ksptrace.studies.variability import injected, penalty, selection
-from ksptrace.studies.variability.selection import order_statistics, quantiles, sorted_quantiles
+from ksptrace.studies.variability.stats import injected, penalty, selection
+from ksptrace.studies.variability.stats.selection import (
+    order_statistics,
+    quantiles,
+    sorted_quantiles,
+)
 
 QS = np.array([0.0, 0.001, 0.25, 0.5, 0.75, 0.99, 0.999, 1.0, 1 / 3])
 SMALL = 1 << 16

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 
 from ksptrace.harness.setuptime import setup_seconds
-from ksptrace.studies.variability.findings import predictions
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import analyze_trace
+from ksptrace.studies.variability.conclusions.findings import predictions
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import analyze_trace
 from ksptrace.trace.model import Trace
 from ksptrace.trace.synthetic import synthetic_trace
 

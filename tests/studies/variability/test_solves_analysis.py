@@ -6,8 +6,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.runs import Analysed, analyse_files
+from ksptrace.studies.variability.pages.runs import Analysed, analyse_files
+from ksptrace.studies.variability.run.options import AnalysisOptions
 from ksptrace.trace.write import write_trace
 from tests.trace.test_solves import LENGTHS, several
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import UsageError
-from ksptrace.studies.variability.cycles import cycle_layout, fill_was_recorded
+from ksptrace.studies.variability.stats.cycles import cycle_layout, fill_was_recorded
 from ksptrace.trace.synthetic import inject_outliers, synthetic_trace, trace_from_times
 
 

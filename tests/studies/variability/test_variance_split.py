@@ -8,13 +8,13 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ksptrace.studies.variability import answers
-from ksptrace.studies.variability.cycles import cycle_layout
-from ksptrace.studies.variability.options import AnalysisOptions
-from ksptrace.studies.variability.pipeline import analyze_trace
-from ksptrace.studies.variability.runs import Analysed
-from ksptrace.studies.variability.sections import anchors, run_section
-from ksptrace.studies.variability.variance_split import variance_split
+from ksptrace.studies.variability.conclusions import answers
+from ksptrace.studies.variability.pages.runs import Analysed
+from ksptrace.studies.variability.pages.sections import anchors, run_section
+from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.studies.variability.run.pipeline import analyze_trace
+from ksptrace.studies.variability.stats.cycles import cycle_layout
+from ksptrace.studies.variability.stats.variance_split import variance_split
 from ksptrace.trace.synthetic import synthetic_trace
 
 P, K, RESTART = 4, 3000, 30
