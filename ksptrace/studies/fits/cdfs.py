@@ -94,7 +94,7 @@ def gamma_scipy_cdf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
 
 
 def gamma_scipy_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    return np.asarray(sc.gammaincc(s[0], np.maximum(u, 0.0)))
+    return upper_gamma(s[0], np.maximum(u, 0.0))
 
 
 def gamma_scipy(own: np.ndarray) -> np.ndarray:
@@ -134,8 +134,29 @@ def lognorm_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
     return np.where(inside, sc.ndtr(-z), 1.0)
 
 
+def upper_gamma(a: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """``gammaincc(a, x)``, the regularised upper incomplete gamma Q(a, x). For a < 1 and x
+    below about 2, scipy's gammaincc (1.10 to 1.17 alike) takes 1-3 us a value against 20-140
+    ns elsewhere, and gamma fits of iteration times (a spike at the support's lower end, a < 1)
+    live there. There Q(a, x) = Q(a + 1, x) - x^a e^-x / Gamma(a + 1), one step of the
+    recurrence, with Q(a + 1, x) on the fast path; the subtraction loses less than a digit for
+    x < 2 (Q(a, x) is then at least a fifth of Q(a + 1, x))."""
+    a, x = np.broadcast_arrays(np.asarray(a, dtype=np.float64), np.asarray(x, dtype=np.float64))
+    near = (a < 1.0) & (a > 0.0) & (x >= 0.0) & (x < 2.0)
+    if not near.any():
+        return np.asarray(sc.gammaincc(a, x))
+    out = np.empty(a.shape)
+    far = ~near
+    out[far] = sc.gammaincc(a[far], x[far])
+    an, xn = a[near], x[near]
+    with np.errstate(divide="ignore"):
+        term = np.exp(an * np.log(xn) - xn - sc.gammaln(an + 1.0))
+    out[near] = np.maximum(sc.gammaincc(an + 1.0, xn) - term, 0.0)
+    return out
+
+
 def gamma_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
-    return np.asarray(sc.gammaincc(*gamma_x(u, s[0])))
+    return upper_gamma(*gamma_x(u, s[0]))
 
 
 def genextreme_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
