@@ -12,7 +12,9 @@ exchange starts after a barrier:
   barrier of its own, the trips from 4 to 16 KiB took either about 2.2 or about 4 us, by how
   late the peer left the barrier, and their median jumped between the two from run to run;
 - o_s(m): ``a`` times its send while ``b`` receives;
-- o_r(m): ``b`` sends; ``a`` waits 2 RTT + 20 us and then until MPI_Iprobe sees the message
+- o_r(m): ``b`` sends and then stays out of MPI for 2 RTT + 40 us (not polling the transport in
+  the next barrier while the receive is timed); ``a`` waits 2 RTT + 20 us and
+  then until MPI_Iprobe sees the message
   (a sender descheduled on a shared machine is late, and its lateness is no overhead), then
   times its receive (at rendezvous sizes this includes the transfer, as PLogP's o_r does);
 - g(m): ``a`` sends trains of n back-to-back messages, n in :data:`TRAINS`, each train closed
@@ -61,6 +63,10 @@ INNER = 5
 the round keeps their median (a rank descheduled during one of them does not move it)."""
 SETTLE = 20e-6
 """Seconds beyond two round trips that the receiver waits before timing o_r."""
+QUIET = 20e-6
+"""Seconds beyond the receiver's wait that the sender of o_r's message stays out of MPI (spins
+on its clock) instead of entering the next barrier: a peer polling the shared-memory transport
+while the receive is timed may perturb it; the evidence is weak (plogp_kernel.c says how weak)."""
 PARTS = ("send_overhead_seconds", "recv_overhead_seconds", "gap_seconds")
 """The per-size measurements a PLogP trace holds beside ``seconds`` (= RTT / 2)."""
 
@@ -148,8 +154,9 @@ class _Pair:
     def recv_overhead(self, mine: bool, rtt: float) -> float:
         comm = self.comm
         comm.Barrier()
-        if not mine:
+        if not mine:  # then out of MPI while the receive is timed (see QUIET)
             comm.Send(self.send, self.peer)
+            _spin(self.wtime() + 2 * rtt + SETTLE + QUIET, self.wtime)
             return 0.0
         _spin(self.wtime() + 2 * rtt + SETTLE, self.wtime)
         while not comm.Iprobe(source=self.peer):  # a descheduled sender is late
