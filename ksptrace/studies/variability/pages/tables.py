@@ -294,7 +294,7 @@ def fit_table(a: TraceAnalysis) -> Table:
             if flagged:
                 status += "; flagged:\n" + "\n".join(flagged)
             shown.append({"family": f.name,
-                          "SSE (density in 1/s)": f"{f.sse:.4g}" if np.isfinite(f.sse) else "—",
+                          "SSE (1/s²)": f"{f.sse:.4g}" if np.isfinite(f.sse) else "—",
                           "KS distance": f"{f.ks:.3g}" if np.isfinite(f.ks) else "—",
                           "AIC": f"{f.aic:.6g}" if f.ok else "—", "n fitted": str(f.n_fit),
                           "parameters (shapes, loc, scale)": rows[-1]["params"],
@@ -303,7 +303,7 @@ def fit_table(a: TraceAnalysis) -> Table:
         name="fits", title=f"Bulk fits of {run_name(a)}, ranked by AIC of the binned likelihood",
         frame=Rows.of(rows, columns=["family", "sse", "ks", "aic", "n_fit", "params",
                                           "converged", "status", "objective", "criterion"]),
-        display=Rows.of(shown, columns=["family", "SSE (density in 1/s)", "KS distance", "AIC",
+        display=Rows.of(shown, columns=["family", "SSE (1/s²)", "KS distance", "AIC",
                                         "n fitted", "parameters (shapes, loc, scale)",
                                         "status"]),
         notes=(f"Family chosen by {CRITERION}.",) if rows else
