@@ -171,7 +171,7 @@ def divergence(fam: Family, data: Binned, theta: np.ndarray) -> np.ndarray:
     with np.errstate(all="ignore"):  # in place: p is this call's own array
         np.log(np.maximum(p, FLOOR, out=p), out=p)
         out = data.entropy - np.multiply(p, data.weights, out=p).sum(axis=1)
-    out[~np.isfinite(out)] = np.inf
+    out[~np.isfinite(out) | np.isnan(theta).any(axis=1)] = np.inf  # NaN cdfs floor to finite
     return out
 
 
