@@ -3,20 +3,23 @@
 Given N PLogP traces of the same two ranks (``ksptrace collectives --np 2 --op plogp``), this
 reports, per function (o_s, o_r, g, RTT/2) and message size, the largest relative difference
 between the robust medians of consecutive runs (1 vs 2, 3 vs 4, ...; target <= 10 % from 1 B to
-1 MiB), and in how many runs the step fit of each of o_s, o_r and g puts a break at 4 KiB (the
-eager limit of Open MPI's shared-memory transport; target >= 9 of 10), or within one size of it.
+1 MiB), and in how many runs each of o_s, o_r and g steps at 4 KiB (the first size above the
+eager limit of Open MPI's shared-memory transport; target >= 9 of 10), or within a factor of 2:
+the fit's breaks are shared by the functions (``shared_steps.py``), and a function steps at one
+when its jump's 95 % interval there excludes 0.
 
     python bench/plogp_steps.py [TRACE.h5 ...] [--runs 10] [--timing c python]
                                 [--repetitions R] [--out FILE]
 
 Without traces it first records ``--runs`` of them (``ksptrace collectives --np 2 --op plogp``
-with the CLI's defaults: 1 B-1 MiB, 20 rounds, 3 warm-up rounds; one after the other, into a
-temporary folder that it removes), and the wall time of each. The trace keeps the 1-minute
-load average at its start (``loadavg_before``): the machine's state is part of the result.
-``--timing`` names the paths that time the exchanges (``KSPTRACE_PLOGP_TIMING``: ``c``, the
-kernel, or ``python``, through mpi4py); given several, their runs alternate (c, python, c, ...)
-so that both see the same load, and each path is compared within itself (its runs 1 vs 2, 3 vs
-4, ...). Traces given on the command line are grouped by the path their ``plogp_timing`` names.
+with the CLI's defaults: 1 B-1 MiB at 4 sizes per doubling, 20 rounds, 3 warm-up rounds; one
+after the other, into a temporary folder that it removes), and the wall time of each. The trace
+keeps the 1-minute load average at its start (``loadavg_before``): the machine's state is part
+of the result. ``--timing`` names the paths that time the exchanges (``KSPTRACE_PLOGP_TIMING``:
+``c``, the kernel, or ``python``, through mpi4py); given several, their runs alternate (c,
+python, c, ...) so that both see the same load, and each path is compared within itself (its
+runs 1 vs 2, 3 vs 4, ...). Traces given on the command line are grouped by the path their
+``plogp_timing`` names.
 """
 
 from __future__ import annotations
@@ -94,15 +97,20 @@ def analyse(traces: list[ctrace.CollectiveTrace], walls: list[float]) -> dict[st
                                                               .sum()),
                            "median_pair_difference": float(np.median(diffs))}
     found = {name: {"exact": 0, "within_one_size": 0} for name in PARTS}
-    breaks = []
+    breaks, jumps = [], []
     for t in traces:
         model = model_of(t)
         fits = {"o_s": model.send_overhead, "o_r": model.recv_overhead, "g": model.gap}
-        breaks.append({k: list(f.breakpoints) for k, f in fits.items()})
-        for k, f in fits.items():
-            found[k]["exact"] += EAGER in f.breakpoints
+        stepping = {k: [b for b, s in zip(f.breakpoints, f.stepped(), strict=True) if s]
+                    for k, f in fits.items()}
+        breaks.append(stepping)
+        jumps.append({k: {str(b): [round(j, 4), round(lo, 4), round(hi, 4)] for b, j, lo, hi in
+                          zip(f.breakpoints, f.jumps(), f.jump_low, f.jump_high, strict=True)}
+                      for k, f in fits.items()})
+        for k in fits:
+            found[k]["exact"] += EAGER in stepping[k]
             found[k]["within_one_size"] += any(EAGER // 2 <= b <= 2 * EAGER
-                                               for b in f.breakpoints)
+                                               for b in stepping[k])
     all_three = sum(all(EAGER in b[k] for k in PARTS) for b in breaks)
     return {"runs": len(traces), "pairs": len(traces) // 2,
             "timing": sorted({str(t.attrs.get("plogp_timing", "python")) for t in traces}),
@@ -113,7 +121,9 @@ def analyse(traces: list[ctrace.CollectiveTrace], walls: list[float]) -> dict[st
             "median_rel_error_per_function": {
                 k: float(np.median(v)) for k, v in rel_errors(traces).items()},
             "agreement": agreement, "step_at_4KiB": found,
-            "step_at_4KiB_in_all_three": all_three, "breakpoints": breaks}
+            "step_at_4KiB_in_all_three": all_three, "stepping_breakpoints": breaks,
+            "jumps_with_95pc_intervals": jumps,
+            "sizes": [int(m) for m in sizes]}
 
 
 def show(label: str, r: dict[str, Any], sizes: int) -> None:

@@ -27,6 +27,7 @@ from ksptrace.collectives.params import (
     POINT_TO_POINT,
     message_sizes,
     parse_bytes,
+    per_octave,
 )
 from ksptrace.errors import EnvironmentProblem, KsptraceError, UsageError
 from ksptrace.harness.mpienv import AGREED, launched_size, under_mpi_launcher
@@ -147,7 +148,8 @@ def _main(args: argparse.Namespace) -> int:
     values = resolve(PARAMS, {p.name: getattr(args, p.name) for p in PARAMS})
     op = values["op"]
     sizes = message_sizes(op, parse_bytes(values["min_bytes"], "--min-bytes"),
-                          parse_bytes(values["max_bytes"], "--max-bytes"))
+                          parse_bytes(values["max_bytes"], "--max-bytes"),
+                          per_octave(op, values["per_octave"]))
     launched = under_mpi_launcher()
     if args.np is not None and args.np < 1:
         raise UsageError(f"--np must be >= 1, got {args.np}")

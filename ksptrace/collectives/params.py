@@ -27,7 +27,10 @@ COLLECTIVE_PARAMS: tuple[Param, ...] = (
           minimum=0, maximum=1 << 30),
     Param("min_bytes", str, "1", "smallest message size per rank (bytes; K, M suffixes)"),
     Param("max_bytes", str, "1M", "largest message size per rank; sizes are the powers of two "
-          "from min to max"),
+          "from min to max (--per-octave sets more)"),
+    Param("per_octave", int, 0, "message sizes per doubling (2^(k/n) rounded; 1: powers of "
+          "two); 0: 4 for plogp, whose protocol steps lie between powers of two, else 1",
+          minimum=0, maximum=16),
     Param("repetitions", int, 20, "timed calls per message size", minimum=1,
           maximum=1_000_000),
     Param("warmup", int, 3, "untimed (but checked) calls before them", minimum=0,
@@ -52,14 +55,27 @@ def parse_bytes(text: str, flag: str) -> int:
     return int(m.group(1)) * {"": 1, "k": 1024, "m": 1 << 20, "g": 1 << 30}[m.group(2).lower()]
 
 
-def message_sizes(operation: str, low: int, high: int) -> tuple[int, ...]:
-    """Powers of two from ``low`` (rounded up) to ``high``; a barrier has the one size 0."""
+def per_octave(operation: str, value: int) -> int:
+    """Sizes per doubling: ``value``, or where it is 0 the operation's default (4 for PLogP: on
+    powers of two alone, Open MPI's eager limit near 4040 B and its fast boxes' near 2 KiB fall
+    between two sizes, and g's fall at the one cancels against its rise below it)."""
+    return value or (4 if operation in POINT_TO_POINT else 1)
+
+
+def message_sizes(operation: str, low: int, high: int, per_doubling: int = 1
+                  ) -> tuple[int, ...]:
+    """2^(k/n) rounded to whole bytes (n = ``per_doubling``; 1: the powers of two), from
+    ``low`` to ``high``, without repeats; a barrier has the one size 0."""
     if operation == "barrier":
         return (0,)
     if low < 1 or high < low:
         raise UsageError(f"need 1 <= --min-bytes <= --max-bytes, got {low} and {high}")
-    sizes = tuple(1 << k for k in range((low - 1).bit_length(), high.bit_length())
-                  if 1 << k <= high)
+    if per_doubling < 1:
+        raise UsageError(f"--per-octave must be >= 1 here, got {per_doubling}")
+    top = per_doubling * high.bit_length()
+    sizes = tuple(sorted({m for m in (round(2 ** (k / per_doubling)) for k in range(top + 1))
+                          if low <= m <= high}))
     if not sizes:
-        raise UsageError(f"no power of two between {low} and {high} bytes")
+        raise UsageError(f"no message size of the form 2^(k/{per_doubling}) between {low} and "
+                         f"{high} bytes")
     return sizes

@@ -29,8 +29,9 @@ exchange starts after a barrier:
 **Rounds.** A repetition is a round over every message size, in an order shuffled per round
 (the same on both ranks), so a burst of foreign load on a shared machine lands on one round
 of all sizes rather than on all repetitions of a few sizes; the rounds' medians per size are
-then comparable with one another. In each round and size, the round trip, o_s and o_r are timed
-:data:`INNER` times one message at a time and the round keeps their median (a burst median: a
+then comparable with one another. In each round and size, the round trip and o_s are timed
+:data:`INNER` times, o_r :data:`RECV_INNER` times, one message at a time, and the round keeps
+their median (a burst median: a
 rank descheduled for one message does not move it). Both ranks take the measuring role in turn,
 so every per-rank array of the trace holds that rank's own measurements. Every received message
 is checked against the sender's pattern (after the clock is read).
@@ -61,6 +62,11 @@ TRAINS = (2, 4, 8, 16)
 INNER = 5
 """Round trips, sends, receives and trains of each length timed one by one per round and size;
 the round keeps their median (a rank descheduled during one of them does not move it)."""
+RECV_INNER = 15
+"""Receives timed one by one per round and size for o_r (its median kept). o_r below 4 KiB is
+about 0.13 us, and single receives sit at about 0.11 or 0.2-0.3 us: with 5, o_r agreed within
+10 % in every pair of 10 alternating runs at 19 of 76 sizes, with 15 at 60, with 31 at 64
+(quiet machine, 2026-11-28; a run 7.2, 10.2 and 15.9 s)."""
 SETTLE = 20e-6
 """Seconds beyond two round trips that the receiver waits before timing o_r."""
 QUIET = 20e-6
@@ -249,7 +255,7 @@ def _one(pair: _Pair, mine: bool, measurer: int) -> tuple[float, float, float, f
     trips = pair.round_trips(mine, INNER)
     rtt = pair.comm.bcast(float(np.median(trips)), root=measurer)
     sends = [pair.send_overhead(mine) for _ in range(INNER)]
-    recvs = [pair.recv_overhead(mine, rtt) for _ in range(INNER)]
+    recvs = [pair.recv_overhead(mine, rtt) for _ in range(RECV_INNER)]
     trains = np.array([[pair.train(mine, n) for n in TRAINS] for _ in range(INNER)])
     return (rtt, float(np.median(sends)), float(np.median(recvs)),
             train_slope(TRAINS, np.median(trains, axis=0)))

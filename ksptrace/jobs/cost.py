@@ -10,7 +10,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from ksptrace.collectives.params import message_sizes, parse_bytes
+from ksptrace.collectives.params import message_sizes, parse_bytes, per_octave
 from ksptrace.jobs.spec import COLLECTIVES, PROGRAM, RunSpec, SchedulerSpec
 
 SECONDS_PER_UNKNOWN = 4e-9
@@ -45,8 +45,10 @@ class Cost:
 def _collectives_seconds(run: RunSpec) -> float:
     """Start-up plus, per message size, the calls at REDUCTION_SECONDS per log2 P step and a
     copy of the message at 1 GB/s per step (a coarse bound for shared memory)."""
-    sizes = message_sizes(str(run.param("op")), parse_bytes(run.param("min_bytes"), "min"),
-                          parse_bytes(run.param("max_bytes"), "max"))
+    op = str(run.param("op"))
+    sizes = message_sizes(op, parse_bytes(run.param("min_bytes"), "min"),
+                          parse_bytes(run.param("max_bytes"), "max"),
+                          per_octave(op, int(run.param("per_octave"))))
     calls = int(run.param("repetitions")) + int(run.param("warmup"))
     steps = max(1.0, math.log2(run.nprocs))
     per_call = sum(steps * (REDUCTION_SECONDS + m * 1e-9) for m in sizes)

@@ -46,7 +46,8 @@ HARD_MAX_RUNS = 1_000_000
 """Above this many runs, a campaign is refused even with ``--allow-large``."""
 
 
-OMITTED_AT_DEFAULT: dict[str, Any] = {"noise": "none", "mode": "per-call", "calls": 100}
+OMITTED_AT_DEFAULT: dict[str, Any] = {"noise": "none", "mode": "per-call", "calls": 100,
+                                      "per_octave": 0}
 """Parameters declared after campaigns existed: left out of a run's id at these values, so that
 every earlier run keeps its id (and its trace counts as done) when its campaign is resumed."""
 

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ksptrace.collectives.params import message_sizes
 from ksptrace.studies.collectives.p2p_table import model_of
 from ksptrace.trace import collectives as ctrace
 from tests.collectives.test_mpich import mpich_python
@@ -38,7 +39,11 @@ def _measured(tmp: Path, python: str = sys.executable, *mpiexec: str,
 def _check(t: ctrace.CollectiveTrace) -> None:
     assert t.operation == "plogp"
     assert t.parts is not None
-    assert t.seconds.shape == (2, 19, 5)
+    # 4 sizes per doubling by default: the transport's steps lie between powers of two
+    sizes = message_sizes("plogp", 1, 256 * 1024, 4)
+    assert len(sizes) == 68
+    assert t.seconds.shape == (2, len(sizes), 5)
+    assert t.message_bytes.tolist() == list(sizes)
     for name, values in t.parts.items():
         assert values.shape == t.seconds.shape, name
     med = {k: np.median(v, axis=(0, 2)) for k, v in t.parts.items()}

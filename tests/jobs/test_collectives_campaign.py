@@ -49,8 +49,8 @@ def test_expansion_and_scripts(write_campaign: Callable[[str], Path]) -> None:
                                                                    partition="debug"))
     (script,) = get_backend("slurm").render(spec, spec.runs[:1])
     assert (f"collectives --op allreduce --algorithm ring --segment-bytes 0 --min-bytes 1 "
-            f"--max-bytes 64 --repetitions 2 --warmup 1 --compute-us 100.0 --test-calls 0 "
-            f"--mode per-call --calls 100 --out traces/{spec.runs[0].run_id}.h5 "
+            f"--max-bytes 64 --per-octave 0 --repetitions 2 --warmup 1 --compute-us 100.0 "
+            f"--test-calls 0 --mode per-call --calls 100 --out traces/{spec.runs[0].run_id}.h5 "
             "--overwrite") in script.text
 
 

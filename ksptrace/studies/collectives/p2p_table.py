@@ -27,9 +27,16 @@ def _function(name: str, f: Piecewise) -> str:
         f.intercepts, f.slopes, starts, strict=True)]
     if not f.breakpoints:
         return f"{name}(m) = {pieces[0]} (no step)"
-    steps = ", ".join(f"{jump:+.0%} at {b} B" for b, jump in zip(f.breakpoints, f.jumps(),
-                                                                 strict=True))
-    return f"{name}(m) = " + "; ".join(pieces) + f" (steps {steps})"
+    known = len(f.jump_low) == len(f.breakpoints)
+    steps = [f"{jump:+.0%}" + (f" [95 % {lo:+.0%}, {hi:+.0%}]" if known else "") + f" at {b} B"
+             for b, jump, lo, hi, stepped in zip(f.breakpoints, f.jumps(), f.jump_low or
+                                                 f.jumps(), f.jump_high or f.jumps(),
+                                                 f.stepped(), strict=True) if stepped]
+    flat = [str(b) for b, stepped in zip(f.breakpoints, f.stepped(), strict=True) if not stepped]
+    said = (f"steps {', '.join(steps)}" if steps else "no step") + (
+        f"; no step at the transport's break{'s' * (len(flat) > 1)} {', '.join(flat)} B"
+        if flat else "")
+    return f"{name}(m) = " + "; ".join(pieces) + f" ({said})"
 
 
 def model_of(trace: CollectiveTrace) -> PLogPModel:
@@ -66,9 +73,9 @@ def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
                  f"L/g = {logp.in_flight:.2g} messages in flight"
                  + (f" ({logp.note})" if logp.note else ""),
                  *((model.note,) if model.note else ()),
-                 "per size the median over rounds (each round's o_s, o_r and RTT a median "
-                 "of 5 messages, its g the slope of trains of 2-16 messages; rounds more than "
-                 "5 MADs slower than the median left out), both ranks measuring in turn; "
+                 "per size the median over rounds (each round's o_s and RTT a median of 5 "
+                 "messages, its o_r of 15, its g the slope of trains of 2-16 messages; rounds "
+                 "more than 5 MADs slower than the median left out), both ranks measuring in turn; "
                  "*_ci_pct: half the 95 % interval of that median; a break must stand out of "
                  "these intervals")
         library = str(t.attrs.get("mpi_library", "")).split("\n")[0].split(",")[0].strip()

@@ -9,8 +9,10 @@ measurements (the survey's section 3.1; Culler et al. 1993; Kielmann, Bal and Ve
 - **PLogP**: the overheads and the gap are functions of m: ``o_s(m)``, ``o_r(m)``, ``g(m)``,
   and a round trip takes ``2 (L + g(m))``. :func:`fit_plogp_model` fits each function as a
   piecewise-linear curve with a step allowed at each breakpoint, the breakpoints chosen by the
-  data (``steps.fit_steps``: segmented regression, their number by an information criterion),
-  and L from the round trip at the smallest size.
+  data once for all of them and RTT/2 (``shared_steps.py``: segmented regression, their number
+  by an information criterion; a protocol switch is the transport's, at one size), each
+  function's jump at each break with its 95 % interval, and L from the round trip at the
+  smallest size.
 
 Pure: numpy arrays in, frozen dataclasses out.
 """
@@ -25,7 +27,8 @@ import numpy as np
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.collectives import models as cm
 from ksptrace.studies.collectives.persize import rows, summarize
-from ksptrace.studies.collectives.steps import MAX_BREAKS, StepFit, fit_steps
+from ksptrace.studies.collectives.shared_steps import MAX_BREAKS, fit_shared_steps
+from ksptrace.studies.collectives.steps import StepFit
 
 FLOOR = 1e-9
 """Seconds: a median overhead or gap at or below zero (a difference of two times that are
@@ -96,6 +99,14 @@ def _summary(values: np.ndarray, m: int, what: str) -> tuple[np.ndarray, np.ndar
     return summary.median, None if np.isnan(rel).any() else rel
 
 
+def min_piece(sizes: np.ndarray) -> int:
+    """Sizes a piece holds at least: 3 where the sizes are 2 or more per doubling (then a step
+    between two sizes cannot pass for a steep two-size piece), else 2."""
+    m = np.asarray(sizes, np.float64)
+    span = np.log2(m.max() / m.min()) if m.min() > 0 else 0.0
+    return 3 if span > 0 and (m.size - 1) / span >= 2 else 2
+
+
 def fit_plogp_model(sizes: np.ndarray, half_round_trip: np.ndarray, send_overhead: np.ndarray,
                     recv_overhead: np.ndarray, gap: np.ndarray,
                     max_breaks: int = MAX_BREAKS) -> PLogPModel:
@@ -114,8 +125,10 @@ def fit_plogp_model(sizes: np.ndarray, half_round_trip: np.ndarray, send_overhea
     med = {k: v[0][order] for k, v in summary.items()}
     errors = {k: None if v[1] is None else v[1][order] for k, v in summary.items()}
     floored = [k for k, v in med.items() if (v <= FLOOR).any()]
-    fits = {k: fit_steps(m, np.maximum(med[k], FLOOR), max_breaks, rel_errors=errors[k])
-            for k in ("send_overhead", "recv_overhead", "gap")}
+    names = ("send_overhead", "recv_overhead", "gap", "half_round_trip")
+    shared = fit_shared_steps(m, [np.maximum(med[k], FLOOR) for k in names],
+                              [errors[k] for k in names], max_breaks, min_piece(m))
+    fits = dict(zip(names, shared.fits, strict=True))
     latency = float(med["half_round_trip"][0] - fits["gap"](m[:1])[0])
     notes = [f"{', '.join(floored)} at or below zero at some sizes, fitted as {FLOOR:g} s"
              ] if floored else []

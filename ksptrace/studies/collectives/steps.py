@@ -49,9 +49,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import numpy as np
-from scipy.optimize import nnls
 
 from ksptrace.errors import AnalysisError
+from ksptrace.studies.collectives.pieces import partitions, piece_starts, piece_table
 
 MAX_BREAKS = 5
 """The most breaks a fit considers (21 sizes from 1 B to 1 MiB leave room for 5 with pieces of
@@ -84,6 +84,9 @@ class StepFit:
     predicted: np.ndarray
     criterion: float
     """The information criterion of the chosen number of breaks (lower is better)."""
+    jump_low: tuple[float, ...] = ()
+    jump_high: tuple[float, ...] = ()
+    """Each jump's 95 % interval, where known (``shared_steps.py``; empty otherwise)."""
 
     def __call__(self, sizes: np.ndarray) -> np.ndarray:
         m = np.asarray(sizes, np.float64)
@@ -99,6 +102,14 @@ class StepFit:
         """The first piece's intercept (the function's value towards m = 0)."""
         return self.intercepts[0]
 
+    def stepped(self) -> tuple[bool, ...]:
+        """At each break, whether the function steps there: its jump's 95 % interval excludes
+        0 (every break counts as a step when no interval is known)."""
+        if len(self.jump_low) != len(self.breakpoints):
+            return (True,) * len(self.breakpoints)
+        return tuple(bool(lo > 0 or hi < 0) for lo, hi in zip(self.jump_low, self.jump_high,
+                                                               strict=True))
+
     def jumps(self) -> tuple[float, ...]:
         """At each break, the new piece's value over the previous piece's, minus 1."""
         out = []
@@ -109,27 +120,16 @@ class StepFit:
         return tuple(out)
 
 
-def _piece(m: np.ndarray, t: np.ndarray, w: np.ndarray, origin: float) -> tuple[float, float,
-                                                                            float]:
-    """Intercept, slope and weighted sum of squared relative residuals of one piece, fitted as
-    its value at ``origin`` plus its slope beyond, both >= 0."""
-    scale = float(m.max() - origin) or 1.0
-    columns = np.column_stack([w / t, w * ((m - origin) / scale) / t])
-    coef, _ = nnls(columns, w)
-    rss = float(np.sum((columns @ coef - w) ** 2))
-    slope = float(coef[1] / scale)
-    return float(coef[0]) - slope * origin, slope, rss
-
-
-def dispersion(chi2: list[float], n: int) -> float:
+def dispersion(chi2: list[float], n: int, floor: float = 1.0) -> float:
     """How much the residuals exceed the measured errors: chi-square per degree of freedom of
     the richest fit that leaves :data:`MIN_DOF` of them (3 parameters a break, 2 for the first
     piece), at least 1. Residuals larger than the per-size intervals say (a curve not exactly
     linear between breaks, drift within the run) widen every interval alike, so that they do
-    not buy breaks; smaller ones do not narrow them."""
+    not buy breaks; smaller ones do not narrow them (``floor`` 0: no errors were measured, and
+    this is the residuals' own scale)."""
     usable = [(c, n - 3 * k - 2) for k, c in enumerate(chi2) if n - 3 * k - 2 >= MIN_DOF]
     c, dof = usable[-1] if usable else (chi2[0], max(n - 2, 1))
-    return max(c / dof, 1.0)
+    return max(c / dof, floor)
 
 
 def fit_steps(sizes: np.ndarray, values: np.ndarray, max_breaks: int = MAX_BREAKS,
@@ -154,19 +154,9 @@ def fit_steps(sizes: np.ndarray, values: np.ndarray, max_breaks: int = MAX_BREAK
     order = np.argsort(m)
     m, t, w = m[order], t[order], w[order]
     n = m.size
-    pieces = {(i, j): _piece(m[i:j], t[i:j], w[i:j], m[i] if i else 0.0) for i in range(n)
-              for j in range(i + min_piece, n + 1)}
-    # best[k][j]: least chi-square of m[:j] in k + 1 pieces, and where the last piece starts
-    best: list[dict[int, tuple[float, int]]] = [
-        {j: (pieces[0, j][2], 0) for j in range(min_piece, n + 1)}]
-    for _ in range(max_breaks):
-        prev = best[-1]
-        row = {j: min((prev[i][0] + pieces[i, j][2], i) for i in prev if (i, j) in pieces)
-               for j in range(min_piece, n + 1) if any((i, j) in pieces for i in prev)}
-        if n not in row:
-            break
-        best.append(row)
-    scores = [chi2[n][0] for chi2 in best]
+    pieces = piece_table(m, t, w, min_piece)
+    best = partitions(pieces.rss, max_breaks)
+    scores = [float(values[n]) for values, _ in best]
     if rel_errors is None:  # the scale from each fit's own residuals (profile likelihood)
         fits = [n * np.log(max(score / n, EXACT)) for score in scores]
     else:  # the scale measured per size, widened by the residuals where they exceed it
@@ -175,16 +165,12 @@ def fit_steps(sizes: np.ndarray, values: np.ndarray, max_breaks: int = MAX_BREAK
     criteria = [f + PENALTY * k * np.log(n) for k, f in enumerate(fits)]
     k = int(np.argmin(np.asarray(criteria) + 1e-9 * np.arange(len(criteria))))
     criterion = float(criteria[k])
-    starts, j = [], n
-    for level in range(k, -1, -1):
-        i = best[level][j][1]
-        starts.append(i)
-        j = i
-    starts.reverse()
+    starts = piece_starts(best, k, n)
     ends = [*starts[1:], n]
-    coef = [pieces[i, e] for i, e in zip(starts, ends, strict=True)]
-    fit = StepFit(tuple(int(m[i]) for i in starts[1:]), tuple(c[0] for c in coef),
-                  tuple(c[1] for c in coef), m, t, np.empty(0), criterion)
+    fit = StepFit(tuple(int(m[i]) for i in starts[1:]),
+                  tuple(float(pieces.intercept[i, e]) for i, e in zip(starts, ends, strict=True)),
+                  tuple(float(pieces.slope[i, e]) for i, e in zip(starts, ends, strict=True)),
+                  m, t, np.empty(0), criterion)
     return StepFit(fit.breakpoints, fit.intercepts, fit.slopes, m, t, fit(m), criterion)
 
 
