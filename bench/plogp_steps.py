@@ -9,7 +9,7 @@ the fit's breaks are shared by the functions (``shared_steps.py``), and a functi
 when its jump's 95 % interval there excludes 0.
 
     python bench/plogp_steps.py [TRACE.h5 ...] [--runs 10] [--timing c python]
-                                [--repetitions R] [--out FILE]
+                                [--repetitions R] [--core-latency] [--out FILE]
 
 Without traces it first records ``--runs`` of them (``ksptrace collectives --np 2 --op plogp``
 with the CLI's defaults: 1 B-1 MiB at 4 sizes per doubling, 20 rounds, 3 warm-up rounds; one
@@ -62,6 +62,18 @@ def rel_errors(traces: list[ctrace.CollectiveTrace]) -> dict[str, np.ndarray]:
     return {name: np.array([summarize(rows(t.parts[key], t.message_bytes.size, key)).rel_error
                             for t in traces if t.parts is not None])
             for name, key in PARTS.items()}
+
+
+def core_latency(folder: Path, seconds: float = 1.0) -> float:
+    """The median over half seconds of a cache line's round trip between CPUs 0 and 1 (ns; no
+    MPI: ``core_to_core.c``, built into ``folder`` once)."""
+    binary = folder / "core_to_core"
+    if not binary.exists():
+        subprocess.run(["cc", "-O2", "-o", str(binary), str(Path(__file__).parent /
+                                                           "core_to_core.c")], check=True)
+    out = subprocess.run([str(binary), str(seconds)], check=True, capture_output=True,
+                         text=True).stdout
+    return float(np.median([float(x) for x in out.split()]))
 
 
 def record(folder: Path, i: int, repetitions: int | None, timing: str) -> tuple[Path, float]:
@@ -126,6 +138,18 @@ def analyse(traces: list[ctrace.CollectiveTrace], walls: list[float]) -> dict[st
             "sizes": [int(m) for m in sizes]}
 
 
+def small_sizes_and_latency(traces: list[ctrace.CollectiveTrace], latency: list[list[float]]
+                            ) -> dict[str, Any]:
+    """Per run, the core-to-core round trip before and after it and the median over sizes up to
+    256 B of each function (us), and each function's correlation with the latency."""
+    small = [{k: float(np.median(v[t.message_bytes <= 256])) * 1e6
+              for k, v in medians(t).items()} for t in traces]
+    mean = np.array([np.mean(x) for x in latency])
+    return {"ns_before_after_each_run": latency, "small_size_us_each_run": small,
+            "pearson_with_latency": {k: float(np.corrcoef(mean, [r[k] for r in small])[0, 1])
+                                     for k in small[0]}}
+
+
 def show(label: str, r: dict[str, Any], sizes: int) -> None:
     load = r["loadavg_before_each_run"]
     print(f"{label}: {r['runs']} runs, {r['pairs']} pairs, load {min(load):.1f}-{max(load):.1f};"
@@ -137,6 +161,12 @@ def show(label: str, r: dict[str, Any], sizes: int) -> None:
     print("  4 KiB step found (exact / within one size): " + ", ".join(
         f"{k} {v['exact']}/{v['within_one_size']}" for k, v in r["step_at_4KiB"].items())
         + f"; in all three: {r['step_at_4KiB_in_all_three']} of {r['runs']}")
+    if "core_to_core" in r:
+        c = r["core_to_core"]
+        print("  core to core (ns, before/after each run): " + ", ".join(
+            f"{a:.0f}/{b:.0f}" for a, b in c["ns_before_after_each_run"]))
+        print("  correlation of each run's median up to 256 B with it: " + ", ".join(
+            f"{k} {v:+.2f}" for k, v in c["pearson_with_latency"].items()))
 
 
 def main() -> None:
@@ -147,14 +177,22 @@ def main() -> None:
                         help="the paths that time the exchanges; runs alternate between them")
     parser.add_argument("--repetitions", type=int, default=None,
                         help="rounds per run (default: ksptrace collectives' own)")
+    parser.add_argument("--core-latency", action="store_true",
+                        help="time a cache line's round trip between CPUs 0 and 1 (no MPI, "
+                             "core_to_core.c) for 1 s before and after each run")
     parser.add_argument("--out", default=str(RESULTS))
     args = parser.parse_args()
     runs: list[tuple[Path, float]] = []
+    latency: list[list[float]] = []
     folder = None if args.traces else Path(tempfile.mkdtemp(prefix="ksptrace-plogp-"))
     try:
         if folder is not None:
-            runs = [record(folder, i, args.repetitions, timing) for i in range(args.runs)
-                    for timing in args.timing]
+            for i in range(args.runs):
+                for timing in args.timing:
+                    before = core_latency(folder) if args.core_latency else float("nan")
+                    runs.append(record(folder, i, args.repetitions, timing))
+                    after = core_latency(folder) if args.core_latency else float("nan")
+                    latency.append([before, after])
         paths = [Path(p) for p in args.traces] or [p for p, _ in runs]
         traces = [ctrace.read(p) for p in paths]
     finally:
@@ -166,6 +204,9 @@ def main() -> None:
         mine = [i for i, t in enumerate(traces)
                 if str(t.attrs.get("plogp_timing", "python")) == timing]
         by_timing[timing] = analyse([traces[i] for i in mine], [walls[i] for i in mine])
+        if latency:
+            by_timing[timing]["core_to_core"] = small_sizes_and_latency(
+                [traces[i] for i in mine], [latency[i] for i in mine])
     result = {"benchmark": "plogp_steps", "runs": len(traces),
               "order": [str(t.attrs.get("plogp_timing", "python")) for t in traces],
               "mpi_library": str(traces[0].attrs.get("mpi_library", "")),
