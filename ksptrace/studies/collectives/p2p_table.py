@@ -1,10 +1,12 @@
-"""The report's PLogP table: what ``ksptrace collectives --op plogp`` measured between two
-ranks, per message size, and the PLogP and LogP parameters fitted to it."""
+"""The report's PLogP tables: where the transport switches (each function's step at each shared
+break), and what ``ksptrace collectives --op plogp`` measured between two ranks per message
+size, with the PLogP and LogP parameters fitted to it."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+import numpy as np
 import pandas as pd
 
 from ksptrace.errors import AnalysisError
@@ -19,6 +21,12 @@ from ksptrace.studies.table import Table, map_cells, significant
 from ksptrace.trace.collectives import CollectiveTrace
 
 
+def _pct(x: float) -> str:
+    """A relative change in per cent, with a decimal below 10 % (an interval's end at -0.3 %
+    does not read as -0 %)."""
+    return f"{x:+.1%}" if abs(x) < 0.1 else f"{x:+.0%}"
+
+
 def _function(name: str, f: Piecewise) -> str:
     """Each piece by its value where it starts and its slope beyond (a later piece's intercept
     at m = 0 can be negative, which says nothing about the sizes it covers)."""
@@ -28,7 +36,7 @@ def _function(name: str, f: Piecewise) -> str:
     if not f.breakpoints:
         return f"{name}(m) = {pieces[0]} (no step)"
     known = len(f.jump_low) == len(f.breakpoints)
-    steps = [f"{jump:+.0%}" + (f" [95 % {lo:+.0%}, {hi:+.0%}]" if known else "") + f" at {b} B"
+    steps = [_pct(jump) + (f" [95 % {_pct(lo)}, {_pct(hi)}]" if known else "") + f" at {b} B"
              for b, jump, lo, hi, stepped in zip(f.breakpoints, f.jumps(), f.jump_low or
                                                  f.jumps(), f.jump_high or f.jumps(),
                                                  f.stepped(), strict=True) if stepped]
@@ -49,8 +57,34 @@ def model_of(trace: CollectiveTrace) -> PLogPModel:
                            parts["gap_seconds"])
 
 
+def _steps_table(model: PLogPModel, sizes: np.ndarray, library: str) -> Table:
+    """Each shared break: the sizes it lies between, and each function's jump there with its
+    95 % interval, or that it does not step there."""
+    fits = {"o_s": model.send_overhead, "o_r": model.recv_overhead, "g": model.gap}
+    breaks = model.gap.breakpoints
+    before = [int(sizes[np.searchsorted(sizes, b) - 1]) for b in breaks]
+    frame = pd.DataFrame({"from_bytes": before, "to_bytes": list(breaks)})
+    shown = frame.astype(str)
+    for name, f in fits.items():
+        frame[f"{name}_jump_pct"] = np.array(f.jumps()) * 100
+        frame[f"{name}_low_pct"] = np.array(f.jump_low) * 100
+        frame[f"{name}_high_pct"] = np.array(f.jump_high) * 100
+        frame[f"{name}_steps"] = list(f.stepped())
+        shown[name] = [f"{_pct(j)} [95 % {_pct(lo)}, {_pct(hi)}]" if step else "no step"
+                       for j, lo, hi, step in zip(f.jumps(), f.jump_low, f.jump_high,
+                                                  f.stepped(), strict=True)]
+    notes = ("a break lies between two measured sizes (the transport switches somewhere "
+             "between them); the breaks are chosen once for o_s, o_r, g and RTT/2 from the "
+             "data, nothing is told where to look; a function steps at a break when its "
+             "jump's 95 % interval excludes 0",)
+    title = (f"Where the transport switches ({library})" if library else
+             "Where the transport switches")
+    return Table("collectives_plogp_steps", title, frame,
+                 display=shown[["from_bytes", "to_bytes", *fits]], notes=notes)
+
+
 def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
-    """One table per PLogP trace (none when there are none)."""
+    """Per PLogP trace, its steps and its per-size table (none when there are none)."""
     out = []
     for t in traces:
         if t.operation != "plogp" or t.parts is None:
@@ -79,6 +113,8 @@ def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
                  "*_ci_pct: half the 95 % interval of that median; a break must stand out of "
                  "these intervals")
         library = str(t.attrs.get("mpi_library", "")).split("\n")[0].split(",")[0].strip()
+        if model.gap.breakpoints and len(model.gap.jump_low) == len(model.gap.breakpoints):
+            out.append(_steps_table(model, t.message_bytes, library))
         out.append(Table("collectives_plogp", f"PLogP between two ranks ({library})".replace(
             " ()", ""), frame, display=map_cells(frame, significant), notes=notes))
     return tuple(out)

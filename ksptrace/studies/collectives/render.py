@@ -75,8 +75,10 @@ def markdown(report: CollectivesReport) -> str:
         parts += [f"### {op}: fastest algorithm per (P, m)", "",
                   markdown_table(best_matrix(report.best, op)), ""]
     for t in report.tables:
-        if t.name == "collectives_plogp":
-            parts += [f"### {t.title}", "", frame_markdown(t.frame), "",
+        if t.name in ("collectives_plogp", "collectives_plogp_steps"):
+            shown = t.shown if t.name.endswith("_steps") and isinstance(
+                t.shown, pd.DataFrame) else t.frame
+            parts += [f"### {t.title}", "", frame_markdown(shown), "",
                       *(f"- {n}" for n in t.notes), ""]
     parts += [f"- {n}" for n in report.notes]
     if not report.best.empty:
