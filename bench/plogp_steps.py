@@ -189,10 +189,10 @@ def main() -> None:
         if folder is not None:
             for i in range(args.runs):
                 for timing in args.timing:
-                    before = core_latency(folder) if args.core_latency else float("nan")
+                    before = core_latency(folder) if args.core_latency else None
                     runs.append(record(folder, i, args.repetitions, timing))
-                    after = core_latency(folder) if args.core_latency else float("nan")
-                    latency.append([before, after])
+                    if before is not None:
+                        latency.append([before, core_latency(folder)])
         paths = [Path(p) for p in args.traces] or [p for p, _ in runs]
         traces = [ctrace.read(p) for p in paths]
     finally:

@@ -65,8 +65,9 @@ the round keeps their median (a rank descheduled during one of them does not mov
 RECV_INNER = 15
 """Receives timed one by one per round and size for o_r (its median kept). o_r below 4 KiB is
 about 0.13 us, and single receives sit at about 0.11 or 0.2-0.3 us: with 5, o_r agreed within
-10 % in every pair of 10 alternating runs at 19 of 76 sizes, with 15 at 60, with 31 at 64
-(quiet machine, 2026-11-28; a run 7.2, 10.2 and 15.9 s)."""
+10 % in every pair of 10 runs at 19 of 76 sizes and with 15 at 59 (runs alternating); in a
+second block, with 15 at 60 and with 31 at 64 (quiet machine, 2026-11-28; a run took 7.2, 10.2
+and 15.9 s)."""
 SETTLE = 20e-6
 """Seconds beyond two round trips that the receiver waits before timing o_r."""
 QUIET = 20e-6
