@@ -12,8 +12,8 @@ depends on a particular scipy or numpy release: the cdfs are closed forms over
 from __future__ import annotations
 
 from ksptrace.studies.fits.binned import Binned, binned, equal_count_cells, negative_loglik
-from ksptrace.studies.fits.engine import STATUSES, EngineFit, fit_family
+from ksptrace.studies.fits.engine import GUARANTEE_NATS, STATUSES, EngineFit, fit_family
 from ksptrace.studies.fits.families import FAMILIES, Family, family
 
-__all__ = ["FAMILIES", "STATUSES", "Binned", "EngineFit", "Family", "binned",
+__all__ = ["FAMILIES", "GUARANTEE_NATS", "STATUSES", "Binned", "EngineFit", "Family", "binned",
            "equal_count_cells", "family", "fit_family", "negative_loglik"]

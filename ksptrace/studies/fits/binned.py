@@ -92,24 +92,59 @@ CELL_VALUES = 25
 """Values per cell, about."""
 MIN_CELLS = 8
 MAX_CELLS = 200
+TIE_SECONDS = 1e-12
+TIE_RELATIVE = 1e-10
+"""Two sorted values closer than ``max(TIE_SECONDS, TIE_RELATIVE * |value|)`` are one clock
+reading: iteration times are differences of clock ticks (1 ns and coarser) carrying float noise
+of about 1e-17 s, so one tick appears as several values a few ulps apart. No cell edge falls
+between such values (:func:`equal_count_cells`)."""
+
+
+def tie_groups(ordered: np.ndarray) -> np.ndarray:
+    """For each value of the sorted ``ordered``, the index of the first value of its group of
+    ties: values chained by gaps within the tie tolerance are one group."""
+    n = ordered.size
+    gap = np.diff(ordered)
+    tied = gap <= np.maximum(TIE_SECONDS, TIE_RELATIVE * np.abs(ordered[1:]))
+    starts = np.concatenate(([True], ~tied))
+    return np.maximum.accumulate(np.where(starts, np.arange(n), 0))
 
 
 def equal_count_cells(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Edges at the inner quantiles of the sorted sample ``ordered`` (repeated edges of tied
-    values merged) and the counts of the cells: below the first edge, between edges (a value
-    equal to an edge counts in the cell above it), above the last. The outer cells are open, so
-    the sample's minimum and maximum are not edges: no empty cell puts a kink in the objective
-    where a lower bound crosses the minimum. The quantiles interpolate linearly between order
-    statistics (numpy's default method) read directly from the sorted array, and the counts are
-    binary searches in it: the cost is O(cells log n), whatever the sample's size."""
+    """Edges at the inner quantiles of the sorted sample ``ordered`` and the counts of the cells:
+    below the first edge, between edges, above the last. The tie rule: a value equal to an edge
+    counts in the cell above it, and a group of tied values (equal to within the clock's
+    resolution, :data:`TIE_SECONDS`) is never split: an edge that would fall inside a group is
+    moved to the group's first value, so the whole group counts above it (or, for the group of
+    the sample's minimum, to the next group's first value, so it counts below); edges with no
+    value between them are merged into the lowest, so no inner cell is empty. The outer cells are open, so the sample's minimum and maximum are not edges: no
+    empty cell puts a kink in the objective where a lower bound crosses the minimum. The
+    quantiles interpolate linearly between order statistics (numpy's default method) read
+    directly from the sorted array, and the counts are binary searches in it."""
     n = ordered.size
     cells = int(np.clip(n // CELL_VALUES, MIN_CELLS, MAX_CELLS))
     position = np.linspace(0.0, 1.0, cells + 1)[1:-1] * (n - 1)
     below = np.floor(position).astype(np.int64)
     above = np.minimum(below + 1, n - 1)
     low, high = ordered[below], ordered[above]
-    edges = np.unique(low + (high - low) * (position - below))
+    edges = low + (high - low) * (position - below)
+    first = np.searchsorted(ordered, edges, side="left")  # the first value at or above each edge
+    inner = (first > 0) & (first < n)
+    group = tie_groups(ordered)
+    split = inner & (group[np.minimum(first, n - 1)] != np.minimum(first, n - 1))
+    if split.any():
+        start = group[first[split]]
+        # the minimum's group: the edge goes above the group (to the next group's first value)
+        nxt = np.searchsorted(group, start, side="right")
+        moved = np.where(start > 0, start, nxt)
+        ok = moved < n  # a group reaching the maximum: the edge goes below it instead
+        moved = np.where(ok, moved, start)
+        edges[split] = ordered[np.minimum(moved, n - 1)]
+    edges = np.unique(edges)
     inside = np.searchsorted(ordered, edges, side="left")
+    # no empty cell: of edges with no value between them keep the lowest; none at the minimum
+    keep = np.concatenate(([True], np.diff(inside) > 0)) & (inside > 0) & (inside < n)
+    edges, inside = edges[keep], inside[keep]
     counts = np.diff(np.concatenate(([0], inside, [n])))
     return edges, counts.astype(np.float64)
 

@@ -222,3 +222,24 @@ def cauchy_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
 
 def nct(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
     return np.asarray(sc.nctdtr(s[0], s[1], u))
+
+
+def nct_own_cdf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    """nct in its own terms (df, phi = atan(nc), loc, w = scale sqrt(1 + nc^2)): as |nc| grows
+    with w fixed the family tends to a scaled inverse-chi distribution, reached at the point
+    |phi| = pi/2 of one coordinate instead of along a curved ridge in (nc, scale)."""
+    return np.asarray(sc.nctdtr(s[0], np.tan(s[1]), u / np.cos(s[1])))
+
+
+def nct_own_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.nctdtr(s[0], -np.tan(s[1]), -u / np.cos(s[1])))
+
+
+def nct_scipy(own: np.ndarray) -> np.ndarray:
+    df, phi, loc, w = own[:, 0], own[:, 1], own[:, 2], own[:, 3]
+    return np.column_stack((df, np.tan(phi), loc, w * np.cos(phi)))
+
+
+def nct_own(p: np.ndarray) -> np.ndarray:
+    df, nc, loc, scale = p[:, 0], p[:, 1], p[:, 2], p[:, 3]
+    return np.column_stack((df, np.arctan(nc), loc, scale * np.hypot(1.0, nc)))

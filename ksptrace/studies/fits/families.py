@@ -30,6 +30,8 @@ LOC_BOUND = 1e4
 """|loc| bound on the standardised scale (median 0, interquartile range 1)."""
 SCALE_BOUNDS = (1e-6, 1e4)
 """Scale bounds on the standardised scale."""
+NCT_PHI = float(np.arctan(1e2))
+"""nct's bound on atan(nc): |nc| <= 100, scipy's cdf's reach."""
 
 
 @dataclass(frozen=True)
@@ -57,8 +59,9 @@ class Family:
     (shapes..., loc, scale) to scipy's; ``from_scipy`` the inverse."""
     from_scipy: Convert | None = None
     edge_variant: Family | None = None
-    """The same family in scipy's parameters and edge-located coordinates (``edge_loc``), tried
-    when a search in these did not converge (engine.fit_family)."""
+    """The same family in other coordinates (scipy's parameters; for gamma and exponweib also
+    edge-located, ``edge_loc``), tried when a search in these did not converge
+    (engine.fit_family)."""
     coshed: bool = False
     """True if theta's last entry is ``log(scale) + log(cosh(first shape))`` instead of
     ``log(scale)`` (Johnson S_U in its own terms: towards its lognormal limits the first shape
@@ -130,6 +133,13 @@ EXPONWEIB_AT_EDGE = Family("exponweib", ("a", "c"), (True, True), ((1e-3, 1e3), 
                            cdfs.exponweib, cdfs.exponweib_sf, edge_loc=True)
 """The exponentiated Weibull in scipy's parameters with log(anchor - loc)."""
 
+NCT_SCIPY = Family("nct", ("df", "nc"), (True, False), ((0.5, 1e3), (-1e2, 1e2)),
+                   tuple((df, nc) for df in (3.0, 10.0, 60.0) for nc in (0.0, 1.0, 3.0)),
+                   cdfs.nct, cdfs.nct_sf, step=5e-3)
+"""nct in scipy's parameters: its df -> infinity limit (a normal of mean loc + scale nc) is a
+straight ridge along nc here, a curved one in nct's own terms; searched when a search in those
+does not converge."""
+
 FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("norm", (), (), (), ((),), cdfs.norm, cdfs.norm_sf),
     Family("lognorm", ("s",), (False,), ((1e-3, 1e2),),
@@ -149,10 +159,68 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
            cdfs.exponweib_own_cdf, cdfs.exponweib_own_sf, to_scipy=cdfs.exponweib_scipy,
            from_scipy=cdfs.exponweib_own, edge_variant=EXPONWEIB_AT_EDGE),
     Family("cauchy", (), (), (), ((),), cdfs.cauchy, cdfs.cauchy_sf),
-    Family("nct", ("df", "nc"), (True, False), ((0.5, 1e3), (-1e2, 1e2)),
-           tuple((df, nc) for df in (3.0, 10.0, 60.0) for nc in (0.0, 1.0, 3.0)), cdfs.nct,
-           cdfs.nct_sf, step=5e-3),
+    Family("nct", ("df", "nc"), (True, False), ((0.5, 1e3), (-NCT_PHI, NCT_PHI)),
+           tuple((df, nc) for df in (3.0, 10.0, 60.0) for nc in (0.0, 1.0, 3.0)),
+           cdfs.nct_own_cdf, cdfs.nct_own_sf, step=5e-3, to_scipy=cdfs.nct_scipy,
+           from_scipy=cdfs.nct_own, edge_variant=NCT_SCIPY),
 )}
+
+
+LIMITS: dict[str, dict[tuple[int, str], tuple[str, str]]] = {
+    "lognorm": {(0, "lower"): ("s -> 0: the normal limit", "norm")},
+    "johnsonsu": {(0, "lower"): ("a/b -> -infinity: a lognormal limit", "lognorm"),
+                  (0, "upper"): ("a/b -> +infinity: a (reflected) lognormal limit", ""),
+                  (1, "lower"): ("b -> infinity: the normal limit", "norm")},
+    "gamma": {(0, "lower"): ("a -> infinity: the normal limit", "norm")},
+    "gamma@edge": {(0, "upper"): ("a -> infinity: the normal limit", "norm")},
+    "exponweib": {(0, "upper"): ("a -> infinity: the Gumbel limit (genextreme with c = 0)",
+                                 "genextreme"),
+                  (1, "lower"): ("c -> infinity: an exponentiated Gumbel-for-minima limit, "
+                                 "which no family of the set represents", "")},
+    "exponweib@edge": {(0, "upper"): ("a -> infinity: the Gumbel limit (genextreme with "
+                                      "c = 0)", "genextreme")},
+    "nct": {(0, "upper"): ("df -> infinity: a normal limit", "norm"),
+            (1, "lower"): ("nc -> -infinity: a scaled inverse-chi limit, which no family of the "
+                           "set represents", ""),
+            (1, "upper"): ("nc -> +infinity: a scaled inverse-chi limit, which no family of the "
+                           "set represents", "")},
+}
+"""Per family (an edge variant as ``name@edge``), the bounds of its own coordinates that are
+limits of the family: (coordinate, side) -> (the limit in words, the family of the set that
+is exactly that limit, or "")."""
+
+
+OWN_NAMES: dict[str, tuple[str, ...]] = {
+    "lognorm": ("s",), "johnsonsu": ("a/b", "1/b"), "gamma": ("1/sqrt(a)",),
+    "exponweib": ("a", "1/c"), "nct": ("df", "atan(nc)")}
+"""The shape coordinates of the own parameterisations, by name."""
+
+
+def limit_at(fam: Family, lower: np.ndarray, upper: np.ndarray) -> tuple[str, str]:
+    """Why a fit at the bounds flagged in ``lower`` and ``upper`` (per theta coordinate) stopped
+    there, in words, and the family of the set that is exactly the limit it reached ("" if
+    none). A shape at a bound that is a limit of the family names that limit; the location or
+    scale at the search box's bound on the way there (exponweib's scale shrinks as a grows) is
+    said as such; a bound that is no limit of the family is named as the box's."""
+    table = LIMITS.get(f"{fam.name}@edge" if fam.edge_loc else fam.name, {})
+    own = OWN_NAMES.get(fam.name) if fam.to_scipy is not None else None
+    names = [*(own or fam.shapes), "location", "scale"]
+    limits, box = [], []
+    for i, name in enumerate(names):
+        for side, flagged in (("lower", lower[i]), ("upper", upper[i])):
+            if flagged:
+                found = table.get((i, side))
+                (limits if found else box).append(found or (f"{name} at the search box's {side} "
+                                                            "bound", ""))
+    if not limits:
+        return "; ".join(t for t, _ in box) + " (no limit of the family)", ""
+    words = "towards the family's limit " + " and ".join(t for t, _ in limits)
+    shapes_at_box = [t for t, _ in box if not t.startswith(("location", "scale"))]
+    if box:
+        words += f" ({', '.join(t for t, _ in box)} on the way)"
+    represented = {by for _, by in limits}
+    by = represented.pop() if len(represented) == 1 and not shapes_at_box else ""
+    return words, by
 
 
 def family(name: str) -> Family:

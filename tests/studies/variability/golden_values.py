@@ -20,6 +20,8 @@ from typing import Any
 
 import numpy as np
 
+from ksptrace.studies.fits import GUARANTEE_NATS
+
 FOLDER = Path(__file__).with_name("golden")
 SKIPPED = {"path", "label", "attrs"}
 """Fields that name the file or repeat the trace's attributes, not computed values."""
@@ -68,7 +70,9 @@ def _close(a: Any, b: Any) -> bool:
 
 OBJECTIVES = (".objective", ".criterion", ".aic")
 """A fit's objective (lower is better) and criteria on it: a fresh value may be lower than the
-stored one (a better maximum) but not higher by more than RELATIVE."""
+stored one (a better maximum) but not higher by more than the engine's guarantee
+(``GUARANTEE_NATS``: an ok or boundary fit is within that of the best point of its box or
+bound, on any CPU) or RELATIVE, whichever is larger."""
 LOGLIK = ".loglik"
 """Minus the objective: may be higher, not lower by more than RELATIVE."""
 FITTED_RELATIVE = 1e-2
@@ -114,10 +118,11 @@ def _agrees(key: str, a: Any, b: Any) -> bool:
     numbers = all(isinstance(v, int | float) and not isinstance(v, bool) for v in (a, b))
     if numbers and all(math.isfinite(v) for v in (a, b)):
         slack = max(RELATIVE * max(abs(a), abs(b)), ABSOLUTE)
-        if key.endswith(OBJECTIVES):
-            return bool(b <= a + slack)
+        if key.endswith(OBJECTIVES):  # the AIC and criterion are 2 (objective + parameters)
+            return bool(b <= a + max(slack, (1 if key.endswith(".objective") else 2)
+                                     * GUARANTEE_NATS))
         if key.endswith(LOGLIK):
-            return bool(b >= a - slack)
+            return bool(b >= a - max(slack, GUARANTEE_NATS))
         if PARAMETERS.search(key):
             return (a > 0) == (b > 0) or a == b
         if FITTED.search(key):
