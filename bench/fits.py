@@ -86,7 +86,8 @@ def correctness(count: int, with_nct: bool, trace_dir: Path | None = None) -> di
     names = (*DEFAULT_CANDIDATES, *(("nct",) if with_nct else ()))
     table: dict[str, dict[str, Any]] = {
         n: {"ok": 0, "boundary": 0, "not converged": 0, "degenerate": 0, "ok_lost_max": 0.0,
-            "any_lost_max": 0.0, "engine_seconds": 0.0} for n in names}
+            "boundary_lost_max": 0.0, "at_represented_limit": 0, "any_lost_max": 0.0,
+            "engine_seconds": 0.0} for n in names}
     traces = []
     for label, x in _samples(count, trace_dir):
         traces.append(label)
@@ -102,13 +103,19 @@ def correctness(count: int, with_nct: bool, trace_dir: Path | None = None) -> di
             row["any_lost_max"] = max(row["any_lost_max"], lost)
             if fit.status == "ok":
                 row["ok_lost_max"] = max(row["ok_lost_max"], lost)
-            print(label, name, fit.status, f"lost {lost:.3g} nats", flush=True)
+            if fit.status == "boundary":
+                row["boundary_lost_max"] = max(row["boundary_lost_max"], lost)
+                row["at_represented_limit"] += bool(fit.limit)
+            print(label, name, fit.status, fit.limit, f"lost {lost:.3g} nats", flush=True)
     fits = sum(r["ok"] + r["boundary"] + r["not converged"] + r["degenerate"]
                for r in table.values())
     ok = sum(r["ok"] for r in table.values())
+    limit = sum(r["at_represented_limit"] for r in table.values())
     return {"traces": traces, "families": table, "fits": fits, "ok": ok,
             "ok_fraction": round(ok / fits, 4),
-            "ok_nats_lost_max": max(r["ok_lost_max"] for r in table.values())}
+            "ok_or_represented_limit_fraction": round((ok + limit) / fits, 4),
+            "ok_nats_lost_max": max(r["ok_lost_max"] for r in table.values()),
+            "boundary_nats_lost_max": max(r["boundary_lost_max"] for r in table.values())}
 
 
 def engine(count: int) -> dict[str, Any]:

@@ -71,3 +71,31 @@ def test_a_fit_that_is_not_ok_is_never_best_nor_modelled(tmp_path: Path,
     assert row["best"] == "False"
     assert winner not in after["stationary"]  # type: ignore[operator]
     assert np.isfinite(float(row["objective"]))
+
+
+def test_an_ok_fit_with_a_better_aic_but_no_model_says_why_it_was_passed_over(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """best_fit is the least-AIC ok fit *that gives a stationary model*; an ok fit ranked above
+    it says in fits.csv why it gives none (issue 61)."""
+    rows, before = _written(tmp_path / "a")
+    winner = before["best_fit"]
+    assert isinstance(winner, str)
+    assert all(r["passed_over"] == "" for r in rows)
+    from ksptrace.errors import AnalysisError
+    from ksptrace.studies.variability.stats import models
+
+    real = models.stationary_model
+
+    def refuse(name: str, *args: object) -> object:
+        if name == winner:
+            raise AnalysisError("the test refuses this model")
+        return real(name, *args)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(models, "stationary_model", refuse)
+    rows, after = _written(tmp_path / "b")
+    assert after["best_fit"] != winner
+    row = next(r for r in rows if r["family"] == winner)
+    assert row["status"] == "ok"
+    assert row["best"] == "False"
+    assert row["passed_over"] == "the test refuses this model"
+    assert all(r["passed_over"] == "" for r in rows if r["family"] != winner)

@@ -117,10 +117,11 @@ def equal_count_cells(ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     resolution, :data:`TIE_SECONDS`) is never split: an edge that would fall inside a group is
     moved to the group's first value, so the whole group counts above it (or, for the group of
     the sample's minimum, to the next group's first value, so it counts below); edges with no
-    value between them are merged into the lowest, so no inner cell is empty. The outer cells are open, so the sample's minimum and maximum are not edges: no
-    empty cell puts a kink in the objective where a lower bound crosses the minimum. The
-    quantiles interpolate linearly between order statistics (numpy's default method) read
-    directly from the sorted array, and the counts are binary searches in it."""
+    value between them are merged into the lowest, so no inner cell is empty. The outer cells
+    are open, so the sample's minimum and maximum are not edges: no empty cell puts a kink in
+    the objective where a lower bound crosses the minimum. The quantiles interpolate linearly
+    between order statistics (numpy's default method) read directly from the sorted array, and
+    the counts are binary searches in it."""
     n = ordered.size
     cells = int(np.clip(n // CELL_VALUES, MIN_CELLS, MAX_CELLS))
     position = np.linspace(0.0, 1.0, cells + 1)[1:-1] * (n - 1)

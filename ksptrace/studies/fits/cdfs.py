@@ -49,6 +49,18 @@ def lognorm_own(p: np.ndarray) -> np.ndarray:
     return np.column_stack((s, loc + scale, s * scale))
 
 
+def lognorm_scipy_cdf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    """scipy's lognormal: Phi(log(u) / s) for u > 0."""
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(np.where(u > 0, sc.ndtr(np.log(np.where(u > 0, u, 1.0)) / s[0]), 0.0))
+
+
+def lognorm_scipy_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.asarray(np.where(u > 0, sc.ndtr(-np.log(np.where(u > 0, u, 1.0)) / s[0]),
+                                   1.0))
+
+
 def johnsonsu_z(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
     """The normal deviate of Johnson S_U in its own terms (delta, eps, median m, scale w):
     x = m + (w / eps) (sinh(eps z - delta) + sinh(delta)), so scipy's a = delta / eps,
@@ -75,6 +87,44 @@ def johnsonsu_scipy(own: np.ndarray) -> np.ndarray:
 def johnsonsu_own(p: np.ndarray) -> np.ndarray:
     a, b, loc, scale = p[:, 0], p[:, 1], p[:, 2], p[:, 3]
     return np.column_stack((a / b, 1.0 / b, loc - scale * np.sinh(a / b), scale / b))
+
+
+def johnsonsu_edge_z(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    """The normal deviate of Johnson S_U in its edge terms (delta, eps, L, S), with q = e^(2 delta):
+    x = L + S (e^(eps z) + q (1 - e^(-eps z))), i.e. scipy's a = delta / eps, b = 1 / eps,
+    loc = L + S q, scale = 2 S e^delta. At delta -> -infinity (q -> 0) it is the lognormal
+    (s = eps, loc = L, scale = S): the lognormal limit is a point of one coordinate while L, the
+    limit's lower end, is free to approach the lowest values (on a log scale in the engine's
+    edge coordinates). ``y = e^(eps z)`` solves y^2 + (q - u) y - q = 0 for u = (x - L) / S,
+    each root in the form that does not cancel."""
+    delta, eps = s
+    q = np.exp(2.0 * delta)
+    v = u - q
+    root = np.sqrt(v * v + 4.0 * q)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        y = np.where(v >= 0, 0.5 * (v + root), 2.0 * q / (root - v))
+        return np.asarray(np.log(y) / eps)
+
+
+def johnsonsu_edge_cdf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.ndtr(johnsonsu_edge_z(u, s)))
+
+
+def johnsonsu_edge_sf(u: np.ndarray, s: tuple[np.ndarray, ...]) -> np.ndarray:
+    return np.asarray(sc.ndtr(-johnsonsu_edge_z(u, s)))
+
+
+def johnsonsu_edge_scipy(own: np.ndarray) -> np.ndarray:
+    delta, eps, low, size = own[:, 0], own[:, 1], own[:, 2], own[:, 3]
+    return np.column_stack((delta / eps, 1.0 / eps, low + size * np.exp(2.0 * delta),
+                            2.0 * size * np.exp(delta)))
+
+
+def johnsonsu_edge_own(p: np.ndarray) -> np.ndarray:
+    a, b, loc, scale = p[:, 0], p[:, 1], p[:, 2], p[:, 3]
+    delta = a / b
+    return np.column_stack((delta, 1.0 / b, loc - 0.5 * scale * np.exp(delta),
+                            0.5 * scale * np.exp(-delta)))
 
 
 def gamma_x(u: np.ndarray, k: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

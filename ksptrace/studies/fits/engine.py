@@ -30,10 +30,9 @@ import numpy as np
 import scipy.stats as st
 from scipy.optimize import minimize
 
-from ksptrace.studies.fits.binned import Binned, negative_loglik, starved
+from ksptrace.studies.fits.binned import Binned, divergence, negative_loglik, starved
 from ksptrace.studies.fits.families import LOC_BOUND, SCALE_BOUNDS, Family, limit_at
 from ksptrace.studies.fits.search import (
-    DECREMENT_NATS,
     MAX_ITERATIONS,
     Objective,
     Point,
@@ -136,35 +135,58 @@ def _grid_quartiles(name: str, grid: tuple[tuple[float, ...], ...]
 def fit_family(fam: Family, data: Binned, seed: int = 0) -> EngineFit:
     """The verified binned maximum-likelihood fit of ``fam`` to ``data``. ``seed`` is kept for
     the callers' signature: the engine draws no random number. A family with a variant (nct:
-    scipy's parameters, where its normal limit is a straight ridge) or an edge variant (gamma,
-    exponweib) whose first search does not converge (as where the density spikes at the
-    support's lower end, and the lower end approaches the lowest values: each search then
-    creeps along that approach) is searched in the variant's coordinates, which resolve the
-    approach on a log scale, before any round of probes is spent. The variant's fit is kept if
-    it is verified, or if it converged on a bound (a limit of the family) no worse than the
-    first search; otherwise the rounds are run in the family's own coordinates too, and the
-    better fit (a verified one first) is kept."""
+    scipy's parameters, where its normal limit is a straight ridge; gamma and exponweib: edge
+    coordinates, which resolve on a log scale the approach of the support's lower end to the
+    lowest values where the density spikes there) is searched first in the coordinates that
+    suit the sample: the edge coordinates where the best start's density is infinite at the
+    lower end (gamma's a < 1, exponweib's a c < 1: in the family's own coordinates each search
+    creeps along that approach for thousands of evaluations), the family's own otherwise. A
+    first search that does not converge is continued in the other coordinates, before any round
+    of probes is spent; that fit is kept if it is verified, or if it converged on a bound no
+    worse than the first search (then, if it came from the edge coordinates, searched along the
+    bound in the family's own too, where a limit may be a corner of the box); otherwise the
+    rounds are run in the first coordinates too, and the better fit (a verified one first) is
+    kept."""
     variant = fam.edge_variant
     if variant is None:
         return _fit(fam, data)
-    first = _fit(fam, data, patient=False)
+    a, b = (variant, fam) if _spiky(fam, data) else (fam, variant)
+    first = _fit(a, data, patient=False)
     if first.status not in ("not converged", "degenerate"):
-        return first
-    other = _fit(variant, data, _theta(variant, data, first))
+        return _along_limit(fam, data, first) if a is variant else first
+    other = _fit(b, data, _theta(b, data, first))
     spent = first.evaluations + other.evaluations
     if other.ok:
         return replace(other, evaluations=spent)
     if other.status == "boundary" and other.objective <= first.objective:
-        # a limit reached in the variant's coordinates: the best along that bound is found in
-        # the family's own coordinates too (where the limit may be a corner of the box)
-        own = _fit(fam, data, _theta(fam, data, other))
-        spent += own.evaluations
-        best = own if own.status in ("ok", "boundary") and own.objective < other.objective \
-            else other
-        return replace(best, evaluations=spent)
-    again = _fit(fam, data, _theta(fam, data, first))
+        best = _along_limit(fam, data, other) if b is variant else other
+        return replace(best, evaluations=spent - other.evaluations + best.evaluations)
+    again = _fit(a, data, _theta(a, data, first))
     best = min((again, other), key=lambda f: (not f.ok, f.objective))
     return replace(best, evaluations=spent + again.evaluations)
+
+
+def _spiky(fam: Family, data: Binned) -> bool:
+    """Whether the best of ``fam``'s starts has an infinite density at its support's lower end
+    (``fam.spiky`` of its scipy parameters)."""
+    if fam.spiky is None:
+        return False
+    x0s = starts(fam, data)
+    if x0s.shape[0] == 0:
+        return False
+    best = x0s[int(np.argmin(divergence(fam, data, x0s)))]
+    return bool(fam.spiky(fam.scipy_params(best, data.anchor))[0])
+
+
+def _along_limit(fam: Family, data: Binned, fit: EngineFit) -> EngineFit:
+    """A ``boundary`` fit found in edge coordinates, searched along its bound in ``fam``'s own
+    coordinates too (exponweib's a -> infinity is a corner of the own box, its scale on the
+    way to zero in the edge box); the better of the two, with both searches' evaluations."""
+    if fit.status != "boundary":
+        return fit
+    own = _fit(fam, data, _theta(fam, data, fit))
+    best = own if own.status in ("ok", "boundary") and own.objective < fit.objective else fit
+    return replace(best, evaluations=fit.evaluations + own.evaluations)
 
 
 def _theta(fam: Family, data: Binned, fit: EngineFit) -> np.ndarray:
@@ -177,7 +199,8 @@ def _theta(fam: Family, data: Binned, fit: EngineFit) -> np.ndarray:
 def _fit(fam: Family, data: Binned, extra: np.ndarray | None = None, patient: bool = True
          ) -> EngineFit:
     """One family's search and check, from its starts and ``extra`` (a theta) if given. If not
-    ``patient``, a first search that does not converge is reported as such, without probes."""
+    ``patient``, the search is Newton's alone (no L-BFGS-B continuation), and one that does not
+    converge is reported as such, without probes: the caller tries other coordinates first."""
     obj = Objective(fam, data)
     lower, upper = obj.lower, obj.upper
     x0s = starts(fam, data)
@@ -186,10 +209,11 @@ def _fit(fam: Family, data: Binned, extra: np.ndarray | None = None, patient: bo
     if x0s.shape[0] == 0:
         return _result(fam, data, None, "degenerate", obj, "no starting point fits the quartiles")
     x0s = np.clip(x0s, lower, upper)
-    best, converged = search(obj, x0s[int(np.argmin(obj.values(x0s)))])
+    x0 = x0s[int(np.argmin(obj.values(x0s)))]
+    best, converged = search(obj, x0) if patient else newton(obj, x0)
     if not converged and not patient:
         return _status(fam, data, obj, best, "Newton's decrement stayed above "
-                                             f"{DECREMENT_NATS:g} nats")
+                                             f"{obj.decrement_nats:g} nats")
     tolerance = TOLERANCE_NATS / data.n
     for _ in range(ROUNDS):
         probed = _probe(obj, best)
@@ -202,7 +226,7 @@ def _fit(fam: Family, data: Binned, extra: np.ndarray | None = None, patient: bo
                                              f"{ROUNDS} rounds")
     if not converged:
         return _status(fam, data, obj, best, "Newton's decrement stayed above "
-                                             f"{DECREMENT_NATS:g} nats")
+                                             f"{obj.decrement_nats:g} nats")
     return _status(fam, data, obj, _along_bounds(obj, best, tolerance), "")
 
 
@@ -266,7 +290,7 @@ def _status(fam: Family, data: Binned, obj: Objective, best: Point, unverified: 
         return _result(fam, data, x, "not converged", obj, unverified)
     lower, upper = _near_bound(obj, x)
     if lower.any() or upper.any():
-        words, limit = limit_at(fam, lower, upper)
+        words, limit = limit_at(fam, lower, upper, fam.scipy_params(x, data.anchor)[0])
         return replace(_result(fam, data, x, "boundary", obj, f"the best point lies on a bound: "
                                                               f"{words}"), limit=limit)
     return _result(fam, data, x, "ok", obj, "")

@@ -62,6 +62,9 @@ class Family:
     """The same family in other coordinates (scipy's parameters; for gamma and exponweib also
     edge-located, ``edge_loc``), tried when a search in these did not converge
     (engine.fit_family)."""
+    spiky: Convert | None = None
+    """For a family whose density can be infinite at its support's lower end: rows of scipy's
+    parameters -> True where it is (the engine then searches the edge variant first)."""
     coshed: bool = False
     """True if theta's last entry is ``log(scale) + log(cosh(first shape))`` instead of
     ``log(scale)`` (Johnson S_U in its own terms: towards its lognormal limits the first shape
@@ -133,6 +136,21 @@ EXPONWEIB_AT_EDGE = Family("exponweib", ("a", "c"), (True, True), ((1e-3, 1e3), 
                            cdfs.exponweib, cdfs.exponweib_sf, edge_loc=True)
 """The exponentiated Weibull in scipy's parameters with log(anchor - loc)."""
 
+LOGNORM_AT_EDGE = Family("lognorm", ("s",), (True,), ((1e-3, 1e2),),
+                         tuple((s,) for s in (1.0, 2.0, 3.0)), cdfs.lognorm_scipy_cdf,
+                         cdfs.lognorm_scipy_sf, edge_loc=True)
+"""The lognormal in scipy's parameters with log(anchor - loc): with s above one its density
+rises within a sliver above loc, which must approach the lowest values on a log scale."""
+JOHNSONSU_AT_EDGE = Family("johnsonsu", ("a", "b"), (False, True),
+                           ((-30.0, 30.0), (1e-2, 1e2)),
+                           tuple((d / e, 1.0 / e) for d in (-8.0, -4.0, -2.0)
+                                 for e in (1.0, 2.0, 4.0)),
+                           cdfs.johnsonsu_edge_cdf, cdfs.johnsonsu_edge_sf,
+                           to_scipy=cdfs.johnsonsu_edge_scipy,
+                           from_scipy=cdfs.johnsonsu_edge_own, edge_loc=True)
+"""Johnson S_U as (delta, eps, L, S), with log(anchor - L) (:func:`.cdfs.johnsonsu_edge_z`):
+near its lognormal limit with s = eps above one, the limit's lower end L must approach the
+lowest values on a log scale."""
 NCT_SCIPY = Family("nct", ("df", "nc"), (True, False), ((0.5, 1e3), (-1e2, 1e2)),
                    tuple((df, nc) for df in (3.0, 10.0, 60.0) for nc in (0.0, 1.0, 3.0)),
                    cdfs.nct, cdfs.nct_sf, step=5e-3)
@@ -144,20 +162,24 @@ FAMILIES: dict[str, Family] = {f.name: f for f in (
     Family("norm", (), (), (), ((),), cdfs.norm, cdfs.norm_sf),
     Family("lognorm", ("s",), (False,), ((1e-3, 1e2),),
            tuple((s,) for s in (0.1, 0.3, 0.6, 1.0, 1.6)), cdfs.lognorm, cdfs.lognorm_sf,
-           to_scipy=cdfs.lognorm_scipy, from_scipy=cdfs.lognorm_own),
+           to_scipy=cdfs.lognorm_scipy, from_scipy=cdfs.lognorm_own, edge_variant=LOGNORM_AT_EDGE,
+           spiky=lambda p: p[:, 0] > 1.0),
     Family("johnsonsu", ("a", "b"), (False, False), ((-30.0, 30.0), (1e-2, 1e2)),
            tuple((a, b) for a in (-4.0, -2.0, -1.0, 0.0, 1.0) for b in (0.6, 1.2, 2.5)),
            cdfs.johnsonsu_own_cdf, cdfs.johnsonsu_own_sf, to_scipy=cdfs.johnsonsu_scipy,
-           from_scipy=cdfs.johnsonsu_own, coshed=True),
+           from_scipy=cdfs.johnsonsu_own, coshed=True, edge_variant=JOHNSONSU_AT_EDGE,
+           spiky=lambda p: (p[:, 0] / p[:, 1] < -2.0) & (p[:, 1] < 1.0)),
     Family("gamma", ("a",), (False,), ((1e-2, 10.0),),
            tuple((a,) for a in (0.5, 1.0, 2.0, 5.0, 20.0, 100.0)), cdfs.gamma, cdfs.gamma_sf,
-           to_scipy=cdfs.gamma_scipy, from_scipy=cdfs.gamma_own, edge_variant=GAMMA_AT_EDGE),
+           to_scipy=cdfs.gamma_scipy, from_scipy=cdfs.gamma_own, edge_variant=GAMMA_AT_EDGE,
+           spiky=lambda p: p[:, 0] < 1.0),
     Family("genextreme", ("c",), (False,), ((-5.0, 5.0),),
            tuple((c,) for c in (-0.6, -0.3, -0.1, 0.0, 0.2)), cdfs.genextreme, cdfs.genextreme_sf),
     Family("exponweib", ("a", "c"), (True, False), ((1e-3, 1e3), (1e-2, 1e2)),
            tuple((a, c) for a in (0.5, 1.0, 4.0, 20.0) for c in (0.5, 1.0, 2.0, 4.0)),
            cdfs.exponweib_own_cdf, cdfs.exponweib_own_sf, to_scipy=cdfs.exponweib_scipy,
-           from_scipy=cdfs.exponweib_own, edge_variant=EXPONWEIB_AT_EDGE),
+           from_scipy=cdfs.exponweib_own, edge_variant=EXPONWEIB_AT_EDGE,
+           spiky=lambda p: p[:, 0] * p[:, 1] < 1.0),
     Family("cauchy", (), (), (), ((),), cdfs.cauchy, cdfs.cauchy_sf),
     Family("nct", ("df", "nc"), (True, False), ((0.5, 1e3), (-NCT_PHI, NCT_PHI)),
            tuple((df, nc) for df in (3.0, 10.0, 60.0) for nc in (0.0, 1.0, 3.0)),
@@ -172,6 +194,8 @@ LIMITS: dict[str, dict[tuple[int, str], tuple[str, str]]] = {
                   (0, "upper"): ("a/b -> +infinity: a (reflected) lognormal limit", ""),
                   (1, "lower"): ("b -> infinity: the normal limit", "norm")},
     "gamma": {(0, "lower"): ("a -> infinity: the normal limit", "norm")},
+    "johnsonsu@edge": {(0, "lower"): ("a/b -> -infinity: a lognormal limit", "lognorm"),
+                       (1, "lower"): ("b -> infinity: the normal limit", "norm")},
     "gamma@edge": {(0, "upper"): ("a -> infinity: the normal limit", "norm")},
     "exponweib": {(0, "upper"): ("a -> infinity: the Gumbel limit (genextreme with c = 0)",
                                  "genextreme"),
@@ -196,16 +220,35 @@ OWN_NAMES: dict[str, tuple[str, ...]] = {
 """The shape coordinates of the own parameterisations, by name."""
 
 
-def limit_at(fam: Family, lower: np.ndarray, upper: np.ndarray) -> tuple[str, str]:
+FRECHET_A = 10.0
+"""exponweib with its scale at the box's lower bound and a above this is on its way to its
+Fréchet limit (:func:`limit_at`)."""
+
+
+def limit_at(fam: Family, lower: np.ndarray, upper: np.ndarray,
+             params: np.ndarray | None = None) -> tuple[str, str]:
     """Why a fit at the bounds flagged in ``lower`` and ``upper`` (per theta coordinate) stopped
     there, in words, and the family of the set that is exactly the limit it reached ("" if
     none). A shape at a bound that is a limit of the family names that limit; the location or
     scale at the search box's bound on the way there (exponweib's scale shrinks as a grows) is
-    said as such; a bound that is no limit of the family is named as the box's."""
+    said as such; a bound that is no limit of the family is named as the box's. One limit is
+    reached along two coordinates at once, so no bound names it: exponweib, the law of the
+    largest of a Weibull variables with shape c, tends to a Fréchet law of shape c log(a) as
+    a -> infinity and c -> 0 with c log(a) held (the scale shrinks as (log a)^(-1/c) on the
+    way, to the box's bound long before a reaches its own): with the scale at its lower bound
+    and a above FRECHET_A (scipy's ``params``) that limit is named, and genextreme with
+    c = -1 / (c log a) is it exactly."""
+    if (fam.name == "exponweib" and params is not None and lower[-1]
+            and params[0] > FRECHET_A):
+        shape = params[1] * np.log(params[0])
+        return (f"towards the family's Fréchet limit (a -> infinity and c -> 0 with c log(a) "
+                f"= {shape:.3g} held: genextreme with c = {-1.0 / shape:.3g}); its scale "
+                "reached the search box's bound on the way", "genextreme")
     table = LIMITS.get(f"{fam.name}@edge" if fam.edge_loc else fam.name, {})
     own = OWN_NAMES.get(fam.name) if fam.to_scipy is not None else None
     names = [*(own or fam.shapes), "location", "scale"]
-    limits, box = [], []
+    limits: list[tuple[str, str]] = []
+    box: list[tuple[str, str]] = []
     for i, name in enumerate(names):
         for side, flagged in (("lower", lower[i]), ("upper", upper[i])):
             if flagged:

@@ -167,6 +167,10 @@ class Objective:
         self.shrinks = fam.step <= PRECISE_STEP
         """A family whose step was raised for a cdf computed to fewer digits (nct) keeps it:
         below it the rounding, not the curvature, decides the differences."""
+        self.decrement_nats = DECREMENT_NATS if self.shrinks else ROUNDING_NATS
+        """Newton's stopping decrement: for a cdf computed to fewer digits, the gain its
+        rounding hides (on a flat ridge the decrement computed from rounded differences
+        wanders above 1e-5 nats on one CPU and below it on another)."""
         self.full = _stencil(self.d, 1.0, with_pairs=True)
         self.axes = _stencil(self.d, fam.step, with_pairs=False)
         bounds = np.array(fam.theta_bounds())
@@ -280,7 +284,7 @@ def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
     gains: list[float] = []
     last = np.zeros(here.x.size)
     for _ in range(MAX_ITERATIONS):
-        if here.decrement(n) <= DECREMENT_NATS or sum(gains[-STALL_STEPS:]) * n < (
+        if here.decrement(n) <= obj.decrement_nats or sum(gains[-STALL_STEPS:]) * n < (
                 DECREMENT_NATS if len(gains) >= STALL_STEPS else -1.0):
             return here, True
         for _try in range(3):
@@ -298,7 +302,7 @@ def newton(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:
             mu = float(np.max(floors)) * 16  # next try: beyond the most damped trial
         else:  # no trial lowers the objective: converged if little gain was left to find
             return here, here.decrement(n) <= ROUNDING_NATS
-    return here, here.decrement(n) <= DECREMENT_NATS
+    return here, here.decrement(n) <= obj.decrement_nats
 
 
 def search(obj: Objective, x0: np.ndarray) -> tuple[Point, bool]:

@@ -2,8 +2,9 @@
 demo traces (gmres, pgmres and bcgs of the laplace1d demo, pipebcgs of iceflow; P = 1 and 2)
 equals, within 1e-6 relative, what it computed when the files in ``golden/`` were written (a
 fit's objective may be lower, a better maximum, or higher by less than the engine's guarantee,
-GUARANTEE_NATS, so that the comparison holds on any CPU: issue 61; fitted parameters, which a flat ridge leaves
-free, are held loosely and the distributions they describe to 1 %: golden_values.differences)
+GUARANTEE_NATS, so that the comparison holds on any CPU: issue 61; fitted parameters, which a
+flat ridge leaves free, are held loosely and the distributions they describe to 1 %:
+golden_values.differences)
 (rewritten for issue 51, whose fitting engine replaced scipy 1.10's stopping points by verified
 maxima of the binned likelihood; tests/studies/fits/maxima.json holds those maxima). A change
 that moves a fitted parameter, the ranking of the fits, a model value or a Monte Carlo result
@@ -18,7 +19,6 @@ from pathlib import Path
 import pytest
 
 from ksptrace.studies.fits import GUARANTEE_NATS
-
 from tests.studies.variability.golden_values import (
     FOLDER,
     analysed,
@@ -67,8 +67,9 @@ def _fits(*rows: tuple[str, str, float, float, float]) -> dict[str, object]:
 def test_the_comparison_holds_fits_to_their_objective_status_and_ranking() -> None:
     """A fit is compared with the same family's stored fit: a better maximum passes, and so does
     one short of it by less than the engine's guarantee (GUARANTEE_NATS: what another CPU's
-    rounding may cost on a flat objective); a worse one, another status or another ranking fails; parameters along a flat ridge may move, the
-    distribution they describe (here its SSE) only by FITTED_RELATIVE."""
+    rounding may cost on a flat objective); a worse one, another status or another ranking
+    fails; parameters along a flat ridge may move, the distribution they describe (here its SSE)
+    only by FITTED_RELATIVE."""
     stored = _fits(("gamma", "ok", 100.0, 2.0, 0.5), ("norm", "ok", 120.0, 3.0, 0.7))
     assert differences(stored, stored) == []
     better = _fits(("gamma", "ok", 99.0, 9.0, 0.5), ("norm", "ok", 120.0, 3.0, 0.7))

@@ -317,26 +317,58 @@ def fit_mapping(a: TraceAnalysis) -> dict[str, dict[str, Any]]:
     if a.bulk is None:
         return {}
     return {f.name: {"params": list(f.params), "status": f.status, "objective": f.objective,
-                     "criterion": f.criterion} for f in a.bulk.fits}
+                     "criterion": f.criterion, "reason": f.reason, "limit": f.limit}
+            for f in a.bulk.fits}
+
+
+def passed_over(a: TraceAnalysis) -> dict[str, str]:
+    """Family -> why an ok fit with a better AIC than the trace's best was not chosen: the best
+    must also give a stationary model (a finite mean inside the data), and the analysis's note
+    or flag about that family's model says why it gives none."""
+    if a.bulk is None:
+        return {}
+    best = a.best_fit_name
+    out: dict[str, str] = {}
+    for fit in a.bulk.fits:
+        if fit.name == best or not fit.ok:
+            break
+        lead = f"stationary model with {fit.name}"
+        why = next((n[len(lead):].lstrip(": ").removeprefix("left out: ") for n in a.notes
+                    if n.startswith(lead)), None)
+        if why is None:
+            why = next((f.message for f in a.flags if f.code == "infinite-mean"
+                        and f.subject == f"stationary model ({fit.name})"),
+                       "no stationary model")
+        out[fit.name] = why
+    return out
 
 
 def fits_table(analyses: Sequence[TraceAnalysis]) -> Table:
     """Every trace's every fit (fits.csv): parameters in seconds in scipy's order (shapes...,
-    loc, scale), status, objective and criterion, and which fit is the trace's best."""
+    loc, scale), status, objective and criterion, which fit is the trace's best, and why an ok
+    fit with a better AIC was passed over."""
     rows = []
     for a in analyses:
         best = a.best_fit_name
+        skipped = passed_over(a)
         for name, f in fit_mapping(a).items():
             rows.append({"trace": a.path or a.label, "family": name,
                          "params": " ".join(repr(float(p)) for p in f["params"]),
                          "status": f["status"], "objective": f["objective"],
-                         "criterion": f["criterion"], "best": name == best})
+                         "criterion": f["criterion"], "best": name == best,
+                         "passed_over": skipped.get(name, ""), "reason": f["reason"],
+                         "limit": f["limit"]})
     return Table(name="fits", title="Every bulk fit of every trace",
                  frame=Rows.of(rows, columns=["trace", "family", "params", "status", "objective",
-                                              "criterion", "best"]),
-                 notes=(f"Family chosen by {CRITERION}. params: scipy's (shapes..., loc, "
-                        "scale), loc and scale in seconds. objective: the negative binned "
-                        "log-likelihood in nats.",))
+                                              "criterion", "best", "passed_over", "reason",
+                                              "limit"]),
+                 notes=(f"Family chosen by {CRITERION}, among the ok fits that give a "
+                        "stationary model (a finite mean inside the data). params: scipy's "
+                        "(shapes..., loc, scale), loc and scale in seconds. objective: the "
+                        "negative binned log-likelihood in nats. passed_over: why an ok fit with "
+                        "a better AIC than the best gives no model. reason: why the status is "
+                        "not ok. limit: for a boundary fit at a limit of its family that another "
+                        "family of the set is exactly, that family.",))
 
 
 def models_table(a: TraceAnalysis) -> Table:

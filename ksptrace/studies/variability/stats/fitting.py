@@ -82,6 +82,9 @@ class Fit:
     """AIC on the binned likelihood."""
     reason: str = ""
     """Why the status is not ok."""
+    limit: str = ""
+    """For a ``boundary`` fit at a limit of its family that another family of the set is
+    exactly (gamma's normal limit: "norm"), that family; else ""."""
 
     @property
     def ok(self) -> bool:
@@ -235,7 +238,8 @@ def fit_one(name: str, sample: np.ndarray | Prepared, hist: Histogram, seed: int
         sse = float(np.sum((hist.density - pdf) ** 2))
     return Fit(name=name, params=found.params, loglik=-found.objective, aic=found.criterion,
                sse=sse, ks=ks, n_fit=int(prep.x.size), converged=found.ok, status=found.status,
-               objective=found.objective, criterion=found.criterion, reason=found.reason)
+               objective=found.objective, criterion=found.criterion, reason=found.reason,
+               limit=found.limit)
 
 
 def fit_candidates(
