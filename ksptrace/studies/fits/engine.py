@@ -139,8 +139,9 @@ def fit_family(fam: Family, data: Binned, seed: int = 0) -> EngineFit:
     coordinates, which resolve on a log scale the approach of the support's lower end to the
     lowest values where the density spikes there) is searched first in the coordinates that
     suit the sample: the edge coordinates where the best start's density is infinite at the
-    lower end (gamma's a < 1, exponweib's a c < 1: in the family's own coordinates each search
-    creeps along that approach for thousands of evaluations), the family's own otherwise. A
+    lower end (``Family.spiky``: in the family's own coordinates each search creeps along that
+    approach for thousands of evaluations; that best start joins the edge coordinates'
+    starts), the family's own otherwise. A
     first search that does not converge is continued in the other coordinates, before any round
     of probes is spent; that fit is kept if it is verified, or if it converged on a bound no
     worse than the first search (then, if it came from the edge coordinates, searched along the
@@ -150,10 +151,24 @@ def fit_family(fam: Family, data: Binned, seed: int = 0) -> EngineFit:
     variant = fam.edge_variant
     if variant is None:
         return _fit(fam, data)
-    a, b = (variant, fam) if _spiky(fam, data) else (fam, variant)
-    first = _fit(a, data, patient=False)
+    start = _best_start(fam, data)
+    spiky = start is not None and fam.spiky is not None and bool(fam.spiky(start)[0])
+    a, b = (variant, fam) if spiky else (fam, variant)
+    # the edge coordinates' own grid is coarse: the family's best start joins their starts
+    extra = a.thetas(start, data.anchor)[0] if spiky and start is not None else None
+    first = _fit(a, data, extra, patient=False)
     if first.status not in ("not converged", "degenerate"):
-        return _along_limit(fam, data, first) if a is variant else first
+        if a is fam:
+            return first
+        if a.restricts or extra is None or not np.isfinite(extra).all():
+            # an edge box that leaves part of the family out (Johnson S_U, whose support has
+            # no lower end: L above the lowest values), or the family's best start outside it:
+            # its own coordinates too, from the same start
+            own = _fit(fam, data, patient=False)
+            if own.status in ("ok", "boundary") and own.objective < first.objective:
+                return replace(own, evaluations=own.evaluations + first.evaluations)
+            first = replace(first, evaluations=own.evaluations + first.evaluations)
+        return _along_limit(fam, data, first)
     other = _fit(b, data, _theta(b, data, first))
     spent = first.evaluations + other.evaluations
     if other.ok:
@@ -166,16 +181,14 @@ def fit_family(fam: Family, data: Binned, seed: int = 0) -> EngineFit:
     return replace(best, evaluations=spent + again.evaluations)
 
 
-def _spiky(fam: Family, data: Binned) -> bool:
-    """Whether the best of ``fam``'s starts has an infinite density at its support's lower end
-    (``fam.spiky`` of its scipy parameters)."""
-    if fam.spiky is None:
-        return False
+def _best_start(fam: Family, data: Binned) -> np.ndarray | None:
+    """scipy's parameters (one row, standardised) of the best of ``fam``'s starts; None if it
+    has none."""
     x0s = starts(fam, data)
     if x0s.shape[0] == 0:
-        return False
+        return None
     best = x0s[int(np.argmin(divergence(fam, data, x0s)))]
-    return bool(fam.spiky(fam.scipy_params(best, data.anchor))[0])
+    return np.asarray(fam.scipy_params(best, data.anchor))
 
 
 def _along_limit(fam: Family, data: Binned, fit: EngineFit) -> EngineFit:

@@ -62,6 +62,10 @@ class Family:
     """The same family in other coordinates (scipy's parameters; for gamma and exponweib also
     edge-located, ``edge_loc``), tried when a search in these did not converge
     (engine.fit_family)."""
+    restricts: bool = False
+    """True for edge coordinates that leave part of the family out (its support has no lower
+    end, the box keeps L below the lowest values): a fit found there is checked against one in
+    the family's own coordinates."""
     spiky: Convert | None = None
     """For a family whose density can be infinite at its support's lower end: rows of scipy's
     parameters -> True where it is (the engine then searches the edge variant first)."""
@@ -147,7 +151,7 @@ JOHNSONSU_AT_EDGE = Family("johnsonsu", ("a", "b"), (False, True),
                                  for e in (1.0, 2.0, 4.0)),
                            cdfs.johnsonsu_edge_cdf, cdfs.johnsonsu_edge_sf,
                            to_scipy=cdfs.johnsonsu_edge_scipy,
-                           from_scipy=cdfs.johnsonsu_edge_own, edge_loc=True)
+                           from_scipy=cdfs.johnsonsu_edge_own, edge_loc=True, restricts=True)
 """Johnson S_U as (delta, eps, L, S), with log(anchor - L) (:func:`.cdfs.johnsonsu_edge_z`):
 near its lognormal limit with s = eps above one, the limit's lower end L must approach the
 lowest values on a log scale."""

@@ -68,3 +68,17 @@ def test_a_fit_on_timer_values_is_what_it_reports(name: str) -> None:
     if fit.status in ("ok", "boundary"):
         strong = strong_search(family(name), data, theta)
         assert strong.objective >= fit.objective - GUARANTEE_NATS, (fit.status, fit.reason)
+
+
+def test_the_edges_apply_the_rule_of_the_whole_sample() -> None:
+    """equal_count_cells finds each edge's group by binary search from the edge; the groups are
+    those tie_groups finds over the whole sample (long exact runs, noise chains, both ends)."""
+    rng = np.random.default_rng(9)
+    ticks = np.concatenate((np.full(300, 5), rng.integers(5, 40, 3000), np.full(200, 40)))
+    x = np.sort(ticks * 1e-9 + 2e-4 + rng.integers(0, 3, ticks.size) * 1e-17)
+    edges, counts = equal_count_cells(x)
+    group = tie_groups(x)
+    first = np.searchsorted(x, edges, side="left")
+    assert np.all(group[first] == first)
+    assert counts.sum() == x.size
+    assert np.all(counts[1:-1] > 0)
