@@ -158,7 +158,7 @@ def worker(n: int, hom: str) -> None:
     from mpi4py import MPI
     from petsc4py import PETSc
 
-    from ksptrace.problems.iceflow import build
+    from ksptrace.problems.iceflow.problem import build
 
     comm = PETSc.COMM_WORLD
     mpi = comm.tompi4py()

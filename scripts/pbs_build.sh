@@ -56,7 +56,8 @@ cmd_build() {
   # shellcheck disable=SC2064
   trap "rm -rf '$tmp'" EXIT
   start=$(date +%s)
-  say "building OpenPBS $COMMIT into $PREFIX (a few minutes; log in $tmp/build.log until done)" >&2
+  say "building OpenPBS $COMMIT into $PREFIX (5 to 16 minutes; log in $tmp/build.log, then" \
+      "$PREFIX.build.log)" >&2
   tar -xzf "$tarball" -C "$tmp"
   rm -rf "$PREFIX"
   # Debian's python3 (its python3-dev is installed), never one found earlier on PATH (pyenv):
@@ -72,8 +73,10 @@ cmd_build() {
     cannot "the OpenPBS build failed: $(tail -n 1 "$tmp/build.log"); see $PREFIX.build.log"
   fi
   chmod 4755 "$PREFIX/sbin/pbs_iff" "$PREFIX/sbin/pbs_rcp"  # make install resets them
-  echo "$COMMIT built in $(($(date +%s) - start)) s" > "$PREFIX/.ksptrace-built"
-  say "built in $(($(date +%s) - start)) s" >&2
+  cp "$tmp/build.log" "$PREFIX.build.log"  # kept on success too: what configure found
+  echo "$COMMIT built in $(($(date +%s) - start)) s at load $(cut -d' ' -f1 /proc/loadavg)" \
+    > "$PREFIX/.ksptrace-built"
+  say "built in $(($(date +%s) - start)) s; log in $PREFIX.build.log" >&2
   rm -rf "$tmp"
   trap - EXIT
   exec 9>&-  # the daemons 'start' runs next must not hold the lock

@@ -17,6 +17,8 @@ from poisson2d import build  # noqa: E402
 import ksptrace  # noqa: E402
 
 comm = MPI.COMM_WORLD
+REASONS = {code: name for name, code in vars(PETSc.KSP.ConvergedReason).items()
+           if name.isupper() and name != "CONVERGED_ITERATING"}  # 2 -> CONVERGED_RTOL
 problem = build(PETSc.COMM_WORLD, 64 * 64, {"nx": 64})
 ksp = problem.ksp
 ksp.setTolerances(rtol=1e-8)
@@ -29,4 +31,4 @@ with ksptrace.record(ksp, sys.argv[1], comm=comm, name="poisson2d-timeloop", ove
         ksp.solve(problem.b, problem.x)
         if comm.rank == 0:
             print(f"step {step}: {ksp.getIterationNumber()} iterations, "
-                  f"{ksp.getConvergedReason()}")
+                  f"{REASONS.get(ksp.getConvergedReason(), ksp.getConvergedReason())}")

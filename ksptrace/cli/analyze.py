@@ -110,7 +110,7 @@ def register(subparsers: Any) -> None:
                         "task of --backend runs)")
     p.add_argument("--quiet", action="store_true",
                    help="no progress display (skipped traces are still named)")
-    p.set_defaults(func=main)
+    p.set_defaults(func=main, answers=True)  # the demo prints them itself, at its end
 
 
 def main(args: argparse.Namespace) -> int:
@@ -183,6 +183,8 @@ def main(args: argparse.Namespace) -> int:
                                     args.single_file, extra)
     if report.units:
         print(report.units)
+    if args.answers:
+        _answers(report.summary, report.html)
     left = [(s.path, s.reason) for s in report.skipped]
     print(f"wrote {report.html} ({report.analysed} traces analysed, "
           + (leftout.reasons(left) if left else "0 skipped")
@@ -191,6 +193,16 @@ def main(args: argparse.Namespace) -> int:
         return _collectives(Path(args.out) / COLLECTIVES_FOLDER, collective_paths,
                             with_figures=not args.no_figures, solver_paths=paths)
     return 0
+
+
+def _answers(summary: Path, html: Path) -> None:
+    """The report's answers as ``make demo`` prints them: each question's first sentence and
+    KSPSolve per configuration, at most ``MAX_LINES`` lines."""
+    import json
+
+    from ksptrace.report.terminal import summary_lines
+
+    print("\n".join(summary_lines(json.loads(summary.read_text()), str(html))))
 
 
 def options_of(args: argparse.Namespace) -> AnalysisOptions:

@@ -105,8 +105,10 @@ def main(args: argparse.Namespace) -> int:
         # A process per core (at most 4): the results do not depend on the number.
         jobs = max(1, min(4, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
                           else os.cpu_count() or 1))
-        code = analyze.main(parser.parse_args(
-            ["analyze", *map(str, traces), "--out", str(out / "report"), "--jobs", str(jobs)]))
+        analysis = parser.parse_args(
+            ["analyze", *map(str, traces), "--out", str(out / "report"), "--jobs", str(jobs)])
+        analysis.answers = False  # printed last, below
+        code = analyze.main(analysis)
     if code != 0:
         return code
     pairs = out / "report" / "noise_pairs.csv"
@@ -134,18 +136,21 @@ def main(args: argparse.Namespace) -> int:
     (out / "index.html").write_text(render_index("ksptrace demo", pages), encoding="utf-8")
     digest = json.loads((out / "report" / "summary.json").read_text())
     lines = summary_lines(digest, str(out / "report" / "report.html"))
-    print("\n".join(closing_lines(lines, extra, noise, paired=str(args.paired) != "none")))
+    print("\n".join(closing_lines(lines, extra, noise, paired=str(args.paired) != "none",
+                                   index=out / "index.html")))
     return 0
 
 
 def closing_lines(summary: list[str], extra: list[str], noise: list[str],
-                  paired: bool) -> list[str]:
-    """What the demo prints last: the report's summary and ``extra`` within MAX_LINES, then the
-    noise table of a noise campaign (make noise-demo). Beside the paired design Q2 answers in a
-    sentence and the table is left to the report (noise_pairs.csv): MAX_LINES holds."""
+                  paired: bool, index: Path) -> list[str]:
+    """What the demo prints last: the report's summary, ``extra`` and the page that links
+    everything (``index``) within MAX_LINES, then the noise table of a noise campaign (make
+    noise-demo). Beside the paired design Q2 answers in a sentence and the table is left to the
+    report (noise_pairs.csv): MAX_LINES holds."""
     from ksptrace.report.terminal import MAX_LINES
 
-    return [*summary[: MAX_LINES - len(extra)], *extra, *([] if paired else noise)]
+    last = [*extra, f"everything the demo wrote, one page: {index}"]
+    return [*summary[: MAX_LINES - len(last)], *last, *([] if paired else noise)]
 
 
 def _pct(value: str) -> str:

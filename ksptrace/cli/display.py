@@ -9,11 +9,24 @@ from typing import Any
 
 SECONDS = frozenset({
     "solve_max", "solve_min", "solve_mean", "sum_max_iteration", "max_sum_iteration",
-    "mean_iteration", "rank_spread", "solve_event_max", "foreign_cpu_seconds",
+    "mean_iteration", "rank_spread", "solve_event_max", "foreign_cpu_seconds", "setup_max",
+    "setup_seconds",
 })
 """Trace attributes and summary figures that are times in seconds."""
 SHARES = frozenset({"foreign_cpu_share"})
 """Fractions shown as percentages."""
+NOTES = {
+    "solve_max": "KSPSolve, the slowest rank",
+    "solve_min": "KSPSolve, the fastest rank",
+    "solve_mean": "KSPSolve, the mean over ranks",
+    "sum_max_iteration": "sum_k max_p T_p^k, each iteration's slowest rank: above KSPSolve "
+                         "when the ranks take turns being slowest",
+    "max_sum_iteration": "max_p sum_k T_p^k: the slowest rank's own iterations",
+    "mean_iteration": "T_p^k, the mean over ranks and iterations",
+    "rank_spread": "sum_k T_p^k, the slowest rank's minus the fastest's",
+    "setup_max": "the set-up inside the first KSPSolve, the slowest rank",
+}
+"""What ``ksptrace show``'s summary figures are, beside them (T_p^k: iteration k on rank p)."""
 
 
 def seconds(value: float) -> str:
@@ -50,3 +63,10 @@ def display_value(key: str, value: Any, attrs: Mapping[str, Any]) -> str:
     if isinstance(value, float):
         return f"{value:.6g}"
     return str(value)
+
+
+def display_line(key: str, value: Any, attrs: Mapping[str, Any], width: int) -> str:
+    """One line of ``ksptrace show``: the key, its value and, for a summary figure, what it is."""
+    shown = display_value(key, value, attrs)
+    note = NOTES.get(key)
+    return f"  {key:<{width}}  {shown:<10}  {note}" if note else f"  {key:<{width}}  {shown}"

@@ -6,6 +6,7 @@ import argparse
 from typing import Any
 
 from ksptrace.errors import KsptraceError
+from ksptrace.params import Param
 from ksptrace.problems import registry
 
 
@@ -23,5 +24,12 @@ def main(args: argparse.Namespace) -> int:
             continue
         print(f"{name}: {info.help}")
         for p in info.params:
-            print(f"    {p.flag:<14} {p.help} (default: {p.default})")
+            print(param_line(p))
     return 0
+
+
+def param_line(p: Param) -> str:
+    """A parameter's flag and help; its default when it has one (a parameter without one says
+    in its help what stands in: ``chosen from --n``)."""
+    default = "" if p.default is None else f" (default: {p.default})"
+    return f"    {p.flag:<14} {p.help}{default}"

@@ -118,11 +118,19 @@ def options_digest(petsc_options: tuple[str, ...]) -> str:
     return hashlib.sha256("\0".join(petsc_options).encode()).hexdigest()[:8]
 
 
+def as_named(run: dict[str, Any], problem: dict[str, Any]) -> dict[str, Any]:
+    """``run`` with ``n`` the problem's unknowns, as the file name says it: iceflow's grid, which
+    its flags (--mx, --mz) decide whatever --n says, not the --n it was chosen from."""
+    unknowns = registry.get(run["problem"]).unknowns
+    return run if unknowns is None else {**run, "n": unknowns(run["n"], problem)}
+
+
 def output_path(
     out: str, run: dict[str, Any], nprocs: int, tag: str, petsc_options: tuple[str, ...] = ()
 ) -> Path:
     """The trace file: ``out`` itself when it ends in .h5, else a name from the parameters
-    (and a digest of the PETSc options, when there are any)."""
+    (and a digest of the PETSc options, when there are any); ``run`` as :func:`as_named`
+    gives it."""
     target = output_target(out)
     if target.suffix == ".h5":
         return target
@@ -166,7 +174,7 @@ def main(args: argparse.Namespace) -> int:
     reach = parse_noise(run["noise"]).reach_problem(nprocs)  # nodes: checked once launched
     if reach is not None:
         raise UsageError(reach)
-    path = output_path(args.out, run, nprocs, args.tag, petsc_options)
+    path = output_path(args.out, as_named(run, problem), nprocs, args.tag, petsc_options)
     if not args.overwrite:
         _refuse_other_experiment(path, run, problem, petsc_options, nprocs)
     publish.check_destination(path, args.overwrite)

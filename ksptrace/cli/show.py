@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from ksptrace.cli.display import display_value
+from ksptrace.cli.display import display_line
 from ksptrace.errors import TraceError
 
 HEADLINE = ("problem", "n_global", "nnz", "ksp", "pc", "restart", "iterations_done",
@@ -95,11 +95,11 @@ def main(args: argparse.Namespace) -> int:
         ]
         width = max(len(k) for k in [*keys, "sum_max_iteration"])
         for key in keys:
-            print(f"  {key:<{width}}  {display_value(key, trace.attrs[key], trace.attrs)}")
+            print(display_line(key, trace.attrs[key], trace.attrs, width))
         for key, value in summary_row(trace).items():
             if key in keys:
                 continue
-            print(f"  {key:<{width}}  {display_value(key, value, trace.attrs)}")
+            print(display_line(key, value, trace.attrs, width))
         if trace.solves is not None:
             _show_solves(trace)
     return TraceError.exit_code if bad else 0

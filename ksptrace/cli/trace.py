@@ -37,7 +37,7 @@ def register(sub: Any) -> None:
 
 def main(args: argparse.Namespace) -> int:
     from ksptrace.errors import UsageError
-    from ksptrace.harness.hook.session import Selection, run
+    from ksptrace.harness.hook.session import Selection, nothing_traced, run
 
     command = list(args.command)
     if command[:1] == ["--"]:
@@ -62,7 +62,6 @@ def main(args: argparse.Namespace) -> int:
     for line in got.assembled.left_out:
         print(f"  left out: {line}")
     if not got.paths:
-        print("ksptrace trace: no solve had an iteration to trace (see left out above)",
-              file=sys.stderr)
+        print(f"ksptrace trace: {nothing_traced(got, args.ksp_prefix)}", file=sys.stderr)
         return 5
     return 0

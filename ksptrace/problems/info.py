@@ -6,7 +6,7 @@ Pure: it names a module and imports it only when the problem is built.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -31,6 +31,9 @@ class ProblemInfo:
     """Run parameters whose default differs for this problem (``ksptrace run`` uses them when
     the flag is not given), e.g. fewer forced iterations where the default would take the
     solve to machine precision and a breakdown."""
+    unknowns: Callable[[int, Mapping[str, Any]], int] | None = None
+    """The problem's global unknowns for ``n`` and its parameters, known without PETSc, where
+    they differ from n (iceflow's grid); ``ksptrace run``'s file names say them. None: n."""
 
     def builder(self) -> ProblemBuilder:
         mod = importlib.import_module(self.module)

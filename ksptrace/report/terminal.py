@@ -79,9 +79,10 @@ def table_lines(traces: list[dict[str, Any]], limit: int,
     for t in traces:
         rows.setdefault(_key(t), {}).setdefault(str(t["ksp"]), []).append(t)
     marks = marks_of(fastest)
-    head = f"{'problem':<11}{'n':>9}{'P':>4}  " + "".join(f"{s:<22}" for s in solvers)
-    lines = [head.rstrip()]
     keys = sorted(rows)
+    wide = max([10, *(len(k[0]) for k in keys)]) + 1  # a long name keeps the columns
+    head = f"{'problem':<{wide}}{'n':>9}{'P':>4}  " + "".join(f"{s:<22}" for s in solvers)
+    lines = [head.rstrip()]
     room = limit - 1
     shown = keys if len(keys) <= room else keys[: room - 1]
     for key in shown:
@@ -89,7 +90,7 @@ def table_lines(traces: list[dict[str, Any]], limit: int,
         shown_cells = [_cell(cells[s], marks.get((key, s.lower()), "")) if s in cells else "-"
                        for s in solvers]
         text = "".join(f"{c:<22}" for c in shown_cells)
-        lines.append(f"{key[0]:<11}{_n(key[1] or None):>9}{key[2]:>4}  {text}".rstrip())
+        lines.append(f"{key[0]:<{wide}}{_n(key[1] or None):>9}{key[2]:>4}  {text}".rstrip())
     if len(shown) < len(keys):
         lines.append(f"... {len(keys) - len(shown)} more configurations in table1_models.csv")
     return lines

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from ksptrace.cli.demo import format_table
@@ -34,7 +35,9 @@ def test_the_demo_with_its_paired_design_ends_within_max_lines() -> None:
 
     summary = [f"line {i}" for i in range(40)]
     noise = ["", "Injected noise ...", *[f"row {i}" for i in range(6)]]
-    shown = closing_lines(summary, ["segment"], noise, paired=True)
+    index = Path("demo-out/index.html")
+    shown = closing_lines(summary, ["segment"], noise, paired=True, index=index)
     assert len(shown) == MAX_LINES
-    assert shown[-1] == "segment"
-    assert closing_lines(summary, ["segment"], noise, paired=False)[-len(noise):] == noise
+    assert shown[-2:] == ["segment", "everything the demo wrote, one page: demo-out/index.html"]
+    unpaired = closing_lines(summary, ["segment"], noise, paired=False, index=index)
+    assert unpaired[-len(noise):] == noise

@@ -19,8 +19,14 @@ documents' own, character for character.
   command that leaves files .gitignore does not cover fails its test.
 - ``<!-- skip: next "reason" -->`` skips the next block with that reason (an ``sbatch``
   submission to a real cluster). A block that stops with exit 3 and the local cluster's
-  "cannot run here" message is skipped with that message, as is the browser check of the demo's
-  report (README.md's hidden block after ``make demo``) where Chromium is missing.
+  "cannot run here" message is skipped with that message.
+- A few command lines are tested here rather than marked up in the document, so that the raw
+  README opens with its two commands together (issue 67): a line in :data:`NOT_RUN` is left out
+  of its block (``make test`` would run this suite inside itself), and a line in :data:`CHECKED`
+  is followed by its check, run after the block (the browser check of the demo's report, skipped
+  where Chromium is missing).
+- ``TMPDIR`` is a folder of the document's own, removed with it: what a block writes into
+  ``mktemp -d`` (the README tour) is gone after the test.
 
 The documents run two at a time (tests/docs/ahead.py); each block's test reports its block's
 outcome. The count of run and skipped blocks is printed at the end of the test run.
@@ -48,12 +54,17 @@ SMALL = Path(__file__).resolve().parent / "small"
 COPIED = ("examples", "scripts", "Makefile", "pyproject.toml", ".gitignore")
 CANNOT_RUN = 3  # scripts/slurm-local.sh, cluster-local.sh and pbs-local.sh: "cannot run here"
 BLOCK_TIMEOUT = 900.0
+NOT_RUN = {"make test": "make test is this test suite: it would run itself"}
+"""Command lines (comments aside) a block runs without: the reason each is not run here."""
+CHECKED = {"make demo": ".venv/bin/python -m tests.report.demo_page demo-out/report/report.html"}
+"""Command lines whose outcome is checked once their block has run: the check."""
 
 
-def _environment(work: Path) -> dict[str, str]:
+def _environment(work: Path, scratch: Path) -> dict[str, str]:
     env = {k: v for k, v in os.environ.items()
            if k != "PETSC_DIR" and not k.startswith(("PYTEST_", "KSPTRACE_"))}
     env.update(PATH=f"{work / '.venv' / 'bin'}:{env.get('PATH', '/usr/bin:/bin')}",
+               TMPDIR=str(scratch),
                VIRTUAL_ENV=str(work / ".venv"), OMPI_ALLOW_RUN_AS_ROOT="1",
                OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1", OPENBLAS_NUM_THREADS="1",
                OMP_NUM_THREADS="1", PYTHONDONTWRITEBYTECODE="1",
@@ -89,7 +100,7 @@ def setup(namespace: dict[str, Any]) -> None:
     _git(work, "add", "-A")
     _git(work, "-c", "user.name=docs", "-c", "user.email=docs@ksptrace", "commit", "-qm", "copy")
     scratch = Path(tempfile.mkdtemp(prefix="ksptrace-docs-py-"))
-    namespace.update(work=work, scratch=scratch, env=_environment(work), prelude=[])
+    namespace.update(work=work, scratch=scratch, env=_environment(work, scratch), prelude=[])
 
 
 def teardown(namespace: dict[str, Any]) -> None:
@@ -151,9 +162,30 @@ def _replayed(example: Example) -> bool:
     return True
 
 
+def as_tested(block: str) -> tuple[str, list[str], list[str]]:
+    """``block`` as the test runs it (the lines of :data:`NOT_RUN` left out), the checks to run
+    after it (:data:`CHECKED`), and why lines were left out."""
+    kept, checks, reasons = [], [], []
+    for line in block.splitlines():
+        command = line.split("#", 1)[0].strip()
+        if command in NOT_RUN:
+            reasons.append(NOT_RUN[command])
+            continue
+        kept.append(line)
+        if command in CHECKED:
+            checks.append(CHECKED[command])
+    return "\n".join(kept), checks, reasons
+
+
 def run_shell(example: Example) -> None:
-    if not _replayed(example):
-        _run(example, ["bash", "-euo", "pipefail", "-c", str(example.parsed)])
+    if _replayed(example):
+        return
+    script, checks, reasons = as_tested(str(example.parsed))
+    if not script.strip():
+        raise SkipTest(f"{_where(example)}: {'; '.join(reasons)}")
+    _run(example, ["bash", "-euo", "pipefail", "-c", script])
+    for check in checks:
+        _run(example, ["bash", "-euo", "pipefail", "-c", check])
 
 
 def run_python(example: Example) -> None:

@@ -19,7 +19,7 @@ from mpi4py import MPI  # noqa: E402
 from petsc4py import PETSc  # noqa: E402
 
 from ksptrace.errors import UsageError  # noqa: E402
-from ksptrace.problems.iceflow import IceFlow, build  # noqa: E402
+from ksptrace.problems.iceflow.problem import IceFlow, build  # noqa: E402
 
 KSP_STEPS = 6
 

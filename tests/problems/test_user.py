@@ -250,6 +250,10 @@ def test_the_example_time_loop_records_every_step(tmp_path: Path, nprocs: int) -
     trace = read_trace(path)
     assert trace.solves is not None
     assert trace.solves.iterations.tolist() == printed
+    reasons = [line.split(", ")[-1] for line in proc.stdout.splitlines()
+               if line.startswith("step ")]
+    assert reasons == list(trace.solves.reasons)  # by name (CONVERGED_RTOL), not a code
+    assert all(r.startswith("CONVERGED_") for r in reasons)
     assert len(printed) == 5
     assert len(set(printed)) > 1
     assert trace.attrs["problem"] == "poisson2d-timeloop"

@@ -7,7 +7,7 @@
 
 ``python -m tests.report.demo_page demo-out/report/report.html`` prints what fails and exits
 1, or prints the measurements and exits 0; without Chromium it says so and exits 3. README.md
-runs it right after ``make demo`` (a hidden block of the documentation test), so the demo's
+runs it right after ``make demo`` (``CHECKED`` in tests/docs/harness.py), so the demo's
 own report is measured. A screenshot of the first screen goes to demo-out/ of the repository
 when that folder exists (never committed), or where KSPTRACE_REPORT_SCREENSHOT says.
 """

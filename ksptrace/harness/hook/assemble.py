@@ -76,8 +76,8 @@ def assemble(files: list[RankFile], attrs: dict[str, AttrValue]) -> Assembled:
         per_rank = [[s for s in f.solves if s.ksp == o[index]]
                     for f, o in zip(files, orders, strict=True)]
         made = _trace(per_rank, hosts, nodes, attrs, left)
-        name = "" if len(orders[0]) == 1 else _file_part(per_rank[0][0].prefix, index)
-        if made is not None:
+        if made is not None:  # numbered among the traces made: no gap for a KSP left out
+            name = "" if len(orders[0]) == 1 else _file_part(per_rank[0][0].prefix, len(traces))
             traces.append((name, made))
     for f in files:
         if size > 1:
@@ -85,11 +85,13 @@ def assemble(files: list[RankFile], attrs: dict[str, AttrValue]) -> Assembled:
             for s in f.solves:
                 if s.comm_size == 1:
                     alone[s.ksp].append(s)
-            for number, solves in enumerate(alone.values()):
+            number = 0
+            for solves in alone.values():
                 made = _trace([solves], (f.hostname,), np.array([0]), attrs, left)
                 if made is not None:
                     part = _file_part(solves[0].prefix, number)
                     traces.append((f"rank{f.rank}-{part}", made))
+                    number += 1
         other = [s for s in f.solves if 1 < s.comm_size < f.size]
         if other:
             left.append(f"rank {f.rank}: {len(other)} solves on sub-communicators (of "

@@ -84,6 +84,10 @@ def with_hook(argv: list[str], launcher: str, env: dict[str, str]) -> Launch:
         if any(a.startswith("--export") for a in rest):
             raise UsageError("the command sets srun --export itself; remove it (ksptrace trace "
                              "passes the whole environment with --export=ALL,...)")
+        if "," in env.get("KSPTRACE_HOOK_PREFIX", ""):
+            raise UsageError(f"--ksp-prefix {env['KSPTRACE_HOOK_PREFIX']!r} contains a comma, "
+                             "which srun --export cannot pass on; give one options prefix, "
+                             "without a comma")
         if any("," in env[n] for n in names):
             raise UsageError("a path of the hook contains a comma, which srun --export cannot "
                              "pass; set KSPTRACE_CACHE_DIR and TMPDIR to paths without one")

@@ -58,6 +58,19 @@ class Outcome:
     paths: tuple[Path, ...]
     assembled: Assembled | None
     returncode: int
+    prefixes: tuple[str, ...] = ()
+    """The options prefixes of the KSPs the program solved with ('' for none)."""
+
+
+def nothing_traced(outcome: Outcome, prefix: str | None) -> str:
+    """Why a run that exited cleanly left no trace, in one sentence: a ``--ksp-prefix`` that
+    selects no KSP, else each kind of solve left out and why."""
+    if prefix is not None and prefix not in outcome.prefixes:
+        seen = ", ".join(repr(p) for p in outcome.prefixes) or "none"
+        return (f"no KSP has the options prefix {prefix!r} (the program's KSPs have {seen}); "
+                "give --ksp-prefix one of those")
+    left = outcome.assembled.left_out if outcome.assembled is not None else ()
+    return "no solve had an iteration to trace (" + ("; ".join(left) or "none was selected") + ")"
 
 
 def _petsc_version(text: str) -> str:
@@ -166,14 +179,16 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
         program = inject.program_of(argv, launcher)
         name = program.stem if program is not None else Path(argv[0]).stem
         assembled = assemble(files, _attrs(argv, cmd, files, name, start, load))
+        prefixes = tuple(sorted({k.prefix for f in files for k in f.ksps}
+                                | {s.prefix for f in files for s in f.solves}))
         if not assembled.traces:
-            return Outcome((), assembled, 0)
+            return Outcome((), assembled, 0, prefixes)
         paths = _names(out, name, start, assembled)
         try:
             _write_all(paths, assembled)
         except OSError as exc:
             raise OutputError(publish.describe_write_error(exc, out, 0)) from None
-        return Outcome(tuple(paths), assembled, 0)
+        return Outcome(tuple(paths), assembled, 0, prefixes)
     finally:
         shutil.rmtree(raw, ignore_errors=True)
         if made:

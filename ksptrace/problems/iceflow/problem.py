@@ -14,9 +14,9 @@ from ksptrace.problems.iceflow.assembly import Assembler, create_dmda
 from ksptrace.problems.iceflow.elements import Physics
 from ksptrace.problems.iceflow.geometry import Domain, make_domain
 from ksptrace.problems.iceflow.grid import Grid, check_ranks, choose_grid
+from ksptrace.problems.iceflow.params import PARAMS
 from ksptrace.problems.iceflow.physics import Rheology, Sliding
 from ksptrace.problems.iceflow.quadrature import hex_rule
-from ksptrace.problems.iceflow_info import PARAMS
 from ksptrace.trace.model import AttrValue
 
 NO_LIMIT = 2**30

@@ -33,6 +33,15 @@ def test_srun_with_its_own_export_is_one_error() -> None:
         inject.with_hook(["srun", "--export=NONE", "./app"], "srun", ENV)
 
 
+def test_a_comma_in_the_prefix_is_named_as_the_prefix_and_in_a_path_as_a_path() -> None:
+    with pytest.raises(UsageError) as caught:
+        inject.with_hook(["srun", "./app"], "srun", {**ENV, "KSPTRACE_HOOK_PREFIX": "a_,b_"})
+    assert str(caught.value).startswith("--ksp-prefix 'a_,b_' contains a comma")
+    assert "path" not in str(caught.value)
+    with pytest.raises(UsageError, match=r"^a path of the hook contains a comma"):
+        inject.with_hook(["srun", "./app"], "srun", {**ENV, "KSPTRACE_HOOK_DIR": "/o,p/.k"})
+
+
 def test_the_program_is_the_script_after_an_interpreter(tmp_path: Path) -> None:
     script = tmp_path / "solve.py"
     script.write_text("")

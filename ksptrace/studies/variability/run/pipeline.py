@@ -38,6 +38,7 @@ from ksptrace.studies.variability.run.flags import (
 )
 from ksptrace.studies.variability.run.lanes import Lanes
 from ksptrace.studies.variability.run.options import AnalysisOptions, Progress, units
+from ksptrace.studies.variability.run.shown import MAX_NOTE, capped_text, shown_attrs
 from ksptrace.studies.variability.run.stationary import stationary_models
 from ksptrace.studies.variability.stats import ks, models, montecarlo
 from ksptrace.studies.variability.stats.cycles import (
@@ -357,8 +358,8 @@ def analyze_trace(
         penalty=waits,
         variance=sums[2],
         bounds=bounds,
-        notes=tuple(notes),
-        attrs=tuple(sorted((str(a), v) for a, v in trace.attrs.items())),
+        notes=tuple(capped_text(n, MAX_NOTE) for n in notes),
+        attrs=shown_attrs(dict(trace.attrs)),
         n_nodes=n_nodes,
         injection=noise,
         **result,  # type: ignore[arg-type]
@@ -373,13 +374,14 @@ def _injection(trace: Trace, times: np.ndarray, notes: list[str]) -> InjectedNoi
     try:
         spec = parse(text)
     except KsptraceError as exc:
-        notes.append(f"noise attribute {text!r} not understood ({exc}); no noise analysis")
+        notes.append(f"noise attribute {capped_text(repr(text))} not understood "
+                     f"({capped_text(str(exc))}); no noise analysis")
         return None
     idle = spec.reach_problem(int(times.shape[0]), trace.n_nodes, idle=True)
     if idle is not None:
         notes.append(f"{idle}: no noise analysis")
         return None
     if spec.active and trace.injected_seconds is None:
-        notes.append(f"noise {text} but no recorded detours: no noise analysis")
+        notes.append(f"noise {capped_text(text)} but no recorded detours: no noise analysis")
         return injected_noise(times, None, NoiseSpec("none"))
     return injected_noise(times, trace.injected_seconds, spec)
