@@ -225,8 +225,10 @@ OWN_NAMES: dict[str, tuple[str, ...]] = {
 
 
 FRECHET_A = 10.0
-"""exponweib with its scale at the box's lower bound and a above this is on its way to its
-Fréchet limit (:func:`limit_at`)."""
+FRECHET_SHAPE = 5.0
+"""exponweib with a above FRECHET_A, at its bound or with its scale at the box's lower bound,
+is on its way to its Fréchet limit where c log(a) is below FRECHET_SHAPE (a Fréchet law of a
+larger shape is all but the Gumbel, the limit at a fixed c) (:func:`limit_at`)."""
 
 
 def limit_at(fam: Family, lower: np.ndarray, upper: np.ndarray,
@@ -239,15 +241,15 @@ def limit_at(fam: Family, lower: np.ndarray, upper: np.ndarray,
     reached along two coordinates at once, so no bound names it: exponweib, the law of the
     largest of a Weibull variables with shape c, tends to a Fréchet law of shape c log(a) as
     a -> infinity and c -> 0 with c log(a) held (the scale shrinks as (log a)^(-1/c) on the
-    way, to the box's bound long before a reaches its own): with the scale at its lower bound
-    and a above FRECHET_A (scipy's ``params``) that limit is named, and genextreme with
-    c = -1 / (c log a) is it exactly."""
-    if (fam.name == "exponweib" and params is not None and lower[-1]
-            and params[0] > FRECHET_A):
-        shape = params[1] * np.log(params[0])
+    way, to the box's bound long before a reaches its own): with a at its bound or the scale
+    at its lower bound, a above FRECHET_A and c log(a) below FRECHET_SHAPE (scipy's ``params``)
+    that limit is named, and genextreme with c = -1 / (c log a) is it exactly."""
+    shape = float(params[1] * np.log(params[0])) if (
+        fam.name == "exponweib" and params is not None and params[0] > FRECHET_A) else np.inf
+    if (lower[-1] or upper[0]) and shape < FRECHET_SHAPE:
+        way = "; its scale reached the search box's bound on the way" if lower[-1] else ""
         return (f"towards the family's Fréchet limit (a -> infinity and c -> 0 with c log(a) "
-                f"= {shape:.3g} held: genextreme with c = {-1.0 / shape:.3g}); its scale "
-                "reached the search box's bound on the way", "genextreme")
+                f"= {shape:.3g} held: genextreme with c = {-1.0 / shape:.3g}){way}", "genextreme")
     table = LIMITS.get(f"{fam.name}@edge" if fam.edge_loc else fam.name, {})
     own = OWN_NAMES.get(fam.name) if fam.to_scipy is not None else None
     names = [*(own or fam.shapes), "location", "scale"]

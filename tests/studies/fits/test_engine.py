@@ -287,3 +287,34 @@ def test_nan_parameters_are_never_a_finite_objective() -> None:
         theta[1, 0] = np.nan
         got = divergence(fam, data, theta)
         assert got[1] == np.inf, name
+
+
+@pytest.mark.parametrize(("c", "limit"), [(-0.5, "Fréchet"), (-1.0, "Fréchet")])
+def test_exponweib_on_frechet_data_is_its_frechet_limit_and_the_best_on_its_bound(
+        c: float, limit: str) -> None:
+    """Issue 61: exponweib on heavy-tailed data runs to the limit a -> infinity, c -> 0 with
+    c log(a) held (a Fréchet law, which genextreme is exactly); its scale meets the box's bound
+    on the way. The fit is the best point on its bound (a strong search finds nothing better by
+    the engine's guarantee) and its reason names that limit, not the box."""
+    from ksptrace.studies.fits import GUARANTEE_NATS
+    from ksptrace.studies.fits.verify import strong_search
+
+    x = st.genextreme(c, 2e-4, 1e-5).rvs(size=3000, random_state=np.random.default_rng(21))
+    data = binned(*_cells_of(np.round(x / 1e-9) * 1e-9))
+    fit = fit_family(family("exponweib"), data)
+    assert fit.status == "boundary"
+    assert limit in fit.reason
+    assert fit.limit == "genextreme"
+    z = np.array([*fit.params[:-2], (fit.params[-2] - data.centre) / data.spread,
+                  fit.params[-1] / data.spread])
+    strong = strong_search(family("exponweib"), data, family("exponweib").theta(z, data.anchor))
+    assert strong.objective >= fit.objective - GUARANTEE_NATS
+
+
+def test_a_limit_another_family_represents_is_named_with_it() -> None:
+    data = binned(*_cells_of(np.random.default_rng(11).normal(3e-4, 1e-5, 3000)))
+    for name in ("gamma", "lognorm"):
+        fit = fit_family(family(name), data)
+        assert fit.status == "boundary"
+        assert fit.limit == "norm"
+        assert "normal limit" in fit.reason
