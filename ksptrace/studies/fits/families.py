@@ -243,13 +243,16 @@ def limit_at(fam: Family, lower: np.ndarray, upper: np.ndarray,
     a -> infinity and c -> 0 with c log(a) held (the scale shrinks as (log a)^(-1/c) on the
     way, to the box's bound long before a reaches its own): with a at its bound or the scale
     at its lower bound, a above FRECHET_A and c log(a) below FRECHET_SHAPE (scipy's ``params``)
-    that limit is named, and genextreme with c = -1 / (c log a) is it exactly."""
+    that limit is named (with no figure: the point along its path moves with a CPU's
+    rounding), and genextreme with c = -1 / (c log a) is it exactly."""
     shape = float(params[1] * np.log(params[0])) if (
         fam.name == "exponweib" and params is not None and params[0] > FRECHET_A) else np.inf
     if (lower[-1] or upper[0]) and shape < FRECHET_SHAPE:
         way = "; its scale reached the search box's bound on the way" if lower[-1] else ""
-        return (f"towards the family's Fréchet limit (a -> infinity and c -> 0 with c log(a) "
-                f"= {shape:.3g} held: genextreme with c = {-1.0 / shape:.3g}){way}", "genextreme")
+        # no figure in the words: the point along the limit's path moves with the rounding of
+        # the CPU, and a note compared as text must not
+        return ("towards the family's Fréchet limit (a -> infinity and c -> 0 with c log(a) held: "
+                f"a genextreme with c = -1 / (c log a) < 0){way}", "genextreme")
     table = LIMITS.get(f"{fam.name}@edge" if fam.edge_loc else fam.name, {})
     own = OWN_NAMES.get(fam.name) if fam.to_scipy is not None else None
     names = [*(own or fam.shapes), "location", "scale"]
