@@ -22,6 +22,7 @@ from ksptrace.studies.variability.pages.digest import Drawn, TraceDigest, digest
 from ksptrace.studies.variability.run import batch
 from ksptrace.studies.variability.run.options import AnalysisOptions
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis, analyze_trace, ordered_kept
+from ksptrace.studies.variability.stats.ordered import OrderedRows
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS, Trace
 from ksptrace.trace.read import iter_traces
 from ksptrace.trace.solves import split
@@ -130,9 +131,18 @@ def analyse_one(
     # each rank sorted once, when the analysis first needs it, for it and for the figures
     ordered = functools.cache(lambda: ordered_kept(trace, opt))
     try:
-        a = analyze_trace(trace, opt, step, ordered)
+        return _analysed(trace, opt, with_figures, step, ordered)
     except AnalysisError as exc:
         return Skipped(name, str(exc))
+    except (KsptraceError, ArithmeticError) as exc:  # one foreign trace never sinks the set
+        return Skipped(name, f"{name}: its values defeat the analysis ({type(exc).__name__}: "
+                             f"{str(exc)[:300]}); it is left out of the report")
+
+
+def _analysed(trace: Trace, opt: AnalysisOptions, with_figures: bool,
+              step: Callable[[str, float], None],
+              ordered: Callable[[], OrderedRows | None]) -> Analysed:
+    a = analyze_trace(trace, opt, step, ordered)
     pictures: tuple[Figure, ...] = ()
     omitted: tuple[str, ...] = ()
     digest = None

@@ -373,7 +373,12 @@ def _injection(trace: Trace, times: np.ndarray, notes: list[str]) -> InjectedNoi
     try:
         spec = parse(text)
     except KsptraceError as exc:
-        notes.append(f"noise attribute {text!r} not understood ({exc}); no noise analysis")
+        shown = text if len(text) <= 200 else f"{text[:200]}... ({len(text)} characters)"
+        notes.append(f"noise attribute {shown!r} not understood ({exc}); no noise analysis")
+        return None
+    unbounded = spec.run_problem()  # no run injects it: a foreign or edited trace (issue 66)
+    if unbounded is not None:
+        notes.append(f"{unbounded}; no run of ksptrace injects such noise: no noise analysis")
         return None
     idle = spec.reach_problem(int(times.shape[0]), trace.n_nodes, idle=True)
     if idle is not None:
