@@ -207,6 +207,10 @@ class Trace:
     ``stamps`` and ``residual_norms`` hold every solve's monitor calls one after the other,
     ``solve_seconds`` each rank's total, and :attr:`iteration_seconds` every solve's
     iterations (never the gap between two solves)."""
+    source: tuple[int, ...] | None = None
+    """The file read, as :func:`ksptrace.trace.probe.source_of` names it, through the one
+    descriptor the whole read used, unchanged from its open to the end of the read; None for a
+    trace not read from a file or changed while read."""
 
     def __post_init__(self) -> None:
         stamps = np.asarray(self.stamps, dtype=np.float64)
