@@ -3,14 +3,21 @@
 Arrays are split like Slurm's, at most ``max_array_size`` subjobs each (PBS's server attribute
 of the same name). ``qsub -V`` passes the submitting environment into the job, as ``sbatch``
 does by default. Whether a job or subjob still waits or runs is read from ``qstat -f -F json``
-(``-t`` lists an array's subjobs, finished ones in state X)."""
+(``-t`` lists an array's subjobs, finished ones in state X).
+
+A job's login shell resets ``PATH`` (``qsub -V`` keeps the submitter's only as ``PBS_O_PATH``),
+so a venv's ``ksptrace`` is not found there: the documented default ``command = "ksptrace"``
+runs, in the job, the ksptrace that submitted it (this Python, ``-m ksptrace``), as the
+analysis jobs do (issue 66: every PBS run of a venv install failed with exit 134)."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -35,6 +42,13 @@ class PbsBackend(Backend):
     name = "pbs"
     default_launcher = "pbs-mpiexec"
     submit_program = "qsub"
+
+    def adapt(self, spec: CampaignSpec) -> CampaignSpec:
+        """The default command pinned to this ksptrace (module docstring); a command the
+        campaign file gives is kept as written."""
+        if spec.command == ("ksptrace",):
+            return dataclasses.replace(spec, command=(sys.executable, "-m", "ksptrace"))
+        return spec
 
     def directives(self, spec: CampaignSpec, nodes: int, runs: Sequence[RunSpec]) -> list[str]:
         s = spec.scheduler
