@@ -159,3 +159,39 @@ def test_two_labels_that_ran_the_same_code_are_merged() -> None:
     ((_, text),) = cr.ompi_rules_files(traces)  # type: ignore[arg-type]
     assert decide_with_rules(text, 3, 16) == 3
     assert decide_with_rules(text, 4, 4096) == 4
+
+
+def test_back_to_back_never_takes_a_per_call_cell() -> None:
+    """Issue 66: at P = 2, recursive_doubling/back-to-back beat per-call recursive_doubling at
+    8 B and 32 B-1 KiB and the rules file took those cells, although the docs say never."""
+    from ksptrace.studies.decisions.grouping import build_studies
+    from ksptrace.studies.decisions.rules import decide_with_rules
+
+    us_ring, us_rd, us_b2b = {8: 12.0, 4096: 20.0}, {8: 10.0, 4096: 30.0}, {8: 3.0, 4096: 8.0}
+    traces = [t for p in (2, 4) for t in (
+        _forced("ring", 4, {8: "ring", 4096: "ring"}, us_ring, p),
+        _forced("recursive_doubling", 3, {8: "recursive_doubling", 4096: "recursive_doubling"},
+                us_rd, p))]
+    for p in (2, 4):
+        back = _forced("recursive_doubling", 3,
+                       {8: "recursive_doubling", 4096: "recursive_doubling"}, us_b2b, p)
+        object.__setattr__(back, "attrs", {**back.attrs, "timing_mode": "back-to-back",
+                                           "calls_per_repetition": 100})
+        traces.append(back)
+    best = cr.best_algorithms(traces)  # type: ignore[arg-type]
+    per_call = best[best["op"] == "allreduce"]
+    assert len(per_call) == 4
+    assert not per_call["best"].str.contains("back-to-back").any()
+    assert not per_call["runner_up"].str.contains("back-to-back").any()
+    assert set(per_call[per_call["bytes"] == 4096]["best"]) == {"ring"}
+    assert set(per_call[per_call["bytes"] == 8]["best"]) == {"recursive_doubling"}
+    own = best[best["op"] == "allreduce (back-to-back)"]
+    assert set(own["best"]) == {"recursive_doubling/back-to-back"}
+    ((_, text),) = cr.ompi_rules_files(traces)  # type: ignore[arg-type]
+    assert [decide_with_rules(text, p, 4096) for p in (2, 4)] == [4, 4]  # ring, per call
+    runs = [r for t in traces for r in cr.decision_runs(t)]  # type: ignore[arg-type]
+    studies = build_studies(runs, ("nprocs", "bytes"), "algorithm_name")
+    [study] = studies.studies  # per call; back-to-back alone is a group of its own
+    assert sorted(study.dm.methods) == ["recursive_doubling", "ring"]
+    assert any(n.startswith("problem=allreduce (back-to-back): no decision map")
+               for n in studies.notes)
