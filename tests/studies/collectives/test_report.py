@@ -154,7 +154,7 @@ def test_two_labels_that_ran_the_same_code_are_merged() -> None:
         assert small["runner_up"] != "ring"  # one algorithm ran there, under two names
         assert (large["best"], large["runner_up"]) == ("ring", "recursive_doubling")
     report = cr.build(traces)  # type: ignore[arg-type]
-    assert any("at P = 3: the forced ring ran recursive_doubling at 16-16 B" in n
+    assert any("at P = 3: the forced ring ran recursive_doubling at 16 B (" in n
                for n in report.notes)
     ((_, text),) = cr.ompi_rules_files(traces)  # type: ignore[arg-type]
     assert decide_with_rules(text, 3, 16) == 3
@@ -195,3 +195,20 @@ def test_back_to_back_never_takes_a_per_call_cell() -> None:
     assert sorted(study.dm.methods) == ["recursive_doubling", "ring"]
     assert any(n.startswith("problem=allreduce (back-to-back): no decision map")
                for n in studies.notes)
+
+
+def test_what_ran_notes_name_runs_of_measured_sizes() -> None:
+    """Issue 66: "ring at 4-4 B", and two algorithms' ranges that overlapped where a default
+    alternated between them."""
+    from ksptrace.studies.collectives import ran
+
+    sizes = {4: 1.0, 8: 1.0, 16: 1.0, 64: 1.0, 1024: 1.0}
+    t = _forced("default", 0, {4: "ring", 8: "recursive_doubling", 16: "recursive_doubling",
+                               64: "ring", 1024: "ring"}, sizes, 2)
+    object.__setattr__(t, "attrs", {**t.attrs, "algorithm_name": "default"})
+    notes = ran.merge_notes([t])  # type: ignore[list-item]
+    assert notes == [
+        "allreduce at P = 2: the default (the library's own choice) ran recursive_doubling at "
+        "8-16 B; those runs are counted as recursive_doubling",
+        "allreduce at P = 2: the default (the library's own choice) ran ring at 4 B, "
+        "64-1024 B; those runs are counted as ring"]
