@@ -238,6 +238,7 @@ def _attributes(s: BenchSettings, layout: Any, nprocs: int, start_utc: str,
         "numpy_version": np.__version__, "python_version": platform.python_version(),
         "ksptrace_version": __version__, "loadavg_before": loadavg_before,
         "loadavg_after": os.getloadavg()[0], "mpi_thread_level": thread_level(),
+        "wtick": float(MPI.Wtick()),
     }
     for env, key in PROVENANCE_ENV.items():
         if os.environ.get(env):

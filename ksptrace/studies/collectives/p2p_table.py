@@ -83,6 +83,11 @@ def _steps_table(model: PLogPModel, sizes: np.ndarray, library: str) -> Table:
                  display=shown[["from_bytes", "to_bytes", *fits]], notes=notes)
 
 
+ASSUMED_TICK = 1e-9
+"""The clock's tick of a trace that does not record its ``wtick``: the finest MPI_Wtime of
+Linux (clock_gettime's nanoseconds)."""
+
+
 def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
     """Per PLogP trace, its steps and its per-size table (none when there are none)."""
     out = []
@@ -97,8 +102,10 @@ def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
         frame = pd.DataFrame({"bytes": t.message_bytes,
                               **{f"{k}_us": s.median * 1e6 for k, s in summaries.items()}})
         frame["gap_model_us"] = model.gap(t.message_bytes) * 1e6
-        for k, s in summaries.items():  # the 95 % interval's half-width, in % of the median
-            frame[f"{k}_ci_pct"] = (s.high - s.low) / 2 / s.median * 100
+        tick = float(t.attrs.get("wtick") or ASSUMED_TICK)
+        for k, s in summaries.items():  # the 95 % interval's half-width, in % of the median,
+            # never finer than the clock (issue 66: 1e-05 % was shown)
+            frame[f"{k}_ci_pct"] = np.maximum((s.high - s.low) / 2, tick / 2) / s.median * 100
         notes = (f"L = {model.L * 1e6:.3g} us (RTT/2 - g at the smallest size)",
                  _function("o_s", model.send_overhead), _function("o_r", model.recv_overhead),
                  _function("g", model.gap),
@@ -110,8 +117,10 @@ def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
                  "per size the median over rounds (each round's o_s and RTT a median of 5 "
                  "messages, its o_r of 15, its g the slope of trains of 2-16 messages; rounds "
                  "more than 5 MADs slower than the median left out), both ranks measuring in turn; "
-                 "*_ci_pct: half the 95 % interval of that median; a break must stand out of "
-                 "these intervals")
+                 "*_ci_pct: half the 95 % interval of that median, never less than half the "
+                 f"clock's tick ({tick:.3g} s, "
+                 + ("MPI_Wtick" if t.attrs.get("wtick") else "not recorded: 1 ns assumed")
+                 + "); a break must stand out of these intervals")
         library = str(t.attrs.get("mpi_library", "")).split("\n")[0].split(",")[0].strip()
         if model.gap.breakpoints and len(model.gap.jump_low) == len(model.gap.breakpoints):
             out.append(_steps_table(model, t.message_bytes, library))

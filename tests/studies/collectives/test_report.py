@@ -212,3 +212,26 @@ def test_what_ran_notes_name_runs_of_measured_sizes() -> None:
         "8-16 B; those runs are counted as recursive_doubling",
         "allreduce at P = 2: the default (the library's own choice) ran ring at 4 B, "
         "64-1024 B; those runs are counted as ring"]
+
+
+@pytest.mark.parametrize("wtick", [None, 1e-6])
+def test_plogp_interval_half_widths_are_never_finer_than_the_clock(wtick: float | None) -> None:
+    """Issue 66: half-widths of 1e-05 % were shown, finer than the clock can tell."""
+    from ksptrace.studies.collectives.p2p_table import plogp_tables
+    from ksptrace.trace.collectives import CollectiveTrace
+
+    sizes = np.array([1 << k for k in range(0, 12)], dtype=np.int64)
+    base = 1e-6 + sizes * 1e-10  # identical values in every round: a zero-width interval
+    seconds = np.broadcast_to(base[None, :, None], (2, sizes.size, 9)).copy()
+    parts = {"send_overhead_seconds": seconds * 0.2, "recv_overhead_seconds": seconds * 0.3,
+             "gap_seconds": seconds * 0.5}
+    attrs: dict[str, object] = {"operation": "plogp", "algorithm_name": "default"}
+    if wtick is not None:
+        attrs["wtick"] = wtick
+    t = CollectiveTrace(seconds=seconds, message_bytes=sizes, node_ids=np.array([0, 0]),
+                        hostnames=("h", "h"), attrs=attrs, parts=parts)  # type: ignore[arg-type]
+    [table] = [x for x in plogp_tables([t]) if x.name == "collectives_plogp"]
+    tick = wtick or 1e-9
+    ci = table.frame["rtt_half_ci_pct"].to_numpy()
+    assert np.allclose(ci, tick / 2 / base * 100)
+    assert any(f"clock's tick ({tick:.3g} s" in n for n in table.notes)
