@@ -235,3 +235,30 @@ def test_plogp_interval_half_widths_are_never_finer_than_the_clock(wtick: float 
     ci = table.frame["rtt_half_ci_pct"].to_numpy()
     assert np.allclose(ci, tick / 2 / base * 100)
     assert any(f"clock's tick ({tick:.3g} s" in n for n in table.notes)
+
+
+def test_each_curve_keeps_its_colour_and_name_in_every_panel(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 66: the P = 2 back-to-back curve was named segmented_ring/seg1024 by the one
+    legend (of the last panel), as each panel coloured its curves in its own order."""
+    from ksptrace.studies import drawing
+
+    traces = allreduce_traces(nprocs=(2, 4), algorithms=("ring", "recursive_doubling"))
+    back = allreduce_traces(nprocs=(2,), algorithms=("rabenseifner",), seed=3)[0]
+    object.__setattr__(back, "attrs", {**back.attrs, "timing_mode": "back-to-back",
+                                       "calls_per_repetition": 10})
+    frame = cr.curves([*traces, back])
+    drawn: list[object] = []
+    monkeypatch.setattr(drawing, "to_png", lambda fig: drawn.append(fig) or b"png")
+    render.figures(frame)
+    [fig] = drawn
+    colour: dict[str, object] = {}
+    for ax in fig.axes:  # type: ignore[attr-defined]
+        for line in ax.get_lines():
+            colour.setdefault(line.get_label(), line.get_color())
+            assert colour[line.get_label()] == line.get_color(), line.get_label()
+    top = [ax for ax in fig.axes if ax.get_title().startswith("P = ")]  # type: ignore[attr-defined]
+    for ax in top:
+        shown = {t.get_text() for t in ax.get_legend().get_texts()}
+        assert shown == {line.get_label() for line in ax.get_lines()}
+    assert "rabenseifner/back-to-back" in colour
