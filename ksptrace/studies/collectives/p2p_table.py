@@ -61,6 +61,8 @@ def _steps_table(model: PLogPModel, sizes: np.ndarray, library: str) -> Table:
     """Each shared break: the sizes it lies between, and each function's jump there with its
     95 % interval, or that it does not step there."""
     fits = {"o_s": model.send_overhead, "o_r": model.recv_overhead, "g": model.gap}
+    if model.half_round_trip is not None:  # it chooses the breaks too (issue 66: no column)
+        fits["RTT/2"] = model.half_round_trip
     breaks = model.gap.breakpoints
     before = [int(sizes[np.searchsorted(sizes, b) - 1]) for b in breaks]
     frame = pd.DataFrame({"from_bytes": before, "to_bytes": list(breaks)})
@@ -73,14 +75,19 @@ def _steps_table(model: PLogPModel, sizes: np.ndarray, library: str) -> Table:
         shown[name] = [f"{_pct(j)} [95 % {_pct(lo)}, {_pct(hi)}]" if step else "no step"
                        for j, lo, hi, step in zip(f.jumps(), f.jump_low, f.jump_high,
                                                   f.stepped(), strict=True)]
+    stepping = [[n for n, f in fits.items() if f.stepped()[k]] for k in range(len(breaks))]
+    frame["stepping"] = [", ".join(s) for s in stepping]
+    shown["chosen by"] = [", ".join(s) if s else "the joint fit only (no function steps "
+                          "clear of 0 alone)" for s in stepping]
     notes = ("a break lies between two measured sizes (the transport switches somewhere "
              "between them); the breaks are chosen once for o_s, o_r, g and RTT/2 from the "
              "data, nothing is told where to look; a function steps at a break when its "
-             "jump's 95 % interval excludes 0",)
+             "jump's 95 % interval excludes 0; 'chosen by' names the functions that step "
+             "there",)
     title = (f"Where the transport switches ({library})" if library else
              "Where the transport switches")
     return Table("collectives_plogp_steps", title, frame,
-                 display=shown[["from_bytes", "to_bytes", *fits]], notes=notes)
+                 display=shown[["from_bytes", "to_bytes", *fits, "chosen by"]], notes=notes)
 
 
 ASSUMED_TICK = 1e-9

@@ -262,3 +262,32 @@ def test_each_curve_keeps_its_colour_and_name_in_every_panel(
         shown = {t.get_text() for t in ax.get_legend().get_texts()}
         assert shown == {line.get_label() for line in ax.get_lines()}
     assert "rabenseifner/back-to-back" in colour
+
+
+def test_the_steps_table_shows_rtt_and_what_chose_each_break() -> None:
+    """Issue 66: a switch showed "no step" in every column: RTT/2, which chooses the breaks
+    too, had no column, and what chose the break was not shown."""
+    from ksptrace.collectives.params import message_sizes
+    from ksptrace.studies.collectives.p2p_table import plogp_tables
+    from ksptrace.trace.collectives import CollectiveTrace
+
+    sizes = np.array(message_sizes("plogp", 1, 64 * 1024, 4), dtype=np.int64)
+    rng = np.random.default_rng(5)
+    smooth = 1e-6 + sizes * 1e-10
+    rtt = smooth * np.where(sizes > 4096, 1.6, 1.0)  # only RTT/2 steps, at the eager limit
+
+    def noisy(v: np.ndarray) -> np.ndarray:
+        return v[None, :, None] * rng.lognormal(0.0, 0.01, (2, sizes.size, 20))
+
+    t = CollectiveTrace(seconds=noisy(rtt), message_bytes=sizes, node_ids=np.array([0, 0]),
+                        hostnames=("h", "h"), attrs={"operation": "plogp", "wtick": 1e-9},
+                        parts={"send_overhead_seconds": noisy(0.2 * smooth),
+                               "recv_overhead_seconds": noisy(0.3 * smooth),
+                               "gap_seconds": noisy(0.5 * smooth)})
+    [steps] = [x for x in plogp_tables([t]) if x.name == "collectives_plogp_steps"]
+    assert "RTT/2" in steps.display.columns
+    row = steps.frame[steps.frame["to_bytes"] > 4096].iloc[0]
+    assert row["from_bytes"] == 4096
+    assert row["RTT/2_steps"]
+    assert not row["o_s_steps"] and not row["g_steps"]
+    assert "RTT/2" in str(steps.display[steps.frame["to_bytes"] > 4096]["chosen by"].iloc[0])
