@@ -273,6 +273,13 @@ configure_server() {  # K
       qmgr_head "create node pbsnode$i"
     qmgr_head "set node pbsnode$i resources_available.ncpus = $CPUS"
   done
+  # nodes of an earlier, larger start (kept in the datastore) would stay down, and a job that
+  # asks for them would wait forever (issue 66)
+  for ((i = k + 1; i <= MAX_NODES; i++)); do
+    if on_host head "$PREFIX/bin/pbsnodes" "pbsnode$i" > /dev/null 2>&1 < /dev/null; then
+      qmgr_head "delete node pbsnode$i"
+    fi
+  done
 }
 
 wait_free() {  # K

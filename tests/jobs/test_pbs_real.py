@@ -274,6 +274,31 @@ def test_a_failed_start_of_another_instance_leaves_nothing_and_this_one_running(
     assert nodes.stdout.count("state = free") == 2, nodes.stdout + nodes.stderr
 
 
+def test_a_second_instance_runs_beside_and_a_smaller_restart_leaves_no_node_down(
+        client: dict[str, str]) -> None:
+    """Two local PBS at once (issue 66), and a 1-node start after a 2-node one: pbsnode2,
+    kept in the datastore, stayed down, and a 2-node campaign waited forever."""
+    for nodes in ("2", "1"):
+        proc = _script("start", "--nodes", nodes, instance=OTHER, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+    env = dict(os.environ)
+    for line in _script("env", instance=OTHER).stdout.splitlines():
+        key, _, value = line.removeprefix("export ").partition("=")
+        env[key] = value.replace("$PATH", os.environ["PATH"])
+    try:
+        other = subprocess.run(["pbsnodes", "-a"], env=env, capture_output=True, text=True,
+                               check=False, timeout=120)
+        assert [ln for ln in other.stdout.splitlines() if ln.startswith("pbsnode")] == \
+            ["pbsnode1"], other.stdout + other.stderr
+        assert "state = free" in other.stdout
+        ours = subprocess.run(["pbsnodes", "-a"], env=client, capture_output=True, text=True,
+                              check=False, timeout=120)
+        assert ours.stdout.count("state = free") == 2, ours.stdout + ours.stderr
+    finally:
+        assert _script("stop", instance=OTHER).returncode == 0
+    assert leftovers(OTHER) == []
+
+
 def test_stop_leaves_nothing(pbs: dict[str, str]) -> None:
     """Last in the module: no daemon, postgres, namespace, link or port is left."""
     assert leftovers() != []  # the check sees a running PBS
