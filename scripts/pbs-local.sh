@@ -157,6 +157,11 @@ write_config() {  # K
   own_dir "$DIR/log"
   own_dir "$DIR/tmp"
   chmod 0700 "$DIR/tmp"
+  # the jobs' TMPDIR (MoM's $tmpdir, /var/tmp by default, where a qdel left pbs.<job id>):
+  # sticky and open to all like /var/tmp, emptied by 'stop'
+  mkdir -p "$DIR/jobtmp"
+  [ ! -L "$DIR/jobtmp" ] && [ -d "$DIR/jobtmp" ] || die "$DIR/jobtmp is not a folder"
+  chmod 1777 "$DIR/jobtmp"
   if [ -n "$INSTANCE" ]; then  # the head's PostgreSQL socket folder (see on_host)
     mkdir -p -m 0755 "$DIR/pgsock"  # in $DIR, which only root can write
     chown -h postgres:postgres "$DIR/pgsock"
@@ -234,6 +239,7 @@ write_mom_config() {  # h
   cat > "$HOMES/$h/mom_priv/config" <<EOF
 \$clienthost $(host_name head)
 \$usecp *:/ /
+\$tmpdir $DIR/jobtmp
 EOF
 }
 
@@ -337,6 +343,9 @@ stop_all() {
   for h in head $(seq -f "node%g" "$MAX_NODES"); do kill_namespace "$(ns_name "$h")"; done
   remove_network $((MAX_NODES + 1))
   rm -f "$DIR/nodes"
+  if [ -d "$DIR/jobtmp" ] && [ ! -L "$DIR/jobtmp" ]; then  # what killed jobs left (qdel)
+    find "$DIR/jobtmp" -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null || true
+  fi
   [ "$k" = 0 ] || say "stopped: the head and $k node(s), their namespaces and the bridge"
 }
 

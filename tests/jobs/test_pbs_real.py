@@ -192,6 +192,9 @@ def test_a_job_killed_with_qdel_is_resumed(client: dict[str, str], tmp_path: Pat
     assert "1 runs: 0 done, 0 running, 1 failed" in status, status
     assert f"killed (pbs:{job} is gone)" in status, status
     assert list((out / "traces").glob("*.h5")) == []
+    # the job's TMPDIR, which qdel leaves behind, is the instance's (stop empties it), never
+    # /var/tmp/pbs.<job id> (issue 66)
+    assert (Path(f"/tmp/ksptrace-pbs-{INSTANCE}/jobtmp") / f"pbs.{job}").is_dir()
 
     assert main(["campaign", "run", str(path), "--backend", "pbs"]) == 0
     subs = [json.loads(x) for x in (out / "submissions.jsonl").read_text().splitlines()]
@@ -302,9 +305,12 @@ def test_a_second_instance_runs_beside_and_a_smaller_restart_leaves_no_node_down
 def test_stop_leaves_nothing(pbs: dict[str, str]) -> None:
     """Last in the module: no daemon, postgres, namespace, link or port is left."""
     assert leftovers() != []  # the check sees a running PBS
+    jobtmp = Path(f"/tmp/ksptrace-pbs-{INSTANCE}/jobtmp")  # the jobs' TMPDIR (issue 66: a
+    assert jobtmp.is_dir()  # qdel left /var/tmp/pbs.<job id>)
     stop = _script("stop")
     assert stop.returncode == 0, stop.stderr
     assert leftovers() == []
+    assert list(jobtmp.iterdir()) == []
 
 
 def test_the_run_folder_is_never_reached_through_a_link(tmp_path: Path) -> None:
