@@ -220,7 +220,7 @@ def test_plogp_interval_half_widths_are_never_finer_than_the_clock(wtick: float 
     from ksptrace.studies.collectives.p2p_table import plogp_tables
     from ksptrace.trace.collectives import CollectiveTrace
 
-    sizes = np.array([1 << k for k in range(0, 12)], dtype=np.int64)
+    sizes = np.array([1 << k for k in range(12)], dtype=np.int64)
     base = 1e-6 + sizes * 1e-10  # identical values in every round: a zero-width interval
     seconds = np.broadcast_to(base[None, :, None], (2, sizes.size, 9)).copy()
     parts = {"send_overhead_seconds": seconds * 0.2, "recv_overhead_seconds": seconds * 0.3,
@@ -289,5 +289,6 @@ def test_the_steps_table_shows_rtt_and_what_chose_each_break() -> None:
     row = steps.frame[steps.frame["to_bytes"] > 4096].iloc[0]
     assert row["from_bytes"] == 4096
     assert row["RTT/2_steps"]
-    assert not row["o_s_steps"] and not row["g_steps"]
+    assert not row["o_s_steps"]
+    assert not row["g_steps"]
     assert "RTT/2" in str(steps.display[steps.frame["to_bytes"] > 4096]["chosen by"].iloc[0])
