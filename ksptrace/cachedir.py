@@ -1,7 +1,8 @@
 """Where ksptrace keeps what it can recompute: a folder per user, never inside a campaign.
 
-What is kept there and read back (the C monitor's library, the analysis cache's key) is trusted
-only from a *private* folder: this user owns it, neither group nor others can write it, and
+What is kept there and read back (the C monitor's library, the analysis cache's key, texts
+sealed with that key such as ``ompi_info``'s answer: :func:`store_text`) is trusted only from a
+*private* folder: this user owns it, neither group nor others can write it, and
 every folder above it is owned by this user or root and is not writable by others either,
 except a root-owned sticky folder such as ``/tmp`` (where no one can rename or remove another's
 entry). Symbolic links on the way are accepted only when this user or root owns them. A file is
@@ -12,6 +13,8 @@ writable by no one else.
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import hmac
 import os
 import stat
 from pathlib import Path
@@ -136,5 +139,65 @@ def _make_key(path: Path) -> None:
             os.close(fd)
         with contextlib.suppress(FileExistsError):
             os.link(tmp, path)
+    with contextlib.suppress(OSError):
+        tmp.unlink(missing_ok=True)
+
+
+TEXT_MAGIC = b"ksptrace sealed text 1\n"
+MAX_TEXT_BYTES = 4 << 20
+"""The largest text kept sealed (ompi_info's whole tuned listing takes about 60 KB)."""
+
+
+def _text_seal(key: bytes, name: str, payload: bytes) -> bytes:
+    return hmac.new(key, b"text\0" + name.encode() + b"\0" + payload, hashlib.sha256).digest()
+
+
+def load_text(name: str) -> str | None:
+    """The text kept under ``name`` in the private :func:`cache_dir` by :func:`store_text`, or
+    None: a missing entry, a folder that is not private, and an entry this user's key did not
+    seal (planted, copied or edited) all read as none."""
+    folder = cache_dir()
+    key = user_key()  # None unless the folder is private
+    if isinstance(key, str):
+        return None
+    try:
+        fd = open_private(folder / name)
+    except (OSError, ValueError):
+        return None
+    try:
+        data = os.read(fd, MAX_TEXT_BYTES + len(TEXT_MAGIC) + 33)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    head = len(TEXT_MAGIC) + 32
+    payload = data[head:]
+    if (not data.startswith(TEXT_MAGIC) or len(payload) > MAX_TEXT_BYTES
+            or not hmac.compare_digest(data[len(TEXT_MAGIC):head],
+                                       _text_seal(key, name, payload))):
+        return None
+    try:
+        return payload.decode()
+    except UnicodeDecodeError:
+        return None
+
+
+def store_text(name: str, text: str) -> None:
+    """Keep ``text`` under ``name`` in the private :func:`cache_dir`, sealed with this user's
+    key, written whole (mode 0600) or not at all; nothing is kept where the folder is not
+    private or the text is too long, and a write that fails is no error."""
+    payload = text.encode()
+    key = user_key()
+    if isinstance(key, str) or len(payload) > MAX_TEXT_BYTES:
+        return
+    folder = cache_dir()
+    tmp = folder / f".{name}.{os.getpid()}.tmp"
+    with contextlib.suppress(OSError):
+        tmp.unlink(missing_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+                     0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(TEXT_MAGIC + _text_seal(key, name, payload) + payload)
+        os.replace(tmp, folder / name)
     with contextlib.suppress(OSError):
         tmp.unlink(missing_ok=True)

@@ -34,25 +34,48 @@
 # 3 when PBS cannot run here (not root, no network namespaces, PostgreSQL missing, a build or a
 # daemon that fails), with the reason on stderr, so that tests skip; 1 on any other error.
 #
+# Instances: KSPTRACE_PBS_INSTANCE=NAME (1-8 of a-z, 0-9) names a separate local PBS, with its own
+# namespaces (ksptrace-pbsi-NAME-head, ...), bridge (kspb-NAME), veths (kspvNAME<i>), run-time
+# folder (/tmp/ksptrace-pbs-NAME), PBS_HOME (/var/spool/pbs-ksptrace-NAME) and network (give
+# KSPTRACE_PBS_NET; a /24 another link holds is refused): 'stop' and a failed 'start' touch only
+# their own instance, so the test suite (which runs its own) never stops a user's PBS. Without
+# it, the names above are those of the one default instance.
+#
 # Environment: KSPTRACE_PBS_DIR (run-time files, default /tmp/ksptrace-pbs), KSPTRACE_PBS_HOME
 # (default /var/spool/pbs-ksptrace), KSPTRACE_PBS_PREFIX (the build, default
 # ~/.cache/ksptrace/openpbs-<commit>), KSPTRACE_VENDOR_DIR (where the tarball is), KSPTRACE_PBS_NET
 # (first three octets of the private /24, default 10.78.78), KSPTRACE_PBS_CPUS (ncpus of each node,
 # default 4), KSPTRACE_PBS_PIN (1: node i on one core, the default; 0: all cores).
+#
+# As root, the run-time folder is made by this script, never through a symbolic link, and must
+# be root's and writable by no one else (root runs the wrappers and PBS sources the conf files
+# written there); PBS's clients run with /var/tmp and TMPDIR bound to a private folder in it, so
+# their /var/tmp/.pbs_last_query_0 can never follow a link another user planted.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
 COMMIT=cd7ab5edaf03
-DIR=${KSPTRACE_PBS_DIR:-/tmp/ksptrace-pbs}
-HOMES=${KSPTRACE_PBS_HOME:-/var/spool/pbs-ksptrace}
+INSTANCE=${KSPTRACE_PBS_INSTANCE:-}
+if [ -n "$INSTANCE" ]; then
+  [[ "$INSTANCE" =~ ^[a-z0-9]{1,8}$ ]] || {
+    echo "pbs-local: error: KSPTRACE_PBS_INSTANCE='$INSTANCE' must be 1-8 of a-z, 0-9" >&2; exit 1; }
+  DIR=${KSPTRACE_PBS_DIR:-/tmp/ksptrace-pbs-$INSTANCE}
+  HOMES=${KSPTRACE_PBS_HOME:-/var/spool/pbs-ksptrace-$INSTANCE}
+  BRIDGE=kspb-$INSTANCE
+  VETH_PREFIX=kspv$INSTANCE
+  NS_PREFIX=ksptrace-pbsi-$INSTANCE-
+else
+  DIR=${KSPTRACE_PBS_DIR:-/tmp/ksptrace-pbs}
+  HOMES=${KSPTRACE_PBS_HOME:-/var/spool/pbs-ksptrace}
+  BRIDGE=ksppbs0
+  VETH_PREFIX=ksppveth
+  NS_PREFIX=ksptrace-pbs-
+fi
 PREFIX=${KSPTRACE_PBS_PREFIX:-${XDG_CACHE_HOME:-$HOME/.cache}/ksptrace/openpbs-$COMMIT}
 NET=${KSPTRACE_PBS_NET:-10.78.78}
 CPUS=${KSPTRACE_PBS_CPUS:-4}
 PIN=${KSPTRACE_PBS_PIN:-1}
-BRIDGE=ksppbs0
-VETH_PREFIX=ksppveth
-NS_PREFIX=ksptrace-pbs-
 MAX_NODES=4
 CANNOT_RUN=3
 CREATED=0  # 1 once this invocation built the network (removed again if 'start' fails)
@@ -99,6 +122,11 @@ check_machine() {
   done
   [[ "$NET" =~ ^(10\.[0-9]+\.[0-9]+|192\.168\.[0-9]+|172\.(1[6-9]|2[0-9]|3[01])\.[0-9]+)$ ]] ||
     die "KSPTRACE_PBS_NET=$NET is not the start of a private /24 (10.x.y, 172.16-31.y, 192.168.y)"
+  local holder  # another instance's (or anything's) network: never shared
+  holder=$(ip -o -4 addr show 2>/dev/null | awk -v net="$NET." -v own="$BRIDGE" \
+    'index($4, net) == 1 && $2 != own { print $2; exit }')
+  [ -z "$holder" ] ||
+    cannot "$NET.0/24 is already used by link $holder (another local PBS?); set KSPTRACE_PBS_NET to a free private /24"
 }
 
 make_network() {  # K
@@ -112,13 +140,34 @@ make_network() {  # K
 
 # --- configuration --------------------------------------------------------------------------
 
+# own_dir D: D made if missing, and refused unless it is a real folder (not a symbolic link) of
+# this user that no one else can write: root runs what is written there.
+own_dir() {
+  local d=$1
+  mkdir -m 0755 -- "$d" 2>/dev/null || true
+  if [ -L "$d" ] || [ ! -d "$d" ] || [ ! -O "$d" ] || [ -n "$(find "$d" -maxdepth 0 -perm /022)" ]; then
+    die "$d is not a folder of $(id -un) that only it can write (a symbolic link, another user's, or writable by others); remove it or set KSPTRACE_PBS_DIR to a folder of yours"
+  fi
+}
+
 write_config() {  # K
   local k=$1 h
-  mkdir -p "$DIR/bin" "$DIR/log" "$HOMES"
-  # root runs the wrappers written here: a folder another user made first is refused
-  [ -O "$DIR" ] && [ -O "$DIR/bin" ] ||
-    die "$DIR is not owned by $(id -un); remove it or set KSPTRACE_PBS_DIR to a folder of yours"
-  chmod 0755 "$DIR" "$DIR/bin" "$HOMES"
+  own_dir "$DIR"
+  own_dir "$DIR/bin"
+  own_dir "$DIR/log"
+  own_dir "$DIR/tmp"
+  chmod 0700 "$DIR/tmp"
+  # the jobs' TMPDIR (MoM's $tmpdir, /var/tmp by default, where a qdel left pbs.<job id>):
+  # sticky and open to all like /var/tmp, emptied by 'stop'
+  mkdir -p "$DIR/jobtmp"
+  [ ! -L "$DIR/jobtmp" ] && [ -d "$DIR/jobtmp" ] || die "$DIR/jobtmp is not a folder"
+  chmod 1777 "$DIR/jobtmp"
+  if [ -n "$INSTANCE" ]; then  # the head's PostgreSQL socket folder (see on_host)
+    mkdir -p -m 0755 "$DIR/pgsock"  # in $DIR, which only root can write
+    chown -h postgres:postgres "$DIR/pgsock"
+  fi
+  mkdir -p "$HOMES"
+  chmod 0755 "$HOMES"
   {
     echo "127.0.0.1 localhost"
     echo "$NET.1 $(hostname)"
@@ -144,8 +193,8 @@ write_config() {  # K
 #!/bin/sh
 # Written by ksptrace scripts/pbs-local.sh: $h against the local PBS (its names resolve
 # through $DIR/hosts, bound over /etc/hosts in a mount namespace of this command only).
-export PBS_CONF_FILE=$DIR/client.conf
-exec unshare --mount --propagation private /bin/sh -c 'mount --bind "\$0" /etc/hosts && exec "\$@"' $DIR/hosts $PREFIX/bin/$h "\$@"
+export PBS_CONF_FILE=$DIR/client.conf TMPDIR=$DIR/tmp PBS_TMPDIR=$DIR/tmp
+exec unshare --mount --propagation private /bin/sh -c 'mount --bind "\$0" /etc/hosts && mount --bind "\$TMPDIR" /var/tmp && exec "\$@"' $DIR/hosts $PREFIX/bin/$h "\$@"
 EOF
     chmod 0755 "$DIR/bin/$h"
   done
@@ -165,16 +214,22 @@ EOF
   echo "$k" > "$DIR/nodes"
 }
 
-# Run a command as host h: its netns, its hostname, the private hosts file, its pbs.conf.
+# Run a command as host h: its netns, its hostname, the private hosts file, its pbs.conf. A
+# named instance's head has its own PostgreSQL socket folder too: every instance's datastore
+# listens on port 15007 in its own netns, but the socket file lies in /var/run/postgresql.
 on_host() {  # h cmd...
-  local h=$1 pin=() cores; shift
+  local h=$1 pin=() cores sock=""; shift
   if [ "$h" != head ] && [ "$PIN" = 1 ]; then
     cores=$(nproc --all); pin=(taskset -c "$(( (${h#node} - 1) % cores ))")
   fi
+  if [ "$h" = head ] && [ -n "$INSTANCE" ] && [ -d /var/run/postgresql ]; then
+    sock=$DIR/pgsock
+  fi
   PBS_CONF_FILE="$DIR/$h.conf" "${pin[@]}" nsenter --net="/run/netns/$(ns_name "$h")" \
     unshare --uts --mount --propagation private /bin/sh -c \
-    'mount --bind "$1" /etc/hosts && hostname "$2" && shift 2 && exec "$@"' sh \
-    "$DIR/hosts" "$(host_name "$h")" "$@"
+    'mount --bind "$1" /etc/hosts && hostname "$2" &&
+     { [ -z "$3" ] || mount --bind "$3" /var/run/postgresql; } && shift 3 && exec "$@"' sh \
+    "$DIR/hosts" "$(host_name "$h")" "$sock" "$@"
 }
 
 client() { PATH="$DIR/bin:$PATH" "$@"; }
@@ -184,6 +239,7 @@ write_mom_config() {  # h
   cat > "$HOMES/$h/mom_priv/config" <<EOF
 \$clienthost $(host_name head)
 \$usecp *:/ /
+\$tmpdir $DIR/jobtmp
 EOF
 }
 
@@ -223,6 +279,13 @@ configure_server() {  # K
     on_host head "$PREFIX/bin/pbsnodes" "pbsnode$i" > /dev/null 2>&1 < /dev/null ||
       qmgr_head "create node pbsnode$i"
     qmgr_head "set node pbsnode$i resources_available.ncpus = $CPUS"
+  done
+  # nodes of an earlier, larger start (kept in the datastore) would stay down, and a job that
+  # asks for them would wait forever (issue 66)
+  for ((i = k + 1; i <= MAX_NODES; i++)); do
+    if on_host head "$PREFIX/bin/pbsnodes" "pbsnode$i" > /dev/null 2>&1 < /dev/null; then
+      qmgr_head "delete node pbsnode$i"
+    fi
   done
 }
 
@@ -281,6 +344,9 @@ stop_all() {
   for h in head $(seq -f "node%g" "$MAX_NODES"); do kill_namespace "$(ns_name "$h")"; done
   remove_network $((MAX_NODES + 1))
   rm -f "$DIR/nodes"
+  if [ -d "$DIR/jobtmp" ] && [ ! -L "$DIR/jobtmp" ]; then  # what killed jobs left (qdel)
+    find "$DIR/jobtmp" -mindepth 1 -maxdepth 1 -exec rm -rf {} + 2>/dev/null || true
+  fi
   [ "$k" = 0 ] || say "stopped: the head and $k node(s), their namespaces and the bridge"
 }
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 import argparse
 import filecmp
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -33,9 +34,12 @@ def render(into: Path) -> None:
         copy = Path(tmp) / EXAMPLE.name
         shutil.copyfile(EXAMPLE, copy)
         for backend in ("slurm", "pbs"):
-            proc = subprocess.run(
+            proc = subprocess.run(  # as from an activated venv: the job scripts then run
+                # the default command 'ksptrace', not this machine's Python path
                 [sys.executable, "-m", "ksptrace", "campaign", "run", str(copy), "--backend",
-                 backend, "--dry-run"], cwd=tmp, capture_output=True, text=True, check=False)
+                 backend, "--dry-run"], cwd=tmp, capture_output=True, text=True, check=False,
+                env={**os.environ, "PATH": f"{Path(sys.executable).parent}{os.pathsep}"
+                                           f"{os.environ.get('PATH', '')}"})
             if proc.returncode != 0:
                 raise SystemExit(f"render_examples: {backend} dry run failed: {proc.stderr}")
         output = tomllib.loads(EXAMPLE.read_text())["campaign"]["output"]

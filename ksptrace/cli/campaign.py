@@ -179,9 +179,7 @@ def run(spec: CampaignSpec, backend_name: str, dry_run: bool, out: TextIO) -> in
         status(spec.output, out)
         return exc.exit_code
     if not outcome.pending:
-        print(f"campaign {spec.name}: all {len(spec.runs)} runs are done or running; "
-              f"nothing to do ({spec.output})", file=out)
-        return 0
+        return _nothing_pending(spec, out)
     skipped = f", {outcome.skipped} done or running skipped" if outcome.skipped else ""
     if dry_run:
         print(f"dry run: {len(outcome.pending)} runs rendered{skipped}; nothing submitted",
@@ -193,6 +191,23 @@ def run(spec: CampaignSpec, backend_name: str, dry_run: bool, out: TextIO) -> in
               f"{spec.output}", file=out)
         return 0
     return status(spec.output, out, require_done=True)
+
+
+def _nothing_pending(spec: CampaignSpec, out: TextIO) -> int:
+    """'Nothing to do' only when it is so: runs whose scheduler cannot be asked whether their
+    job still runs (a PBS server down) are named instead, and the exit code is 1."""
+    rows = state.statuses(spec.output, state.run_dicts(spec), alive_any) \
+        if spec.output.exists() else []
+    unknown = [r for r in rows if r.state == "unknown"]
+    if not unknown:
+        print(f"campaign {spec.name}: all {len(spec.runs)} runs are done or running; "
+              f"nothing to do ({spec.output})", file=out)
+        return 0
+    print(f"campaign {spec.name}: {len(unknown)} of {len(spec.runs)} runs are in an unknown "
+          f"state (their scheduler cannot be asked whether their jobs still run; its server "
+          f"down?), the others done or running; nothing submitted. Start the scheduler, or see "
+          f"ksptrace campaign status {spec.output}", file=out)
+    return 1
 
 
 def status(folder: Path, out: TextIO, require_done: bool = False) -> int:
@@ -208,7 +223,7 @@ def status(folder: Path, out: TextIO, require_done: bool = False) -> int:
         print(f"removed {len(swept)} temporary trace file(s) left by killed runs", file=out)
     counts = Counter(r.state for r in rows)
     summary = ", ".join(f"{counts.get(s, 0)} {s}" for s in state.STATES
-                        if s != "interrupted" or counts.get(s))
+                        if s not in ("interrupted", "unknown") or counts.get(s))
     print(f"campaign {data['campaign']} ({folder}): {len(rows)} runs: {summary}", file=out)
     for r in rows:
         if r.state == "done":

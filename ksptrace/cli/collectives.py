@@ -193,8 +193,10 @@ def _forcing(values: dict[str, Any], mpiexec: str | None) -> alg.Forcing:
 
 def _run_here(values: dict[str, Any], forcing: alg.Forcing, sizes: tuple[int, ...],
               path: Path, overwrite: bool) -> int:
-    os.environ.update(dict(forcing.env))  # read by MPI_Init, which the import below runs
-    from mpi4py import MPI
+    os.environ.update(dict(forcing.env))  # read by MPI_Init, which start_mpi runs
+    from ksptrace.collectives.mpistart import start_mpi
+
+    MPI = start_mpi()
 
     from ksptrace.collectives.bench import BenchSettings, execute
     from ksptrace.harness.mpienv import agree_on_error, fail_together

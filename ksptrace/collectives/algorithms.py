@@ -13,7 +13,6 @@ Everything here is pure except :func:`ompi_catalogue`, which runs ``ompi_info``.
 
 from __future__ import annotations
 
-import contextlib
 import functools
 import hashlib
 import os
@@ -21,9 +20,8 @@ import shutil
 import subprocess
 from collections.abc import Mapping
 from dataclasses import dataclass
-from pathlib import Path
 
-from ksptrace.cachedir import cache_dir
+from ksptrace.cachedir import load_text, store_text
 from ksptrace.errors import AnalysisError, EnvironmentProblem, UsageError
 from ksptrace.trace.ompi import parse_ompi_algorithms
 
@@ -208,17 +206,20 @@ def library_of(version_text: str) -> str:
     return "unknown"
 
 
-# ompi_info's answer is kept in cache_dir(): every rank of every run needs it before MPI
-# starts, and one ompi_info costs about 0.3 s of CPU.
+# ompi_info's answer is kept in the private cache_dir(), sealed with this user's key
+# (cachedir.store_text): every rank of every run needs it before MPI starts, and one ompi_info
+# costs about 0.3 s of CPU. A copy in a folder others can write, or one this user's key did not
+# seal, is never believed (issue 66: a planted copy made "--algorithm ring" record "ring" while
+# recursive doubling ran): ompi_info is asked again.
 
 
-def _cache_file(path: str) -> Path | None:
+def _cache_name(path: str) -> str | None:
     try:
         st = os.stat(path)
     except OSError:
         return None
     key = hashlib.sha256(f"{os.path.realpath(path)}:{st.st_mtime_ns}:{st.st_size}".encode())
-    return cache_dir() / f"ompi_info-tuned-{key.hexdigest()[:16]}.txt"
+    return f"ompi_info-tuned-{key.hexdigest()[:16]}.sealed"
 
 
 @functools.lru_cache(maxsize=1)
@@ -227,21 +228,17 @@ def _ompi_info_text() -> str:
     if path is None:
         raise EnvironmentProblem("ompi_info not found on PATH: cannot list Open MPI's tuned "
                                  "algorithms; install openmpi-bin or load your MPI module")
-    cache = _cache_file(path)
-    if cache is not None and cache.is_file():
-        with contextlib.suppress(OSError):
-            return cache.read_text()
+    name = _cache_name(path)
+    kept = None if name is None else load_text(name)
+    if kept is not None:
+        return kept
     try:
         out = subprocess.run([path, "--param", "coll", "tuned", "--level", "9"],
                              capture_output=True, text=True, timeout=60, check=False)
     except (OSError, subprocess.TimeoutExpired) as exc:
         raise EnvironmentProblem(f"cannot run {path}: {exc}") from None
-    if cache is not None and "coll_tuned_" in out.stdout:
-        with contextlib.suppress(OSError):  # a cache that cannot be written is no error
-            cache.parent.mkdir(parents=True, exist_ok=True)
-            tmp = cache.with_name(f".{cache.name}.{os.getpid()}")
-            tmp.write_text(out.stdout)
-            os.replace(tmp, cache)
+    if name is not None and "coll_tuned_" in out.stdout:
+        store_text(name, out.stdout)  # a cache that cannot be written is no error
     return out.stdout
 
 

@@ -29,6 +29,7 @@ import numpy as np
 
 from ksptrace.collectives import fallbacks, kernel, mpich_default, ompi_fixed
 from ksptrace.collectives.algorithms import OMPI_COLLECTIVE, Forcing
+from ksptrace.collectives.mpistart import thread_level
 from ksptrace.collectives.mpit import read_int_cvars
 from ksptrace.collectives.operations import (
     REDUCING,
@@ -202,7 +203,7 @@ def _maybe_fault(prepared: Prepared, rank: int) -> Prepared:
 
 
 def _attributes(s: BenchSettings, layout: Any, nprocs: int, start_utc: str,
-                compute_units: int) -> dict[str, AttrValue | None]:
+                compute_units: int, loadavg_before: float) -> dict[str, AttrValue | None]:
     import h5py
     import mpi4py
     from mpi4py import MPI
@@ -235,7 +236,9 @@ def _attributes(s: BenchSettings, layout: Any, nprocs: int, start_utc: str,
         "mpi_standard": "{}.{}".format(*MPI.Get_version()),
         "mpi4py_version": mpi4py.__version__, "h5py_version": h5py.__version__,
         "numpy_version": np.__version__, "python_version": platform.python_version(),
-        "ksptrace_version": __version__, "loadavg_before": os.getloadavg()[0],
+        "ksptrace_version": __version__, "loadavg_before": loadavg_before,
+        "loadavg_after": os.getloadavg()[0], "mpi_thread_level": thread_level(),
+        "wtick": float(MPI.Wtick()),
     }
     for env, key in PROVENANCE_ENV.items():
         if os.environ.get(env):
@@ -317,8 +320,9 @@ def execute(s: BenchSettings, comm: Any) -> Path:
     held, refused = held_forcing(s.forcing)
     agree_on_error(comm, refused)
     layout = node_layout(comm)
+    load = os.getloadavg()[0]  # before the measurement (issue 66: it was read after)
     timings = _measure(comm, s, MPI.Wtime)
-    attrs = _attributes(s, layout, comm.Get_size(), start_utc, timings.compute_units)
+    attrs = _attributes(s, layout, comm.Get_size(), start_utc, timings.compute_units, load)
     attrs.update(timings.attrs or {})
     attrs["algorithm_held"] = json.dumps(held) if held else None
     if probes_default(s, comm.Get_size()):

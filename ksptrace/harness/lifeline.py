@@ -43,6 +43,11 @@ LAUNCHER_ENV = "KSPTRACE_LAUNCHER"
 LAUNCHER_HOST_ENV = "KSPTRACE_LAUNCHER_HOST"
 """The host name of the process named by :data:`LAUNCHER_ENV` (its pid means nothing elsewhere)."""
 
+TOKEN_ENV = "KSPTRACE_SOLVE_TOKEN"
+"""A secret the campaign runner puts in its solves' environment (and in its private lock): a
+process proves it was started by that runner by carrying it in ``/proc/<pid>/environ``, which
+only its own user (and root) can read."""
+
 PR_SET_PDEATHSIG = 1
 
 _watchdog: threading.Thread | None = None
@@ -74,6 +79,42 @@ def is_alive(ident: str) -> bool:
         return True  # not ours to judge
     now = start_time(int(pid))
     return now is not None and (started in ("", "?") or now == started)
+
+
+def boot_id() -> str:
+    """This boot's id (Linux's random ``boot_id``), or '' where there is none: a pid and start
+    time name one process only within one boot."""
+    try:
+        return Path("/proc/sys/kernel/random/boot_id").read_text().strip()
+    except OSError:
+        return ""
+
+
+def _real_uid(pid: int) -> int | None:
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except OSError:
+        return None
+    for line in status.splitlines():
+        if line.startswith("Uid:"):
+            fields = line.split()
+            return int(fields[1]) if len(fields) > 1 and fields[1].isdigit() else None
+    return None
+
+
+def _environ(pid: int) -> bytes:
+    try:
+        return Path(f"/proc/{pid}/environ").read_bytes()
+    except OSError:
+        return b""  # another user's process (or gone): it proves nothing
+
+
+def carries_token(pid: int, token: str) -> bool:
+    """Whether ``pid`` is a process of this user whose environment holds :data:`TOKEN_ENV` =
+    ``token``: proof that this user's runner started it (a token of at least 16 characters)."""
+    if len(token) < 16 or _real_uid(pid) != os.geteuid():
+        return False
+    return f"\0{TOKEN_ENV}={token}\0".encode() in b"\0" + _environ(pid)
 
 
 def _launcher_here(env: Mapping[str, str] | None) -> str:
@@ -167,28 +208,27 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def launched_by(ident: str) -> list[int]:
+def launched_by(ident: str, token: str | None = None) -> list[int]:
     """Pids of the processes (this one aside) whose environment names ``ident`` as their
-    launcher, whatever their process group."""
-    needle = f"{LAUNCHER_ENV}={ident}\0".encode()
+    launcher, whatever their process group; with ``token``, only those of this user that also
+    carry it (:func:`carries_token`)."""
+    needle = f"\0{LAUNCHER_ENV}={ident}\0".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
-        try:
-            environ = (entry / "environ").read_bytes()
-        except OSError:
-            continue
-        if needle in environ:
+        if needle in b"\0" + _environ(int(entry.name)) and (
+                token is None or carries_token(int(entry.name), token)):
             found.append(int(entry.name))
     return found
 
 
-def kill_descendants_of(ident: str, sig: int = signal.SIGKILL) -> int:
+def kill_descendants_of(ident: str, sig: int = signal.SIGKILL, token: str | None = None) -> int:
     """Signal every process whose environment names ``ident`` as its launcher (whatever its
-    process group: an MPI library may regroup its ranks). Returns how many were signalled."""
+    process group: an MPI library may regroup its ranks), and carries ``token`` when given.
+    Returns how many were signalled."""
     count = 0
-    for pid in launched_by(ident):
+    for pid in launched_by(ident, token):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
             count += 1

@@ -33,6 +33,8 @@ class TaskFlavour:
     """Shell expression recorded as the job of a run, e.g. ``slurm:${SLURM_JOB_ID}``."""
     workdir_expr: str
     """Shell expression of the folder the job starts in (the campaign's output folder)."""
+    preamble: tuple[str, ...] = ()
+    """Lines run first, before the campaign's set-up lines (PBS: the submitter's PATH back)."""
 
 
 def _comment(text: str) -> str:
@@ -73,6 +75,8 @@ def render_script(spec: CampaignSpec, runs: Sequence[RunSpec], launcher: Launche
         lines.insert(len(directives) + 3,
                      f"# Array {number} of {parts}: task i runs run {offset} + i of this group "
                      f"(task-index offset {offset}).")
+    if flavour.preamble:
+        lines += ["", *flavour.preamble]
     if spec.setup:
         lines += ["", "# set-up lines from the campaign file", *spec.setup]
     lines += [

@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from ksptrace.errors import CampaignError, TraceError
+from ksptrace.jobs.killed import scheduler_kill
 from ksptrace.jobs.spec import (
     KINDS,
     MANIFEST,
@@ -30,7 +31,7 @@ from ksptrace.jobs.spec import (
 from ksptrace.trace import temporaries
 
 SUBMISSIONS = "submissions.jsonl"
-STATES = ("done", "running", "failed", "interrupted", "missing")
+STATES = ("done", "running", "failed", "interrupted", "unknown", "missing")
 
 
 def atomic_write(path: Path, text: str) -> None:
@@ -270,16 +271,24 @@ def run_status(folder: Path, run: Mapping[str, Any], alive: JobAlive,
         return RunStatus(rid, "done")
     running = read_marker(folder / STATE_DIR / f"{rid}.running")
     if running is not None:
-        state = alive(running.get("job", ""))
-        if state is not False:
-            return RunStatus(rid, "running", running.get("job", ""), running.get("log"))
+        job = running.get("job", "")
+        state = alive(job)
+        if state is True:
+            return RunStatus(rid, "running", job, running.get("log"))
         if rid in queued:  # resubmitted after its job died (a node failure): not failed again
             return RunStatus(rid, "running", "queued")
+        if state is None:  # a scheduler that cannot be asked: not "running" (issue 66)
+            return RunStatus(rid, "unknown", f"{job or 'its job'}: the scheduler cannot be "
+                             "asked whether it still runs (its server down?); a resume leaves "
+                             "it alone, rerun status once the scheduler answers",
+                             running.get("log"))
         if read_marker(folder / STATE_DIR / f"{rid}.interrupted") is not None:
             return RunStatus(rid, "interrupted", "stopped by the user; a resume reruns it",
                              running.get("log"))
-        return RunStatus(rid, "failed", f"killed ({running.get('job', '?')} is gone)",
-                         running.get("log"))
+        reason = scheduler_kill(folder, job)
+        if reason is not None:
+            return RunStatus(rid, "failed", f"killed by {reason[0]}", reason[1])
+        return RunStatus(rid, "failed", f"killed ({job or '?'} is gone)", running.get("log"))
     if rid in queued:
         return RunStatus(rid, "running", "queued")
     if read_marker(folder / STATE_DIR / f"{rid}.interrupted") is not None:

@@ -58,6 +58,8 @@ TAIL_QUANTILE = 0.999
 """A run refuses noise whose detour at this quantile exceeds :data:`MAX_DETOUR_SECONDS`."""
 MAX_PARTS = 16
 """Specs one noise may join with ``;``."""
+MAX_SEED = 2 ** 63 - 1
+"""The largest seed (a repetition's seed, ``seed`` plus the repetition, too)."""
 
 
 @dataclass(frozen=True)
@@ -88,6 +90,9 @@ class NoiseSpec:
     def reseeded(self, offset: int) -> NoiseSpec:
         """Every part's seed advanced by ``offset`` (a campaign's repetitions)."""
         first, *rest = self.parts
+        if max(part.seed for part in self.parts) + offset > MAX_SEED:
+            raise UsageError(f"noise '{self.text()[:120]}': a seed plus the repetition {offset} "
+                             f"exceeds {MAX_SEED} (2**63 - 1); use a smaller seed")
         return replace(first, seed=first.seed + offset,
                        also=tuple(replace(r, seed=r.seed + offset) for r in rest))
 
@@ -146,8 +151,9 @@ class NoiseSpec:
             mean = d["value"]
         elif self.dist == "exponential":
             mean = d["scale"]
-        elif self.dist == "lognormal":
-            mean = d["median"] * math.exp(d["sigma"] ** 2 / 2)
+        elif self.dist == "lognormal":  # exp(709) is the last finite double
+            exponent = d["sigma"] ** 2 / 2
+            mean = math.inf if exponent > 700 else d["median"] * math.exp(exponent)
         elif self.dist == "pareto":
             mean = math.inf if d["shape"] <= 1 else d["shape"] * d["scale"] / (d["shape"] - 1)
         else:
@@ -285,8 +291,10 @@ def _parse_one(text: str) -> NoiseSpec:
     if per not in PER:
         raise UsageError(f"noise '{text}': per must be rank or node, got {per!r}")
     seed_text = given.get("seed", "0")
-    if not re.fullmatch(r"\d+", seed_text):
-        raise UsageError(f"noise '{text}': seed must be a non-negative integer, got {seed_text!r}")
+    if not re.fullmatch(r"[0-9]{1,19}", seed_text) or int(seed_text) > MAX_SEED:
+        shown = seed_text if len(seed_text) <= 40 else f"{seed_text[:20]}...{len(seed_text)} chars"
+        raise UsageError(f"noise '{text[:120]}': seed must be an integer from 0 to {MAX_SEED} "
+                         f"(2**63 - 1), got {shown!r}")
     ranks = rank_list.parse(given["ranks"], text) if "ranks" in given else None
     out = NoiseSpec(name, params, p, per, int(seed_text), ranks)
     _check_values(out, text)

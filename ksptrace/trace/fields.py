@@ -5,6 +5,7 @@ allocator hands out).
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -13,6 +14,7 @@ import h5py
 import numpy as np
 
 from ksptrace.errors import TraceError
+from ksptrace.trace import probe
 from ksptrace.trace.checks import (
     MAX_SIZE_RATIO,
     check_finite,
@@ -135,9 +137,29 @@ def read_here(p: Path, file_bytes: int) -> Trace:
 
 
 def read_fields(p: Path, file_bytes: int, alloc: Allocator | None = None) -> dict[str, Any]:
-    """The keyword arguments of ``p``'s :class:`Trace`, after the file-level checks."""
+    """The keyword arguments of ``p``'s :class:`Trace`, after the file-level checks.
+
+    The file is opened once, and HDF5 reads it through that descriptor (``/proc/self/fd``):
+    a file renamed over ``p`` meanwhile is not read, and the trace's ``source`` names what
+    was (None when the file changed while read, or where there is no ``/proc``)."""
     try:
-        f = h5py.File(p, "r")
+        fd = os.open(p, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)
+    except PermissionError:
+        raise TraceError(f"{p}: permission denied; make the file readable or copy it") from None
+    except OSError as exc:
+        raise TraceError(f"{p}: cannot open ({exc.strerror or exc}); check the path") from None
+    try:
+        return _read_open(p, fd, file_bytes, alloc)
+    finally:
+        os.close(fd)
+
+
+def _read_open(p: Path, fd: int, file_bytes: int, alloc: Allocator | None) -> dict[str, Any]:
+    via = Path(f"/proc/self/fd/{fd}")
+    pinned = via.exists()
+    before = probe.source_of(fd)
+    try:
+        f = h5py.File(via if pinned else p, "r")
     except PermissionError:
         raise TraceError(f"{p}: permission denied; make the file readable or copy it") from None
     except OSError:
@@ -146,31 +168,37 @@ def read_fields(p: Path, file_bytes: int, alloc: Allocator | None = None) -> dic
         ) from None
     try:
         with f:
-            if "schema_version" not in f.attrs:
-                raise TraceError("not a ksptrace trace (no schema_version attribute)")
-            version = schema_version_of(f.attrs["schema_version"])
-            check_layout(f, file_bytes)
-            solves = None
-            if version >= 3 and SOLVES_GROUP in f:
-                nprocs, nstamps = f["stamps"].shape
-                solves = read_solves(f, nprocs, nstamps, MAX_SIZE_RATIO * file_bytes + 2**20)
-            return {
-                "solves": solves,
-                "stamps": _load(f["stamps"], alloc),
-                "residual_norms": _load(f["residual_norms"], alloc),
-                "node_ids": _load(f["node_ids"], alloc),
-                "hostnames": _hostnames(f["hostnames"][...]),
-                "solve_seconds": _load(f["solve_seconds"], alloc),
-                "attrs": _read_attrs(f, version),
-                "path": str(p),
-                "injected_seconds": (
-                    _load(f["injected_seconds"], alloc) if "injected_seconds" in f else None
-                ),
-            }
+            fields = _fields(p, f, file_bytes, alloc)
+        fields["source"] = before if pinned and probe.source_of(fd) == before else None
+        return fields
     except TraceError as exc:
         raise TraceError(f"{p}: {exc}") from None
     except Exception as exc:  # any fault of an untrusted file makes a bad trace
         raise TraceError(_unreadable(p, exc)) from None
+
+
+def _fields(p: Path, f: h5py.File, file_bytes: int, alloc: Allocator | None) -> dict[str, Any]:
+    if "schema_version" not in f.attrs:
+        raise TraceError("not a ksptrace trace (no schema_version attribute)")
+    version = schema_version_of(f.attrs["schema_version"])
+    check_layout(f, file_bytes)
+    solves = None
+    if version >= 3 and SOLVES_GROUP in f:
+        nprocs, nstamps = f["stamps"].shape
+        solves = read_solves(f, nprocs, nstamps, MAX_SIZE_RATIO * file_bytes + 2**20)
+    return {
+        "solves": solves,
+        "stamps": _load(f["stamps"], alloc),
+        "residual_norms": _load(f["residual_norms"], alloc),
+        "node_ids": _load(f["node_ids"], alloc),
+        "hostnames": _hostnames(f["hostnames"][...]),
+        "solve_seconds": _load(f["solve_seconds"], alloc),
+        "attrs": _read_attrs(f, version),
+        "path": str(p),
+        "injected_seconds": (
+            _load(f["injected_seconds"], alloc) if "injected_seconds" in f else None
+        ),
+    }
 
 
 def _unreadable(p: Path, exc: BaseException) -> str:

@@ -74,6 +74,7 @@ ATTRIBUTE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     ),
     "contamination": (
         "foreign_cpu_share", "foreign_cpu_seconds", "foreign_cpu_node", "loadavg_before",
+        "loadavg_after",
     ),
     "layout": (
         "nprocs", "n_nodes", "ranks_per_node", "cpu_count", "oversubscribed", "rank_cpus",
@@ -84,7 +85,8 @@ ATTRIBUTE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
         "start_utc", "command_line", "argv", "petsc_version", "petsc4py_version",
         "petsc_dir", "petsc_arch", "petsc_library", "petsc_int_bytes", "petsc_real_bytes",
         "petsc_scalar", "petsc_debugging",
-        "mpi4py_version", "mpi_library", "mpi_standard", "h5py_version", "numpy_version",
+        "mpi4py_version", "mpi_library", "mpi_standard", "mpi_thread_level", "h5py_version",
+        "numpy_version",
         "python_version", "ksptrace_version", "openblas_num_threads", "omp_num_threads",
         "generator", "campaign", "campaign_hash", "run_id", "repetition", "slurm_job_id",
         "slurm_array_job_id", "slurm_array_task_id", "slurm_job_name", "pbs_jobid",
@@ -207,6 +209,10 @@ class Trace:
     ``stamps`` and ``residual_norms`` hold every solve's monitor calls one after the other,
     ``solve_seconds`` each rank's total, and :attr:`iteration_seconds` every solve's
     iterations (never the gap between two solves)."""
+    source: tuple[int, ...] | None = None
+    """The file read, as :func:`ksptrace.trace.probe.source_of` names it, through the one
+    descriptor the whole read used, unchanged from its open to the end of the read; None for a
+    trace not read from a file or changed while read."""
 
     def __post_init__(self) -> None:
         stamps = np.asarray(self.stamps, dtype=np.float64)

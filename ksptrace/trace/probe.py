@@ -52,6 +52,14 @@ def regular_file(p: Path) -> int:
     return int(st.st_size)
 
 
+def source_of(fd: int) -> tuple[int, ...]:
+    """What names the bytes behind ``fd``: device, inode, size and the times of the last data
+    and inode change (ns). A file renamed in place of another has another inode, and a write
+    changes the times: equal sources read the same bytes (the analysis cache relies on it)."""
+    st = os.fstat(fd)
+    return (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+
+
 def limit_for(file_bytes: int) -> float:
     return PROBE_SECONDS + file_bytes / 50e6
 

@@ -82,17 +82,54 @@ def test_library_detection() -> None:
     assert alg.library_of("Spectrum something") == "unknown"
 
 
+def _fake_ompi_info(folder: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """An ``ompi_info`` first on PATH that prints the recorded listing and counts its calls."""
+    folder.mkdir()
+    calls = folder / "calls"
+    script = folder / "ompi_info"
+    listing = Path(__file__).parents[1] / "data" / "collectives" / "ompi_info_tuned_4.1.4.txt"
+    script.write_text(f"#!/bin/sh\necho x >> {calls}\ncat {listing}\n")
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{folder}:/usr/bin:/bin")
+    return calls
+
+
 def test_ompi_info_is_asked_once_per_installation(tmp_path: Path,
                                                   monkeypatch: pytest.MonkeyPatch) -> None:
-    import shutil
+    calls = _fake_ompi_info(tmp_path / "bin", monkeypatch)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_ENV, str(cache))
+    for _ in range(2):
+        alg._ompi_info_text.cache_clear()
+        assert alg.ompi_catalogue("allreduce")[4] == "ring"
+    assert calls.read_text() == "x\n"  # the second process-wide ask read the sealed copy
+    (kept,) = cache.glob("ompi_info-tuned-*.sealed")
+    assert kept.stat().st_mode & 0o777 == 0o600
+    alg._ompi_info_text.cache_clear()
 
-    if shutil.which("ompi_info") is None:
-        pytest.skip("no ompi_info (Open MPI) on PATH")
-    monkeypatch.setenv(CACHE_ENV, str(tmp_path))
+
+@pytest.mark.parametrize("where", ["a folder others can write", "edited in the private folder"])
+def test_a_planted_ompi_info_answer_is_never_believed(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch,
+                                                      where: str) -> None:
+    """Issue 66: a planted copy in a non-private cache folder made ``--algorithm ring``
+    record "ring" while recursive doubling ran."""
+    calls = _fake_ompi_info(tmp_path / "bin", monkeypatch)
+    cache = tmp_path / "cache"
+    monkeypatch.setenv(CACHE_ENV, str(cache))
     alg._ompi_info_text.cache_clear()
-    assert alg.ompi_catalogue("allreduce")[4] == "ring"
-    (cached,) = tmp_path.glob("ompi_info-tuned-*.txt")
-    cached.write_text(cached.read_text().replace('4:"ring"', '4:"ring_from_cache"'))
+    alg.ompi_catalogue("allreduce")
+    (kept,) = cache.glob("ompi_info-tuned-*.sealed")
+    if where == "a folder others can write":  # anyone may have written it, seal and key too
+        cache.chmod(0o777)
+    else:
+        swapped = kept.read_bytes().replace(b'3:"recursive_doubling"', b'3:"ring"')
+        assert swapped != kept.read_bytes()
+        kept.write_bytes(swapped)
     alg._ompi_info_text.cache_clear()
-    assert alg.ompi_catalogue("allreduce")[4] == "ring_from_cache"  # no second ompi_info
-    alg._ompi_info_text.cache_clear()
+    try:
+        assert alg.ompi_catalogue("allreduce")[3] == "recursive_doubling"
+        assert calls.read_text() == "x\nx\n"  # asked again
+    finally:
+        cache.chmod(0o700)
+        alg._ompi_info_text.cache_clear()

@@ -144,9 +144,8 @@ def test_a_million_run_sweep_is_refused_at_once(write_campaign: Write) -> None:
     finally:
         tracemalloc.stop()
     assert str(err.value) == (
-        f"{path}: the sweep has 1,000,000 runs (1000 n x 1000 iterations), more than 20,000; "
-        "shrink it (fewer values per axis, zip axes that vary together), or pass --allow-large "
-        "if you mean it")
+        f"{path}: the sweep has 1,000,000 runs (1000 n x 1000 iterations), more than 100,000, "
+        "the most ksptrace expands even with --allow-large; split it into several campaigns")
     assert seconds < 10.0  # refused before expanding (expanding takes minutes and GBs)
     assert peak < 20e6
 
@@ -204,9 +203,27 @@ def test_allow_large_has_a_ceiling(
         assert captured.out == ""
         assert captured.err.splitlines() == [
             f"ksptrace: error: {path}: the sweep has 10,000,000,000,000 runs (1000 n x 1000 "
-            "iterations x 1000 restart x 1000 warmup x 10 repetitions), more than 1,000,000, "
+            "iterations x 1000 restart x 1000 warmup x 10 repetitions), more than 100,000, "
             "the most ksptrace expands even with --allow-large; split it into several "
             "campaigns"]
+    assert not (path.parent / "runs").exists()
+
+
+def test_the_ceiling_is_a_sweep_a_campaign_run_can_afford(
+        write_campaign: Write, capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 66: at the former ceiling (10^6 runs) a Slurm dry run took 201 s and 5.47 GB;
+    the ceiling is now 10^5 runs (39 s and 0.57 GB), counted before anything is expanded."""
+    axis = str(list(range(1000, 1100)))
+    path = write_campaign(f"[campaign]\nrepetitions = 11\n[sweep]\nn = {axis}\n"
+                          f"iterations = {list(range(10, 1010, 10))}\n")
+    start = time.perf_counter()
+    assert main(["campaign", "run", str(path), "--backend", "slurm", "--dry-run",
+                 "--allow-large"]) == 7
+    assert time.perf_counter() - start < 10.0
+    [line] = capsys.readouterr().err.splitlines()
+    assert line == (f"ksptrace: error: {path}: the sweep has 110,000 runs (100 n x 100 iterations "
+                    "x 11 repetitions), more than 100,000, the most ksptrace expands even with "
+                    "--allow-large; split it into several campaigns")
     assert not (path.parent / "runs").exists()
 
 

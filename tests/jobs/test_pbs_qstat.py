@@ -51,3 +51,35 @@ def test_alive_reads_the_subjobs_state(tmp_path: Path, monkeypatch: pytest.Monke
     fake_qstat(tmp_path, monkeypatch, body)
     assert PbsBackend().alive("pbs:7[1].pbshead") is alive
     assert PbsBackend().alive("slurm:7_1") is None
+
+
+def test_with_the_server_down_a_started_run_is_unknown_and_run_says_so(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+        capsys: pytest.CaptureFixture[str]) -> None:
+    """Issue 66: with the server down, an interrupted run showed "running" and ``campaign
+    run`` said "nothing to do"."""
+    from ksptrace.cli.main import main
+    from ksptrace.jobs.expand import load_spec
+
+    campaign = tmp_path / "c.toml"
+    campaign.write_text('[campaign]\nname = "down"\noutput = "out"\n[sweep]\nksp = "cg"\n'
+                        'n = 2000\niterations = 20\n[scheduler]\nwalltime = "00:05:00"\n')
+    fake_qstat(tmp_path, monkeypatch, 'echo "qstat: cannot connect to server pbshead '
+                                      '(errno=111)" >&2; exit 1')
+    qsub = tmp_path / "bin" / "qsub"
+    qsub.write_text("#!/bin/bash\necho 7.pbshead\n")
+    qsub.chmod(stat.S_IRWXU)
+    assert main(["campaign", "run", str(campaign), "--backend", "pbs"]) == 0
+    [run] = load_spec(campaign).runs
+    out = tmp_path / "out"
+    state.write_marker(out, run.run_id, "running", {"job": "pbs:7.pbshead", "log": run.log})
+    capsys.readouterr()
+    assert main(["campaign", "run", str(campaign), "--backend", "pbs"]) == 1
+    said = capsys.readouterr().out
+    assert "nothing to do" not in said
+    assert ("campaign down: 1 of 1 runs are in an unknown state (their scheduler cannot be "
+            "asked whether their jobs still run; its server down?)") in said
+    assert main(["campaign", "status", str(out)]) == 0
+    shown = capsys.readouterr().out
+    assert "1 runs: 0 done, 0 running, 0 failed, 1 unknown, 0 missing" in shown
+    assert f"unknown  {run.run_id} (pbs:7.pbshead: the scheduler cannot be asked" in shown

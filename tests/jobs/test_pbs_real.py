@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import subprocess
 import sys
 import time
@@ -27,36 +28,37 @@ from tests.jobs.test_analysis_jobs import FAST, traces
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = ROOT / "scripts" / "pbs-local.sh"
-PBS_HOME = "/var/spool/pbs-ksptrace"
+INSTANCE = f"t{os.getpid() % 10**6}"
+"""The suite's own local PBS (issue 66: the default instance is a user's, never stopped here)."""
+OWN = {"KSPTRACE_PBS_INSTANCE": INSTANCE, "KSPTRACE_PBS_NET": f"10.78.{100 + os.getpid() % 100}"}
+OTHER = {"KSPTRACE_PBS_INSTANCE": INSTANCE + "b",
+         "KSPTRACE_PBS_NET": f"10.78.{200 + os.getpid() % 50}"}
+PBS_HOME = f"/var/spool/pbs-ksptrace-{INSTANCE}"
 CANNOT_RUN = 3
-PORTS = (15001, 15002, 15003, 15004, 15007, 17001)
-"""pbs_server, pbs_mom (2), pbs_sched, PostgreSQL and pbs_comm."""
 
 pytestmark = [pytest.mark.pbs, pytest.mark.mpi]
 
 
-def _script(*args: str, env: dict[str, str] | None = None, timeout: float = 300
-            ) -> subprocess.CompletedProcess[str]:
-    return run_script(SCRIPT, *args, env=env, timeout=timeout)
+def _script(*args: str, env: dict[str, str] | None = None, timeout: float = 300,
+            instance: dict[str, str] = OWN) -> subprocess.CompletedProcess[str]:
+    return run_script(SCRIPT, *args, env={**(env or os.environ), **instance}, timeout=timeout)
 
 
-def leftovers() -> list[str]:
-    """Anything of the local PBS still on this machine: namespaces, links, processes, ports."""
-    found = network_leftovers("ksptrace-pbs-", "ksppbs0", "ksppveth")
-    cache = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "ksptrace"
+def leftovers(instance: dict[str, str] = OWN) -> list[str]:
+    """Anything of this instance of the local PBS still on this machine: namespaces, links,
+    processes (a daemon or client started with its conf, or its PostgreSQL, whose data lie in
+    its PBS_HOME), ports. Another instance (a user's) is not looked at."""
+    name = instance["KSPTRACE_PBS_INSTANCE"]
+    found = network_leftovers(f"ksptrace-pbsi-{name}-", f"kspb-{name}:", f"kspv{name}")
+    conf = f"PBS_CONF_FILE=/tmp/ksptrace-pbs-{name}/".encode()
     for proc in Path("/proc").iterdir():
         try:
             cmd = (proc / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
-            exe = os.readlink(proc / "exe")
+            env = (proc / "environ").read_bytes()
         except OSError:
             continue
-        # a PBS daemon or client of the build, or PBS's PostgreSQL (its data in PBS_HOME); not
-        # a build of PBS that runs at the same time
-        if exe.startswith(f"{cache}/openpbs-") or PBS_HOME in cmd:
+        if f"/var/spool/pbs-ksptrace-{name}/" in cmd or conf in env:
             found.append(f"process {proc.name}: {cmd.strip()}")
-    ss = subprocess.run(["ss", "-Htln"], capture_output=True, text=True, check=False).stdout
-    found += [f"port {ln.split()[3]}" for ln in ss.splitlines()
-              if any(ln.split()[3].endswith(f":{p}") for p in PORTS)]
     return found
 
 
@@ -65,7 +67,7 @@ def pbs() -> Iterator[dict[str, str]]:
     """The environment of PBS's clients (the wrappers first on PATH, Open MPI's settings)."""
     if os.geteuid() != 0:
         pytest.skip("the local PBS needs root (network namespaces, setuid pbs_iff)")
-    proc = _script("start", "--nodes", "2", timeout=3600)  # builds PBS on first use
+    proc = _script("start", "--nodes", "2", timeout=3600)  # builds PBS on first use, once
     if proc.returncode != 0:
         _script("stop")
         why = (proc.stderr.strip().splitlines() or ["no message"])[-1]
@@ -81,6 +83,11 @@ def pbs() -> Iterator[dict[str, str]]:
                 "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)})
     yield env
     _script("stop")  # test_stop_leaves_nothing has stopped it already, unless it failed first
+    for instance in (OWN, OTHER):  # this run's instances are its own: no folder is left
+        name = instance["KSPTRACE_PBS_INSTANCE"]
+        if not leftovers(instance):
+            shutil.rmtree(f"/tmp/ksptrace-pbs-{name}", ignore_errors=True)
+            shutil.rmtree(f"/var/spool/pbs-ksptrace-{name}", ignore_errors=True)
 
 
 @pytest.fixture
@@ -106,7 +113,6 @@ CAMPAIGN = """
 [campaign]
 name = "{name}"
 output = "out"
-command = '{python} -m ksptrace'
 
 [sweep]
 ksp = {ksp}
@@ -124,8 +130,8 @@ exclusive = false
 def _submit(tmp_path: Path, name: str, ksp: str = '"gmres"', nprocs: str = "1",
             iterations: int = 40, extra: str = "") -> tuple[Path, Path, str]:
     path = tmp_path / "c.toml"
-    path.write_text(CAMPAIGN.format(name=name, python=sys.executable, ksp=ksp, nprocs=nprocs,
-                                    iterations=iterations, extra=extra))
+    path.write_text(CAMPAIGN.format(name=name, ksp=ksp, nprocs=nprocs, iterations=iterations,
+                                    extra=extra))  # the default command (issue 66)
     assert main(["campaign", "run", str(path), "--backend", "pbs"]) == 0
     out = tmp_path / "out"
     subs = [json.loads(x) for x in (out / "submissions.jsonl").read_text().splitlines()]
@@ -186,6 +192,9 @@ def test_a_job_killed_with_qdel_is_resumed(client: dict[str, str], tmp_path: Pat
     assert "1 runs: 0 done, 0 running, 1 failed" in status, status
     assert f"killed (pbs:{job} is gone)" in status, status
     assert list((out / "traces").glob("*.h5")) == []
+    # the job's TMPDIR, which qdel leaves behind, is the instance's (stop empties it), never
+    # /var/tmp/pbs.<job id> (issue 66)
+    assert (Path(f"/tmp/ksptrace-pbs-{INSTANCE}/jobtmp") / f"pbs.{job}").is_dir()
 
     assert main(["campaign", "run", str(path), "--backend", "pbs"]) == 0
     subs = [json.loads(x) for x in (out / "submissions.jsonl").read_text().splitlines()]
@@ -249,25 +258,78 @@ def test_a_two_node_run_spans_both_moms(client: dict[str, str], tmp_path: Path,
     assert str(trace.attrs["pbs_jobid"]) == job
 
 
-def test_stop_leaves_nothing(pbs: dict[str, str]) -> None:
-    """Last in the module: no daemon, postgres, namespace, link or port is left."""
-    assert leftovers() != []  # the check sees a running PBS
-    stop = _script("stop")
-    assert stop.returncode == 0, stop.stderr
-    assert leftovers() == []
-
-
-def test_a_failed_start_leaves_nothing(pbs: dict[str, str]) -> None:
-    """A start that fails after the network and the head are up (qmgr refuses a bad ncpus)
-    says why in one line, exits 3 ("cannot run here"), and stops what it started."""
-    proc = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True,
-                          check=False, timeout=300, env={**os.environ, "KSPTRACE_PBS_CPUS": "many"})
+def test_a_failed_start_of_another_instance_leaves_nothing_and_this_one_running(
+        client: dict[str, str]) -> None:
+    """A second instance beside this one (issue 66: the names were fixed, so one instance's
+    failed start tore down another's): its start fails after its network and head are up (qmgr
+    refuses a bad ncpus), says why in one line, exits 3 ("cannot run here"), stops what it
+    started, and this instance's nodes stay free."""
+    proc = _script("start", env={**os.environ, "KSPTRACE_PBS_CPUS": "many"}, instance=OTHER)
     assert proc.returncode == CANNOT_RUN, proc.stderr
     errors = [ln for ln in proc.stderr.splitlines() if "error:" in ln]
     assert errors == ["pbs-local: error: qmgr -c 'set node pbsnode1 resources_available.ncpus = "
                       "many' failed: Illegal attribute or resource value "
                       "resources_available.ncpus"], proc.stderr
+    assert leftovers(OTHER) == []
+    assert _script("stop", instance=OTHER).returncode == 0  # another's stop: not ours either
+    nodes = subprocess.run(["pbsnodes", "-a"], env=client, capture_output=True, text=True,
+                           check=False, timeout=120)
+    assert nodes.stdout.count("state = free") == 2, nodes.stdout + nodes.stderr
+
+
+def test_a_second_instance_runs_beside_and_a_smaller_restart_leaves_no_node_down(
+        client: dict[str, str]) -> None:
+    """Two local PBS at once (issue 66), and a 1-node start after a 2-node one: pbsnode2,
+    kept in the datastore, stayed down, and a 2-node campaign waited forever."""
+    for nodes in ("2", "1"):
+        proc = _script("start", "--nodes", nodes, instance=OTHER, timeout=600)
+        assert proc.returncode == 0, proc.stderr
+    env = dict(os.environ)
+    for line in _script("env", instance=OTHER).stdout.splitlines():
+        key, _, value = line.removeprefix("export ").partition("=")
+        env[key] = value.replace("$PATH", os.environ["PATH"])
+    try:
+        other = subprocess.run(["pbsnodes", "-a"], env=env, capture_output=True, text=True,
+                               check=False, timeout=120)
+        assert [ln for ln in other.stdout.splitlines() if ln.startswith("pbsnode")] == \
+            ["pbsnode1"], other.stdout + other.stderr
+        assert "state = free" in other.stdout
+        ours = subprocess.run(["pbsnodes", "-a"], env=client, capture_output=True, text=True,
+                              check=False, timeout=120)
+        assert ours.stdout.count("state = free") == 2, ours.stdout + ours.stderr
+    finally:
+        assert _script("stop", instance=OTHER).returncode == 0
+    assert leftovers(OTHER) == []
+
+
+def test_stop_leaves_nothing(pbs: dict[str, str]) -> None:
+    """Last in the module: no daemon, postgres, namespace, link or port is left."""
+    assert leftovers() != []  # the check sees a running PBS
+    jobtmp = Path(f"/tmp/ksptrace-pbs-{INSTANCE}/jobtmp")  # the jobs' TMPDIR (issue 66: a
+    assert jobtmp.is_dir()  # qdel left /var/tmp/pbs.<job id>)
+    stop = _script("stop")
+    assert stop.returncode == 0, stop.stderr
     assert leftovers() == []
+    assert list(jobtmp.iterdir()) == []
+
+
+def test_the_run_folder_is_never_reached_through_a_link(tmp_path: Path) -> None:
+    """Issue 66: as root, a symbolic link planted at the run folder was followed ([ -O ]
+    follows links), its target chmod 755'd and filled with conf files PBS sources as shell."""
+    if os.geteuid() != 0:
+        pytest.skip("pbs-local.sh start needs root")
+    target = tmp_path / "elsewhere"
+    target.mkdir(mode=0o700)
+    planted = tmp_path / "run"
+    planted.symlink_to(target)
+    proc = _script("start", env={**os.environ, "KSPTRACE_PBS_DIR": str(planted)},
+                   instance={**OTHER, "KSPTRACE_PBS_INSTANCE": INSTANCE + "c"})
+    assert proc.returncode == 1, proc.stderr
+    assert f"pbs-local: error: {planted} is not a folder of root that only it can write" \
+        in proc.stderr
+    assert list(target.iterdir()) == []
+    assert target.stat().st_mode & 0o777 == 0o700
+    assert leftovers({"KSPTRACE_PBS_INSTANCE": INSTANCE + "c"}) == []
 
 
 def test_a_world_writable_pbs_home_is_refused_before_anything_starts(tmp_path: Path) -> None:
@@ -276,9 +338,8 @@ def test_a_world_writable_pbs_home_is_refused_before_anything_starts(tmp_path: P
     home = tmp_path / "open" / "pbs"
     home.parent.mkdir()
     home.parent.chmod(0o777)
-    proc = subprocess.run(["bash", str(SCRIPT), "start"], capture_output=True, text=True,
-                          check=False, timeout=300,
-                          env={**os.environ, "KSPTRACE_PBS_HOME": str(home)})
+    proc = _script("start", env={**os.environ, "KSPTRACE_PBS_HOME": str(home)},
+                   instance=OTHER)
     assert proc.returncode == 1
     assert proc.stderr.strip() == (
         f"pbs-local: error: {home.parent} is world-writable: pbs_mom refuses a PBS_HOME under "

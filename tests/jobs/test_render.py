@@ -74,6 +74,7 @@ def test_pbs_directives() -> None:
     text = get_backend("pbs").render(spec, spec.runs)[1].text.splitlines()
     for line in ("#PBS -N golden", "#PBS -l select=2:ncpus=64:mpiprocs=64",
                  "#PBS -l walltime=00:45:00", "#PBS -J 0-3", "#PBS -j oe",
+                 "#PBS -V",  # issue 66: a script resubmitted by hand keeps the environment
                  "#PBS -l place=scatter:excl", "#PBS -q compute", "#PBS -A proj-123",
                  "#PBS -l filesystems=home:grand",
                  'cd "$PBS_O_WORKDIR" || exit 1'):
@@ -260,7 +261,7 @@ def test_pbs_arrays_are_split(tmp_path: Path) -> None:
         ["#PBS -J 0-3"], ["#PBS -J 0-3"], ["#PBS -J 0-1"]]
     assert directives(scripts[2].text, "#PBS") == [
         "#PBS -N split", "#PBS -l select=1:ncpus=4:mpiprocs=4", "#PBS -l walltime=01:00:00",
-        "#PBS -J 0-1", "#PBS -j oe", "#PBS -o logs/", "#PBS -l place=scatter:excl"]
+        "#PBS -J 0-1", "#PBS -V", "#PBS -j oe", "#PBS -o logs/", "#PBS -l place=scatter:excl"]
 
 
 def test_a_group_that_fits_keeps_one_array(tmp_path: Path) -> None:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import multiprocessing as mp
+import os
 import shutil
 import signal
 import socket
@@ -156,10 +157,14 @@ def test_a_stale_lock_never_kills_a_group_that_is_not_the_dead_holders_solve(
 
 
 def test_a_stale_lock_still_kills_the_dead_holders_own_solve(tmp_path: Path) -> None:
+    holder = CampaignLock(tmp_path)  # its solves carry its token (issue 66)
     solve = subprocess.Popen(["sleep", "600"], start_new_session=True,
+                             env={**os.environ, lifeline.TOKEN_ENV: holder.token},
                              preexec_fn=dies_with_the_suite)
     try:
-        _stale_lock_naming(tmp_path, solve.pid, lifeline.identity(solve.pid))
+        stale = {**holder.data, "pid": 1, "identity": "1:0", "solve_pgid": solve.pid,
+                 "solve_leader": lifeline.identity(solve.pid)}
+        (tmp_path / LOCK).write_text(json.dumps(stale))
         with campaign_lock(tmp_path):
             assert solve.wait(timeout=60) == -signal.SIGKILL
     finally:

@@ -55,7 +55,7 @@ def test_mean_detour() -> None:
         ("exponential:scale=1us,p=1.5", "must be in [0, 1]"),
         ("exponential:scale=1us,p=-0.1", "must be in [0, 1]"),
         ("exponential:scale=1us,per=socket", "per must be rank or node"),
-        ("exponential:scale=1us,seed=-3", "seed must be a non-negative integer"),
+        ("exponential:scale=1us,seed=-3", "seed must be an integer from 0 to 9223372036854775807"),
         ("exponential:scale=1parsec", "unknown unit"),
         ("exponential:scale=abc", "is not a number"),
         ("exponential:scale=1us,shape=2", "unknown parameter 'shape'"),
@@ -93,3 +93,33 @@ def test_ranks_limit_the_detours_to_some_ranks() -> None:
         parse("fixed:value=1us,ranks=3-1")
     with pytest.raises(UsageError, match="is not a rank list"):
         parse("fixed:value=1us,ranks=a")
+
+
+@pytest.mark.parametrize("digits", [20, 4000, 4400])
+def test_a_huge_seed_is_one_short_line(digits: int) -> None:
+    """Issue 66: a seed of 4,300+ digits raised Python's ValueError (int string conversion)."""
+    with pytest.raises(UsageError) as info:
+        parse("exponential:scale=20us,p=0.5,seed=" + "9" * digits)
+    message = str(info.value)
+    assert "\n" not in message
+    assert len(message) < 400
+    assert "seed must be an integer from 0 to 9223372036854775807" in message
+
+
+def test_the_largest_seed_parses_back_and_a_repetition_past_it_is_refused() -> None:
+    from ksptrace.noise.spec import MAX_SEED
+
+    spec = parse(f"exponential:scale=20us,seed={MAX_SEED}")
+    assert parse(spec.text()) == spec
+    assert spec.reseeded(0) == spec
+    with pytest.raises(UsageError, match="a seed plus the repetition 1 exceeds"):
+        spec.reseeded(1)
+
+
+def test_a_lognormal_of_huge_sigma_has_an_infinite_mean_not_an_overflow() -> None:
+    """Issue 66: sigma=40 raised OverflowError in mean_detour (exp(800))."""
+    spec = parse("lognormal:median=10us,sigma=40,p=0.2")
+    assert math.isinf(spec.mean_detour())
+    assert spec.run_problem() is not None
+    assert parse("lognormal:median=10us,sigma=37").mean_detour() == pytest.approx(
+        10e-6 * math.exp(37 ** 2 / 2))

@@ -124,15 +124,38 @@ def _as_file(word: str) -> Path | None:
     return path if path.is_file() else None
 
 
+LAUNCHER_VALUES = {
+    **dict.fromkeys(("-n", "-np", "--n", "--np", "-c", "-N", "-H", "-host", "--host",
+                     "-hostfile", "--hostfile", "-machinefile", "--machinefile", "-f", "-x",
+                     "-wdir", "--wdir", "-wd", "-ppn", "-npernode", "--npernode",
+                     "--map-by", "--bind-to", "--rank-by", "-configfile", "-iface",
+                     "-bootstrap", "-launcher", "--prefix", "-prefix", "--rankfile",
+                     "-rf", "--output-filename", "--tmpdir"), 1),
+    **dict.fromkeys(("-genv", "-env", "--mca", "-mca", "-gmca", "--gmca"), 2),
+}
+"""Launcher options and how many words of value follow them (Open MPI, MPICH's Hydra): a
+value is never the program, though it may name a file (``-hostfile $PBS_NODEFILE``)."""
+
+
 def program_of(argv: list[str], launcher: str) -> Path | None:
-    """The program the command runs (the first existing file after the launcher, the script
-    after an interpreter such as python), or None."""
+    """The program the command runs, or None: after the launcher and its options (their
+    values skipped, :data:`LAUNCHER_VALUES`), the first existing executable file, or the
+    script after an interpreter such as python (issue 66: a PBS node file given to
+    ``-hostfile`` was taken for the program, and named every trace)."""
     found = None
     k = _start(argv)
-    for word in argv[k + 1:] if launcher != "none" else argv[k:]:
-        path = None if word.startswith("-") else _as_file(word)
-        if path is None:
+    words = argv[k + 1:] if launcher != "none" else argv[k:]
+    skip = 0
+    for word in words:
+        if skip:
+            skip -= 1
             continue
+        if word.startswith("-"):
+            skip = LAUNCHER_VALUES.get(word, 0) if found is None else 0
+            continue
+        path = _as_file(word)
+        if path is None or (found is None and not os.access(path, os.X_OK)):
+            continue  # a file an unknown option names, not a program
         if found is not None or not re.match(r"(python|pypy)[0-9.]*$", path.name):
             return path
         found = path

@@ -14,7 +14,7 @@ import time
 from collections.abc import Sequence
 
 from ksptrace.errors import CampaignError, EnvironmentProblem, Interrupted
-from ksptrace.harness.lifeline import Supervised
+from ksptrace.harness.lifeline import TOKEN_ENV, Supervised
 from ksptrace.harness.mpienv import without_mpi_runtime
 from ksptrace.harness.petscenv import force_solver_env, locate_petsc4py
 from ksptrace.jobs import state
@@ -71,6 +71,8 @@ class LocalBackend(Backend):
             "launcher": f"{self.launcher(spec).name} (ksptrace campaign, local backend)",
             "command_line": shlex.join(["ksptrace", "campaign", "run", spec.source,
                                         "--backend", self.name])})
+        if self.lock is not None:  # proof, to a runner that finds the lock stale, of our solves
+            env[TOKEN_ENV] = self.lock.token
         total = sum(len(s.runs) for s in scripts)
         done = 0
         start = time.monotonic()

@@ -3,14 +3,25 @@
 Arrays are split like Slurm's, at most ``max_array_size`` subjobs each (PBS's server attribute
 of the same name). ``qsub -V`` passes the submitting environment into the job, as ``sbatch``
 does by default. Whether a job or subjob still waits or runs is read from ``qstat -f -F json``
-(``-t`` lists an array's subjobs, finished ones in state X)."""
+(``-t`` lists an array's subjobs, finished ones in state X).
+
+A job's login shell resets ``PATH`` (``qsub -V`` keeps the submitter's only as ``PBS_O_PATH``),
+so a venv's ``ksptrace`` was not found there (issue 66: every PBS run of a venv install failed
+with exit 134). The scripts set ``PATH`` back to ``PBS_O_PATH`` first (before the campaign's
+set-up lines, which may change it again), and the documented default ``command = "ksptrace"``
+is kept only when ``ksptrace`` on the submitter's ``PATH`` is the one running, beside this
+Python; otherwise the job runs this Python's ksptrace (``<python> -m ksptrace``), as the
+analysis jobs do."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import os
 import re
 import shutil
 import subprocess
+import sys
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -28,13 +39,26 @@ def flavour(array: bool) -> TaskFlavour:
     index = ("${PBS_ARRAY_INDEX:?submit this script with qsub, it is a job array}" if array
              else "${PBS_ARRAY_INDEX:-0}")
     return TaskFlavour(index_expr=index, job_expr="pbs:${PBS_JOBID:-}",
-                       workdir_expr='"$PBS_O_WORKDIR"')
+                       workdir_expr='"$PBS_O_WORKDIR"', preamble=PATH_BACK)
+
+
+PATH_BACK = (
+    "# the job's login shell resets PATH; qsub -V keeps the submitter's as PBS_O_PATH",
+    'if [ -n "${PBS_O_PATH:-}" ]; then export PATH="$PBS_O_PATH"; fi',
+)
 
 
 class PbsBackend(Backend):
     name = "pbs"
     default_launcher = "pbs-mpiexec"
     submit_program = "qsub"
+
+    def adapt(self, spec: CampaignSpec) -> CampaignSpec:
+        """The default command kept when ``ksptrace`` on PATH is this one, else pinned to this
+        Python's (module docstring); a command the campaign file gives is kept as written."""
+        if spec.command == ("ksptrace",) and not _runs_here(shutil.which("ksptrace")):
+            return dataclasses.replace(spec, command=(sys.executable, "-m", "ksptrace"))
+        return spec
 
     def directives(self, spec: CampaignSpec, nodes: int, runs: Sequence[RunSpec]) -> list[str]:
         s = spec.scheduler
@@ -47,7 +71,8 @@ class PbsBackend(Backend):
         ]
         if len(runs) > 1:  # PBS refuses an array of one subjob
             lines.append(f"-J 0-{len(runs) - 1}")
-        lines += ["-j oe", f"-o {LOGS_DIR}/"]
+        lines += ["-V",  # in the script too: one resubmitted by hand keeps the environment
+                  "-j oe", f"-o {LOGS_DIR}/"]
         if s.exclusive:
             lines.append("-l place=scatter:excl")
         elif nodes > 1:  # else PBS may pack the chunks onto one host (place=free, tested)
@@ -104,6 +129,15 @@ class PbsBackend(Backend):
                 elif index is not None and index < len(runs) and live(st):
                     out.add(runs[index])
         return out
+
+
+def _runs_here(found: str | None) -> bool:
+    """Whether the ``ksptrace`` found on PATH is this installation's: its script beside this
+    Python (a venv's bin, or the system's), not another install earlier on PATH."""
+    if found is None:
+        return False
+    return os.path.dirname(os.path.abspath(found)) == os.path.dirname(
+        os.path.abspath(sys.executable))
 
 
 LIVE = frozenset("QRHWTSEB")

@@ -20,6 +20,14 @@ BACK_TO_BACK = "back-to-back"
 benchmarks' figure); the others time each call between barriers (what an iteration pays)."""
 
 
+def cell_group(t: CollectiveTrace) -> str:
+    """The group of best-algorithm cells a trace's times compete in: its operation, and for
+    back-to-back times their own group (``allreduce (back-to-back)``), never the per-call
+    cells (issue 66: back-to-back runs, whose calls overlap, took per-call cells)."""
+    back = t.attrs.get("timing_mode") == BACK_TO_BACK
+    return f"{t.operation} ({BACK_TO_BACK})" if back else t.operation
+
+
 def timing_of(t: CollectiveTrace) -> str:
     """What a trace's times are, in words for the curves table."""
     if t.attrs.get("timing_mode") == BACK_TO_BACK:

@@ -61,6 +61,8 @@ def _steps_table(model: PLogPModel, sizes: np.ndarray, library: str) -> Table:
     """Each shared break: the sizes it lies between, and each function's jump there with its
     95 % interval, or that it does not step there."""
     fits = {"o_s": model.send_overhead, "o_r": model.recv_overhead, "g": model.gap}
+    if model.half_round_trip is not None:  # it chooses the breaks too (issue 66: no column)
+        fits["RTT/2"] = model.half_round_trip
     breaks = model.gap.breakpoints
     before = [int(sizes[np.searchsorted(sizes, b) - 1]) for b in breaks]
     frame = pd.DataFrame({"from_bytes": before, "to_bytes": list(breaks)})
@@ -73,14 +75,24 @@ def _steps_table(model: PLogPModel, sizes: np.ndarray, library: str) -> Table:
         shown[name] = [f"{_pct(j)} [95 % {_pct(lo)}, {_pct(hi)}]" if step else "no step"
                        for j, lo, hi, step in zip(f.jumps(), f.jump_low, f.jump_high,
                                                   f.stepped(), strict=True)]
+    stepping = [[n for n, f in fits.items() if f.stepped()[k]] for k in range(len(breaks))]
+    frame["stepping"] = [", ".join(s) for s in stepping]
+    shown["chosen by"] = [", ".join(s) if s else "the joint fit only (no function steps "
+                          "clear of 0 alone)" for s in stepping]
     notes = ("a break lies between two measured sizes (the transport switches somewhere "
              "between them); the breaks are chosen once for o_s, o_r, g and RTT/2 from the "
              "data, nothing is told where to look; a function steps at a break when its "
-             "jump's 95 % interval excludes 0",)
+             "jump's 95 % interval excludes 0; 'chosen by' names the functions that step "
+             "there",)
     title = (f"Where the transport switches ({library})" if library else
              "Where the transport switches")
     return Table("collectives_plogp_steps", title, frame,
-                 display=shown[["from_bytes", "to_bytes", *fits]], notes=notes)
+                 display=shown[["from_bytes", "to_bytes", *fits, "chosen by"]], notes=notes)
+
+
+ASSUMED_TICK = 1e-9
+"""The clock's tick of a trace that does not record its ``wtick``: the finest MPI_Wtime of
+Linux (clock_gettime's nanoseconds)."""
 
 
 def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
@@ -97,8 +109,10 @@ def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
         frame = pd.DataFrame({"bytes": t.message_bytes,
                               **{f"{k}_us": s.median * 1e6 for k, s in summaries.items()}})
         frame["gap_model_us"] = model.gap(t.message_bytes) * 1e6
-        for k, s in summaries.items():  # the 95 % interval's half-width, in % of the median
-            frame[f"{k}_ci_pct"] = (s.high - s.low) / 2 / s.median * 100
+        tick = float(t.attrs.get("wtick") or ASSUMED_TICK)
+        for k, s in summaries.items():  # the 95 % interval's half-width, in % of the median,
+            # never finer than the clock (issue 66: 1e-05 % was shown)
+            frame[f"{k}_ci_pct"] = np.maximum((s.high - s.low) / 2, tick / 2) / s.median * 100
         notes = (f"L = {model.L * 1e6:.3g} us (RTT/2 - g at the smallest size)",
                  _function("o_s", model.send_overhead), _function("o_r", model.recv_overhead),
                  _function("g", model.gap),
@@ -110,8 +124,10 @@ def plogp_tables(traces: Sequence[CollectiveTrace]) -> tuple[Table, ...]:
                  "per size the median over rounds (each round's o_s and RTT a median of 5 "
                  "messages, its o_r of 15, its g the slope of trains of 2-16 messages; rounds "
                  "more than 5 MADs slower than the median left out), both ranks measuring in turn; "
-                 "*_ci_pct: half the 95 % interval of that median; a break must stand out of "
-                 "these intervals")
+                 "*_ci_pct: half the 95 % interval of that median, never less than half the "
+                 f"clock's tick ({tick:.3g} s, "
+                 + ("MPI_Wtick" if t.attrs.get("wtick") else "not recorded: 1 ns assumed")
+                 + "); a break must stand out of these intervals")
         library = str(t.attrs.get("mpi_library", "")).split("\n")[0].split(",")[0].strip()
         if model.gap.breakpoints and len(model.gap.jump_low) == len(model.gap.breakpoints):
             out.append(_steps_table(model, t.message_bytes, library))

@@ -86,6 +86,8 @@ class PLogPModel:
     gap: Piecewise
     sizes: np.ndarray
     note: str = ""
+    half_round_trip: Piecewise | None = None
+    """RTT/2's own fit at the shared breaks (the breaks are chosen with it too)."""
 
     def round_trip(self, sizes: np.ndarray) -> np.ndarray:
         return np.asarray(2 * (self.L + self.gap(sizes)))
@@ -136,7 +138,7 @@ def fit_plogp_model(sizes: np.ndarray, half_round_trip: np.ndarray, send_overhea
         notes.append(f"RTT/2 - g(m) at the smallest size is {latency:.3g} s < 0; L set to 0")
         latency = 0.0
     return PLogPModel(latency, fits["send_overhead"], fits["recv_overhead"], fits["gap"],
-                      m.astype(np.int64), "; ".join(notes))
+                      m.astype(np.int64), "; ".join(notes), fits["half_round_trip"])
 
 
 def logp_from_plogp(model: PLogPModel) -> LogP:

@@ -41,18 +41,37 @@ def labels(t: CollectiveTrace, forced_label: str) -> list[str]:
 
 
 def merge_notes(traces: Sequence[CollectiveTrace]) -> list[str]:
-    """One line per (operation, P, forced algorithm, algorithm that ran) that differ."""
+    """One line per (operation, P, forced algorithm, algorithm that ran) that differ, naming the
+    sizes where it ran as runs of consecutive measured sizes (issue 66: "ring at 4-4 B", and
+    ranges of two algorithms that overlapped where they alternate)."""
     found: dict[tuple[str, int, str, str], list[int]] = {}
+    measured: dict[tuple[str, int, str], set[int]] = {}
     for t in traces:
         for size, ran in ran_at(t).items():
+            measured.setdefault((t.operation, t.nprocs, t.algorithm), set()).add(size)
             if ran != t.algorithm:
                 found.setdefault((t.operation, t.nprocs, t.algorithm, ran), []).append(size)
-    return [(f"{op} at P = {p}: the default (the library's own choice) ran {ran} at "
-             f"{min(s)}-{max(s)} B; those runs are counted as {ran}") if forced == DEFAULT else
-            (f"{op} at P = {p}: the forced {forced} ran {ran} at {min(s)}-{max(s)} B (the "
-             f"library's fallback); those runs are counted as {ran}")
-            for (op, p, forced, ran), s in sorted(found.items())]
+    out = []
+    for (op, p, forced, ran), s in sorted(found.items()):
+        where = size_runs(sorted(set(s)), sorted(measured[(op, p, forced)]))
+        out.append((f"{op} at P = {p}: the default (the library's own choice) ran {ran} at "
+                    f"{where}; those runs are counted as {ran}") if forced == DEFAULT else
+                   (f"{op} at P = {p}: the forced {forced} ran {ran} at {where} (the "
+                    f"library's fallback); those runs are counted as {ran}"))
+    return out
 
+
+def size_runs(sizes: Sequence[int], grid: Sequence[int]) -> str:
+    """``sizes`` (a subset of the measured ``grid``) as runs of consecutive measured sizes:
+    ``8 B``, ``16-64 B``, ``16-64 B, 1024 B``."""
+    index = {m: i for i, m in enumerate(grid)}
+    runs: list[list[int]] = []
+    for m in sizes:
+        if runs and index.get(m, -2) == index.get(runs[-1][-1], -4) + 1:
+            runs[-1].append(m)
+        else:
+            runs.append([m])
+    return ", ".join(f"{r[0]} B" if len(r) == 1 else f"{r[0]}-{r[-1]} B" for r in runs)
 
 
 FALLBACK_NUMBERS: dict[tuple[str, str], dict[str, int]] = {

@@ -41,6 +41,15 @@ def frame_markdown(frame: pd.DataFrame) -> str:
     return "\n".join(lines)
 
 
+def line_styles(algorithms: list[str]) -> dict[str, tuple[str, str]]:
+    """One (colour, line style) per algorithm label, the same in every panel of a figure
+    (issue 66: panels coloured in their own order, and one legend for all, named the P = 2
+    back-to-back curve segmented_ring/seg1024)."""
+    dashes = ("-", "--", ":", "-.")
+    return {a: (f"C{i % 10}", dashes[(i // 10) % len(dashes)])
+            for i, a in enumerate(algorithms)}
+
+
 def figures(frame: pd.DataFrame) -> list[tuple[str, bytes]]:
     """Per operation: latency (log-log) and bandwidth over message size, one panel per P and
     one line per algorithm; (title, PNG bytes)."""
@@ -53,17 +62,21 @@ def figures(frame: pd.DataFrame) -> list[tuple[str, bytes]]:
         ps = sorted(set(g["P"]))
         fig = _figure(height=3.2 * 2)
         axes = fig.subplots(2, len(ps), squeeze=False)
+        style = line_styles(sorted(set(g["algorithm"])))
         for k, p in enumerate(ps):
             for alg, line in g[g["P"] == p].groupby("algorithm"):
                 line = line.sort_values("bytes")
-                axes[0][k].loglog(line["bytes"], line["median_us"], marker=".", label=alg)
-                axes[1][k].semilogx(line["bytes"], line["MB_per_s"], marker=".", label=alg)
+                color, dash = style[str(alg)]
+                axes[0][k].loglog(line["bytes"], line["median_us"], marker=".", label=alg,
+                                  color=color, linestyle=dash)
+                axes[1][k].semilogx(line["bytes"], line["MB_per_s"], marker=".", label=alg,
+                                    color=color, linestyle=dash)
             over = bool(g[g["P"] == p]["oversubscribed"].any())
             axes[0][k].set_title(f"P = {p}" + (" (oversubscribed)" if over else ""))
             axes[1][k].set_xlabel("message size (bytes per rank)")
+            axes[0][k].legend(fontsize="x-small")  # each panel names its own curves
         axes[0][0].set_ylabel("median time (us)")
         axes[1][0].set_ylabel("MB/s (m / time)")
-        axes[0][-1].legend(fontsize="x-small")
         out.append((f"{op}: latency and bandwidth per algorithm", to_png(fig)))
     return out
 

@@ -20,7 +20,7 @@ import pandas as pd
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.collectives import models as cm
 from ksptrace.studies.collectives import ran
-from ksptrace.studies.collectives.labels import TIMING_NOTE, timing_of
+from ksptrace.studies.collectives.labels import TIMING_NOTE, cell_group, timing_of
 from ksptrace.studies.collectives.labels import label as _label
 from ksptrace.studies.collectives.p2p_table import plogp_tables
 from ksptrace.studies.collectives.segment_table import segment_table
@@ -87,8 +87,8 @@ def best_algorithms(traces: Sequence[CollectiveTrace]) -> pd.DataFrame:
     """The fastest algorithm per (op, P, m) cell, by the decision-map machinery (median of the
     repetitions' call times), with the runner-up and its margin."""
     rows = []
-    for op in sorted({t.operation for t in traces}):
-        mine = [t for t in traces if t.operation == op]
+    for op in sorted({cell_group(t) for t in traces}):
+        mine = [t for t in traces if cell_group(t) == op]
         p, m, label, sec = [], [], [], []
         for t in mine:
             calls = t.call_seconds()
@@ -285,14 +285,16 @@ def ompi_rules_files(traces: Sequence[CollectiveTrace]) -> tuple[tuple[str, str]
     """An Open MPI rules file per blocking collective whose map has 2+ algorithms over 2+ P and
     2+ sizes: the exact quadtree of the best-algorithm map (``ksptrace decide``'s code), with
     the algorithm numbers the traces forced, with the segment size a segmented winner was
-    measured with."""
+    measured with. Only per-call times decide: a rules file sets what each call runs, and
+    back-to-back times (calls overlapping) never take a per-call cell (issue 66)."""
     from ksptrace.studies.decisions.encoding import compact_square_map
     from ksptrace.studies.decisions.quadtree import build_quadtree
     from ksptrace.studies.decisions.rules import COLLECTIVE_IDS, ompi_rules
 
     out = []
     for op in sorted({t.operation for t in traces}):
-        mine = [t for t in traces if t.operation == op and "algorithm" in t.attrs]
+        mine = [t for t in traces if t.operation == op and "algorithm" in t.attrs
+                and cell_group(t) == op]
         if op not in COLLECTIVE_IDS or not mine:
             continue
         named = {t.algorithm: str(int(t.attrs["algorithm"])) for t in mine}
@@ -332,10 +334,11 @@ def decision_runs(trace: CollectiveTrace, path: str = "") -> list[Run]:
     by what the library chose), with its number; a segmented algorithm that ran segmented is
     ``NUMBER/segBYTES``, so that the fastest segment size wins each cell and reaches the rules
     file and the generated code.
-    The operation is the run's ``problem``, so that each collective forms its own map."""
+    The operation is the run's ``problem``, so that each collective forms its own map, and
+    back-to-back times form their own (:func:`labels.cell_group`), never a per-call one's."""
     calls = np.median(trace.call_seconds(), axis=1)
     library = str(trace.attrs.get("mpi_flavor", "openmpi"))
-    base = {**trace.attrs, "problem": trace.operation, "nprocs": trace.nprocs}
+    base = {**trace.attrs, "problem": cell_group(trace), "nprocs": trace.nprocs}
     seg = int(trace.attrs.get("segment_bytes", 0) or 0)
     runs = []
     for m, c, name, ran_name in zip(trace.message_bytes, calls, ran.labels(trace, _label(trace)),

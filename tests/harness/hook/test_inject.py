@@ -89,3 +89,24 @@ def test_a_leading_env_with_assignments_is_passed_over(tmp_path: Path) -> None:
     assert inject.program_of(["env", "A=1", str(real), "-n", "2", "python3", str(script)],
                              "openmpi") == script
     assert inject.launcher_of(["env", "A=1", "./app"]) == "none"
+
+
+def test_the_pbs_node_file_is_never_taken_for_the_program(tmp_path: Path) -> None:
+    """Issue 66: on PBS, traces were named after ``-hostfile $PBS_NODEFILE`` (``14[0]``), the
+    first existing file after mpiexec, and analyze took each run for its own problem."""
+    nodefile = tmp_path / "14[0].pbshead"
+    nodefile.write_text("pbsnode1\n")
+    program = tmp_path / "ex2"
+    program.write_text("#!/bin/sh\n")
+    program.chmod(0o755)
+    script = tmp_path / "solve.py"
+    script.write_text("")
+    pbs = ["env", "OMPI_MCA_orte_set_default_slots=none", "mpiexec", "-n", "2", "-hostfile",
+           str(nodefile)]
+    assert inject.program_of([*pbs, str(program), "-m", "10"], "openmpi") == program
+    assert inject.program_of([*pbs, "python3", str(script)], "openmpi") == script
+    assert inject.program_of(["mpiexec", "-n", "2", "-genv", "A", str(nodefile), "-f",
+                              str(nodefile), str(program)], "mpich") == program
+    # a file an option this list does not know names: not executable, so not the program
+    assert inject.program_of(["mpiexec", "--odd", str(nodefile), str(program)],
+                             "openmpi") == program

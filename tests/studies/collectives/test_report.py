@@ -154,8 +154,141 @@ def test_two_labels_that_ran_the_same_code_are_merged() -> None:
         assert small["runner_up"] != "ring"  # one algorithm ran there, under two names
         assert (large["best"], large["runner_up"]) == ("ring", "recursive_doubling")
     report = cr.build(traces)  # type: ignore[arg-type]
-    assert any("at P = 3: the forced ring ran recursive_doubling at 16-16 B" in n
+    assert any("at P = 3: the forced ring ran recursive_doubling at 16 B (" in n
                for n in report.notes)
     ((_, text),) = cr.ompi_rules_files(traces)  # type: ignore[arg-type]
     assert decide_with_rules(text, 3, 16) == 3
     assert decide_with_rules(text, 4, 4096) == 4
+
+
+def test_back_to_back_never_takes_a_per_call_cell() -> None:
+    """Issue 66: at P = 2, recursive_doubling/back-to-back beat per-call recursive_doubling at
+    8 B and 32 B-1 KiB and the rules file took those cells, although the docs say never."""
+    from ksptrace.studies.decisions.grouping import build_studies
+    from ksptrace.studies.decisions.rules import decide_with_rules
+
+    us_ring, us_rd, us_b2b = {8: 12.0, 4096: 20.0}, {8: 10.0, 4096: 30.0}, {8: 3.0, 4096: 8.0}
+    traces = [t for p in (2, 4) for t in (
+        _forced("ring", 4, {8: "ring", 4096: "ring"}, us_ring, p),
+        _forced("recursive_doubling", 3, {8: "recursive_doubling", 4096: "recursive_doubling"},
+                us_rd, p))]
+    for p in (2, 4):
+        back = _forced("recursive_doubling", 3,
+                       {8: "recursive_doubling", 4096: "recursive_doubling"}, us_b2b, p)
+        object.__setattr__(back, "attrs", {**back.attrs, "timing_mode": "back-to-back",
+                                           "calls_per_repetition": 100})
+        traces.append(back)
+    best = cr.best_algorithms(traces)  # type: ignore[arg-type]
+    per_call = best[best["op"] == "allreduce"]
+    assert len(per_call) == 4
+    assert not per_call["best"].str.contains("back-to-back").any()
+    assert not per_call["runner_up"].str.contains("back-to-back").any()
+    assert set(per_call[per_call["bytes"] == 4096]["best"]) == {"ring"}
+    assert set(per_call[per_call["bytes"] == 8]["best"]) == {"recursive_doubling"}
+    own = best[best["op"] == "allreduce (back-to-back)"]
+    assert set(own["best"]) == {"recursive_doubling/back-to-back"}
+    ((_, text),) = cr.ompi_rules_files(traces)  # type: ignore[arg-type]
+    assert [decide_with_rules(text, p, 4096) for p in (2, 4)] == [4, 4]  # ring, per call
+    runs = [r for t in traces for r in cr.decision_runs(t)]  # type: ignore[arg-type]
+    studies = build_studies(runs, ("nprocs", "bytes"), "algorithm_name")
+    [study] = studies.studies  # per call; back-to-back alone is a group of its own
+    assert sorted(study.dm.methods) == ["recursive_doubling", "ring"]
+    assert any(n.startswith("problem=allreduce (back-to-back): no decision map")
+               for n in studies.notes)
+
+
+def test_what_ran_notes_name_runs_of_measured_sizes() -> None:
+    """Issue 66: "ring at 4-4 B", and two algorithms' ranges that overlapped where a default
+    alternated between them."""
+    from ksptrace.studies.collectives import ran
+
+    sizes = {4: 1.0, 8: 1.0, 16: 1.0, 64: 1.0, 1024: 1.0}
+    t = _forced("default", 0, {4: "ring", 8: "recursive_doubling", 16: "recursive_doubling",
+                               64: "ring", 1024: "ring"}, sizes, 2)
+    object.__setattr__(t, "attrs", {**t.attrs, "algorithm_name": "default"})
+    notes = ran.merge_notes([t])  # type: ignore[list-item]
+    assert notes == [
+        "allreduce at P = 2: the default (the library's own choice) ran recursive_doubling at "
+        "8-16 B; those runs are counted as recursive_doubling",
+        "allreduce at P = 2: the default (the library's own choice) ran ring at 4 B, "
+        "64-1024 B; those runs are counted as ring"]
+
+
+@pytest.mark.parametrize("wtick", [None, 1e-6])
+def test_plogp_interval_half_widths_are_never_finer_than_the_clock(wtick: float | None) -> None:
+    """Issue 66: half-widths of 1e-05 % were shown, finer than the clock can tell."""
+    from ksptrace.studies.collectives.p2p_table import plogp_tables
+    from ksptrace.trace.collectives import CollectiveTrace
+
+    sizes = np.array([1 << k for k in range(12)], dtype=np.int64)
+    base = 1e-6 + sizes * 1e-10  # identical values in every round: a zero-width interval
+    seconds = np.broadcast_to(base[None, :, None], (2, sizes.size, 9)).copy()
+    parts = {"send_overhead_seconds": seconds * 0.2, "recv_overhead_seconds": seconds * 0.3,
+             "gap_seconds": seconds * 0.5}
+    attrs: dict[str, object] = {"operation": "plogp", "algorithm_name": "default"}
+    if wtick is not None:
+        attrs["wtick"] = wtick
+    t = CollectiveTrace(seconds=seconds, message_bytes=sizes, node_ids=np.array([0, 0]),
+                        hostnames=("h", "h"), attrs=attrs, parts=parts)  # type: ignore[arg-type]
+    [table] = [x for x in plogp_tables([t]) if x.name == "collectives_plogp"]
+    tick = wtick or 1e-9
+    ci = table.frame["rtt_half_ci_pct"].to_numpy()
+    assert np.allclose(ci, tick / 2 / base * 100)
+    assert any(f"clock's tick ({tick:.3g} s" in n for n in table.notes)
+
+
+def test_each_curve_keeps_its_colour_and_name_in_every_panel(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 66: the P = 2 back-to-back curve was named segmented_ring/seg1024 by the one
+    legend (of the last panel), as each panel coloured its curves in its own order."""
+    from ksptrace.studies import drawing
+
+    traces = allreduce_traces(nprocs=(2, 4), algorithms=("ring", "recursive_doubling"))
+    back = allreduce_traces(nprocs=(2,), algorithms=("rabenseifner",), seed=3)[0]
+    object.__setattr__(back, "attrs", {**back.attrs, "timing_mode": "back-to-back",
+                                       "calls_per_repetition": 10})
+    frame = cr.curves([*traces, back])
+    drawn: list[object] = []
+    monkeypatch.setattr(drawing, "to_png", lambda fig: drawn.append(fig) or b"png")
+    render.figures(frame)
+    [fig] = drawn
+    colour: dict[str, object] = {}
+    for ax in fig.axes:  # type: ignore[attr-defined]
+        for line in ax.get_lines():
+            colour.setdefault(line.get_label(), line.get_color())
+            assert colour[line.get_label()] == line.get_color(), line.get_label()
+    top = [ax for ax in fig.axes if ax.get_title().startswith("P = ")]  # type: ignore[attr-defined]
+    for ax in top:
+        shown = {t.get_text() for t in ax.get_legend().get_texts()}
+        assert shown == {line.get_label() for line in ax.get_lines()}
+    assert "rabenseifner/back-to-back" in colour
+
+
+def test_the_steps_table_shows_rtt_and_what_chose_each_break() -> None:
+    """Issue 66: a switch showed "no step" in every column: RTT/2, which chooses the breaks
+    too, had no column, and what chose the break was not shown."""
+    from ksptrace.collectives.params import message_sizes
+    from ksptrace.studies.collectives.p2p_table import plogp_tables
+    from ksptrace.trace.collectives import CollectiveTrace
+
+    sizes = np.array(message_sizes("plogp", 1, 64 * 1024, 4), dtype=np.int64)
+    rng = np.random.default_rng(5)
+    smooth = 1e-6 + sizes * 1e-10
+    rtt = smooth * np.where(sizes > 4096, 1.6, 1.0)  # only RTT/2 steps, at the eager limit
+
+    def noisy(v: np.ndarray) -> np.ndarray:
+        return v[None, :, None] * rng.lognormal(0.0, 0.01, (2, sizes.size, 20))
+
+    t = CollectiveTrace(seconds=noisy(rtt), message_bytes=sizes, node_ids=np.array([0, 0]),
+                        hostnames=("h", "h"), attrs={"operation": "plogp", "wtick": 1e-9},
+                        parts={"send_overhead_seconds": noisy(0.2 * smooth),
+                               "recv_overhead_seconds": noisy(0.3 * smooth),
+                               "gap_seconds": noisy(0.5 * smooth)})
+    [steps] = [x for x in plogp_tables([t]) if x.name == "collectives_plogp_steps"]
+    assert "RTT/2" in steps.display.columns
+    row = steps.frame[steps.frame["to_bytes"] > 4096].iloc[0]
+    assert row["from_bytes"] == 4096
+    assert row["RTT/2_steps"]
+    assert not row["o_s_steps"]
+    assert not row["g_steps"]
+    assert "RTT/2" in str(steps.display[steps.frame["to_bytes"] > 4096]["chosen by"].iloc[0])

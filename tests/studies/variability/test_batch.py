@@ -150,10 +150,12 @@ def test_one_process_reads_each_trace_while_the_one_before_is_analysed(
 ) -> None:
     """The reader child is told which files come, in order (cached ones are not read)."""
     from ksptrace.trace import reader_child
+    from ksptrace.trace.read import read_trace
 
     paths = [str(p) for p in traces(tmp_path / "in", count=3)]
     cache = tmp_path / "cache"
-    list(batch.run(paths[:1], lambda p, o, f: p, FAST, False, cache=cache))
+    list(batch.run(paths[:1], lambda p, o, f: batch.FromFile(p, read_trace(p).source), FAST,
+                   False, cache=cache))
     plans: list[list[str]] = []
     asked: list[object] = []
     real = reader_child._Reader._ask_next
@@ -166,7 +168,6 @@ def test_one_process_reads_each_trace_while_the_one_before_is_analysed(
     monkeypatch.setattr(reader_child._Reader, "_ask_next", watch)
 
     def worker(path: str, options: AnalysisOptions, figures: bool) -> object:
-        from ksptrace.trace.read import read_trace
         return read_trace(path).nprocs
 
     done = list(batch.run(paths, worker, FAST, False, cache=cache))

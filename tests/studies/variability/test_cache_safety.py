@@ -24,6 +24,7 @@ from ksptrace.cli.analyze import options_of
 from ksptrace.cli.main import build_parser
 from ksptrace.studies.variability.run import batch, sealed
 from ksptrace.studies.variability.run.options import AnalysisOptions
+from ksptrace.trace.read import read_trace
 from ksptrace.trace.synthetic import synthetic_trace
 from ksptrace.trace.write import write_trace
 from tests.conftest import solver_env
@@ -46,7 +47,7 @@ class Planted:
 
 
 def _worker(path: str, options: AnalysisOptions, with_figures: bool) -> object:
-    return "analysed"
+    return batch.FromFile("analysed", read_trace(path).source)
 
 
 def _names(paths: list[Path]) -> list[str]:
@@ -167,3 +168,40 @@ def test_a_cache_planted_by_nobody_never_runs_as_another_user(shared_tmp: Path) 
     assert notes == [f"ksptrace: note: the cache {shared_tmp}/report.cache is not used: "
                      f"{shared_tmp}/report.cache is owned by uid 65534, not by this user "
                      f"(uid {VICTIM}); give a folder only you can write"], victim.stderr
+
+
+@pytest.mark.parametrize("swap", ["renamed over it", "written in place"])
+def test_a_trace_swapped_between_hash_and_read_stores_nothing_under_its_name(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, swap: str) -> None:
+    """Issue 66: a trace swapped between hashing and reading stored the other trace's results
+    under its name, and a pristine cg trace was later reported as "bcgs P=1"."""
+    from ksptrace.studies.variability.pages import runs
+
+    pristine = write_trace(synthetic_trace(4, 60, 2, "cg", seed=1), tmp_path / "trace.h5")
+    other = write_trace(synthetic_trace(1, 60, 1, "bcgs", seed=2), tmp_path / "other.h5")
+    original, planted = pristine.read_bytes(), other.read_bytes()
+    cache = tmp_path / "cache"
+    real = sealed.fingerprint
+
+    def hashed_then_swapped(path: str | os.PathLike[str]) -> tuple[str, object]:
+        answer = real(path)
+        if swap == "renamed over it":
+            os.replace(other, pristine)
+        else:
+            with open(pristine, "r+b") as f:
+                f.truncate(0)
+                f.write(planted)
+        return answer
+
+    monkeypatch.setattr(sealed, "fingerprint", hashed_then_swapped)
+    [first] = batch.run([str(pristine)], runs.analyse_read, FAST, False, cache=cache)
+    assert first.result.analysis.ksp == "bcgs"  # what was read
+    assert list(cache.glob(f"*{sealed.SUFFIX}")) == []  # stored under no name
+    monkeypatch.setattr(sealed, "fingerprint", real)
+    pristine.write_bytes(original)
+    [again] = batch.run([str(pristine)], runs.analyse_read, FAST, False, cache=cache)
+    assert not again.cached
+    assert (again.result.analysis.ksp, again.result.analysis.nprocs) == ("cg", 4)
+    [third] = batch.run([str(pristine)], runs.analyse_read, FAST, False, cache=cache)
+    assert third.cached  # an untouched trace is still cached
+    assert third.result.analysis.ksp == "cg"

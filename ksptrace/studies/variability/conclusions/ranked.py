@@ -43,12 +43,14 @@ def caveat_names(flag_codes: Iterable[str], attrs: Mapping[str, Any],
 
 def trace_noisy(trace: Trace) -> bool:
     """Whether the trace ran with injected noise the analysis would count (an unreadable
-    spec, one that reaches no rank or no recorded detours count as none, as there)."""
+    spec, one no run injects, one that reaches no rank or no recorded detours count as none,
+    as there)."""
     try:
         spec = parse(str(trace.attr("noise", "none") or "none"))
     except KsptraceError:
         return False
-    return (spec.active and spec.reach_problem(trace.nprocs, trace.n_nodes, idle=True) is None
+    return (spec.active and spec.run_problem() is None
+            and spec.reach_problem(trace.nprocs, trace.n_nodes, idle=True) is None
             and trace.injected_seconds is not None)
 
 

@@ -22,6 +22,7 @@ from ksptrace.studies.variability.pages.digest import Drawn, TraceDigest, digest
 from ksptrace.studies.variability.run import batch
 from ksptrace.studies.variability.run.options import AnalysisOptions
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis, analyze_trace, ordered_kept
+from ksptrace.studies.variability.stats.ordered import OrderedRows
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS, Trace
 from ksptrace.trace.read import iter_traces
 from ksptrace.trace.solves import split
@@ -130,9 +131,18 @@ def analyse_one(
     # each rank sorted once, when the analysis first needs it, for it and for the figures
     ordered = functools.cache(lambda: ordered_kept(trace, opt))
     try:
-        a = analyze_trace(trace, opt, step, ordered)
+        return _analysed(trace, opt, with_figures, step, ordered)
     except AnalysisError as exc:
         return Skipped(name, str(exc))
+    except (KsptraceError, ArithmeticError) as exc:  # one foreign trace never sinks the set
+        return Skipped(name, f"{name}: its values defeat the analysis ({type(exc).__name__}: "
+                             f"{str(exc)[:300]}); it is left out of the report")
+
+
+def _analysed(trace: Trace, opt: AnalysisOptions, with_figures: bool,
+              step: Callable[[str, float], None],
+              ordered: Callable[[], OrderedRows | None]) -> Analysed:
+    a = analyze_trace(trace, opt, step, ordered)
     pictures: tuple[Figure, ...] = ()
     omitted: tuple[str, ...] = ()
     digest = None
@@ -170,16 +180,28 @@ def analyse_file(path: str, opt: AnalysisOptions, with_figures: bool = True,
     that hold the trace's arrays until the cyclic collector runs, which would otherwise keep
     one trace in memory while the next is read (1.75 GiB instead of 1.1 GiB at 8192 x 5000).
     """
+    result = analyse_read(path, opt, with_figures, tick).result
+    if not isinstance(result, Analysed | Skipped | Several):  # for mypy: analyse_one's types
+        raise AnalysisError(f"{path}: the analysis returned {type(result).__name__}")
+    return result
+
+
+def analyse_read(path: str, opt: AnalysisOptions, with_figures: bool = True,
+                 tick: Callable[[str, float], None] | None = None) -> batch.FromFile:
+    """:func:`analyse_file`'s result, with the source of the trace it read (what the cache
+    checks before it stores the result under the file's hash)."""
     result: Analysed | Skipped | Several | None = None
+    source = None
     size = 0
     for item in iter_traces([path]):
         result = analyse_one(item, opt, with_figures, tick)
         size = _size(item)
+        source = item.source if isinstance(item, Trace) else None
         del item
     _release(size)
     if result is None:  # iter_traces yields once per path
         raise AnalysisError(f"{path}: the reader gave nothing")
-    return result
+    return batch.FromFile(result, source)
 
 
 def _ticker(progress: Reporter | None) -> Callable[[str, float], None] | None:
@@ -240,9 +262,9 @@ def analyse_files(
     started = time.time()
     done: list[Analysed] = []
     skipped: list[Skipped] = []
-    worker: batch.Worker = analyse_file
+    worker: batch.Worker = analyse_read
     if jobs == 1 and progress is not None:
-        worker = functools.partial(analyse_file, tick=_ticker(progress))
+        worker = functools.partial(analyse_read, tick=_ticker(progress))
     for item in batch.run([str(p) for p in paths], worker, opt, with_figures, jobs, cache,
                           keep=kept, note=None if progress is None else progress.note):
         result = item.result
@@ -262,7 +284,7 @@ def cache_files(
     have results there, and the skipped ones."""
     opt = options or AnalysisOptions()
     analysed, skipped = 0, []
-    for item in batch.run([str(p) for p in paths], analyse_file, opt, with_figures, jobs, cache,
+    for item in batch.run([str(p) for p in paths], analyse_read, opt, with_figures, jobs, cache,
                           keep=kept):
         if isinstance(item.result, Skipped):
             skipped.append(item.result)

@@ -58,11 +58,26 @@ def options_key(options: AnalysisOptions, with_figures: bool) -> str:
     return hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
 
 
+@dataclass(frozen=True)
+class FromFile:
+    """What a worker gives: its result, and the source of the trace it read
+    (:attr:`ksptrace.trace.model.Trace.source`; None when it read none, or not whole)."""
+
+    result: object
+    source: tuple[int, ...] | None
+
+
 def entry_name(path: str | os.PathLike[str], options: AnalysisOptions,
                with_figures: bool) -> str:
     """The name of ``path``'s entry (TraceError for a FIFO, a device, a folder; OSError when
     it cannot be opened)."""
-    return f"{sealed.content_key(path)}-{options_key(options, with_figures)}{sealed.SUFFIX}"
+    return _entry(path, options, with_figures)[0]
+
+
+def _entry(path: str | os.PathLike[str], options: AnalysisOptions,
+           with_figures: bool) -> tuple[str, tuple[int, ...] | None]:
+    key, source = sealed.fingerprint(path)
+    return f"{key}-{options_key(options, with_figures)}{sealed.SUFFIX}", source
 
 
 def cache_problem(folder: Path) -> str | None:
@@ -94,6 +109,25 @@ def _with_path(result: object, path: str) -> object:
 
 
 Worker = Callable[[str, AnalysisOptions, bool], object]
+"""Analyses one trace file; its results are cached only when it returns a :class:`FromFile`
+whose source is the file hashed."""
+
+Todo = tuple[str, str | None, tuple[int, ...] | None]
+"""A trace to analyse: its path, its entry's name and the source hashed (None: not cached)."""
+
+
+def _finish(path: str, raw: object, todo: Todo, opened: sealed.Cache | None,
+            keep: Callable[[object], bool]) -> Done:
+    """``Done`` of the worker's answer ``raw``, stored under the entry's name only when what
+    the worker read is what was hashed (issue 66: a trace swapped between the hash and the
+    read stored its results under the other trace's name)."""
+    result, source = (raw.result, raw.source) if isinstance(raw, FromFile) else (raw, None)
+    done = Done(path, result, False)
+    _, name, hashed = todo
+    if (opened is not None and name is not None and hashed is not None and source == hashed
+            and keep(result)):
+        sealed.store(opened, name, done)
+    return done
 
 
 def _work(job: tuple[Worker, str, AnalysisOptions, bool]) -> object:
@@ -115,12 +149,12 @@ def run(paths: Sequence[str], worker: Worker, options: AnalysisOptions, with_fig
         if note is not None:
             note(f"ksptrace: note: the cache {cache} is not used: {opened}")
         opened = None
-    todo: list[tuple[str, str | None]] = []
+    todo: list[Todo] = []
     for path in paths:
-        name = None
+        name, source = None, None
         if opened is not None:
             try:
-                name = entry_name(path, options, with_figures)
+                name, source = _entry(path, options, with_figures)
             except (OSError, KsptraceError):
                 name = None  # unreadable, not a file: the worker names the problem
         if name is not None and opened is not None:
@@ -128,31 +162,25 @@ def run(paths: Sequence[str], worker: Worker, options: AnalysisOptions, with_fig
             if hit is not None:
                 yield Done(path, hit, True)
                 continue
-        todo.append((path, name))
+        todo.append((path, name, source))
     if jobs == 1 or len(todo) <= 1:
-        with reading([path for path, _ in todo]):  # one reader child for the small files,
+        with reading([path for path, _, _ in todo]):  # one reader child for the small files,
             # not a fork each; it reads the next file while this one is analysed
-            for path, name in todo:
-                done = Done(path, worker(path, options, with_figures), False)
-                if opened is not None and name is not None and keep(done.result):
-                    sealed.store(opened, name, done)
-                yield done
+            for item in todo:
+                yield _finish(item[0], worker(item[0], options, with_figures), item, opened,
+                              keep)
         return
     with forked_pool(min(jobs, len(todo)), keep_reading) as pool:  # Ctrl-C: workers stopped
-        pending: dict[Future[object], tuple[str, str | None]] = {}
+        pending: dict[Future[object], Todo] = {}
         queue = list(todo)
         while queue or pending:
             while queue and len(pending) < 2 * jobs:  # a few in flight, not every trace
-                path, name = queue.pop(0)
-                pending[pool.submit(_work, (worker, path, options, with_figures))] = (
-                    path, name)
+                item = queue.pop(0)
+                pending[pool.submit(_work, (worker, item[0], options, with_figures))] = item
             finished, _ = wait(pending, return_when=FIRST_COMPLETED)
             for future in finished:
-                path, name = pending.pop(future)
-                done = Done(path, future.result(), False)
-                if opened is not None and name is not None and keep(done.result):
-                    sealed.store(opened, name, done)
-                yield done
+                item = pending.pop(future)
+                yield _finish(item[0], future.result(), item, opened, keep)
 
 
 def prune(cache: Path, keep: set[str]) -> None:

@@ -377,6 +377,11 @@ def _injection(trace: Trace, times: np.ndarray, notes: list[str]) -> InjectedNoi
         notes.append(f"noise attribute {capped_text(repr(text))} not understood "
                      f"({capped_text(str(exc))}); no noise analysis")
         return None
+    unbounded = spec.run_problem()  # no run injects it: a foreign or edited trace (issue 66)
+    if unbounded is not None:
+        notes.append(f"{capped_text(unbounded)}; no run of ksptrace injects such noise: no "
+                     "noise analysis")
+        return None
     idle = spec.reach_problem(int(times.shape[0]), trace.n_nodes, idle=True)
     if idle is not None:
         notes.append(f"{idle}: no noise analysis")

@@ -14,7 +14,10 @@ is read back only when nobody else can have written it:
 
 A trace's name in the cache is a hash of its bytes, worked out only for a regular file (a FIFO
 or a device named ``x.h5`` is never opened for reading) and only up to the size it had when
-probed; the holes of a sparse file are skipped, not read.
+probed; the holes of a sparse file are skipped, not read. Results are stored under that name
+only when the trace was read from the very file hashed, unchanged (:func:`fingerprint`): a
+trace renamed over the hashed one, or written to, between the hash and the read, leaves no
+entry (issue 66: a pristine trace was once reported with another trace's results).
 """
 
 from __future__ import annotations
@@ -32,6 +35,7 @@ from pathlib import Path
 
 from ksptrace.cachedir import file_problem, folder_problem, private_folder, user_key
 from ksptrace.errors import TraceError
+from ksptrace.trace import probe
 
 MAGIC = b"ksptrace cache entry 1\n"
 SUFFIX = ".pkl"
@@ -62,24 +66,36 @@ def content_key(path: str | os.PathLike[str]) -> str:
     """BLAKE2b (32 hex digits) of a regular file's size and data, read from one descriptor up
     to the size probed on it; TraceError for anything but a regular file, OSError when it
     cannot be opened."""
+    return fingerprint(path)[0]
+
+
+def fingerprint(path: str | os.PathLike[str]) -> tuple[str, tuple[int, ...] | None]:
+    """:func:`content_key` of ``path``, and the source it hashed (:func:`probe.source_of`),
+    None when the file changed while it was hashed. A result is stored under the key only when
+    the trace it was computed from was read from this same source."""
     fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO: no wait
     try:
         st = os.fstat(fd)
         if not stat.S_ISREG(st.st_mode):
             raise TraceError(f"{path}: not a regular file; give the path of a trace file (.h5)")
-        size = st.st_size
-        h = hashlib.blake2b(size.to_bytes(8, "little"), digest_size=16)
-        for start, end in _data_extents(fd, size):
-            h.update(start.to_bytes(8, "little") + (end - start).to_bytes(8, "little"))
-            while start < end:
-                block = os.pread(fd, min(_BLOCK, end - start), start)
-                if not block:
-                    return h.hexdigest()  # shrunk meanwhile: the read names the problem
-                h.update(block)
-                start += len(block)
-        return h.hexdigest()
+        before = probe.source_of(fd)
+        key = _hash(fd, st.st_size)
+        return key, before if probe.source_of(fd) == before else None
     finally:
         os.close(fd)
+
+
+def _hash(fd: int, size: int) -> str:
+    h = hashlib.blake2b(size.to_bytes(8, "little"), digest_size=16)
+    for start, end in _data_extents(fd, size):
+        h.update(start.to_bytes(8, "little") + (end - start).to_bytes(8, "little"))
+        while start < end:
+            block = os.pread(fd, min(_BLOCK, end - start), start)
+            if not block:
+                return h.hexdigest()  # shrunk meanwhile: the read names the problem
+            h.update(block)
+            start += len(block)
+    return h.hexdigest()
 
 
 def _data_extents(fd: int, size: int) -> list[tuple[int, int]]:
