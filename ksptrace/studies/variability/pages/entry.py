@@ -60,6 +60,7 @@ def trace_record(a: TraceAnalysis) -> dict[str, Any]:
         "fits": fit_mapping(a),
         "simulated": a.simulated,
         "simulated_stderr": a.simulated_stderr,
+        "simulated_status": a.simulated_status,
         "ks_fraction_rejected": None if a.ks_all is None else a.ks_all.fraction_rejected,
         "headline_model": None if chosen is None else chosen.key,
         "headline_error_pct": None if chosen is None else chosen.error_pct,

@@ -33,7 +33,6 @@ from ksptrace.studies.variability.conclusions.findings import (
 from ksptrace.studies.variability.pages import jsu_cells
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 from ksptrace.studies.variability.stats.fitting import CRITERION
-from ksptrace.studies.variability.stats.plausible import is_absurd
 
 __all__ = ["Table"]
 
@@ -133,13 +132,12 @@ def prediction_table(analyses: Sequence[TraceAnalysis]) -> Table:
     """Tables 2 and 3: Johnson S_U fits of a_k and s_k, and the simulated runtime."""
     rows = []
     for a in analyses:
-        sim = a.simulated
-        err = error_pct(sim, a.measured)
-        if is_absurd(err):  # a failed Monte Carlo: no number (issue 52)
-            sim = err = None
+        sim = a.simulated  # None when failed: no number (issues 52, 63)
         rows.append({**_id_columns(a), **jsu_cells.csv_cells(a.parameters),
                      "KSPSolve_s": a.measured, "simulated_s": sim,
-                     "simulated_stderr_s": a.simulated_stderr, "err_pct_simulated": err,
+                     "simulated_stderr_s": a.simulated_stderr,
+                     "simulated_status": a.simulated_status,
+                     "err_pct_simulated": error_pct(sim, a.measured),
                      "runs": None if a.simulation is None else a.simulation.runs})
     return Table(
         name="table2_3_prediction",

@@ -55,6 +55,7 @@ from ksptrace.studies.variability.stats.injected import InjectedNoise, injected_
 from ksptrace.studies.variability.stats.nodes import NodeVariance, node_variance
 from ksptrace.studies.variability.stats.ordered import OrderedRows, Sorted, order_rows, resolve
 from ksptrace.studies.variability.stats.penalty import Penalty, wait_penalty
+from ksptrace.studies.variability.stats.plausible import montecarlo_status
 from ksptrace.studies.variability.stats.setup_time import (
     MIN_FIT_PER_RANK,
     recorded_setup,
@@ -123,17 +124,36 @@ class TraceAnalysis:
         return next((m for m in self.stationary if m.family == family), None)
 
     @property
-    def simulated(self) -> float | None:
-        """The Monte Carlo runtime of the method kind this trace ran."""
+    def simulated_raw(self) -> float | None:
+        """The Monte Carlo's mean runtime of the method kind this trace ran, failed or not: for
+        the flags that say how far off it is, never for printing (use ``simulated``)."""
         if self.simulation is None:
             return None
         sim = self.simulation
         return sim.pipelined_mean if self.pipelined else sim.standard_mean
 
     @property
+    def simulated_status(self) -> str:
+        """"ok", "failed: <why>" (a mean more than 11× off KSPSolve, or not finite) or
+        "not computed" (no simulation: the notes say why)."""
+        raw = self.simulated_raw
+        if raw is None:
+            return "not computed"
+        if not self.measured > 0:
+            return "ok"
+        return montecarlo_status(raw, self.measured)
+
+    @property
+    def simulated(self) -> float | None:
+        """The Monte Carlo runtime of the method kind this trace ran; None unless its status
+        is "ok" (a failed value is no estimate and is printed nowhere, issue 63)."""
+        return self.simulated_raw if self.simulated_status == "ok" else None
+
+    @property
     def simulated_stderr(self) -> float | None:
-        """Standard error of ``simulated`` over the Monte Carlo runs (None with one run)."""
-        if self.simulation is None:
+        """Standard error of ``simulated`` over the Monte Carlo runs (None with one run, or
+        when ``simulated`` is None)."""
+        if self.simulation is None or self.simulated is None:
             return None
         sim = self.simulation
         return sim.pipelined_stderr if self.pipelined else sim.standard_stderr
