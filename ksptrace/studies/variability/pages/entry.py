@@ -15,7 +15,7 @@ from typing import Any
 from ksptrace.studies.result import ACROSS, Part, StudyResult
 from ksptrace.studies.variability.conclusions.answers import answer_all, caveats, fastest_summary
 from ksptrace.studies.variability.conclusions.findings import headline, n_of, problem_of
-from ksptrace.studies.variability.conclusions.heldout import heldout_table
+from ksptrace.studies.variability.conclusions.heldout_skill import heldout_table
 from ksptrace.studies.variability.pages.apriori import apriori_table
 from ksptrace.studies.variability.pages.tables import (
     fit_mapping,

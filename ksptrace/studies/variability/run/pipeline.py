@@ -125,37 +125,29 @@ class TraceAnalysis:
 
     @property
     def simulated_raw(self) -> float | None:
-        """The Monte Carlo's mean runtime of the method kind this trace ran, failed or not: for
-        the flags that say how far off it is, never for printing (use ``simulated``)."""
-        if self.simulation is None:
-            return None
+        """The Monte Carlo's mean runtime, failed or not: for the flags, never for printing."""
         sim = self.simulation
-        return sim.pipelined_mean if self.pipelined else sim.standard_mean
+        return None if sim is None else sim.pipelined_mean if self.pipelined else sim.standard_mean
 
     @property
     def simulated_status(self) -> str:
-        """"ok", "failed: <why>" (a mean more than 11× off KSPSolve, or not finite) or
-        "not computed" (no simulation: the notes say why)."""
+        """"ok", "failed: <why>" (more than 11× off KSPSolve) or "not computed" (see notes)."""
         raw = self.simulated_raw
         if raw is None:
             return "not computed"
-        if not self.measured > 0:
-            return "ok"
-        return montecarlo_status(raw, self.measured)
+        return montecarlo_status(raw, self.measured) if self.measured > 0 else "ok"
 
     @property
     def simulated(self) -> float | None:
-        """The Monte Carlo runtime of the method kind this trace ran; None unless its status
-        is "ok" (a failed value is no estimate and is printed nowhere, issue 63)."""
+        """The Monte Carlo runtime; None unless its status is "ok" (issue 63)."""
         return self.simulated_raw if self.simulated_status == "ok" else None
 
     @property
     def simulated_stderr(self) -> float | None:
-        """Standard error of ``simulated`` over the Monte Carlo runs (None with one run, or
-        when ``simulated`` is None)."""
-        if self.simulation is None or self.simulated is None:
-            return None
+        """Standard error of ``simulated`` (None with one run, or with no ``simulated``)."""
         sim = self.simulation
+        if sim is None or self.simulated is None:
+            return None
         return sim.pipelined_stderr if self.pipelined else sim.standard_stderr
 
     @property
