@@ -110,7 +110,8 @@ def test_each_prediction_carries_persistence_and_the_table_its_skill() -> None:
     assert row["err_pct_baseline"] == pytest.approx(20.0)
     assert row["skill"] == pytest.approx(0.95)
     said = answers.models([a, b]).sentences[0]
-    assert "against 18.3 % for persistence (the other repetition's measured time)" in said
+    assert ("better than persistence, the other repetition's measured time (mean |error| "
+            "0.9 % against 18.3 %, skill +0.95, closer in 2 of 2)") in said
     assert "no better than" not in said
 
 
@@ -120,8 +121,9 @@ def test_a_model_that_only_repeats_the_source_time_is_no_better_than_persistence
     a, b = _run(8, 1), _run(8, 2)
     a, b = _timed(a, 1.00, 1.0013), _timed(b, 1.08, 1.0799)
     said = answers.models([a, b]).sentences[0]
-    assert "no better than persistence" in said, said
-    assert "measures run-to-run reproducibility, not the model" in said
+    assert "no better than persistence, the other repetition's measured time" in said, said
+    assert "skill +0.01" in said
+    assert "so this measures run-to-run reproducibility, not the model" in said
 
 
 def test_the_scaled_baseline_extrapolates_the_measured_per_iteration_growth() -> None:

@@ -86,46 +86,45 @@ def heldout_table(analyses: Sequence[TraceAnalysis]) -> Table:
 
 
 def _against(found: Sequence[HeldOut], scaled: bool, name: str) -> str | None:
-    """"mean |error| m % against b % for <name>: skill s, ..." over the predictions both made."""
+    """"no better than <name> (mean |error| m % against b %, skill s)" or "better than ...",
+    over the predictions both made; None when there are none."""
     pairs = [(h.error_pct, h.scaled_error_pct if scaled else h.baseline_error_pct)
              for h in found]
     both = [(m, b) for m, b in pairs if m is not None and b is not None]
     if not both:
         return None
     s = skill(np.array([m for m, _ in both]), np.array([b for _, b in both]))
-    text = (f"mean |error| {s.model_mae_pct:.1f} % against {s.baseline_mae_pct:.1f} % for "
-            f"{name}")
+    figures = f"mean |error| {s.model_mae_pct:.1f} % against {s.baseline_mae_pct:.1f} %"
     if s.score is None:
-        return text + " (the baseline is exact: no skill)"
-    text += f": skill {s.score:+.2f}, closer in {s.closer} of {s.count}"
-    return text + ("" if s.beats else f", no better than {name.split(' (')[0]}")
+        return f"{name} is exact here ({figures}): no skill"
+    verdict = "better than" if s.beats else "no better than"
+    return (f"{verdict} {name} ({figures}, skill {s.score:+.2f}, closer in {s.closer} of "
+            f"{s.count})").replace("skill -", "skill −")
 
 
 def heldout_sentence(found: Sequence[HeldOut], where: str, clause: str) -> str:
-    """Q3's sentence on one basis: the accuracy, then each baseline's and the skill."""
+    """Q3's sentence on one basis: the accuracy, then against each baseline, with the skill."""
     ok = [abs(h.error_pct) for h in found if h.error_pct is not None]
     signed = [h.error_pct for h in found if h.error_pct is not None]
     failed = len(found) - len(ok)
-    text = (f"Out of sample, {where}, the non-stationary model fitted on one run predicts "
-            f"another run's measured time")
+    text = (f"Out of sample, {where} ({clause}), the non-stationary model fitted on one run "
+            f"predicts another run's time")
     if ok:
         close = sum(1 for e in ok if e <= 10.0)
-        text += (f" within 10 % in {close} of {len(found)} predictions; median |error| "
-                 f"{statistics.median(ok):.1f} %, from {fmt_pct(min(signed))} to "
-                 f"{fmt_pct(max(signed))}")
+        text += (f" within 10 % in {close} of {len(found)}; median |error| "
+                 f"{statistics.median(ok):.1f} % ({fmt_pct(min(signed))} to "
+                 f"{fmt_pct(max(signed))})")
     if failed:
         text += (f"{';' if ok else ':'} {failed} of {len(found)} failed (off by more than "
                  f"{ABSURD_PCT:.0f} %)")
-    text += f" ({clause})."
     repetition = all(h.basis == REPETITION for h in found)
-    persistence = ("persistence (the other repetition's measured time)" if repetition
-                   else "persistence (the source P's measured time)")
+    persistence = ("persistence, the other repetition's measured time" if repetition
+                   else "persistence, the source P's measured time")
     against = [c for c in (_against(found, False, persistence),
                            _against(found, True, SCALED)) if c is not None]
     if against:
-        text += " Beside it, " + "; ".join(against) + "."
-    beaten = _against(found, False, persistence)
-    if repetition and beaten is not None and "no better than" in beaten:
-        text += (" On repetitions this figure measures run-to-run reproducibility, not the "
-                 f"model (skill below {MIN_SKILL:.2f} counts as no better).")
-    return text
+        text += ": " + "; ".join(against)
+    if repetition and against and against[0].startswith("no better"):
+        text += (", so this measures run-to-run reproducibility, not the model (skill below "
+                 f"{MIN_SKILL:.2f} is no better)")
+    return text + "."
