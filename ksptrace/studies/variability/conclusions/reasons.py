@@ -114,9 +114,10 @@ def not_random(runs: Sequence[TraceAnalysis]) -> str | None:
         parts.append(f"{len(shifted)} run{'s shift' if len(shifted) != 1 else ' shifts'} level "
                      f"({_named(shifted)})")
     if drifting:
-        parts.append(f"{len(drifting)} drift ({_named(drifting)})")
+        parts.append(f"{len(drifting)} run{'s drift' if len(drifting) != 1 else ' drifts'} "
+                     f"({_named(drifting)})")
     if bimodal:
-        parts.append(f"{len(bimodal)} {'are' if len(bimodal) != 1 else 'is'} bimodal "
+        parts.append(f"{len(bimodal)} run{'s are' if len(bimodal) != 1 else ' is'} bimodal "
                      f"({_named(bimodal)}), which no single fitted family describes")
     if not parts:
         return None
