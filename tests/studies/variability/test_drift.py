@@ -112,5 +112,6 @@ def test_q1_names_the_shift_and_the_modes_and_splits_the_rest() -> None:
     assert "level shifts and drift take" in text
     assert ("Not random: 1 run shifts level (BCGS synthetic n = 40\u202f000, P = 4: 1.73 ms per "
             "iteration for its first 30 %, then 1.01 ms") in text
-    assert "1 run is bimodal (BCGS synthetic n = 40\u202f000, P = 4: modes 1 ms and 1.4 ms (" in text
+    assert ("1 run is bimodal (BCGS synthetic n = 40\u202f000, P = 4: modes 1 ms and 1.4 ms ("
+            in text)
     assert "which no single fitted family describes" in text
