@@ -62,7 +62,8 @@ def heldout_table(analyses: Sequence[TraceAnalysis]) -> Table:
              "local size n/P at another P (through E[max of N] with the target's N). Beside "
              f"it, the baselines on the same target: {PERSISTENCE}, and towards a larger P "
              f"{SCALED} (from the nearest smaller P). Skill = 1 − |error| / |baseline error|: "
-             "0 is no better than the baseline, 1 exact."]
+             f"0 is no better than the baseline, 1 exact; Q3 calls a skill (over its "
+             f"predictions) below {MIN_SKILL:.2f} no better than the baseline."]
     if p1_sources(analyses):
         notes.append(P1_NOTE + ".")
     if skipped:
@@ -125,6 +126,5 @@ def heldout_sentence(found: Sequence[HeldOut], where: str, clause: str) -> str:
     if against:
         text += ": " + "; ".join(against)
     if repetition and against and against[0].startswith("no better"):
-        text += (", so this measures run-to-run reproducibility, not the model (skill below "
-                 f"{MIN_SKILL:.2f} is no better)")
+        text += ", so this measures run-to-run reproducibility, not the model"
     return text + "."

@@ -46,9 +46,8 @@ def split_sentences(runs: Sequence[TraceAnalysis], clause: str) -> list[str]:
                      for k, v in solvers.items())
     out = [f"Where an iteration sits (restart-cycle position, pipeline fill, first iteration) "
            f"explains {over} of the iteration times' variance (median over {clause}); the "
-           "rest is level shifts or drift over the run, if any, and the randomness rank to rank "
-           "and iteration to iteration at equal work that the paper's fitted distributions "
-           "describe."]
+           "rest is level shifts or drift, if any, and the randomness (rank to rank, iteration "
+           "to iteration) that the paper's fitted distributions describe."]
     for k, v in solvers.items():
         length = max(s.cycle_length for s in v)
         parts = []
