@@ -139,7 +139,8 @@ def main(args: argparse.Namespace) -> int:
         print(f"{s.title}: {s.dm.axis1.size} x {s.dm.axis2.size} cells, "
               f"{len(s.dm.methods)} methods; exact tree {s.exact.tree.stats.leaves} leaves, "
               f"depth {s.exact.tree.stats.max_depth}; one method for all: "
-              f"{100 * zero.penalty.mean:+.1f} % mean penalty")
+              + (f"{100 * zero.penalty.mean:+.1f} % mean penalty" if not zero.penalty.unknown
+                 else f"cannot tell ({zero.penalty.text()})"))
         print(f"  {part.findings[0]}")
     print(f"wrote {folder / 'decision.html'} ({len(studies.studies)} map(s) from "
           f"{len(runs) - studies.left_out} runs; {studies.left_out} "

@@ -12,6 +12,9 @@ from typing import Any
 
 MAX_LINES = 25
 WIDTH = 118
+ANSWER_LINES = 3
+"""At most this many lines of each answer's first sentence (the rest is on the page), so
+that the table keeps its room."""
 
 
 def _time(seconds: float) -> str:
@@ -80,6 +83,9 @@ def table_lines(traces: list[dict[str, Any]], limit: int,
         rows.setdefault(_key(t), {}).setdefault(str(t["ksp"]), []).append(t)
     marks = marks_of(fastest)
     keys = sorted(rows)
+    if limit < 2:  # no room for a row: name what the table would hold
+        sizes = ", ".join(dict.fromkeys(f"{k[0]} n = {_n(k[1] or None)}" for k in keys))
+        return [f"... {len(keys)} configurations in table1_models.csv ({sizes})"[:WIDTH]]
     wide = max([10, *(len(k[0]) for k in keys)]) + 1  # a long name keeps the columns
     head = f"{'problem':<{wide}}{'n':>9}{'P':>4}  " + "".join(f"{s:<22}" for s in solvers)
     lines = [head.rstrip()]
@@ -91,8 +97,11 @@ def table_lines(traces: list[dict[str, Any]], limit: int,
                        for s in solvers]
         text = "".join(f"{c:<22}" for c in shown_cells)
         lines.append(f"{key[0]:<{wide}}{_n(key[1] or None):>9}{key[2]:>4}  {text}".rstrip())
-    if len(shown) < len(keys):
-        lines.append(f"... {len(keys) - len(shown)} more configurations in table1_models.csv")
+    if len(shown) < len(keys):  # never silently: say which sizes were left out
+        left = keys[len(shown):]
+        sizes = ", ".join(dict.fromkeys(f"{k[0]} n = {_n(k[1] or None)}" for k in left))
+        lines.append(f"... {len(left)} more configurations in table1_models.csv ({sizes})"
+                     [:WIDTH])
     return lines
 
 
@@ -100,16 +109,25 @@ def summary_lines(digest: dict[str, Any], report: str) -> list[str]:
     """The terminal summary of a report's ``digest`` (summary.json), at most MAX_LINES lines."""
     traces = digest.get("traces", [])
     flagged = sum(1 for t in traces if t.get("caveats"))
-    lines = [f"{len(traces)} runs" + (f" ({flagged} with a caveat: loaded, oversubscribed or "
-                                      "log on)" if flagged else "") + f"; the report: {report}"]
+    counts: dict[str, int] = {}
+    for t in traces:
+        for c in t.get("caveats", []):
+            counts[str(c)] = counts.get(str(c), 0) + 1
+    named = ", ".join(f"{v} {k}" for k, v in counts.items())
+    lines = [f"{len(traces)} runs" + (f" ({flagged} with a caveat: {named})" if flagged else "")
+             + f"; the report: {report}"]
     fastest = digest.get("fastest")
     basis = str(fastest["basis"]) if fastest else ""
     for i, answer in enumerate(digest.get("answers", []), start=1):
         first = answer["sentences"][0] if answer["sentences"] else ""
         if basis.startswith("all "):  # the first line names the caveats once
             first = first.replace(basis, basis.split(",", 1)[0] + ", none clean")
-        lines += textwrap.wrap(f"{i}. {answer['question']} {first}", WIDTH,
-                               subsequent_indent="   ")
+        wrapped = textwrap.wrap(f"{i}. {answer['question']} {first}", WIDTH,
+                                subsequent_indent="   ")
+        if len(wrapped) > ANSWER_LINES:
+            wrapped = [*wrapped[:ANSWER_LINES - 1],
+                       wrapped[ANSWER_LINES - 1][:WIDTH - 2].rstrip() + " …"]
+        lines += wrapped
     slowdown = float(fastest.get("slowdown", 2.0)) if fastest else 2.0
     lines += textwrap.wrap(
         "KSPSolve per configuration (* fastest, = cannot tell from the fastest: Q4's runs and "

@@ -52,7 +52,12 @@ def test_a_table_longer_than_its_room_says_how_many_rows_are_left_out() -> None:
               for n in range(1, 40)]
     lines = table_lines(traces, 10)
     assert len(lines) == 10
-    assert lines[-1] == "... 31 more configurations in table1_models.csv"
+    assert lines[-1].startswith("... 31 more configurations in table1_models.csv (p n = 9, ")
+    # issue 63: never rows dropped silently, whatever the room
+    for limit in (0, 1, 2, 3):
+        cut = table_lines(traces, limit)
+        assert len(cut) <= max(limit, 1)
+        assert cut[-1].startswith("... ")
 
 
 def test_a_run_with_injected_noise_does_not_stand_for_its_configuration() -> None:

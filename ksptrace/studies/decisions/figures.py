@@ -57,7 +57,7 @@ def maps_figure(s: DecisionStudy) -> Figure:
             ax.plot(fj, fi, "x", color="k", ms=4)
         ax.set_title("exact map" if k == 0 else
                      f"depth ≤ {int(r.value)}: {r.tree.stats.leaves} leaves, "
-                     f"{percent(r.penalty.mean):g} %", fontsize=8)
+                     f"{r.penalty.text()}", fontsize=8)
         _cells_axes(ax, s)
     handles = [Patch(color=PALETTE[i % len(PALETTE)], label=m) for i, m in enumerate(dm.methods)]
     if dm.filled.any():
@@ -86,8 +86,8 @@ def penalty_figure(s: DecisionStudy) -> Figure:
         r = rows[k]
         image = ax.imshow(100.0 * r.penalty.per_cell, origin="lower", aspect="auto",
                           cmap="magma_r", vmin=0.0, vmax=top, interpolation="nearest")
-        ax.set_title(f"depth ≤ {int(r.value)}: mean {percent(r.penalty.mean):g} %, "
-                     f"max {percent(r.penalty.max):g} %", fontsize=8)
+        ax.set_title(f"depth ≤ {int(r.value)}: mean {r.penalty.text()}, "
+                     f"max {r.penalty.text('max')}", fontsize=8)
         _cells_axes(ax, s)
     if image is not None:
         fig.colorbar(image, ax=axs, label="penalty (%)", shrink=0.8)

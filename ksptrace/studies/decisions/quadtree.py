@@ -24,6 +24,7 @@ are interleaved once (a Morton code), so that the descent reads two bits per lev
 
 from __future__ import annotations
 
+import math
 from array import array
 from bisect import bisect_right
 from dataclasses import dataclass, field
@@ -66,10 +67,20 @@ class Penalty:
     per_cell: np.ndarray
     """float64 [n1, n2]; NaN in filled cells and where the chosen method was not measured."""
     mean: float
+    """Over the measured cells; NaN when ``unknown`` (a choice never run in a cell is "not
+    run there", never a penalty of 0 %)."""
     max: float
     median: float
     unknown: int
     """Measured cells whose penalty cannot be computed (the chosen method was not run there)."""
+
+    def text(self, which: str = "mean") -> str:
+        """The ``mean``, ``max`` or ``median`` in per cent ("3.2 %"), or "not run in 1 of 9
+        measured cells" when the choice never ran in some of them."""
+        if self.unknown:
+            cells = int(np.isfinite(self.per_cell).sum()) + self.unknown
+            return f"not run in {self.unknown} of {cells} measured cells"
+        return f"{round(100.0 * float(getattr(self, which)), 2):g} %"
 
 
 @dataclass(frozen=True)
@@ -242,6 +253,9 @@ def penalty_of(chosen: np.ndarray, dm: DecisionMap) -> Penalty:
     if known.size == 0:
         raise AnalysisError("no measured cell has a time for the method chosen there; "
                             "the penalty cannot be computed")
+    if unknown:  # not run there: no penalty over the map, not 0 % in the unrun cells (issue 63)
+        return Penalty(per_cell=per_cell, mean=math.nan, max=math.nan, median=math.nan,
+                       unknown=unknown)
     return Penalty(per_cell=per_cell, mean=float(known.mean()), max=float(known.max()),
                    median=float(np.median(known)), unknown=unknown)
 

@@ -82,7 +82,8 @@ class DecisionStudy:
 def _row(limit: str, value: float, tree: QuadTree, dm: DecisionMap) -> TreeRow:
     p = penalty(tree, dm)
     known = p.per_cell[np.isfinite(p.per_cell)]
-    return TreeRow(limit, value, tree, p, float(known.min()) if known.size else float("nan"),
+    return TreeRow(limit, value, tree, p,
+                   float(known.min()) if known.size and not p.unknown else float("nan"),
                    c_source(tree, batch=False).count("\n"))
 
 

@@ -33,17 +33,21 @@ def methods_table(s: DecisionStudy, name: str) -> Table:
     rel = dm.relative_times() - 1.0
     measured = ~dm.filled
     rows = []
+    cells = int(measured.sum())
     for m, label in enumerate(dm.methods):
         r = rel[m][measured & np.isfinite(rel[m])]
+        everywhere = r.size == cells  # a cell it never ran in is "not run there", not 0 %
         rows.append({"method": label,
                      "cells won": int((dm.best[measured] == m).sum()),
                      "cells measured": int(np.isfinite(dm.times[m][measured]).sum()),
-                     "penalty mean %": percent(float(r.mean())) if r.size else float("nan"),
-                     "penalty max %": percent(float(r.max())) if r.size else float("nan")})
+                     "not run in": cells - int(r.size),
+                     "penalty mean %": percent(float(r.mean())) if everywhere else float("nan"),
+                     "penalty max %": percent(float(r.max())) if everywhere else float("nan")})
     frame = _frame(rows).sort_values("penalty mean %", kind="stable")
     return Table(name, f"{s.title}: always using one method", frame,
                  notes=("Penalty: the method's median time over the cell's best, minus 1, over "
-                        "the cells where it was measured.",))
+                        "the measured cells; a method not run in some of them has none (\"not "
+                        "run in\" counts those cells): a cell where it never ran is not 0 %.",))
 
 
 def percent(x: float) -> float:
@@ -246,30 +250,32 @@ def sentences(s: DecisionStudy) -> list[str]:
     leaves = s.exact.tree.stats.leaves
     exact = (f"the exact tree needs {leaves} leaves and depth {s.exact.tree.stats.max_depth}"
              if leaves > 1 else "the exact tree is this single leaf")
-    text.append(f"Always using {one}, the best single method on average among those run in "
-                f"every cell, costs "
-                f"{percent(zero.penalty.mean):g} % on average and "
-                f"{percent(zero.penalty.max):g} % at "
-                f"worst; {exact}.")
+    if zero.penalty.unknown:
+        text.append(f"No single method ran in every measured cell (the best on average, {one}, "
+                    f"{zero.penalty.text()}), so what always using one costs cannot be told; "
+                    f"{exact}.")
+    else:
+        text.append(f"Always using {one}, the best single method on average among those run "
+                    f"in every cell, costs {zero.penalty.text()} on average and "
+                    f"{zero.penalty.text('max')} at worst; {exact}.")
     rest = methods_table(s, "m").frame
-    # a method measured in fewer cells is not a candidate for "always" (its average is over
-    # fewer cells): say over how many, so "+0 %" beside a costlier "best" reads right
+    # a method not run in some measured cell has no penalty over the map: "not run there",
+    # never the average over the cells it ran in (which reads 0 % beside a costlier "best")
     others = [f"{r['method']} {r['penalty mean %']:+g} %"
-              + (f" (over the {r['cells measured']} of {measured} cells it ran in)"
-                 if r["cells measured"] < measured else "")
-              for r in rest.to_dict("records")
-              if r["method"] != one and np.isfinite(r["penalty mean %"])]
+              if np.isfinite(r["penalty mean %"]) else
+              f"{r['method']} cannot tell (not run in {r['not run in']} of {measured} cells)"
+              for r in rest.to_dict("records") if r["method"] != one]
     if others:
         text.append("Always using another method costs on average: " + ", ".join(others) + ".")
     if s.cart and len(s.by_depth) > 1:
         r, c = s.by_depth[1], s.cart[1]
         text.append(f"With {r.tree.stats.leaves} leaves, the depth-1 quadtree gives away "
-                    f"{percent(r.penalty.mean):g} % on average, CART with as many leaves "
-                    f"{percent(c.penalty.mean):g} %.")
+                    f"{r.penalty.text()} on average, CART with as many leaves "
+                    f"{c.penalty.text()}.")
     better = [r for r in s.by_depth[1:] if r.penalty.mean <= 0.05]
     if better and better[0].tree.stats.max_depth < s.exact.tree.stats.max_depth:
         r = better[0]
         text.append(f"A tree of depth {int(r.value)} ({r.tree.stats.leaves} leaves) is within "
-                    f"{percent(r.penalty.mean):g} % of the exact map on average "
-                    f"({percent(r.penalty.max):g} % at worst).")
+                    f"{r.penalty.text()} of the exact map on average "
+                    f"({r.penalty.text('max')} at worst).")
     return text

@@ -28,7 +28,7 @@ if TYPE_CHECKING:
         problem_of,
         sentences,
     )
-    from ksptrace.studies.variability.conclusions.heldout import heldout_table
+    from ksptrace.studies.variability.conclusions.heldout_skill import heldout_table
     from ksptrace.studies.variability.pages.apriori import apriori_table
     from ksptrace.studies.variability.pages.overview import failure_rows, run_rows, units_line
     from ksptrace.studies.variability.pages.runs import (
@@ -79,7 +79,7 @@ PUBLIC: dict[str, tuple[str, str]] = {
     "image": ("pages.sections", "image"),
     "ks_alpha_note": ("conclusions.findings", "ks_alpha_note"),
     "headline": ("conclusions.findings", "headline"),
-    "heldout_table": ("conclusions.heldout", "heldout_table"),
+    "heldout_table": ("conclusions.heldout_skill", "heldout_table"),
     "n_of": ("conclusions.findings", "n_of"),
     "problem_of": ("conclusions.findings", "problem_of"),
     "fit_mapping": ("pages.tables", "fit_mapping"),

@@ -10,7 +10,7 @@ from hypothesis import strategies as hs
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.decisions import synthetic as syn
 from ksptrace.studies.decisions.maps import DecisionMap, decision_map, square_map
-from ksptrace.studies.decisions.quadtree import QuadTree, build_quadtree, penalty
+from ksptrace.studies.decisions.quadtree import QuadTree, build_quadtree, penalty, penalty_of
 
 
 def map_of(labels: np.ndarray, n_methods: int | None = None, slower: float = 1.0) -> DecisionMap:
@@ -196,3 +196,21 @@ def test_random_maps(n1: int, n2: int, n_methods: int, seed: int, depth: int | N
     a = rng.uniform(0, 10 * n1 + 20, 50)
     b = rng.uniform(0, 100 * n2 + 200, 50)
     assert limited.query_many(a, b).tolist() == one_by_one(limited, a, b)
+
+
+def test_a_choice_never_run_in_a_cell_is_not_run_there_never_0_percent() -> None:
+    """Issue 63: "always BCGS" scored 0 % by skipping the one cell where BCGS never ran."""
+    a1 = np.array([1, 1, 2, 2, 1, 1, 2], dtype=float)
+    a2 = np.array([1, 2, 1, 2, 1, 2, 1], dtype=float)
+    methods = np.array(["bcgs"] * 3 + ["gmres"] * 4)  # bcgs never ran at (2, 2)
+    times = np.array([1.0, 1.0, 1.0, 2.0, 2.0, 2.0, 2.0])
+    dm = decision_map(a1, a2, methods, times)
+    always_bcgs = np.zeros(dm.shape, dtype=np.int64)
+    pen = penalty_of(always_bcgs, dm)
+    assert pen.unknown == 1
+    assert np.isnan(pen.mean)  # not the 0 % of the three cells it ran in
+    assert np.isnan(pen.max)
+    assert pen.text() == "not run in 1 of 4 measured cells"
+    gmres = penalty_of(np.ones(dm.shape, dtype=np.int64), dm)
+    assert gmres.text() == "75 %"  # 2 s against 1 s in three cells, equal in one
+    assert gmres.text("max") == "100 %"

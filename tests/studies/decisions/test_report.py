@@ -14,7 +14,7 @@ from ksptrace.report.decisions import write_decision
 from ksptrace.studies.decisions import synthetic as syn
 from ksptrace.studies.decisions.files import options_files
 from ksptrace.studies.decisions.grouping import Run, build_studies
-from ksptrace.studies.decisions.tables import sentences, study_tables
+from ksptrace.studies.decisions.tables import methods_table, sentences, study_tables
 
 
 def runs(seed: int = 0, n1: int = 5, n2: int = 6, problem: str = "laplace1d") -> list[Run]:
@@ -94,7 +94,8 @@ def test_tables_follow_the_papers_columns_and_the_sentences_name_the_winners() -
 def test_a_method_missing_from_a_cell_is_not_called_cheaper_than_always_using_the_best() -> None:
     """The demo's page read "Always using gmres, the best single method on average, costs
     31.46 %" beside "bcgs +0 %": bcgs had not run in one cell, so its average is over fewer
-    cells. The sentence now says over how many, and what "best" is chosen among."""
+    cells. Issue 63: a method not run in a cell has no average over the map: "cannot tell (not
+    run in 1 of N cells)", never a percentage over the cells it ran in."""
     full = runs(2)
     s = build_studies(full).studies[0]
     one = s.dm.methods[int(s.single.tree.decisions()[0, 0])]
@@ -107,7 +108,11 @@ def test_a_method_missing_from_a_cell_is_not_called_cheaper_than_always_using_th
     cells = s.dm.axis1.size * s.dm.axis2.size
     assert "the best single method on average among those run in every cell" in text
     assert f"{other} " in text
-    assert f"(over the {cells - 1} of {cells} cells it ran in)" in text
+    assert f"{other} cannot tell (not run in 1 of {cells} cells)" in text
+    assert f"{other} +" not in text
+    row = next(r for r in methods_table(s, "m").records() if r["method"] == other)
+    assert row["not run in"] == 1
+    assert row["penalty mean %"] is None
 
 
 def test_options_files_set_the_ksp_type_of_each_region() -> None:

@@ -79,10 +79,13 @@ def test_q1_names_the_cause_and_the_solver_of_every_change() -> None:
                               "fill, first iteration) explains ")
     assert "for BCGS" in said[0]
     assert "for GMRES" in said[0]
-    assert "is what the paper's fitted distributions describe" in said[0]
+    assert "that the paper's fitted distributions describe" in said[0]
     gmres = next(s for s in said if s.startswith("GMRES:"))
     assert "the position in its 30-iteration restart cycle" in gmres
-    assert next(s for s in said if s.startswith("BCGS (no restart cycle")).endswith("is random.")
+    bcgs = next(s for s in said if s.startswith("BCGS (no restart cycle"))
+    # the synthetic level wanders (AR(1) with slow episodes): drift, not randomness (issue 63)
+    assert "level shifts and drift take" in bcgs
+    assert bcgs.endswith("is random (rank to rank, iteration to iteration).")
     change = next(s for s in said if s.startswith("From P = 1 to P = 2"))
     assert "for BCGS" in change
     assert "for GMRES" in change

@@ -20,7 +20,6 @@ from ksptrace.studies.variability.conclusions.findings import (
     attr,
     finding,
     fmt_n,
-    fmt_pct,
     headline,
     ks_sentence,
     n_of,
@@ -30,10 +29,11 @@ from ksptrace.studies.variability.conclusions.heldout import (
     IN_SAMPLE,
     REPETITION,
     SAME_LOCAL_SIZE,
-    HeldOut,
     held_out,
     other_size_pairs,
+    p1_sources,
 )
+from ksptrace.studies.variability.conclusions.heldout_skill import P1_NOTE, heldout_sentence
 from ksptrace.studies.variability.conclusions.ranked import (
     RankedRun,
     caveat_names,
@@ -44,7 +44,6 @@ from ksptrace.studies.variability.conclusions.ranking import Ranking
 from ksptrace.studies.variability.conclusions.reasons import split_sentences, trend_sentences
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 from ksptrace.studies.variability.stats.cycles import is_pipelined
-from ksptrace.studies.variability.stats.plausible import ABSURD_PCT
 
 STANDARD_OF = {"pgmres": "gmres", "pipefgmres": "fgmres", "pipebcgs": "bcgs", "pipecg": "cg",
                "pipecr": "cr", "pipelcg": "cg", "groppcg": "cg", "pipecgrr": "cg"}
@@ -179,22 +178,6 @@ def pipelined(analyses: Sequence[TraceAnalysis]) -> Answer:
         "For what it shows: " + _pair_sentence(s, p)), basis="cannot tell")
 
 
-def _heldout_sentence(found: Sequence[HeldOut], where: str, clause: str) -> str:
-    ok = [abs(h.error_pct) for h in found if h.error_pct is not None]
-    signed = [h.error_pct for h in found if h.error_pct is not None]
-    failed = len(found) - len(ok)
-    text = (f"Out of sample, {where}, the non-stationary model fitted on one run predicts "
-            f"another run's measured time")
-    if ok:
-        close = sum(1 for e in ok if e <= 10.0)
-        text += (f" within 10 % in {close} of {len(found)} predictions; median |error| "
-                 f"{_median(ok):.1f} %, from {fmt_pct(min(signed))} to {fmt_pct(max(signed))}")
-    if failed:
-        text += (f"{';' if ok else ':'} {failed} of {len(found)} failed (off by more than "
-                 f"{ABSURD_PCT:.0f} %)")
-    return text + f" ({clause})."
-
-
 def models(analyses: Sequence[TraceAnalysis]) -> Answer:
     """Q3: out of sample first (held-out repetitions, the same n/P at another P); the fit of
     each run to itself after it, labelled as a fit (issue 52)."""
@@ -205,16 +188,18 @@ def models(analyses: Sequence[TraceAnalysis]) -> Answer:
     local = [h for h in found if h.basis == SAME_LOCAL_SIZE]
     out = []
     if reps:
-        out.append(_heldout_sentence(reps, "on another repetition of the same configuration",
+        out.append(heldout_sentence(reps, "on another repetition of the same configuration",
                                      base.clause))
     if local:
-        out.append(_heldout_sentence(local, "at the same local size n/P on another P "
+        out.append(heldout_sentence(local, "at the same local size n/P on another P "
                                             "(through E[max of N])", base.clause))
     if not found:
         out.append("Cannot tell how well the models predict: no run can be predicted out of "
                    f"sample here ({base.clause}; no configuration was repeated, and no two "
                    "configurations share n/P at different P); a campaign with repetitions = 2 "
                    "can tell.")
+    if p1_sources(base.runs):
+        out.append(P1_NOTE + ".")
     skipped = other_size_pairs(base.runs)
     if skipped:
         out.append(f"Another n/P is not predicted ({skipped} pairs of configurations): the "
@@ -241,7 +226,8 @@ def models(analyses: Sequence[TraceAnalysis]) -> Answer:
                    f"it (median {_median(shares):.1f} %) in the {len(shares)} runs that "
                    "record it, is left out and stated on each run's page.")
     out.append("Table 1 gives every model and bound as such an in-sample fit; heldout.csv "
-               "every out-of-sample prediction with its error.")
+               "every out-of-sample prediction with its error beside the baselines' and the "
+               "skill.")
     kind = REPETITION if reps else SAME_LOCAL_SIZE if local else IN_SAMPLE
     return Answer("models", question, tuple(out), basis=kind if found or scored else "none")
 

@@ -21,12 +21,16 @@ from ksptrace.studies.variability.conclusions.ranking import (
     anomalies,
 )
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
+from ksptrace.studies.variability.stats.spread import PooledSpread, Z
 
 MAX_CONFIGS_SHOWN = 4
 """Configurations a "cannot tell" or an anomaly sentence names; the count covers all."""
 RULE = (f"median KSPSolve; fastest only when separated from every other solver beyond the "
-        f"run-to-run spread (repetitions' ranges apart, or single runs more than "
-        f"{100 * SINGLE_MARGIN:.0f} % apart)")
+        f"run-to-run spread: repetitions' ranges apart; single runs beyond {Z:g}× the spread "
+        f"pooled over repeated comparable runs (its 95 % upper bound), or, for clean runs with "
+        f"no repetition anywhere, more than {100 * SINGLE_MARGIN:.0f} % apart (a stated margin); "
+        f"runs with a caveat (loaded, oversubscribed, log on) only beyond their own pooled "
+        f"spread, else \"cannot tell (loaded)\"")
 
 
 def group_of(a: TraceAnalysis) -> tuple[tuple[str, str], ...]:
@@ -64,9 +68,10 @@ def ranking_sentences(ranking: Ranking, analyses: Sequence[TraceAnalysis]) -> li
     open_ = [v for v in ranking.compared() if v.winner is None]
     if open_:
         out.append(f"Cannot tell where the times lie within the run-to-run spread "
-                   f"(repetitions' ranges overlap, or single runs within "
-                   f"{100 * SINGLE_MARGIN:.0f} %): "
-                   + _listed([f"{group_text(v.group)} ({', '.join(v.tied)})" for v in open_])
+                   f"({spread_clause(ranking)}): "
+                   + _listed([f"{group_text(v.group)} ({', '.join(v.tied)}"
+                              + (f"; {v.condition}" if v.condition else "") + ")"
+                              for v in open_])
                    + ".")
     slow = scaling_anomalies(analyses)
     if slow:
@@ -75,6 +80,29 @@ def ranking_sentences(ranking: Ranking, analyses: Sequence[TraceAnalysis]) -> li
                    + _listed([f"{a.solver} on {group_text(a.group)}: {a.ratio:.1f}× its time "
                               f"at P = {a.smaller}" for a in slow]) + ".")
     return out
+
+
+def spread_clause(ranking: Ranking) -> str:
+    """What the run-to-run spread was: measured (pooled, with its interval) or stated."""
+    parts = ["repetitions' ranges overlap"]
+    if ranking.spread is not None:
+        parts.append(f"single runs within {Z:g}× the spread between repetitions of clean runs, "
+                     f"{ranking.spread.text()}")
+    else:
+        parts.append(f"single clean runs within {100 * SINGLE_MARGIN:.0f} %, a stated margin: "
+                     "no clean configuration was repeated to measure the spread")
+    if ranking.loaded_spread is not None:
+        parts.append(f"runs with a caveat within {Z:g}× their own spread, "
+                     f"{ranking.loaded_spread.text()}")
+    elif any(t.condition for v in ranking.verdicts for t in v.timings):
+        parts.append("runs with a caveat never told apart: none was repeated to measure "
+                     "their spread")
+    return "; ".join(parts)
+
+
+def _spread_record(s: PooledSpread | None) -> dict[str, Any] | None:
+    return None if s is None else {"sigma_log": s.sigma, "low": s.low, "high": s.high,
+                                   "dof": s.dof, "configurations": s.groups}
 
 
 def _where(group: tuple[tuple[str, str], ...]) -> dict[str, Any]:
@@ -88,8 +116,11 @@ def summary_of(ranking: Ranking, analyses: Sequence[TraceAnalysis]) -> dict[str,
     return {
         "basis": ranking.clause,
         "rule": RULE,
+        "spread": _spread_record(ranking.spread),
+        "loaded_spread": _spread_record(ranking.loaded_spread),
         "configurations": [
             {**_where(v.group), "verdict": v.kind, "fastest": v.winner,
+             "condition": v.condition or None,
              "cannot_tell": list(v.tied),
              "median_seconds": {t.solver: t.median for t in v.timings},
              "repetitions": {t.solver: t.repetitions for t in v.timings}}

@@ -119,6 +119,8 @@ def _flags_about(a: TraceAnalysis, *subjects: str) -> tuple[Flag, ...]:
 
 
 def _montecarlo_why(a: TraceAnalysis) -> str:
+    if a.simulated_status.startswith("failed"):
+        return f"Monte Carlo {a.simulated_status}"
     for note in a.notes:
         if "Monte Carlo" in note or "a_k and s_k" in note:
             return note

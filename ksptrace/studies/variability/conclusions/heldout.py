@@ -20,15 +20,15 @@ Pure: analyses in, frozen dataclasses out.
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from ksptrace.studies.rows import Rows
-from ksptrace.studies.table import Table
-from ksptrace.studies.variability.conclusions.findings import file_name, fmt_pct, fmt_time, n_of
+from ksptrace.studies.variability.conclusions.findings import file_name, n_of
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 from ksptrace.studies.variability.stats import models
 from ksptrace.studies.variability.stats.plausible import ABSURD_PCT, plausible_pct
+from ksptrace.studies.variability.stats.skill import pair_skill
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS
 
 REPETITION = "held-out repetition"
@@ -43,7 +43,8 @@ which follow P on one node)."""
 
 @dataclass(frozen=True)
 class HeldOut:
-    """The headline model fitted on ``fitted_on`` predicting the run ``predicts``."""
+    """The headline model fitted on ``fitted_on`` predicting the run ``predicts``, beside the
+    naive baselines on the same target (issue 63)."""
 
     basis: str
     """:data:`REPETITION` or :data:`SAME_LOCAL_SIZE`."""
@@ -55,6 +56,24 @@ class HeldOut:
     error_pct: float | None
     """Signed error in per cent; None when the prediction failed (see ``why``)."""
     why: str = ""
+    baseline: float | None = None
+    """Persistence: the source run's own measured time (the other repetition's, or the
+    other P's at the same n/P)."""
+    baseline_error_pct: float | None = None
+    scaled: float | None = None
+    """The smaller-P time scaled by the per-iteration growth measured between a still smaller
+    P and the source's (same kind and n/P); None where no such run exists."""
+    scaled_error_pct: float | None = None
+
+    @property
+    def skill(self) -> float | None:
+        """This prediction's skill against persistence (:func:`.skill.pair_skill`)."""
+        return pair_skill(self.error_pct, self.baseline_error_pct)
+
+    @property
+    def scaled_skill(self) -> float | None:
+        """This prediction's skill against the growth-scaled baseline."""
+        return pair_skill(self.error_pct, self.scaled_error_pct)
 
 
 def _config(a: TraceAnalysis) -> tuple[str, ...]:
@@ -85,26 +104,36 @@ def predict_from(src: TraceAnalysis, dst: TraceAnalysis) -> float | None:
     return models.nonstationary_model(src.uniform, dst.count).standard
 
 
-def _held_out(basis: str, src: TraceAnalysis, dst: TraceAnalysis) -> HeldOut | None:
+def _pct(value: float | None, measured: float) -> float | None:
+    return None if value is None else plausible_pct(100.0 * (value - measured) / measured)
+
+
+def _held_out(basis: str, src: TraceAnalysis, dst: TraceAnalysis,
+              scaled: float | None = None) -> HeldOut | None:
     value = predict_from(src, dst)
     if value is None or not dst.measured > 0:
         return None
-    pct = 100.0 * (value - dst.measured) / dst.measured
-    shown = plausible_pct(pct)
+    shown = _pct(value, dst.measured)
     why = "" if shown is not None else (
         f"failed: off by more than {ABSURD_PCT:.0f} % (the model fitted on {file_name(src)} "
         f"does not describe {file_name(dst)})")
-    return HeldOut(basis, file_name(src), file_name(dst), value, dst.measured, shown, why)
+    return HeldOut(basis, file_name(src), file_name(dst), value, dst.measured, shown, why,
+                   baseline=src.measured, baseline_error_pct=_pct(src.measured, dst.measured),
+                   scaled=scaled, scaled_error_pct=_pct(scaled, dst.measured))
+
+
+def _configurations(analyses: Sequence[TraceAnalysis]) -> list[list[TraceAnalysis]]:
+    """The runs of each configuration, at most :data:`MAX_PER_CONFIGURATION` of each."""
+    groups: dict[tuple[str, ...], list[TraceAnalysis]] = {}
+    for a in analyses:
+        groups.setdefault(_config(a), []).append(a)
+    return [runs[:MAX_PER_CONFIGURATION] for runs in groups.values()]
 
 
 def repetition_predictions(analyses: Sequence[TraceAnalysis]) -> tuple[HeldOut, ...]:
     """Each run of a repeated configuration predicted by the model of each other run of it."""
-    groups: dict[tuple[str, ...], list[TraceAnalysis]] = {}
-    for a in analyses:
-        groups.setdefault(_config(a), []).append(a)
     out = []
-    for runs in groups.values():
-        chosen = runs[:MAX_PER_CONFIGURATION]
+    for chosen in _configurations(analyses):
         for src in chosen:
             for dst in chosen:
                 if dst is not src and (h := _held_out(REPETITION, src, dst)) is not None:
@@ -117,21 +146,53 @@ def local_size(a: TraceAnalysis) -> float | None:
     return None if n is None else n / a.nprocs
 
 
+def _same_size(src: TraceAnalysis, dst: TraceAnalysis) -> bool:
+    return (_kind(src) == _kind(dst) and src.nprocs != dst.nprocs
+            and local_size(src) is not None and local_size(src) == local_size(dst))
+
+
+def growth_scaled(src: TraceAnalysis, dst: TraceAnalysis,
+                  configs: Sequence[Sequence[TraceAnalysis]]) -> float | None:
+    """``src``'s time scaled to ``dst``'s larger P by the per-iteration growth measured from
+    the nearest smaller P of the same kind and n/P to ``src``'s: t_src·(P_dst/P_src)^g with
+    g = ln(t_src/t_low)/ln(P_src/P_low) (mean times per iteration). None when ``dst`` is not
+    at a larger P or no smaller-P run exists."""
+    if dst.nprocs <= src.nprocs:
+        return None
+    lower = [runs for runs in configs if runs[0].nprocs < src.nprocs
+             and _same_size(runs[0], src) and runs[0].measured > 0]
+    if not lower or not src.measured > 0:
+        return None
+    low = max(lower, key=lambda runs: runs[0].nprocs)
+    per_src = src.measured / src.iterations
+    per_low = sum(a.measured / a.iterations for a in low) / len(low)
+    g = math.log(per_src / per_low) / math.log(src.nprocs / low[0].nprocs)
+    return src.measured * (dst.nprocs / src.nprocs) ** g
+
+
 def same_local_size_predictions(analyses: Sequence[TraceAnalysis]) -> tuple[HeldOut, ...]:
-    """Each configuration predicted from each other one of the same kind and n/P at another P
-    (the first run of each configuration stands for it)."""
-    first: dict[tuple[str, ...], TraceAnalysis] = {}
-    for a in analyses:
-        first.setdefault(_config(a), a)
-    reps = list(first.values())
+    """Each run predicted from each run of another configuration of the same kind and n/P at
+    another P (every run of each, up to :data:`MAX_PER_CONFIGURATION`). A P = 1 run is no
+    source: its sₖ = 0, so E[max of N] from it is its own time, the baseline itself."""
+    configs = _configurations(analyses)
     out = []
-    for src in reps:
-        for dst in reps:
-            same = (_kind(src) == _kind(dst) and src.nprocs != dst.nprocs
-                    and local_size(src) is not None and local_size(src) == local_size(dst))
-            if same and (h := _held_out(SAME_LOCAL_SIZE, src, dst)) is not None:
-                out.append(h)
+    for sources in configs:
+        for targets in configs:
+            if sources[0].nprocs < 2 or not _same_size(sources[0], targets[0]):
+                continue
+            for src in sources:
+                for dst in targets:
+                    h = _held_out(SAME_LOCAL_SIZE, src, dst, growth_scaled(src, dst, configs))
+                    if h is not None:
+                        out.append(h)
     return tuple(out)
+
+
+def p1_sources(analyses: Sequence[TraceAnalysis]) -> int:
+    """Configurations at P = 1 that would be sources at the same n/P (not used: sₖ = 0)."""
+    configs = _configurations(analyses)
+    return sum(1 for s in configs if s[0].nprocs == 1
+               and any(_same_size(s[0], d[0]) for d in configs))
 
 
 def other_size_pairs(analyses: Sequence[TraceAnalysis]) -> int:
@@ -147,36 +208,3 @@ def other_size_pairs(analyses: Sequence[TraceAnalysis]) -> int:
 def held_out(analyses: Sequence[TraceAnalysis]) -> tuple[HeldOut, ...]:
     """Every out-of-sample prediction the data allow, repetitions first."""
     return (*repetition_predictions(analyses), *same_local_size_predictions(analyses))
-
-
-def heldout_table(analyses: Sequence[TraceAnalysis]) -> Table:
-    """Every out-of-sample prediction of the headline model, with its measured error (or why
-    it failed); the CSV is ``heldout.csv``."""
-    found = held_out(analyses)
-    rows = [{"basis": h.basis, "fitted_on": h.fitted_on, "predicts": h.predicts,
-             "predicted_s": None if h.error_pct is None else h.predicted,
-             "measured_s": h.measured, "err_pct": h.error_pct, "status": h.why or "ok"}
-            for h in found]
-    shown = [{"basis": h.basis, "fitted on": h.fitted_on, "predicts": h.predicts,
-              "predicted": h.why if h.error_pct is None else fmt_time(h.predicted),
-              "measured": fmt_time(h.measured), "error": fmt_pct(h.error_pct)}
-             for h in found]
-    skipped = other_size_pairs(analyses)
-    notes = ["The non-stationary model (chosen in advance) fitted on one run predicts another "
-             "run it was not fitted on: a repetition of the same configuration, or the same "
-             "local size n/P at another P (through E[max of N] with the target's N)."]
-    if skipped:
-        notes.append(f"{skipped} pairs of configurations with another n/P are not predicted: "
-                     "the work of an iteration changes with the local size, and no "
-                     "per-iteration work model is fitted.")
-    if not found:
-        notes.append("No run can be predicted out of sample: no configuration was repeated "
-                     "and no two share n/P at different P.")
-    return Table(
-        name="heldout",
-        title="Out of sample: one run's model predicts another run",
-        frame=Rows.of(rows, columns=["basis", "fitted_on", "predicts", "predicted_s",
-                                     "measured_s", "err_pct", "status"]),
-        display=Rows.of(shown, columns=["basis", "fitted on", "predicts", "predicted",
-                                        "measured", "error"]),
-        notes=tuple(notes))

@@ -15,7 +15,7 @@ from typing import Any, TypeVar
 
 from ksptrace.errors import KsptraceError
 from ksptrace.noise.spec import parse
-from ksptrace.studies.variability.conclusions.ranking import Entry, Ranking, rank
+from ksptrace.studies.variability.conclusions.ranking import Entry, Ranking, rank, with_condition
 from ksptrace.studies.variability.run.flags import condition_flags
 from ksptrace.studies.variability.stats.setup_time import recorded_setup
 from ksptrace.trace.model import CONFIG_DEFAULTS, Trace
@@ -114,4 +114,4 @@ def ranking_of(runs: Sequence[RankedRun], every: bool = False) -> Ranking:
     """The one fastest-solver ranking of ``runs``: the selected runs by the module's rule
     (``every``: all of them with their caveats, for a map the clean runs alone cannot make)."""
     chosen, clause = selected(runs, lambda r: r.caveats, every)
-    return rank([r.entry for r in chosen], clause)
+    return rank([with_condition(r.entry, r.caveats) for r in chosen], clause)

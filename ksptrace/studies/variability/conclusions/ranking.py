@@ -6,9 +6,14 @@ from every other solver by more than the run-to-run spread:
 
 * both solvers repeated: the leader's slowest repetition is faster than the other's fastest
   (their ranges do not overlap);
-* a single run of either: no spread was measured, so the other must be more than
-  ``SINGLE_MARGIN`` slower (a stated rule, not a measured spread: repeat the runs to replace
-  it by theirs).
+* a single run of either: the medians' log-ratio exceeds the margin of the run-to-run spread
+  pooled over the repetitions of comparable runs (:mod:`..stats.spread`: clean runs with clean
+  runs, runs with a caveat with such runs); when no comparable run was repeated, the other
+  must be more than ``SINGLE_MARGIN`` slower (a stated rule, not a measured spread, for clean
+  runs only);
+* runs with a caveat (loaded, oversubscribed, PETSc's event log on) are told apart only beyond
+  their own pooled spread, whether repeated or not, and never without one: otherwise the
+  answer is "cannot tell (loaded)".
 
 Otherwise the answer is "cannot tell between" the leader and every solver it is not separated
 from. Which runs enter (clean ones, or all with their caveat) is decided by the caller once, and
@@ -20,7 +25,11 @@ from __future__ import annotations
 import itertools
 import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from ksptrace.studies.variability.stats.spread import PooledSpread, pooled_spread
 
 SINGLE_MARGIN = 0.05
 """Without repetitions, a solver within this share of the leader's time is not told apart."""
@@ -38,6 +47,8 @@ class Entry:
     solver: str
     seconds: float
     label: str = ""
+    condition: str = ""
+    """"" for a clean run, else what makes its timing unrepresentative ("loaded", ...)."""
 
 
 @dataclass(frozen=True)
@@ -49,6 +60,8 @@ class Timing:
     low: float
     high: float
     repetitions: int
+    condition: str = ""
+    """"" when every run of it is clean, else the condition of its runs ("loaded", ...)."""
 
 
 @dataclass(frozen=True)
@@ -62,6 +75,8 @@ class Verdict:
     """The fastest solver, or None when it cannot be told (or only one solver ran)."""
     tied: tuple[str, ...]
     """With no winner: the leader and the solvers it is not separated from."""
+    condition: str = ""
+    """The condition of its runs ("loaded", ...) when any of them has one."""
 
     def value(self, key: str) -> str | None:
         return dict(self.group).get(key)
@@ -77,7 +92,8 @@ class Verdict:
             return f"{self.winner} is fastest"
         if len(self.timings) < 2:
             return f"only {self.timings[0].solver} ran"
-        return "cannot tell between " + " and ".join(self.tied)
+        why = f" ({self.condition})" if self.condition else ""
+        return f"cannot tell{why} between " + " and ".join(self.tied)
 
 
 @dataclass(frozen=True)
@@ -88,6 +104,10 @@ class Ranking:
     clause: str
     labels: tuple[str, ...] = ()
     """The runs the ranking rests on."""
+    spread: PooledSpread | None = None
+    """The run-to-run spread pooled over the repetitions of the clean runs."""
+    loaded_spread: PooledSpread | None = None
+    """The same over the runs with a caveat (loaded, oversubscribed, log on)."""
 
     def compared(self, where: Callable[[Verdict], bool] | None = None) -> list[Verdict]:
         return [v for v in self.verdicts if len(v.timings) > 1 and (where is None or where(v))]
@@ -108,39 +128,69 @@ class Ranking:
                 f"is {told}" if told else "no solver is fastest beyond the run-to-run spread in "
                 "any")
         tail = f"; it cannot tell in {open_}" if told and open_ else ""
+        if len(shown) == 1:
+            unit = unit.removesuffix("s")
         return (f"Of the {len(shown)} {unit} that ran two or more solvers ({self.clause}), "
                 f"{head}{' of them' if not told else ''}{tail}.")
 
 
-def _timing(solver: str, seconds: Sequence[float]) -> Timing:
+def _timing(solver: str, runs: Sequence[Entry]) -> Timing:
+    seconds = [e.seconds for e in runs]
+    condition = next((e.condition for e in runs if e.condition), "")
     return Timing(solver, float(statistics.median(seconds)), float(min(seconds)),
-                  float(max(seconds)), len(seconds))
+                  float(max(seconds)), len(seconds), condition)
 
 
-def separated(lead: Timing, other: Timing) -> bool:
-    """Whether ``lead`` is faster than ``other`` beyond the run-to-run spread (module rule)."""
+def separated(lead: Timing, other: Timing, spread: PooledSpread | None = None,
+              loaded_spread: PooledSpread | None = None) -> bool:
+    """Whether ``lead`` is faster than ``other`` beyond the run-to-run spread (module rule;
+    ``spread`` pooled over clean repetitions, ``loaded_spread`` over those with a caveat)."""
+    loaded = bool(lead.condition or other.condition)
+    pooled = loaded_spread if loaded else spread
+    beyond = (pooled is not None and other.median > 0 < lead.median
+              and np.log(other.median / lead.median)
+              > pooled.margin(lead.repetitions, other.repetitions))
     if lead.repetitions > 1 and other.repetitions > 1:
-        return lead.high < other.low
-    return other.median > lead.median * (1.0 + SINGLE_MARGIN)
+        return lead.high < other.low and (beyond or not loaded)
+    if pooled is None:
+        return not loaded and other.median > lead.median * (1.0 + SINGLE_MARGIN)
+    return beyond
 
 
-def verdict(group: tuple[tuple[str, str], ...], by_solver: dict[str, list[float]]) -> Verdict:
+def verdict(group: tuple[tuple[str, str], ...], by_solver: dict[str, list[Entry]],
+            spread: PooledSpread | None = None,
+            loaded_spread: PooledSpread | None = None) -> Verdict:
     timings = sorted((_timing(s, t) for s, t in by_solver.items()),
                      key=lambda t: (t.median, t.solver))
     lead = timings[0]
-    close = [t.solver for t in timings[1:] if not separated(lead, t)]
+    close = [t for t in timings[1:] if not separated(lead, t, spread, loaded_spread)]
+    condition = next((t.condition for t in (lead, *close) if t.condition), "")
     if len(timings) > 1 and not close:
         return Verdict(group, tuple(timings), lead.solver, ())
-    return Verdict(group, tuple(timings), None, (lead.solver, *close) if close else ())
+    return Verdict(group, tuple(timings), None,
+                   (lead.solver, *(t.solver for t in close)) if close else (),
+                   condition if close else "")
 
 
 def rank(entries: Sequence[Entry], clause: str) -> Ranking:
     """The verdict of every configuration of ``entries``, in the configurations' order."""
-    groups: dict[tuple[tuple[str, str], ...], dict[str, list[float]]] = {}
+    groups: dict[tuple[tuple[str, str], ...], dict[str, list[Entry]]] = {}
     for e in entries:
-        groups.setdefault(e.group, {}).setdefault(e.solver, []).append(e.seconds)
-    return Ranking(tuple(verdict(g, groups[g]) for g in sorted(groups, key=_order)), clause,
-                   tuple(e.label for e in entries))
+        groups.setdefault(e.group, {}).setdefault(e.solver, []).append(e)
+    spreads = tuple(pooled_spread([np.array([e.seconds for e in runs if bool(e.condition) == c])
+                                   for by_solver in groups.values()
+                                   for runs in by_solver.values()]) for c in (False, True))
+    return Ranking(tuple(verdict(g, groups[g], *spreads) for g in sorted(groups, key=_order)),
+                   clause, tuple(e.label for e in entries), *spreads)
+
+
+def with_condition(entry: Entry, caveats: Sequence[str]) -> Entry:
+    """``entry`` marked with its run's condition: "loaded" when loaded or oversubscribed,
+    else its first caveat ("" for a clean run)."""
+    if not caveats:
+        return entry
+    load = any(c in ("machine-loaded", "oversubscribed") for c in caveats)
+    return replace(entry, condition="loaded" if load else caveats[0])
 
 
 def _order(group: tuple[tuple[str, str], ...]) -> tuple[tuple[str, float, str], ...]:

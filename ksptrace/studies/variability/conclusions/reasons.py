@@ -46,8 +46,8 @@ def split_sentences(runs: Sequence[TraceAnalysis], clause: str) -> list[str]:
                      for k, v in solvers.items())
     out = [f"Where an iteration sits (restart-cycle position, pipeline fill, first iteration) "
            f"explains {over} of the iteration times' variance (median over {clause}); the "
-           "rest, rank to rank and iteration to iteration at equal work, is what the paper's "
-           "fitted distributions describe."]
+           "rest is level shifts or drift, if any, and the randomness (rank to rank, iteration "
+           "to iteration) that the paper's fitted distributions describe."]
     for k, v in solvers.items():
         length = max(s.cycle_length for s in v)
         parts = []
@@ -60,9 +60,67 @@ def split_sentences(runs: Sequence[TraceAnalysis], clause: str) -> list[str]:
         cause = "explained by " + ", by ".join(parts)
         kind = "" if length > 1 else (" (no restart cycle; its fixed number of reductions per "
                                       "iteration sets the level, not the spread)")
-        out.append(f"{k}{kind}: {cause}; the other {_pct(_share(v, lambda s: s.rest))} is "
-                   "random.")
-    return out
+        slow = _share(v, lambda s: s.slow.share if s.slow is not None else 0.0)
+        rest = (f"the other {_pct(_share(v, lambda s: s.rest))} is random" if slow <= 0 else
+                f"of the other {_pct(_share(v, lambda s: s.rest))}, level shifts and drift "
+                f"take {_pct(slow)} and {_pct(_share(v, lambda s: s.random))} is random (rank "
+                "to rank, iteration to iteration)")
+        out.append(f"{k}{kind}: {cause}; {rest}.")
+    slow_text = not_random(runs)
+    return [*out, slow_text] if slow_text else out
+
+
+MAX_NAMED = 3
+"""Runs a "not random" sentence names; the counts cover all."""
+
+
+def _where(a: TraceAnalysis) -> str:
+    n = n_of(a)
+    return f"{a.ksp.upper()} {problem_of(a)}{f' n = {fmt_n(n)}' if n else ''}, P = {a.nprocs}"
+
+
+def _ms(seconds: float) -> str:
+    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
+
+
+def _named(items: list[str]) -> str:
+    more = len(items) - MAX_NAMED
+    return "; ".join(items[:MAX_NAMED]) + (f"; and {more} more" if more > 0 else "")
+
+
+def not_random(runs: Sequence[TraceAnalysis]) -> str | None:
+    """The runs whose rest is not random: level shifts, drift, two modes (issue 63)."""
+    shifted, drifting, bimodal = [], [], []
+    for a in runs:
+        v = a.variance
+        if v is None:
+            continue
+        if v.slow is not None and v.slow.kind == "level shift" and v.slow.share > 0:
+            first = 100 * v.slow.shifts[0] / max(a.iterations, 1)
+            shifted.append(f"{_where(a)}: {_ms(v.slow.levels[0])} per iteration for its first "
+                           f"{first:.0f} %, then " + ", then ".join(_ms(x) for x in
+                                                                   v.slow.levels[1:])
+                           + f" ({_pct(v.slow.share)} of its variance)")
+        elif v.slow is not None and v.slow.kind == "drift" and v.slow.share > 0:
+            lag = f", lag-1 autocorrelation {v.slow.lag1:.2f}" if v.slow.lag1 is not None else ""
+            drifting.append(f"{_where(a)} ({_pct(v.slow.share)} of its variance{lag})")
+        if v.modes is not None and v.modes.bimodal:
+            lo, hi = v.modes.means
+            bimodal.append(f"{_where(a)}: modes {_ms(lo)} and {_ms(hi)} "
+                           f"({100 * v.modes.weights[0]:.0f} / {100 * v.modes.weights[1]:.0f} %)")
+    parts = []
+    if shifted:
+        parts.append(f"{len(shifted)} run{'s shift' if len(shifted) != 1 else ' shifts'} level "
+                     f"({_named(shifted)})")
+    if drifting:
+        parts.append(f"{len(drifting)} run{'s drift' if len(drifting) != 1 else ' drifts'} "
+                     f"({_named(drifting)})")
+    if bimodal:
+        parts.append(f"{len(bimodal)} run{'s are' if len(bimodal) != 1 else ' is'} bimodal "
+                     f"({_named(bimodal)}), which no single fitted family describes")
+    if not parts:
+        return None
+    return "Not random: " + "; ".join(parts) + "."
 
 
 def _spread(a: TraceAnalysis) -> float | None:

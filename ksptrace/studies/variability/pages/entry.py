@@ -15,7 +15,7 @@ from typing import Any
 from ksptrace.studies.result import ACROSS, Part, StudyResult
 from ksptrace.studies.variability.conclusions.answers import answer_all, caveats, fastest_summary
 from ksptrace.studies.variability.conclusions.findings import headline, n_of, problem_of
-from ksptrace.studies.variability.conclusions.heldout import heldout_table
+from ksptrace.studies.variability.conclusions.heldout_skill import heldout_table
 from ksptrace.studies.variability.pages.apriori import apriori_table
 from ksptrace.studies.variability.pages.tables import (
     fit_mapping,
@@ -60,7 +60,11 @@ def trace_record(a: TraceAnalysis) -> dict[str, Any]:
         "fits": fit_mapping(a),
         "simulated": a.simulated,
         "simulated_stderr": a.simulated_stderr,
+        "simulated_status": a.simulated_status,
         "ks_fraction_rejected": None if a.ks_all is None else a.ks_all.fraction_rejected,
+        "slow": _slow_record(a),
+        "bimodal": None if a.variance is None or a.variance.modes is None
+        else a.variance.modes.bimodal,
         "headline_model": None if chosen is None else chosen.key,
         "headline_error_pct": None if chosen is None else chosen.error_pct,
         "headline_error_basis": "in-sample fit",
@@ -69,6 +73,15 @@ def trace_record(a: TraceAnalysis) -> dict[str, Any]:
                   for f in a.flags],
         "notes": list(a.notes),
     }
+
+
+def _slow_record(a: TraceAnalysis) -> dict[str, Any] | None:
+    """The slow part of the run's variance (level shifts, drift), or None when not computed."""
+    s = None if a.variance is None else a.variance.slow
+    if s is None:
+        return None
+    return {"kind": s.kind, "share": s.share, "shifts": list(s.shifts),
+            "levels_s": list(s.levels), "lag1": s.lag1}
 
 
 def study(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,

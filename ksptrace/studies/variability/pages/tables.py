@@ -33,7 +33,6 @@ from ksptrace.studies.variability.conclusions.findings import (
 from ksptrace.studies.variability.pages import jsu_cells
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 from ksptrace.studies.variability.stats.fitting import CRITERION
-from ksptrace.studies.variability.stats.plausible import is_absurd
 
 __all__ = ["Table"]
 
@@ -133,17 +132,17 @@ def prediction_table(analyses: Sequence[TraceAnalysis]) -> Table:
     """Tables 2 and 3: Johnson S_U fits of a_k and s_k, and the simulated runtime."""
     rows = []
     for a in analyses:
-        sim = a.simulated
-        err = error_pct(sim, a.measured)
-        if is_absurd(err):  # a failed Monte Carlo: no number (issue 52)
-            sim = err = None
+        sim = a.simulated  # None when failed: no number (issues 52, 63)
         rows.append({**_id_columns(a), **jsu_cells.csv_cells(a.parameters),
                      "KSPSolve_s": a.measured, "simulated_s": sim,
-                     "simulated_stderr_s": a.simulated_stderr, "err_pct_simulated": err,
+                     "simulated_stderr_s": a.simulated_stderr,
+                     "simulated_status": a.simulated_status,
+                     "err_pct_simulated": error_pct(sim, a.measured),
                      "runs": None if a.simulation is None else a.simulation.runs})
     return Table(
         name="table2_3_prediction",
-        title="Johnson S_U fits of a_k and s_k, and Monte Carlo runtime against KSPSolve",
+        title="Johnson S_U fits of a_k and s_k, and Monte Carlo runtime against KSPSolve "
+              "(in sample: fitted on the run it simulates)",
         frame=Rows.of(rows),
     )
 
@@ -378,9 +377,13 @@ def models_table(a: TraceAnalysis) -> Table:
         value = p.why if p.value is None else fmt_time(p.value)
         if p.value is not None and p.stderr is not None:
             value += f" ± {fmt_time(p.stderr)}"
-        rows.append({"model": p.name, "formula": p.formula, "predicted": value,
-                     "error": fmt_pct(p.error_pct) if p.value is not None else "—",
+        rows.append({"model": p.name, "formula": p.formula, "fitted (in sample)": value,
+                     "in-sample error": fmt_pct(p.error_pct) if p.value is not None else "—",
                      "flag": "\n".join(f"{f.code}: {f.message}" for f in p.flags) or "—"})
-    return Table(name="models", title="Models and bounds against KSPSolve",
-                 frame=Rows.of(rows, columns=["model", "formula", "predicted", "error",
-                                                   "flag"]))
+    return Table(name="models", title="Models and bounds fitted to this run, against its own "
+                 "KSPSolve (in sample: a fit, not a prediction)",
+                 frame=Rows.of(rows, columns=["model", "formula", "fitted (in sample)",
+                                              "in-sample error", "flag"]),
+                 notes=("In sample: every model here is fitted on this run's iterations and "
+                        "compared with this run's time; how well a model predicts a run it was "
+                        "not fitted on is in heldout.csv, beside naive baselines.",))

@@ -189,7 +189,7 @@ class Predictions(Protocol):
     @property
     def stationary(self) -> Sequence[models.StationaryModel]: ...
     @property
-    def simulated(self) -> float | None: ...
+    def simulated_raw(self) -> float | None: ...
 
 
 def _prediction_flags(
@@ -219,7 +219,9 @@ def _prediction_flags(
             lockstep,
         )
     )
-    candidates.append(("Monte Carlo", a.simulated, ("JSU fit of a_k", "JSU fit of s_k", *lockstep)))
+    candidates.append(
+        ("Monte Carlo", a.simulated_raw, ("JSU fit of a_k", "JSU fit of s_k", *lockstep))
+    )
     out = []
     for subject, value, related in candidates:
         if value is None or abs(value - a.measured) <= PREDICTION_TOLERANCE * a.measured:

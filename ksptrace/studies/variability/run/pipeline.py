@@ -56,6 +56,7 @@ from ksptrace.studies.variability.stats.injected import InjectedNoise, injected_
 from ksptrace.studies.variability.stats.nodes import NodeVariance, node_variance
 from ksptrace.studies.variability.stats.ordered import OrderedRows, Sorted, order_rows, resolve
 from ksptrace.studies.variability.stats.penalty import Penalty, wait_penalty
+from ksptrace.studies.variability.stats.plausible import montecarlo_status
 from ksptrace.studies.variability.stats.setup_time import (
     MIN_FIT_PER_RANK,
     recorded_setup,
@@ -124,19 +125,30 @@ class TraceAnalysis:
         return next((m for m in self.stationary if m.family == family), None)
 
     @property
-    def simulated(self) -> float | None:
-        """The Monte Carlo runtime of the method kind this trace ran."""
-        if self.simulation is None:
-            return None
+    def simulated_raw(self) -> float | None:
+        """The Monte Carlo's mean runtime, failed or not: for the flags, never for printing."""
         sim = self.simulation
-        return sim.pipelined_mean if self.pipelined else sim.standard_mean
+        return None if sim is None else sim.pipelined_mean if self.pipelined else sim.standard_mean
+
+    @property
+    def simulated_status(self) -> str:
+        """"ok", "failed: <why>" (more than 11× off KSPSolve) or "not computed" (see notes)."""
+        raw = self.simulated_raw
+        if raw is None:
+            return "not computed"
+        return montecarlo_status(raw, self.measured) if self.measured > 0 else "ok"
+
+    @property
+    def simulated(self) -> float | None:
+        """The Monte Carlo runtime; None unless its status is "ok" (issue 63)."""
+        return self.simulated_raw if self.simulated_status == "ok" else None
 
     @property
     def simulated_stderr(self) -> float | None:
-        """Standard error of ``simulated`` over the Monte Carlo runs (None with one run)."""
-        if self.simulation is None:
-            return None
+        """Standard error of ``simulated`` (None with one run, or with no ``simulated``)."""
         sim = self.simulation
+        if sim is None or self.simulated is None:
+            return None
         return sim.pipelined_stderr if self.pipelined else sim.standard_stderr
 
     @property

@@ -37,3 +37,16 @@ def off_by(ratio: float) -> str:
     if ratio < 0:
         return f"{FAILED}: below zero"
     return f"{FAILED}: more than {1.0 + ABSURD_PCT / 100.0:.0f}× above"
+
+
+def montecarlo_status(value: float, measured: float) -> str:
+    """A simulated runtime's status against the measured one: "ok", or "failed: <why>" when it
+    is not finite or more than ±ABSURD_PCT % off (then it is printed nowhere, issue 63)."""
+    if not math.isfinite(value):
+        return f"{FAILED}: not a finite value"
+    if value < 0:
+        return f"{FAILED}: below zero"
+    if is_absurd(100.0 * (value - measured) / measured):
+        return (f"{FAILED}: more than {1.0 + ABSURD_PCT / 100.0:.0f}× "
+                f"{'above' if value > measured else 'below'} the measured time")
+    return "ok"

@@ -24,11 +24,18 @@ fitted distributions describe. Pure: an array and a cycle layout in, a frozen da
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ksptrace.studies.variability.stats.cycles import CycleLayout
+from ksptrace.studies.variability.stats.drift import (
+    SAMPLE,
+    Modality,
+    SlowPart,
+    modality,
+    slow_part,
+)
 
 BLOCK = 1 << 22
 """Values per block of the total sum of squares."""
@@ -49,6 +56,10 @@ class VarianceSplit:
     cycle_length: int
     has_fill: bool = False
     """Whether the run had pipeline-fill iterations at all."""
+    slow: SlowPart | None = None
+    """Of the rest: level shifts or drift over the run (:mod:`.drift`); None when too short."""
+    modes: Modality | None = None
+    """Whether the position-adjusted times are bimodal (:mod:`.drift`)."""
 
     @property
     def deterministic(self) -> float:
@@ -57,6 +68,11 @@ class VarianceSplit:
     @property
     def rest(self) -> float:
         return max(0.0, 1.0 - self.deterministic)
+
+    @property
+    def random(self) -> float:
+        """The rest less the slow part: rank to rank and iteration to iteration."""
+        return max(0.0, self.rest - (self.slow.share if self.slow is not None else 0.0))
 
 
 def _between(counts: np.ndarray, sums: np.ndarray, members: np.ndarray) -> tuple[float, int]:
@@ -119,5 +135,15 @@ def variance_split(times: np.ndarray, layout: CycleLayout) -> VarianceSplit | No
     fill = share(ss_fill + ss_fillpos, df_fill + df_fillpos)
     cycle = share(ss_cycle, df_cycle)
     scale = max(1.0, first + fill + cycle)  # rounding must not push the rest below 0
+    # what the positions leave: each iteration's offset from its position's mean
+    position = (sums / np.maximum(counts, 1.0))[group]
+    slow, fit = slow_part(t.mean(axis=0)[1:] - position[1:], p, total, noise, mean)
+    if slow is not None:  # shifts counted from the run's first iteration
+        slow = replace(slow, shifts=tuple(s + 1 for s in slow.shifts))
+    # bimodality of the times with the positions and the slow part taken out (a level shift
+    # alone would look bimodal)
+    pick = np.random.default_rng(0).integers(0, t.size, min(t.size, SAMPLE))
+    at = pick % k
+    modes = modality(t.ravel()[pick] - position[at] + mean - np.r_[0.0, fit][at])
     return VarianceSplit(total / t.size, first / scale, fill / scale, cycle / scale,
-                         length, bool(layout.fill.any()))
+                         length, bool(layout.fill.any()), slow, modes)

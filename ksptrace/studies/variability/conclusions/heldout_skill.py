@@ -1,0 +1,130 @@
+"""The out-of-sample predictions (:mod:`.heldout`) beside their naive baselines: ``heldout.csv``
+and Q3's sentences, each accuracy with the baseline's and the skill score (issue 63).
+
+The baselines: for a repetition, persistence (the other repetition's measured time); for the
+same n/P at another P, the source P's measured time and, towards a larger P, that time scaled
+by the per-iteration growth measured from a smaller P (:func:`.heldout.growth_scaled`). When the
+model's skill is below :data:`~..stats.skill.MIN_SKILL` the sentence says it is "no better
+than" the baseline. Pure: analyses in, tables and sentences out.
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Sequence
+
+import numpy as np
+
+from ksptrace.studies.rows import Rows
+from ksptrace.studies.table import Table
+from ksptrace.studies.variability.conclusions.findings import fmt_pct, fmt_time
+from ksptrace.studies.variability.conclusions.heldout import (
+    REPETITION,
+    HeldOut,
+    held_out,
+    other_size_pairs,
+    p1_sources,
+)
+from ksptrace.studies.variability.run.pipeline import TraceAnalysis
+from ksptrace.studies.variability.stats.plausible import ABSURD_PCT
+from ksptrace.studies.variability.stats.skill import MIN_SKILL, skill
+
+PERSISTENCE = "persistence (the source run's measured time)"
+SCALED = "the smaller-P time scaled by the measured per-iteration growth"
+P1_NOTE = ("P = 1 runs are no source at the same n/P: their sₖ = 0, so E[max of N] from them is "
+           "their own measured time, the baseline itself")
+
+
+def _skill_cell(value: float | None) -> str:
+    return "—" if value is None else f"{value:+.2f}"
+
+
+def heldout_table(analyses: Sequence[TraceAnalysis]) -> Table:
+    """Every out-of-sample prediction of the headline model with its error, the baselines'
+    errors on the same target and the skill; the CSV is ``heldout.csv``."""
+    found = held_out(analyses)
+    rows = [{"basis": h.basis, "fitted_on": h.fitted_on, "predicts": h.predicts,
+             "predicted_s": None if h.error_pct is None else h.predicted,
+             "measured_s": h.measured, "err_pct": h.error_pct,
+             "baseline_s": h.baseline, "err_pct_baseline": h.baseline_error_pct,
+             "skill": h.skill, "scaled_baseline_s": h.scaled,
+             "err_pct_scaled_baseline": h.scaled_error_pct, "skill_scaled": h.scaled_skill,
+             "status": h.why or "ok"} for h in found]
+    shown = [{"basis": h.basis, "fitted on": h.fitted_on, "predicts": h.predicts,
+              "predicted": h.why if h.error_pct is None else fmt_time(h.predicted),
+              "measured": fmt_time(h.measured), "error": fmt_pct(h.error_pct),
+              "persistence error": fmt_pct(h.baseline_error_pct), "skill": _skill_cell(h.skill),
+              "scaled-baseline error": fmt_pct(h.scaled_error_pct)}
+             for h in found]
+    skipped = other_size_pairs(analyses)
+    notes = ["The non-stationary model (chosen in advance) fitted on one run predicts another "
+             "run it was not fitted on: a repetition of the same configuration, or the same "
+             "local size n/P at another P (through E[max of N] with the target's N). Beside "
+             f"it, the baselines on the same target: {PERSISTENCE}, and towards a larger P "
+             f"{SCALED} (from the nearest smaller P). Skill = 1 − |error| / |baseline error|: "
+             f"0 is no better than the baseline, 1 exact; Q3 calls a skill (over its "
+             f"predictions) below {MIN_SKILL:.2f} no better than the baseline."]
+    if p1_sources(analyses):
+        notes.append(P1_NOTE + ".")
+    if skipped:
+        notes.append(f"{skipped} pairs of configurations with another n/P are not predicted: "
+                     "the work of an iteration changes with the local size, and no "
+                     "per-iteration work model is fitted.")
+    if not found:
+        notes.append("No run can be predicted out of sample: no configuration was repeated "
+                     "and no two share n/P at different P.")
+    return Table(
+        name="heldout",
+        title="Out of sample: one run's model predicts another run, beside naive baselines",
+        frame=Rows.of(rows, columns=["basis", "fitted_on", "predicts", "predicted_s",
+                                     "measured_s", "err_pct", "baseline_s", "err_pct_baseline",
+                                     "skill", "scaled_baseline_s", "err_pct_scaled_baseline",
+                                     "skill_scaled", "status"]),
+        display=Rows.of(shown, columns=["basis", "fitted on", "predicts", "predicted",
+                                        "measured", "error", "persistence error", "skill",
+                                        "scaled-baseline error"]),
+        notes=tuple(notes))
+
+
+def _against(found: Sequence[HeldOut], scaled: bool, name: str) -> str | None:
+    """"no better than <name> (mean |error| m % against b %, skill s)" or "better than ...",
+    over the predictions both made; None when there are none."""
+    pairs = [(h.error_pct, h.scaled_error_pct if scaled else h.baseline_error_pct)
+             for h in found]
+    both = [(m, b) for m, b in pairs if m is not None and b is not None]
+    if not both:
+        return None
+    s = skill(np.array([m for m, _ in both]), np.array([b for _, b in both]))
+    figures = f"mean |error| {s.model_mae_pct:.1f} % against {s.baseline_mae_pct:.1f} %"
+    if s.score is None:
+        return f"{name} is exact here ({figures}): no skill"
+    verdict = "better than" if s.beats else "no better than"
+    return (f"{verdict} {name} ({figures}, skill {s.score:+.2f}, closer in {s.closer} of "
+            f"{s.count})").replace("skill -", "skill −")
+
+
+def heldout_sentence(found: Sequence[HeldOut], where: str, clause: str) -> str:
+    """Q3's sentence on one basis: the accuracy, then against each baseline, with the skill."""
+    ok = [abs(h.error_pct) for h in found if h.error_pct is not None]
+    signed = [h.error_pct for h in found if h.error_pct is not None]
+    failed = len(found) - len(ok)
+    text = (f"Out of sample, {where} ({clause}), the non-stationary model fitted on one run "
+            f"predicts another run's time")
+    if ok:
+        close = sum(1 for e in ok if e <= 10.0)
+        text += (f" within 10 % in {close} of {len(found)}; median |error| "
+                 f"{statistics.median(ok):.1f} % ({fmt_pct(min(signed))} to "
+                 f"{fmt_pct(max(signed))})")
+    if failed:
+        text += (f"{';' if ok else ':'} {failed} of {len(found)} failed (off by more than "
+                 f"{ABSURD_PCT:.0f} %)")
+    repetition = all(h.basis == REPETITION for h in found)
+    persistence = ("persistence, the other repetition's measured time" if repetition
+                   else "persistence, the source P's measured time")
+    against = [c for c in (_against(found, False, persistence),
+                           _against(found, True, SCALED)) if c is not None]
+    if against:
+        text += ": " + "; ".join(against)
+    if repetition and against and against[0].startswith("no better"):
+        text += ", so this measures run-to-run reproducibility, not the model"
+    return text + "."
