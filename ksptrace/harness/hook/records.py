@@ -4,9 +4,10 @@ A file is a 1536-byte header (magic, format version, the rank and size of PETSc'
 process id, this PETSc's integer and real sizes, whether MPI is Open MPI, the host name, the
 PETSc version string and the path of the libpetsc that was loaded), then records, each led by
 its kind: a recorded solve (its KSP, depth, times, names, stamps and norms), a KSP summary
-(written at exit: how many of its solves were left out, at which depth), a note, and an end
-mark. Nothing is unpickled or executed: the bytes are read as numbers and text, and a file
-that does not parse is reported with where it stops.
+(written at exit: how many of its solves were left out, at which depth, whether it is a
+direct solver the hook leaves alone), a note, and an end mark. Nothing is unpickled or
+executed: the bytes are read as numbers and text, and a file that does not parse is reported
+with where it stops.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import numpy as np
 from ksptrace.errors import TraceError
 
 MAGIC = 0x4B535054
-VERSION = 1
+VERSION = 2
 HEADER_BYTES = 1536
 NAME = 64
 _SOLVE = struct.Struct(f"<8i4q4d{4 * NAME}s")
@@ -67,6 +68,8 @@ class KspSummary:
     skipped: int
     ksp_type: str
     prefix: str
+    direct: bool = False
+    """A selected KSP of type preonly: its solves were left alone (no monitor)."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +116,7 @@ def parse(data: bytes, path: str = "?") -> RankFile:
             elif kind == KIND_KSP:
                 k = _KSP.unpack_from(data, at)
                 ksps.append(KspSummary(k[1], k[2], k[3], bool(k[4]), k[5], bool(k[6]), k[8],
-                                       _text(k[9][:NAME]), _text(k[9][NAME:])))
+                                       _text(k[9][:NAME]), _text(k[9][NAME:]), bool(k[7])))
                 at += _KSP.size
             elif kind == KIND_NOTE:
                 notes.append(_text(data[at + 4:at + 4 + _NOTE_BYTES]))

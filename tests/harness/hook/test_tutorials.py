@@ -17,15 +17,6 @@ from tests.conftest import Runner
 from tests.harness.hook import tutorials
 
 
-@pytest.fixture(scope="session")
-def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    why = tutorials.missing()
-    if why is not None:
-        pytest.fail(why)
-    folder = tmp_path_factory.mktemp("tutorials")
-    return {name: tutorials.build(name, folder) for name in tutorials.SOURCES}
-
-
 def traced(cli: Runner, out: Path, command: list[str], *flags: str) -> tuple[
         subprocess.CompletedProcess[str], list[Trace]]:
     proc = cli("trace", "--out", str(out), *flags, "--", *command)

@@ -13,6 +13,7 @@ EXAMPLES = Path("/usr/share/petsc/3.18/share/petsc/examples/src")
 SOURCES = {
     "ex2": "ksp/ksp/tutorials/ex2.c",
     "ex45": "ksp/ksp/tutorials/ex45.c",
+    "ex56": "ksp/ksp/tutorials/ex56.c",
     "ex19": "snes/tutorials/ex19.c",
     "ex2f": "ksp/ksp/tutorials/ex2f.F90",
 }
@@ -61,3 +62,27 @@ def monitor_solves(stdout: str) -> list[list[float]]:
             solves.append([])
         solves[-1].append(float(norm))
     return solves
+
+
+LOG_EVENT = re.compile(r"^(\w+)\s+(\d+)\s+[\d.]+\s+([\d.]+e[+-]\d+)\s", re.MULTILINE)
+
+
+STAGE = re.compile(r"^--- Event Stage \d+: (.*)$", re.MULTILINE)
+
+
+def log_view(stdout: str) -> dict[str, dict[str, tuple[int, float]]]:
+    """``-log_view``'s event table: per stage (by name), each event's count and the slowest
+    rank's seconds."""
+    stages: dict[str, dict[str, tuple[int, float]]] = {}
+    parts = STAGE.split(stdout)
+    for name, text in zip(parts[1::2], parts[2::2], strict=True):
+        if name in stages:
+            break  # the object table repeats the stages
+        stages[name] = {e: (int(c), float(s)) for e, c, s in LOG_EVENT.findall(text)}
+    return stages
+
+
+def setup_seconds(stage: dict[str, tuple[int, float]]) -> float:
+    """The set-up ``-log_view`` timed in one stage: its KSPSetUp and PCSetUp events (PETSc
+    logs PCSetUp outside KSPSetUp's event, and neither inside itself twice)."""
+    return sum(stage.get(e, (0, 0.0))[1] for e in ("KSPSetUp", "PCSetUp"))
