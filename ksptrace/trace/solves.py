@@ -21,7 +21,8 @@ def split(trace: Trace, pool: bool = False) -> tuple[Trace, ...]:
     KSPSolve times summed, and ``solve`` says ``"K=10 x 4"`` (4 solves of 10 iterations).
     Each part's ``setup_max`` is its own time outside its iterations (its KSPSolve time less
     the span of its stamps, summed over the solves pooled, the largest over ranks), never the
-    trace's first solve's; it is left out when a rank's cannot be told.
+    trace's first solve's; it is left out when a rank's cannot be told. A ``ksptrace trace``
+    trace's part has its own ``setup_seconds`` too (from ``setup_seconds_solves``).
     """
     if trace.solves is None:
         return (trace,)
@@ -65,8 +66,23 @@ def _part(trace: Trace, picked: list[int], pool: bool) -> Trace:
     attrs.pop("setup_max", None)
     if outside is not None:
         attrs["setup_max"] = outside
+    setups = _per_solve(attrs.get("setup_seconds_solves"), s.count)
+    if setups is not None:  # a ksptrace trace trace's set-up, kept apart: this part's own
+        attrs["setup_seconds"] = float(setups[picked].sum())
     path = None if trace.path is None else f"{trace.path}#solve={attrs['solve']}"
     return Trace(stamps, norms, trace.node_ids, trace.hostnames, seconds, attrs, path)
+
+
+def _per_solve(text: object, count: int) -> np.ndarray | None:
+    """A per-solve attribute written as one number per solve (``setup_seconds_solves``), or
+    None when absent or not one finite number per solve."""
+    if not isinstance(text, str):
+        return None
+    try:
+        values = np.array([float(v) for v in text.split()])
+    except ValueError:
+        return None
+    return values if values.size == count and np.isfinite(values).all() else None
 
 
 def _outside(trace: Trace, spans: list[tuple[int, int]], picked: list[int]) -> float | None:

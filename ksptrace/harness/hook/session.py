@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ksptrace.errors import OutputError, SolverError, TraceError, UsageError
-from ksptrace.harness.hook import build, inject, records
+from ksptrace.harness.hook import build, inject, records, surroundings
 from ksptrace.harness.hook.assemble import Assembled, assemble
 from ksptrace.harness.provenance import PROVENANCE_ENV
 from ksptrace.trace import publish, write
@@ -58,6 +58,8 @@ class Outcome:
     paths: tuple[Path, ...]
     assembled: Assembled | None
     returncode: int
+    notes: tuple[str, ...] = ()
+    """What to tell the user beside the hook's notes (the machine's load)."""
 
 
 def _petsc_version(text: str) -> str:
@@ -68,17 +70,18 @@ def _petsc_version(text: str) -> str:
 def _attrs(argv: list[str], cmd: inject.Launch, files: list[records.RankFile], program: str,
            start: str, load: float | None) -> dict[str, AttrValue]:
     head = files[0]
-    lib = Path(head.petsc_library)
     attrs: dict[str, AttrValue | None] = {
         "problem": program, "recorded": True, "generator": "ksptrace trace",
         "monitor": "c-hook", "noise": "none", "warmup": False, "restart": 0,
         "problem_config": "{}", "petsc_options": os.environ.get("PETSC_OPTIONS", ""),
-        "solve_time_source": "hook: KSPSolve wall time less its KSPSetUp and PCSetUp",
+        "solve_time_source": "the hook's MPI_Wtime around KSPSolve, less the KSPSetUp and "
+                             "PCSetUp before its first iteration",
         "command_line": shlex.join(argv), "argv": shlex.join(sys.argv),
         "launcher": cmd.launcher,
         "launcher_flags": shlex.join(cmd.argv[1:len(cmd.argv) - len(argv) + 1]),
         "petsc_version": _petsc_version(head.petsc_version),
-        "petsc_library": str(lib), "petsc_dir": str(lib.parent.parent) if lib.name else None,
+        "petsc_library": head.petsc_library,
+        "petsc_dir": surroundings.petsc_dir_of(head.petsc_library, os.environ.get("PETSC_DIR")),
         "petsc_int_bytes": head.int_bytes, "petsc_real_bytes": head.real_bytes,
         "mpi_library": "Open MPI" if head.open_mpi else "MPICH (or an MPICH ABI library)",
         "cpu_count": os.cpu_count() or 0, "start_utc": start, "loadavg_before": load,
@@ -148,10 +151,12 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
         cmd = inject.with_hook(argv, launcher, env)
         start = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        window = surroundings.LoadWindow.begin()
         try:
             code = subprocess.run(list(cmd.argv), env=env, check=False).returncode
         except OSError as exc:
             raise UsageError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+        foreign = window.end()
         if code != 0:
             return Outcome((), None, code)
         files = records.read_folder(raw)
@@ -165,15 +170,19 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
                              f"({', '.join(broken[:3])}): killed or crashed; no trace written")
         program = inject.program_of(argv, launcher)
         name = program.stem if program is not None else Path(argv[0]).stem
-        assembled = assemble(files, _attrs(argv, cmd, files, name, start, load))
+        contamination, said = surroundings.load_attrs(foreign, cmd.launcher,
+                                                      tuple(f.hostname for f in files))
+        notes = () if said is None else (said,)
+        attrs = _attrs(argv, cmd, files, name, start, load)
+        assembled = assemble(files, {**attrs, **contamination})
         if not assembled.traces:
-            return Outcome((), assembled, 0)
+            return Outcome((), assembled, 0, notes)
         paths = _names(out, name, start, assembled)
         try:
             _write_all(paths, assembled)
         except OSError as exc:
             raise OutputError(publish.describe_write_error(exc, out, 0)) from None
-        return Outcome(tuple(paths), assembled, 0)
+        return Outcome(tuple(paths), assembled, 0, notes)
     finally:
         shutil.rmtree(raw, ignore_errors=True)
         if made:

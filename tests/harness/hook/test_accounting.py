@@ -20,6 +20,12 @@ SETUP_TOLERANCE = 0.05
 """The set-up the hook keeps apart agrees with -log_view's KSPSetUp + PCSetUp to 5 %."""
 
 
+def assert_as_logged(mine: float, stage: dict[str, tuple[int, float, float]]) -> None:
+    """``mine`` (the slowest rank's set-up) within 5 % of what -log_view's stage allows."""
+    low, high = tutorials.setup_bounds(stage)
+    assert (1 - SETUP_TOLERANCE) * low <= mine <= (1 + SETUP_TOLERANCE) * high, (mine, low, high)
+
+
 @pytest.fixture(scope="module")
 def laplace1d(ksptrace_cli: Runner, tmp_path_factory: pytest.TempPathFactory) -> Path:
     pdir = own_program.petsc_dir()
@@ -51,7 +57,7 @@ def test_ksps_made_in_turn_are_told_apart_by_their_life_not_their_address(
     printed = tutorials.monitor_solves(proc.stdout)
     for t, norms in zip(traces, printed, strict=True):
         np.testing.assert_allclose(t.residual_norms, norms, rtol=5e-12)
-    assert "2 solves of KSP cg (prefix a_) (2 KSPs) at depth 1" in proc.stderr + proc.stdout
+    assert "2 solves of KSP cg (prefix a_) (2 KSPs) at depth 1" in proc.stderr
     _, every = traced(ksptrace_cli, tmp_path / "all", command)
     assert sorted(str(t.attrs["ksp_prefix"]) for t in every) == ["a_", "a_", "b_", "b_"]
 
@@ -70,8 +76,8 @@ def test_a_program_that_sets_up_itself_has_the_setup_petsc_logs(
     assert t.solves is not None
     assert t.solves.iterations.tolist() == [2000, 2000]
     assert_never_shorter_than_stamps(t)
-    logged = tutorials.setup_seconds(tutorials.log_view(proc.stdout)["Main Stage"])
-    assert float(t.attrs["setup_seconds"]) == pytest.approx(logged, rel=SETUP_TOLERANCE)
+    assert_as_logged(float(t.attrs["setup_seconds"]),
+                     tutorials.log_view(proc.stdout)["Main Stage"])
     first, second = (float(v) for v in str(t.attrs["setup_seconds_solves"]).split())
     assert second < 0.05 * first  # the second KSPSetUp finds the KSP set up
 
@@ -80,13 +86,15 @@ def test_a_program_that_sets_up_itself_has_the_setup_petsc_logs(
 def test_ex2_setup_is_what_petsc_logs(programs: dict[str, Path], ksptrace_cli: Runner,
                                       tmp_path: Path, nprocs: int) -> None:
     """ex2 sets up inside its KSPSolve (ILU; on 2 ranks block Jacobi's blocks, set up by
-    PCSetUpOnBlocks before the first iteration)."""
+    PCSetUpOnBlocks before the first iteration). 4·10^4 unknowns: a set-up of milliseconds,
+    so that one time slice lost by a loaded machine between PETSc's event and the hook's
+    clock is not 5 % of it."""
     proc, (t,) = traced(ksptrace_cli, tmp_path, [*mpiexec(nprocs), str(programs["ex2"]), "-m",
-                                                 "100", "-n", "100", "-log_view", "-ksp_monitor"])
+                                                 "200", "-n", "200", "-log_view", "-ksp_monitor"])
     assert_as_monitored(t, proc.stdout)
     assert_never_shorter_than_stamps(t)
-    logged = tutorials.setup_seconds(tutorials.log_view(proc.stdout)["Main Stage"])
-    assert float(t.attrs["setup_seconds"]) == pytest.approx(logged, rel=SETUP_TOLERANCE)
+    assert_as_logged(float(t.attrs["setup_seconds"]),
+                     tutorials.log_view(proc.stdout)["Main Stage"])
 
 
 EX56_GAMG = ["-ne", "9", "-alpha", "1.e-3", "-ksp_type", "cg", "-pc_type", "gamg",
@@ -110,8 +118,7 @@ def test_ex56_gamg_setups_are_the_stages_petsc_logged(
     per_solve = [float(v) for v in str(t.attrs["setup_seconds_solves"]).split()]
     assert len(per_solve) == 3
     for mine, stage in zip(per_solve[:2], ("Setup", "2nd Setup"), strict=True):
-        assert mine == pytest.approx(tutorials.setup_seconds(stages[stage]),
-                                     rel=SETUP_TOLERANCE), stage
+        assert_as_logged(mine, stages[stage])
     assert per_solve[2] < 0.01 * per_solve[0]  # the third solve reuses the second's set-up
     # the rest of the time outside the iterations (GAMG's V-cycle for the initial residual) is
     # kept apart per solve too: each solve's time less it is the span of its stamps
@@ -121,9 +128,9 @@ def test_ex56_gamg_setups_are_the_stages_petsc_logged(
     for i, value in enumerate(outside):
         a, b = int(s.offsets[i]), int(s.offsets[i + 1])
         span = float(t.stamps[0, b - 1] - t.stamps[0, a])
-        assert value == pytest.approx(float(s.seconds[0, i]) - span, abs=1e-9)
+        assert value == pytest.approx(float(s.seconds[0, i]) - span, rel=1e-5)
         assert value > 0
-    assert t.attrs["setup_max"] == pytest.approx(outside[0], abs=1e-9)
+    assert t.attrs["setup_max"] == pytest.approx(outside[0], rel=1e-5)
 
 
 def test_a_direct_solve_is_left_alone_and_named(programs: dict[str, Path], ksptrace_cli: Runner,
@@ -140,5 +147,5 @@ def test_a_direct_solve_is_left_alone_and_named(programs: dict[str, Path], ksptr
     for event in ("MatMult", "VecNorm", "MatLUFactorNum", "MatSolve"):
         assert hooked.get(event, (0, 0.0))[0] == bare.get(event, (0, 0.0))[0], event
     assert "1 direct solves (preonly: no iteration to time, not modelled) of KSP preonly at " \
-           "depth 1" in proc.stderr + proc.stdout
+           "depth 1" in proc.stderr
     assert not (tmp_path / "out").exists()

@@ -169,7 +169,7 @@ def run_section(d: Analysed, f: findings.Finding, options: AnalysisOptions) -> d
         parts[4]["lead"] = ("N = 1 independent unit (one node): every stationary model collapses "
                             "to K·mean and the bounds to K·μ.")
     measured = [
-        ("KSPSolve (slowest rank, PETSc's event log)", findings.fmt_time(a.measured)),
+        *_solve_lines(a),
         ("Σₖ maxₚ Tₚᵏ (measured over the kept iterations)", findings.fmt_time(a.lockstep_sum)),
         ("maxₚ Σₖ Tₚᵏ (measured over the kept iterations)", findings.fmt_time(a.rank_sum_max)),
         ("iterations K recorded / kept for bulk statistics", f"{a.iterations} / {a.kept}"),
@@ -182,6 +182,29 @@ def run_section(d: Analysed, f: findings.Finding, options: AnalysisOptions) -> d
             "flags": [{"subject": fl.subject, "message": fl.message, "code": fl.code}
                       for fl in sorted(a.flags, key=lambda fl: fl.code != "prediction-far")],
             "notes": notes, "parts": parts}
+
+
+def _solve_lines(a: TraceAnalysis) -> list[tuple[str, str]]:
+    """What KSPSolve time the models are compared with, and how it was timed (the trace's
+    ``solve_time_source``); for a ``ksptrace trace`` solve also its set-up, its time outside
+    the iterations and the solves left out, each as recorded."""
+    attrs = dict(a.attrs)
+    source = attrs.get("solve_time_source")
+    how = f"timed by {source}" if source else "how it was timed is not recorded"
+    less = "" if a.setup is None else ", less its time outside the iterations"
+    lines = [(f"KSPSolve (slowest rank{less}; {how})", findings.fmt_time(a.measured))]
+    if attrs.get("generator") != "ksptrace trace":
+        return lines
+    setup = attrs.get("setup_seconds")
+    lines.append(("set-up kept apart (KSPSetUp, PCSetUp before the first iteration)",
+                  findings.fmt_time(float(setup)) if isinstance(setup, int | float)
+                  else "not recorded"))
+    lines.append(("time outside the iterations (before the first monitor call, after the last)",
+                  "cannot tell (a rank's solve time is shorter than its stamps' span)"
+                  if a.setup is None else findings.fmt_time(a.setup)))
+    lines.append(("solves of the program left out of this trace",
+                  str(attrs.get("solves_left_out", "not recorded"))))
+    return lines
 
 
 def _noise_lines(a: TraceAnalysis) -> list[tuple[str, str]]:
