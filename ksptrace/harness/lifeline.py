@@ -167,10 +167,10 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def launched_by(ident: str) -> list[int]:
+def launched_by(ident: str, variable: str = LAUNCHER_ENV) -> list[int]:
     """Pids of the processes (this one aside) whose environment names ``ident`` as their
-    launcher, whatever their process group."""
-    needle = f"{LAUNCHER_ENV}={ident}\0".encode()
+    launcher (in ``variable``), whatever their process group."""
+    needle = f"{variable}={ident}\0".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -184,11 +184,13 @@ def launched_by(ident: str) -> list[int]:
     return found
 
 
-def kill_descendants_of(ident: str, sig: int = signal.SIGKILL) -> int:
-    """Signal every process whose environment names ``ident`` as its launcher (whatever its
-    process group: an MPI library may regroup its ranks). Returns how many were signalled."""
+def kill_descendants_of(ident: str, sig: int = signal.SIGKILL,
+                        variable: str = LAUNCHER_ENV) -> int:
+    """Signal every process whose environment names ``ident`` as its launcher (in ``variable``;
+    whatever its process group: an MPI library may regroup its ranks). Returns how many were
+    signalled."""
     count = 0
-    for pid in launched_by(ident):
+    for pid in launched_by(ident, variable):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
             count += 1

@@ -6,7 +6,8 @@ records into a private folder (mode 0700) made inside the output folder, which a
 run shares. After the command exits, the records are assembled into ordinary ksptrace traces
 (:mod:`ksptrace.harness.hook.assemble`), every one is written to a temporary file, and only
 when all are written are they published, each by an atomic rename. The private folder is
-removed whatever happens.
+removed whatever happens: by ``trace`` itself, or, when ``trace`` is killed, by its guard
+(:mod:`ksptrace.harness.hook.guard`), which also ends what is left of the command.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import platform
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -27,6 +27,8 @@ from pathlib import Path
 from ksptrace.errors import OutputError, SolverError, TraceError, UsageError
 from ksptrace.harness.hook import build, inject, records, surroundings
 from ksptrace.harness.hook.assemble import Assembled, assemble
+from ksptrace.harness.hook.guard import Guard
+from ksptrace.harness.lifeline import Supervised
 from ksptrace.harness.provenance import PROVENANCE_ENV
 from ksptrace.trace import publish, write
 from ksptrace.trace.model import AttrValue
@@ -144,19 +146,23 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
     except OSError as exc:
         raise OutputError(f"cannot make a folder in {out}: {exc.strerror or exc}; give "
                           "--out a folder you can write") from None
+    guard = Guard(raw, out, made)
     try:
-        env = dict(os.environ)
+        env = dict(os.environ, **guard.env)
         preload = " ".join(p for p in (str(lib), env.get("LD_PRELOAD", "")) if p)
         env.update(LD_PRELOAD=preload, KSPTRACE_HOOK_DIR=str(raw), **selection.env())
         cmd = inject.with_hook(argv, launcher, env)
         start = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
         window = surroundings.LoadWindow.begin()
+        supervised = Supervised()
         try:
-            code = subprocess.run(list(cmd.argv), env=env, check=False).returncode
+            code, _ = supervised.run(list(cmd.argv), env)
         except OSError as exc:
             raise UsageError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
         foreign = window.end()
+        if supervised.interrupted:
+            return Outcome((), None, 130)
         if code != 0:
             return Outcome((), None, code)
         files = records.read_folder(raw)
@@ -184,6 +190,7 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
             raise OutputError(publish.describe_write_error(exc, out, 0)) from None
         return Outcome(tuple(paths), assembled, 0, notes)
     finally:
+        guard.release()
         shutil.rmtree(raw, ignore_errors=True)
         if made:
             with contextlib.suppress(OSError):
