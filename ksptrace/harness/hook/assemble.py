@@ -63,9 +63,10 @@ def assemble(files: list[RankFile], attrs: dict[str, AttrValue]) -> Assembled:
     if len(set(ranks)) < len(ranks) or any(f.size != size for f in files):
         raise TraceError("several PETSc programs ran in the command (a rank recorded twice, or "
                          "programs of different sizes); trace one program per command")
-    if ranks != list(range(size)):
-        raise TraceError(f"records of ranks {ranks} but the program ran on {size}: a rank "
-                         "did not record (its files are missing)")
+    if size != len(files) or ranks != list(range(len(files))):  # never a list of `size` ranks
+        shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
+        raise TraceError(f"records of {len(files)} ranks ({shown}) but the program ran on "
+                         f"{size}: a rank did not record (its files are missing)")
     files = sorted(files, key=lambda f: f.rank)
     hosts = tuple(f.hostname for f in files)
     node_of = {h: i for i, h in enumerate(dict.fromkeys(hosts))}

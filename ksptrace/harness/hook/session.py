@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ksptrace.errors import OutputError, SolverError, TraceError, UsageError
-from ksptrace.harness.hook import build, inject, records, surroundings
+from ksptrace.harness.hook import build, inject, records, safety, surroundings
 from ksptrace.harness.hook.assemble import Assembled, assemble
 from ksptrace.harness.hook.guard import Guard
 from ksptrace.harness.lifeline import Supervised
@@ -142,14 +142,18 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
     made = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
+        safety.trust_out(out, made)
         raw = Path(tempfile.mkdtemp(prefix=".ksptrace-hook-", dir=out))
+        raw_id = safety.folder_id(raw)
     except OSError as exc:
         raise OutputError(f"cannot make a folder in {out}: {exc.strerror or exc}; give "
                           "--out a folder you can write") from None
     guard = Guard(raw, out, made)
+    copy = None
     try:
         env = dict(os.environ, **guard.env)
-        preload = " ".join(p for p in (str(lib), env.get("LD_PRELOAD", "")) if p)
+        copy = safety.preload_path(lib, raw)
+        preload = " ".join(p for p in (str(copy), env.get("LD_PRELOAD", "")) if p)
         env.update(LD_PRELOAD=preload, KSPTRACE_HOOK_DIR=str(raw), **selection.env())
         cmd = inject.with_hook(argv, launcher, env)
         start = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
@@ -163,6 +167,7 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
         foreign = window.end()
         if supervised.interrupted:
             return Outcome((), None, 130)
+        safety.check_raw(raw, raw_id)
         if code != 0:
             return Outcome((), None, code)
         files = records.read_folder(raw)
@@ -175,7 +180,7 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
             raise TraceError(f"{len(broken)} processes did not finish their records "
                              f"({', '.join(broken[:3])}): killed or crashed; no trace written")
         program = inject.program_of(argv, launcher)
-        name = program.stem if program is not None else Path(argv[0]).stem
+        name = inject.file_name_part(program.stem if program is not None else Path(argv[0]).stem)
         contamination, said = surroundings.load_attrs(foreign, cmd.launcher,
                                                       tuple(f.hostname for f in files))
         notes = () if said is None else (said,)
@@ -192,6 +197,8 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
     finally:
         guard.release()
         shutil.rmtree(raw, ignore_errors=True)
+        if copy is not None and copy.parent != raw and copy != lib:
+            shutil.rmtree(copy.parent, ignore_errors=True)
         if made:
             with contextlib.suppress(OSError):
                 out.rmdir()  # only when empty: a folder made here that holds no trace
