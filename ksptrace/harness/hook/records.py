@@ -12,8 +12,9 @@ with where it stops.
 
 from __future__ import annotations
 
+import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -149,7 +150,36 @@ def _solve(data: bytes, at: int) -> tuple[SolveRecord, int]:
                        norms), end
 
 
+def _image(name: str) -> int:
+    """Which program of its process a file is: 0, or k of ``rank-<rank>-<pid>-<k>.bin`` (the
+    k-th program the process became by exec)."""
+    found = re.fullmatch(r"rank-\d+-\d+-(\d+)\.bin", name)
+    return int(found.group(1)) if found else 0
+
+
+def merge_images(files: list[RankFile]) -> list[RankFile]:
+    """The files of one process (one rank) that became other programs by exec, as one: their
+    solves in order, each program's KSP numbers moved past the previous program's."""
+    groups: dict[tuple[int, int], list[RankFile]] = {}
+    for f in sorted(files, key=lambda f: (f.rank, f.pid, _image(f.path))):
+        groups.setdefault((f.rank, f.pid), []).append(f)
+    merged = []
+    for group in groups.values():
+        first, shift = group[0], 0
+        solves: list[SolveRecord] = []
+        ksps: list[KspSummary] = []
+        for f in group:
+            solves += [replace(r, ksp=r.ksp + shift) for r in f.solves]
+            ksps += [replace(k, ksp=k.ksp + shift if k.ksp >= 0 else k.ksp) for k in f.ksps]
+            shift += 1 + max([r.ksp for r in f.solves] + [k.ksp for k in f.ksps] + [-1])
+        merged.append(replace(first, solves=tuple(solves), ksps=tuple(ksps),
+                              notes=tuple(n for f in group for n in f.notes),
+                              complete=all(f.complete for f in group)))
+    return merged
+
+
 def read_folder(folder: Path) -> list[RankFile]:
-    """Every process's file in the hook's private folder, by rank."""
+    """Every process's file in the hook's private folder, by rank (a process's programs, when
+    it became others by exec, as one)."""
     found = [parse(p.read_bytes(), p.name) for p in sorted(folder.glob("rank-*.bin"))]
-    return sorted(found, key=lambda f: (f.rank, f.pid))
+    return merge_images(found)

@@ -11,7 +11,7 @@
    of the solve around it (PCApply's PCSetUp in every iteration is that iteration's). Each
    process writes <KSPTRACE_HOOK_DIR>/rank-<rank>-<pid>.bin (read by records.py). No header is
    included: PETSc's objects are pointers and its integer and real sizes are asked of the
-   PETSc the program loaded, at run time. */
+   PETSc the program loaded, at run time. The exec family is wrapped to end the file first. */
 
 enum { RTLD_LAZY = 1, RTLD_NOLOAD = 4 };
 #define RTLD_NEXT ((void *)-1l)
@@ -30,8 +30,8 @@ struct iovec { const void *base; size_t len; };
 long writev(int fd, const struct iovec *iov, int count);
 int open(const char *path, int flags, ...), close(int fd), fprintf(void *f, const char *fmt, ...);
 extern void *stderr;
-#define O_WRONLY_CREAT_EXCL 0301  /* Linux: O_WRONLY | O_CREAT | O_EXCL */
-int getpid(void), gethostname(char *name, size_t len);
+#define O_FLAGS 02000301  /* Linux: O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC */
+int getpid(void), gethostname(char *name, size_t len), *__errno_location(void);
 char *strncpy(char *d, const char *s, size_t n);
 void *memcpy(void *d, const void *s, size_t n);
 int strcmp(const char *a, const char *b);
@@ -60,7 +60,8 @@ struct ksp_ctx {                /* one KSP seen by this process */
 
 static struct {
   int ready, broken, int_bytes, real_bytes, rank, size, ompi, max_depth, with_setup, ids;
-  int fd, pid;                  /* the raw file (-1: none), and the process that opened it */
+  int fd, pid, ended;           /* the raw file (-1: none), the process that opened it, and
+                                   whether its end mark is written */
   const char *prefix;
   solve_fn solve;
   setup_fn ksp_setup, pc_setup;
@@ -128,9 +129,12 @@ static void open_file(const char *petsc_path) {
                  H.real_bytes, H.ompi};
   if (!dir) return;
   struct iovec iov = {header, sizeof header};
-  snprintf(path, sizeof path, "%s/rank-%d-%d.bin", dir, H.rank, getpid());
   H.pid = getpid();
-  H.fd = open(path, O_WRONLY_CREAT_EXCL, 0600);
+  for (int k = 0; k < 100; ++k) {  /* -k: the k-th program this process became (exec) */
+    snprintf(path, sizeof path, k ? "%s/rank-%d-%d-%d.bin" : "%s/rank-%d-%d.bin", dir, H.rank,
+             H.pid, k);
+    if ((H.fd = open(path, O_FLAGS, 0600)) >= 0 || *__errno_location() != 17 /* EEXIST */) break;
+  }
   if (H.fd < 0) return (void)fprintf(stderr, "ksptrace trace: cannot write %s; this rank is "
                                      "not traced\n", path);
   memcpy(header, ints, sizeof ints);
@@ -390,17 +394,4 @@ int PCSetUp(void *pc) {
   return timed_setup(H.pc_setup ? H.pc_setup : (setup_fn)dlsym(RTLD_NEXT, "PCSetUp"), pc);
 }
 
-__attribute__((destructor)) static void finish(void) {
-  struct ksp_ctx *c;
-  int kind = REC_END;
-  struct iovec end = {&kind, sizeof kind};
-  for (c = H.ksps; c; c = c->next) {
-    int ints[8] = {REC_KSP, c->id, c->comm_size, c->min_depth, c->setup_seen, c->recorded,
-                   c->refused, c->direct};
-    struct iovec iov[4] = {{ints, sizeof ints}, {&c->skipped, sizeof c->skipped},
-                           {c->type, NAME}, {c->prefix, NAME}};
-    put(iov, 4);
-  }
-  put(&end, 1);
-  if (H.fd >= 0 && getpid() == H.pid) close(H.fd), H.fd = -1;
-}
+#include "ending.c"  /* how a process's records end: at exit or at exec */

@@ -5,15 +5,18 @@
    pattern changes with the solve, so the solves differ. Prints each solve's iteration count and
    error norm. With -prefixes a_,b_,... each solve has a KSP of its own with that options prefix,
    created just before it and destroyed just after (so a new KSP may take a destroyed one's
-   address); with -setup the program calls KSPSetUp itself before each solve. Builds against
-   PETSc 3.18 to 3.26. */
+   address); with -setup the program calls KSPSetUp itself before each solve; with -exec PATH
+   the process becomes PATH (execl, no arguments) after PetscFinalize. Builds against PETSc 3.18
+   to 3.26. */
 #include <petscksp.h>
+#include <unistd.h>
 
 static const char help[] = "1-D Laplacian solved several times by one KSP.\n"
                            "  -n <rows>      rows of the operator (default 200)\n"
                            "  -solves <k>    solves, each with its own right-hand side (default 2)\n"
                            "  -prefixes <p,q,...>  one KSP per solve, created and destroyed\n"
-                           "  -setup         call KSPSetUp before each KSPSolve\n";
+                           "  -setup         call KSPSetUp before each KSPSolve\n"
+                           "  -exec <path>   become the program path when done (execl)\n";
 
 static PetscErrorCode make_ksp(Mat A, const char *prefix, KSP *ksp) {
   PC pc;
@@ -36,13 +39,15 @@ int main(int argc, char **argv) {
   KSP ksp = NULL;
   PetscReal error;
   char *prefixes[16];
-  PetscBool turns = PETSC_FALSE, setup = PETSC_FALSE;
+  PetscBool turns = PETSC_FALSE, setup = PETSC_FALSE, exec = PETSC_FALSE;
+  char next[4096] = "";
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-n", &n, NULL));
   PetscCall(PetscOptionsGetInt(NULL, NULL, "-solves", &solves, NULL));
   PetscCall(PetscOptionsGetStringArray(NULL, NULL, "-prefixes", prefixes, &nprefixes, &turns));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-setup", &setup, NULL));
+  PetscCall(PetscOptionsGetString(NULL, NULL, "-exec", next, sizeof next, &exec));
   if (turns) solves = nprefixes;
 
   PetscCall(MatCreate(PETSC_COMM_WORLD, &A));
@@ -91,5 +96,6 @@ int main(int argc, char **argv) {
   PetscCall(VecDestroy(&b));
   PetscCall(MatDestroy(&A));
   PetscCall(PetscFinalize());
-  return 0;
+  if (exec) execl(next, next, (char *)NULL);
+  return exec ? 1 : 0;  /* execl returns only when it failed */
 }

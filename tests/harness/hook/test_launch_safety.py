@@ -179,3 +179,18 @@ def test_a_cache_path_with_a_space_or_colon_is_not_split_by_the_loader(
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert not marker.exists()
     assert len(list((tmp_path / "out").glob("laplace1d-*.h5"))) == 1
+
+
+def test_a_program_that_execs_another_is_traced_not_called_crashed(
+        laplace1d: Path, ksptrace_cli: Runner, tmp_path: Path) -> None:
+    """laplace1d solves, then becomes /bin/true (execl): its file is ended before the exec;
+    becoming laplace1d again, the second program's solves are traced too, as another KSP."""
+    proc, (t,) = traced(ksptrace_cli, tmp_path / "true", [str(laplace1d), "-n", "30",
+                                                          "-exec", "/bin/true"])
+    assert t.solves is not None
+    assert t.solves.count == 2
+    assert "killed or crashed" not in proc.stderr
+    proc, traces = traced(ksptrace_cli, tmp_path / "again", [str(laplace1d), "-n", "30",
+                                                             "-exec", str(laplace1d)])
+    assert [t.attrs["n"] for t in traces] == [30, 200]  # the second program's default size
+    assert all(t.solves is not None and t.solves.count == 2 for t in traces)
