@@ -9,9 +9,9 @@
    residual it otherwise skips). A KSP is known by its address and PETSc's object id (a new KSP
    at a destroyed one's address is another). A set-up is timed only before the first iteration
    of the solve around it (PCApply's PCSetUp in every iteration is that iteration's). Each
-   process writes <KSPTRACE_HOOK_DIR>/rank-<rank>-<pid>.bin (read by records.py). No header is
-   included: PETSc's objects are pointers and its integer and real sizes are asked of the
-   PETSc the program loaded, at run time. The exec family is wrapped to end the file first. */
+   process writes <KSPTRACE_HOOK_DIR>/rank-<rank>-<pid>.bin (output.c; read by records.py). No
+   header is included: PETSc's objects are pointers and its integer and real sizes are asked of
+   the PETSc the program loaded, at run time. */
 
 enum { RTLD_LAZY = 1, RTLD_NOLOAD = 4 };
 #define RTLD_NEXT ((void *)-1l)
@@ -83,6 +83,7 @@ static struct {
 } H = {.fd = -1};
 
 int KSPSolve(void *ksp, void *b, void *x);
+#include "output.c"  /* the raw file: opened, written through a buffer, ended at exit or exec */
 
 static int find_in(struct dl_phdr_info *info, size_t size, void *data) {
   void **found = data, *h, *f;
@@ -96,52 +97,12 @@ static int find_in(struct dl_phdr_info *info, size_t size, void *data) {
   return 0;
 }
 
-/* One record in one system call, only by the process that opened the file (a forked child
-   writes nothing); after a short write (a full disk) nothing more, and no end mark. */
-static void put(const struct iovec *iov, int count) {
-  long want = 0, k;
-  if (H.fd < 0 || getpid() != H.pid) return;
-  for (k = 0; k < count; ++k) want += (long)iov[k].len;
-  if (writev(H.fd, iov, count) != want) close(H.fd), H.fd = -1;
-}
-
-static void note(const char *text) {
-  int kind = REC_NOTE;
-  char buf[256] = {0};
-  struct iovec iov[2] = {{&kind, sizeof kind}, {buf, sizeof buf}};
-  strncpy(buf, text, sizeof buf - 1);
-  put(iov, 2);
-}
-
 static int ask_size(int (*from)(const char *, int *, int *), int (*size_of)(int, size_t *),
                     const char *name) {
   int type = 0, found = 0;
   size_t bytes = 0;
   if (!from || !size_of || from(name, &type, &found) || !found || size_of(type, &bytes)) return 0;
   return (int)bytes;
-}
-
-static void open_file(const char *petsc_path) {
-  const char *dir = getenv("KSPTRACE_HOOK_DIR");
-  char path[4096], header[1536] = {0};
-  int (*version)(char *, size_t) = dlsym(H.lib, "PetscGetVersion");
-  int ints[8] = {0x4b535054 /* "TPSK" */, HOOK_VERSION, H.rank, H.size, getpid(), H.int_bytes,
-                 H.real_bytes, H.ompi};
-  if (!dir) return;
-  struct iovec iov = {header, sizeof header};
-  H.pid = getpid();
-  for (int k = 0; k < 100; ++k) {  /* -k: the k-th program this process became (exec) */
-    snprintf(path, sizeof path, k ? "%s/rank-%d-%d-%d.bin" : "%s/rank-%d-%d.bin", dir, H.rank,
-             H.pid, k);
-    if ((H.fd = open(path, O_FLAGS, 0600)) >= 0 || *__errno_location() != 17 /* EEXIST */) break;
-  }
-  if (H.fd < 0) return (void)fprintf(stderr, "ksptrace trace: cannot write %s; this rank is "
-                                     "not traced\n", path);
-  memcpy(header, ints, sizeof ints);
-  gethostname(header + 32, 255);
-  if (version) version(header + 288, 255);
-  strncpy(header + 544, petsc_path ? petsc_path : "", 991);
-  put(&iov, 1);
 }
 
 /* Find PETSc's functions and this PETSc's sizes; 0 when the hook can run. */
@@ -394,4 +355,3 @@ int PCSetUp(void *pc) {
   return timed_setup(H.pc_setup ? H.pc_setup : (setup_fn)dlsym(RTLD_NEXT, "PCSetUp"), pc);
 }
 
-#include "ending.c"  /* how a process's records end: at exit or at exec */
