@@ -6,8 +6,9 @@
    error norm. With -prefixes a_,b_,... each solve has a KSP of its own with that options prefix,
    created just before it and destroyed just after (so a new KSP may take a destroyed one's
    address); with -setup the program calls KSPSetUp itself before each solve; with -exec PATH
-   the process becomes PATH (execl, no arguments) after PetscFinalize. Builds against PETSc 3.18
-   to 3.26. */
+   the process becomes PATH (execl, no arguments) after PetscFinalize; with -time it prints the
+   median and the least of its KSPSolve calls' MPI_Wtime spans (bench/trace_short_solves.py).
+   Builds against PETSc 3.18 to 3.26. */
 #include <petscksp.h>
 #include <unistd.h>
 
@@ -16,7 +17,13 @@ static const char help[] = "1-D Laplacian solved several times by one KSP.\n"
                            "  -solves <k>    solves, each with its own right-hand side (default 2)\n"
                            "  -prefixes <p,q,...>  one KSP per solve, created and destroyed\n"
                            "  -setup         call KSPSetUp before each KSPSolve\n"
-                           "  -exec <path>   become the program path when done (execl)\n";
+                           "  -exec <path>   become the program path when done (execl)\n"
+                           "  -time          print the median and least KSPSolve wall time\n";
+
+static int by_value(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return (x > y) - (x < y);
+}
 
 static PetscErrorCode make_ksp(Mat A, const char *prefix, KSP *ksp) {
   PC pc;
@@ -39,7 +46,8 @@ int main(int argc, char **argv) {
   KSP ksp = NULL;
   PetscReal error;
   char *prefixes[16];
-  PetscBool turns = PETSC_FALSE, setup = PETSC_FALSE, exec = PETSC_FALSE;
+  PetscBool turns = PETSC_FALSE, setup = PETSC_FALSE, exec = PETSC_FALSE, timed = PETSC_FALSE;
+  double *spans = NULL, t0;
   char next[4096] = "";
 
   PetscCall(PetscInitialize(&argc, &argv, NULL, help));
@@ -48,6 +56,7 @@ int main(int argc, char **argv) {
   PetscCall(PetscOptionsGetStringArray(NULL, NULL, "-prefixes", prefixes, &nprefixes, &turns));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-setup", &setup, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-exec", next, sizeof next, &exec));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-time", &timed, NULL));
   if (turns) solves = nprefixes;
 
   PetscCall(MatCreate(PETSC_COMM_WORLD, &A));
@@ -69,6 +78,7 @@ int main(int argc, char **argv) {
   PetscCall(VecDuplicate(x, &exact));
 
   if (!turns) PetscCall(make_ksp(A, NULL, &ksp));
+  if (timed) PetscCall(PetscMalloc1(solves, &spans));
   for (s = 0; s < solves; ++s) {
     for (row = first; row < last; ++row) {
       PetscScalar u = (PetscScalar)(1.0 + (PetscReal)((row * (s + 1)) % 7) / 7.0);
@@ -80,7 +90,9 @@ int main(int argc, char **argv) {
     PetscCall(VecSet(x, 0.0));
     if (turns) PetscCall(make_ksp(A, prefixes[s], &ksp));
     if (setup) PetscCall(KSPSetUp(ksp));
+    t0 = MPI_Wtime();
     PetscCall(KSPSolve(ksp, b, x));
+    if (timed) spans[s] = MPI_Wtime() - t0;
     PetscCall(KSPGetIterationNumber(ksp, &its));
     if (turns) PetscCall(KSPDestroy(&ksp));
     if (turns) PetscCall(PetscFree(prefixes[s]));
@@ -90,6 +102,12 @@ int main(int argc, char **argv) {
                           " iterations, norm of error %g\n", s, its, (double)error));
   }
 
+  if (timed && solves > 0) {
+    qsort(spans, (size_t)solves, sizeof *spans, by_value);
+    PetscCall(PetscPrintf(PETSC_COMM_WORLD, "kspsolve median %.9g least %.9g\n",
+                          spans[solves / 2], spans[0]));
+  }
+  PetscCall(PetscFree(spans));
   PetscCall(KSPDestroy(&ksp));
   PetscCall(VecDestroy(&exact));
   PetscCall(VecDestroy(&x));
