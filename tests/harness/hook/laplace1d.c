@@ -7,9 +7,12 @@
    created just before it and destroyed just after (so a new KSP may take a destroyed one's
    address); with -setup the program calls KSPSetUp itself before each solve; with -exec PATH
    the process becomes PATH (execl, no arguments) after PetscFinalize; with -time it prints the
-   median and the least of its KSPSolve calls' MPI_Wtime spans (bench/trace_short_solves.py).
+   median and the least of its KSPSolve calls' MPI_Wtime spans (bench/trace_short_solves.py);
+   with -fork a child process is forked after each solve and exits at once (exit(): its
+   destructors run), as a program that starts helpers does.
    Builds against PETSc 3.18 to 3.26. */
 #include <petscksp.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static const char help[] = "1-D Laplacian solved several times by one KSP.\n"
@@ -18,7 +21,8 @@ static const char help[] = "1-D Laplacian solved several times by one KSP.\n"
                            "  -prefixes <p,q,...>  one KSP per solve, created and destroyed\n"
                            "  -setup         call KSPSetUp before each KSPSolve\n"
                            "  -exec <path>   become the program path when done (execl)\n"
-                           "  -time          print the median and least KSPSolve wall time\n";
+                           "  -time          print the median and least KSPSolve wall time\n"
+                           "  -fork          fork a child that exits after each solve\n";
 
 static int by_value(const void *a, const void *b) {
   double x = *(const double *)a, y = *(const double *)b;
@@ -47,6 +51,7 @@ int main(int argc, char **argv) {
   PetscReal error;
   char *prefixes[16];
   PetscBool turns = PETSC_FALSE, setup = PETSC_FALSE, exec = PETSC_FALSE, timed = PETSC_FALSE;
+  PetscBool forks = PETSC_FALSE;
   double *spans = NULL, t0;
   char next[4096] = "";
 
@@ -57,6 +62,7 @@ int main(int argc, char **argv) {
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-setup", &setup, NULL));
   PetscCall(PetscOptionsGetString(NULL, NULL, "-exec", next, sizeof next, &exec));
   PetscCall(PetscOptionsGetBool(NULL, NULL, "-time", &timed, NULL));
+  PetscCall(PetscOptionsGetBool(NULL, NULL, "-fork", &forks, NULL));
   if (turns) solves = nprefixes;
 
   PetscCall(MatCreate(PETSC_COMM_WORLD, &A));
@@ -93,6 +99,11 @@ int main(int argc, char **argv) {
     t0 = MPI_Wtime();
     PetscCall(KSPSolve(ksp, b, x));
     if (timed) spans[s] = MPI_Wtime() - t0;
+    if (forks) {
+      pid_t child = fork();
+      if (child == 0) exit(0);
+      if (child > 0) waitpid(child, NULL, 0);
+    }
     PetscCall(KSPGetIterationNumber(ksp, &its));
     if (turns) PetscCall(KSPDestroy(&ksp));
     if (turns) PetscCall(PetscFree(prefixes[s]));

@@ -194,3 +194,15 @@ def test_a_program_that_execs_another_is_traced_not_called_crashed(
                                                              "-exec", str(laplace1d)])
     assert [t.attrs["n"] for t in traces] == [30, 200]  # the second program's default size
     assert all(t.solves is not None and t.solves.count == 2 for t in traces)
+
+
+@pytest.mark.parametrize("nprocs", [1, 2])
+def test_a_program_that_forks_children_keeps_its_records_whole(
+        laplace1d: Path, ksptrace_cli: Runner, tmp_path: Path, nprocs: int) -> None:
+    """A child forked after each solve exits at once, destructors and all: it writes nothing
+    of the parent's buffered records, so the trace holds each solve once."""
+    proc, (t,) = traced(ksptrace_cli, tmp_path, [*mpiexec(nprocs), str(laplace1d), "-n", "30",
+                                                 "-solves", "3", "-fork"])
+    assert t.solves is not None
+    assert t.solves.iterations.tolist() == [30, 30, 30]
+    assert "killed or crashed" not in proc.stderr
