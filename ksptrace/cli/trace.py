@@ -51,16 +51,17 @@ def main(args: argparse.Namespace) -> int:
               "written", file=sys.stderr)
         return got.returncode
     assert got.assembled is not None
-    for note in got.assembled.notes:
+    for note in (*got.assembled.notes, *got.notes):
         print(f"ksptrace trace: note: {note}", file=sys.stderr)
     for path, (_, trace) in zip(got.paths, got.assembled.traces, strict=True):
         s = trace.solves
         its = [] if s is None else s.iterations.tolist()
         print(f"{path}: {trace.attrs.get('ksp')}/{trace.attrs.get('pc')} on {trace.nprocs} "
               f"ranks, {len(its)} solves of {its[:8]}{' ...' if len(its) > 8 else ''} "
-              f"iterations, set-up {float(trace.attrs.get('setup_seconds', 0.0)):.3g} s apart")
+              f"iterations, set-up {float(trace.attrs.get('setup_seconds', 0.0)):.3g} s apart",
+              file=sys.stderr)  # the program's own output keeps stdout
     for line in got.assembled.left_out:
-        print(f"  left out: {line}")
+        print(f"  left out: {line}", file=sys.stderr)
     if not got.paths:
         print(f"ksptrace trace: {nothing_traced(got, args.ksp_prefix)}", file=sys.stderr)
         return 5

@@ -208,11 +208,12 @@ def group_alive(pgid: int) -> bool:
     return True
 
 
-def launched_by(ident: str, token: str | None = None) -> list[int]:
+def launched_by(ident: str, token: str | None = None, variable: str = LAUNCHER_ENV
+                ) -> list[int]:
     """Pids of the processes (this one aside) whose environment names ``ident`` as their
-    launcher, whatever their process group; with ``token``, only those of this user that also
-    carry it (:func:`carries_token`)."""
-    needle = f"\0{LAUNCHER_ENV}={ident}\0".encode()
+    launcher (in ``variable``), whatever their process group; with ``token``, only those of
+    this user that also carry it (:func:`carries_token`)."""
+    needle = f"\0{variable}={ident}\0".encode()
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
@@ -223,12 +224,13 @@ def launched_by(ident: str, token: str | None = None) -> list[int]:
     return found
 
 
-def kill_descendants_of(ident: str, sig: int = signal.SIGKILL, token: str | None = None) -> int:
-    """Signal every process whose environment names ``ident`` as its launcher (whatever its
-    process group: an MPI library may regroup its ranks), and carries ``token`` when given.
-    Returns how many were signalled."""
+def kill_descendants_of(ident: str, sig: int = signal.SIGKILL, token: str | None = None,
+                        variable: str = LAUNCHER_ENV) -> int:
+    """Signal every process whose environment names ``ident`` as its launcher (in ``variable``;
+    whatever its process group: an MPI library may regroup its ranks), and carries ``token``
+    when given. Returns how many were signalled."""
     count = 0
-    for pid in launched_by(ident, token):
+    for pid in launched_by(ident, token, variable):
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
             count += 1

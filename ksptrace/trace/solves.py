@@ -19,6 +19,10 @@ def split(trace: Trace, pool: bool = False) -> tuple[Trace, ...]:
     make one trace instead: their iterations one after the other (each solve's call 0
     moved onto the previous solve's last stamp, so no gap between solves is timed), their
     KSPSolve times summed, and ``solve`` says ``"K=10 x 4"`` (4 solves of 10 iterations).
+    Each part's ``setup_max`` is its own time outside its iterations (its KSPSolve time less
+    the span of its stamps, summed over the solves pooled, the largest over ranks), never the
+    trace's first solve's; it is left out when a rank's cannot be told. A ``ksptrace trace``
+    trace's part has its own ``setup_seconds`` too (from ``setup_seconds_solves``).
     """
     if trace.solves is None:
         return (trace,)
@@ -48,6 +52,7 @@ def _part(trace: Trace, picked: list[int], pool: bool) -> Trace:
         norms = np.concatenate([trace.residual_norms[spans[0][0]:spans[0][0] + 1],
                                 *(trace.residual_norms[a + 1:b] for a, b in spans)])
     seconds = s.seconds[:, picked].sum(axis=1)
+    outside = _outside(trace, spans, picked)
     k = int(stamps.shape[1] - 1)
     reasons = sorted({s.reasons[i] for i in picked})
     attrs = dict(trace.attrs)
@@ -58,5 +63,36 @@ def _part(trace: Trace, picked: list[int], pool: bool) -> Trace:
         solve_min=float(seconds.min()), solve_mean=float(seconds.mean()),
         solve=f"K={k // len(picked)} x {len(picked)}" if pool else picked[0],
     )
+    attrs.pop("setup_max", None)
+    if outside is not None:
+        attrs["setup_max"] = outside
+    setups = _per_solve(attrs.get("setup_seconds_solves"), s.count)
+    if setups is not None:  # a ksptrace trace trace's set-up, kept apart: this part's own
+        attrs["setup_seconds"] = float(setups[picked].sum())
     path = None if trace.path is None else f"{trace.path}#solve={attrs['solve']}"
     return Trace(stamps, norms, trace.node_ids, trace.hostnames, seconds, attrs, path)
+
+
+def _per_solve(text: object, count: int) -> np.ndarray | None:
+    """A per-solve attribute written as one number per solve (``setup_seconds_solves``), or
+    None when absent or not one finite number per solve."""
+    if not isinstance(text, str):
+        return None
+    try:
+        values = np.array([float(v) for v in text.split()])
+    except ValueError:
+        return None
+    return values if values.size == count and np.isfinite(values).all() else None
+
+
+def _outside(trace: Trace, spans: list[tuple[int, int]], picked: list[int]) -> float | None:
+    """The largest over ranks of the picked solves' time outside their iterations (KSPSolve
+    seconds less the span of the solve's stamps, summed); None when a rank's is not finite or
+    below zero (the solve time came from another clock)."""
+    s = trace.solves
+    assert s is not None
+    spans_each = np.stack([trace.stamps[:, b - 1] - trace.stamps[:, a] for a, b in spans], axis=1)
+    each = s.seconds[:, picked] - spans_each
+    if not np.isfinite(each).all() or (each < 0).any():
+        return None
+    return float(each.sum(axis=1).max())

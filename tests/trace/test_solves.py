@@ -105,3 +105,36 @@ def test_a_damaged_solves_group_is_refused(tmp_path: Path, damage: str, message:
             g["offsets"][...] = data
     with pytest.raises(TraceError, match=message):
         read_trace(path)
+
+
+def test_each_solve_split_off_has_its_own_time_outside_its_iterations() -> None:
+    """Issue 64: every solve inherited the trace's first-solve ``setup_max``; each has its own,
+    from the record: its KSPSolve time less the span of its stamps, the largest over ranks."""
+    trace = several()
+    trace = Trace(trace.stamps, trace.residual_norms, trace.node_ids, trace.hostnames,
+                  trace.solve_seconds, {**trace.attrs, "setup_max": 0.000389},
+                  solves=trace.solves)
+    s = trace.solves
+    assert s is not None
+    parts = split(trace)
+    assert len(parts) == 4  # the solve of no iteration is left out
+    for part, i in zip(parts, [0, 2, 3, 4], strict=True):
+        a, b = int(s.offsets[i]), int(s.offsets[i + 1])
+        own = (s.seconds[:, i] - (trace.stamps[:, b - 1] - trace.stamps[:, a])).max()
+        assert part.attrs["setup_max"] == pytest.approx(own, rel=1e-12)
+        assert part.attrs["setup_max"] != pytest.approx(0.000389)
+    (pooled,) = [p for p in split(trace, pool=True) if p.attrs["solve"] == "K=4 x 2"]
+    spans = [(int(s.offsets[i]), int(s.offsets[i + 1])) for i in (0, 3)]
+    each = np.stack([s.seconds[:, i] - (trace.stamps[:, b - 1] - trace.stamps[:, a])
+                     for i, (a, b) in zip((0, 3), spans, strict=True)], axis=1)
+    assert pooled.attrs["setup_max"] == pytest.approx(each.sum(axis=1).max(), rel=1e-12)
+
+
+def test_a_solve_whose_time_is_shorter_than_its_stamps_gets_no_setup() -> None:
+    trace = several()
+    s = trace.solves
+    assert s is not None
+    short = Solves(s.offsets, np.full_like(s.seconds, 1e-9), s.reasons, s.petsc_iterations)
+    odd = Trace(trace.stamps, trace.residual_norms, trace.node_ids, trace.hostnames,
+                short.seconds.sum(axis=1), {**trace.attrs, "setup_max": 0.5}, solves=short)
+    assert all("setup_max" not in p.attrs for p in split(odd))

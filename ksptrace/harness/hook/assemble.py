@@ -4,10 +4,13 @@ Pure: :class:`~ksptrace.harness.hook.records.RankFile` objects in, frozen result
 per KSP whose recorded solves ran on every rank together (PETSc's world: the KSP of an
 application, of a SNES or a TS), its solves back to back as ``ksptrace.record`` writes them;
 one trace per rank for a KSP that each rank solves alone (a sub-solve selected with
-``--depth``). Solves with no monitor call (``preonly``) and solves on other sub-communicators
-are left out, and said so. The solve time of each solve is its KSPSolve time less the set-up
-(KSPSetUp, PCSetUp) that ran inside it; the set-up is kept apart (attributes
-``setup_seconds``, the slowest rank's total, and ``setup_seconds_solves``).
+``--depth``). Direct solves (``preonly``: the hook attaches no monitor to them), solves with
+no monitor call and solves on other sub-communicators are left out, and said so. The solve time
+of each solve is its KSPSolve time less the set-up (KSPSetUp, PCSetUp) that ran before its first
+iteration; the set-up is kept apart (attributes ``setup_seconds``, the slowest rank's total, and
+``setup_seconds_solves``), and so is the rest of the time outside the iterations: before the
+first monitor call (the initial residual) and after the last (``outside_seconds``,
+``outside_seconds_solves``; ``setup_max`` is the first solve's, as ``ksptrace.record`` writes it).
 """
 
 from __future__ import annotations
@@ -20,6 +23,7 @@ import numpy as np
 
 from ksptrace.errors import TraceError
 from ksptrace.harness.hook.records import KspSummary, RankFile, SolveRecord
+from ksptrace.harness.setuptime import setup_seconds
 from ksptrace.trace.model import AttrValue, Solves, Trace
 
 
@@ -59,9 +63,10 @@ def assemble(files: list[RankFile], attrs: dict[str, AttrValue]) -> Assembled:
     if len(set(ranks)) < len(ranks) or any(f.size != size for f in files):
         raise TraceError("several PETSc programs ran in the command (a rank recorded twice, or "
                          "programs of different sizes); trace one program per command")
-    if ranks != list(range(size)):
-        raise TraceError(f"records of ranks {ranks} but the program ran on {size}: a rank "
-                         "did not record (its files are missing)")
+    if size != len(files) or ranks != list(range(len(files))):  # never a list of `size` ranks
+        shown = ", ".join(map(str, ranks[:8])) + (", ..." if len(ranks) > 8 else "")
+        raise TraceError(f"records of {len(files)} ranks ({shown}) but the program ran on "
+                         f"{size}: a rank did not record (its files are missing)")
     files = sorted(files, key=lambda f: f.rank)
     hosts = tuple(f.hostname for f in files)
     node_of = {h: i for i, h in enumerate(dict.fromkeys(hosts))}
@@ -115,8 +120,9 @@ def _skipped(f: RankFile) -> list[str]:
     groups: dict[tuple[int, str, str, str], list[int]] = defaultdict(list)
     for k in f.ksps:
         if k.skipped:
-            kind = "set-up solves" if k.setup_seen else "nested solves" if k.min_depth > 1 \
-                else "solves"
+            kind = ("direct solves (preonly: no iteration to time, not modelled)" if k.direct
+                    else "set-up solves" if k.setup_seen
+                    else "nested solves" if k.min_depth > 1 else "solves")
             groups[(k.min_depth, k.prefix, kind, _label(k))].append(k.skipped)
     lines = []
     for (depth, _, kind, label), counts in sorted(groups.items()):
@@ -149,6 +155,9 @@ def _trace(per_rank: list[list[SolveRecord]], hosts: tuple[str, ...], nodes: np.
     wall = np.array([[solves[i].end - solves[i].begin for i in keep] for solves in per_rank])
     seconds = np.clip(wall - inside, 0.0, None)
     setup = inside + before
+    outside = np.array([[np.nan if (v := setup_seconds(float(seconds[p, j]), solves[i].stamps))
+                         is None else v for j, i in enumerate(keep)]
+                        for p, solves in enumerate(per_rank)])
     offsets = np.concatenate([[0], np.cumsum([first[i].stamps.size for i in keep])])
     solves = Solves(offsets, seconds, tuple(first[i].reason_name or str(first[i].reason)
                                             for i in keep),
@@ -166,7 +175,11 @@ def _trace(per_rank: list[list[SolveRecord]], hosts: tuple[str, ...], nodes: np.
         "solve_max": float(seconds.sum(axis=1).max()),
         "setup_seconds": float(setup.sum(axis=1).max()),
         "setup_seconds_solves": " ".join(f"{v:.6g}" for v in setup.max(axis=0)),
+        "outside_seconds_solves": " ".join(f"{v:.6g}" for v in outside.max(axis=0)),
     }
+    if np.isfinite(outside).all():
+        mine["outside_seconds"] = float(outside.sum(axis=1).max())
+        mine["setup_max"] = float(outside[:, 0].max())
     if rows > 0:
         mine["n"] = mine["n_global"] = int(rows)
     return Trace(stamps, norms, nodes, hosts, seconds.sum(axis=1), {**attrs, **mine},

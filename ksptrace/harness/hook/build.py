@@ -22,11 +22,14 @@ from ksptrace.errors import EnvironmentProblem
 from ksptrace.harness import native, private_files
 
 SOURCE = Path(__file__).with_name("solve_hook.c")
+PARTS = (SOURCE, SOURCE.with_name("output.c"))
+"""The sources of the one translation unit (``solve_hook.c`` includes ``output.c``)."""
 FLAGS = ["-O2", "-fPIC", "-shared"]
 
 
 def _stem() -> str:
-    key = hashlib.sha256(SOURCE.read_bytes() + "\0".join([*FLAGS, platform.machine()]).encode())
+    text = b"".join(part.read_bytes() for part in PARTS)
+    key = hashlib.sha256(text + "\0".join([*FLAGS, platform.machine()]).encode())
     return f"solve_hook-{key.hexdigest()[:16]}"
 
 

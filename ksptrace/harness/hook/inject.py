@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import shlex
 import shutil
 import struct
 from dataclasses import dataclass
@@ -28,6 +29,9 @@ HOOK_VARIABLES = ("LD_PRELOAD", "KSPTRACE_HOOK_DIR", "KSPTRACE_HOOK_DEPTH",
 MPIEXEC_NAMES = ("mpiexec", "mpirun", "orterun", "mpiexec.openmpi", "mpirun.openmpi",
                  "mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich")
 _PT_INTERP, _PT_DYNAMIC = 3, 2
+SHELLS = ("sh", "bash", "dash", "zsh", "ksh", "mksh")
+NAME_CHARS = 64
+"""The longest program name a trace's file name takes (a file name holds 255 bytes)."""
 
 
 @dataclass(frozen=True)
@@ -139,14 +143,14 @@ value is never the program, though it may name a file (``-hostfile $PBS_NODEFILE
 
 def program_of(argv: list[str], launcher: str) -> Path | None:
     """The program the command runs, or None: after the launcher and its options (their
-    values skipped, :data:`LAUNCHER_VALUES`), the first existing executable file, or the
-    script after an interpreter such as python (issue 66: a PBS node file given to
-    ``-hostfile`` was taken for the program, and named every trace)."""
+    values skipped, :data:`LAUNCHER_VALUES`), the first existing executable file, the script
+    after an interpreter such as python, or the program of a shell's ``-c`` command (issue 66:
+    a PBS node file given to ``-hostfile`` was taken for the program, and named every trace)."""
     found = None
     k = _start(argv)
     words = argv[k + 1:] if launcher != "none" else argv[k:]
     skip = 0
-    for word in words:
+    for i, word in enumerate(words):
         if skip:
             skip -= 1
             continue
@@ -156,10 +160,36 @@ def program_of(argv: list[str], launcher: str) -> Path | None:
         path = _as_file(word)
         if path is None or (found is None and not os.access(path, os.X_OK)):
             continue  # a file an unknown option names, not a program
+        if path.name in SHELLS and words[i + 1:i + 2] == ["-c"] and len(words) > i + 2:
+            return _in_shell_command(words[i + 2]) or path
         if found is not None or not re.match(r"(python|pypy)[0-9.]*$", path.name):
             return path
         found = path
     return found
+
+
+def _in_shell_command(text: str) -> Path | None:
+    """The program of a shell's ``-c`` command: its first simple command's, after ``exec``,
+    ``env`` and a launcher (told by name: nothing is run)."""
+    try:
+        words = shlex.split(text.split(";")[0].split("&&")[0])
+    except ValueError:
+        return None
+    while words and words[0] == "exec":
+        words = words[1:]
+    if not words:
+        return None
+    head = os.path.basename(words[_start(words)]) if _start(words) < len(words) else ""
+    launched = head in MPIEXEC_NAMES or head == "srun"
+    return program_of(words, "mpi" if launched else "none")
+
+
+def file_name_part(name: str) -> str:
+    """``name`` as it may stand in a trace's file name: letters, digits, ``.``, ``_``, ``+`` and
+    ``-`` (any other character, a newline or a slash among them, becomes ``_``), no leading dot
+    or dash, at most :data:`NAME_CHARS` characters; ``program`` when nothing is left."""
+    clean = re.sub(r"[^A-Za-z0-9._+-]", "_", name).lstrip(".-")[:NAME_CHARS]
+    return clean or "program"
 
 
 def static_program(argv: list[str], launcher: str) -> Path | None:

@@ -4,15 +4,17 @@ A file is a 1536-byte header (magic, format version, the rank and size of PETSc'
 process id, this PETSc's integer and real sizes, whether MPI is Open MPI, the host name, the
 PETSc version string and the path of the libpetsc that was loaded), then records, each led by
 its kind: a recorded solve (its KSP, depth, times, names, stamps and norms), a KSP summary
-(written at exit: how many of its solves were left out, at which depth), a note, and an end
-mark. Nothing is unpickled or executed: the bytes are read as numbers and text, and a file
-that does not parse is reported with where it stops.
+(written at exit: how many of its solves were left out, at which depth, whether it is a
+direct solver the hook leaves alone), a note, and an end mark. Nothing is unpickled or
+executed: the bytes are read as numbers and text, and a file that does not parse is reported
+with where it stops.
 """
 
 from __future__ import annotations
 
+import re
 import struct
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -20,7 +22,7 @@ import numpy as np
 from ksptrace.errors import TraceError
 
 MAGIC = 0x4B535054
-VERSION = 1
+VERSION = 2
 HEADER_BYTES = 1536
 NAME = 64
 _SOLVE = struct.Struct(f"<8i4q4d{4 * NAME}s")
@@ -67,6 +69,8 @@ class KspSummary:
     skipped: int
     ksp_type: str
     prefix: str
+    direct: bool = False
+    """A selected KSP of type preonly: its solves were left alone (no monitor)."""
 
 
 @dataclass(frozen=True)
@@ -113,7 +117,7 @@ def parse(data: bytes, path: str = "?") -> RankFile:
             elif kind == KIND_KSP:
                 k = _KSP.unpack_from(data, at)
                 ksps.append(KspSummary(k[1], k[2], k[3], bool(k[4]), k[5], bool(k[6]), k[8],
-                                       _text(k[9][:NAME]), _text(k[9][NAME:])))
+                                       _text(k[9][:NAME]), _text(k[9][NAME:]), bool(k[7])))
                 at += _KSP.size
             elif kind == KIND_NOTE:
                 notes.append(_text(data[at + 4:at + 4 + _NOTE_BYTES]))
@@ -146,7 +150,36 @@ def _solve(data: bytes, at: int) -> tuple[SolveRecord, int]:
                        norms), end
 
 
+def _image(name: str) -> int:
+    """Which program of its process a file is: 0, or k of ``rank-<rank>-<pid>-<k>.bin`` (the
+    k-th program the process became by exec)."""
+    found = re.fullmatch(r"rank-\d+-\d+-(\d+)\.bin", name)
+    return int(found.group(1)) if found else 0
+
+
+def merge_images(files: list[RankFile]) -> list[RankFile]:
+    """The files of one process (one rank) that became other programs by exec, as one: their
+    solves in order, each program's KSP numbers moved past the previous program's."""
+    groups: dict[tuple[int, int], list[RankFile]] = {}
+    for f in sorted(files, key=lambda f: (f.rank, f.pid, _image(f.path))):
+        groups.setdefault((f.rank, f.pid), []).append(f)
+    merged = []
+    for group in groups.values():
+        first, shift = group[0], 0
+        solves: list[SolveRecord] = []
+        ksps: list[KspSummary] = []
+        for f in group:
+            solves += [replace(r, ksp=r.ksp + shift) for r in f.solves]
+            ksps += [replace(k, ksp=k.ksp + shift if k.ksp >= 0 else k.ksp) for k in f.ksps]
+            shift += 1 + max([r.ksp for r in f.solves] + [k.ksp for k in f.ksps] + [-1])
+        merged.append(replace(first, solves=tuple(solves), ksps=tuple(ksps),
+                              notes=tuple(n for f in group for n in f.notes),
+                              complete=all(f.complete for f in group)))
+    return merged
+
+
 def read_folder(folder: Path) -> list[RankFile]:
-    """Every process's file in the hook's private folder, by rank."""
+    """Every process's file in the hook's private folder, by rank (a process's programs, when
+    it became others by exec, as one)."""
     found = [parse(p.read_bytes(), p.name) for p in sorted(folder.glob("rank-*.bin"))]
-    return sorted(found, key=lambda f: (f.rank, f.pid))
+    return merge_images(found)

@@ -6,7 +6,8 @@ records into a private folder (mode 0700) made inside the output folder, which a
 run shares. After the command exits, the records are assembled into ordinary ksptrace traces
 (:mod:`ksptrace.harness.hook.assemble`), every one is written to a temporary file, and only
 when all are written are they published, each by an atomic rename. The private folder is
-removed whatever happens.
+removed whatever happens: by ``trace`` itself, or, when ``trace`` is killed, by its guard
+(:mod:`ksptrace.harness.hook.guard`), which also ends what is left of the command.
 """
 
 from __future__ import annotations
@@ -18,15 +19,16 @@ import platform
 import re
 import shlex
 import shutil
-import subprocess
 import sys
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from ksptrace.errors import OutputError, SolverError, TraceError, UsageError
-from ksptrace.harness.hook import build, inject, records
+from ksptrace.harness.hook import build, inject, records, safety, surroundings
 from ksptrace.harness.hook.assemble import Assembled, assemble
+from ksptrace.harness.hook.guard import Guard
+from ksptrace.harness.lifeline import Supervised
 from ksptrace.harness.provenance import PROVENANCE_ENV
 from ksptrace.trace import publish, write
 from ksptrace.trace.model import AttrValue
@@ -60,6 +62,8 @@ class Outcome:
     returncode: int
     prefixes: tuple[str, ...] = ()
     """The options prefixes of the KSPs the program solved with ('' for none)."""
+    notes: tuple[str, ...] = ()
+    """What to tell the user beside the hook's notes (the machine's load)."""
 
 
 def nothing_traced(outcome: Outcome, prefix: str | None) -> str:
@@ -81,17 +85,18 @@ def _petsc_version(text: str) -> str:
 def _attrs(argv: list[str], cmd: inject.Launch, files: list[records.RankFile], program: str,
            start: str, load: float | None) -> dict[str, AttrValue]:
     head = files[0]
-    lib = Path(head.petsc_library)
     attrs: dict[str, AttrValue | None] = {
         "problem": program, "recorded": True, "generator": "ksptrace trace",
         "monitor": "c-hook", "noise": "none", "warmup": False, "restart": 0,
         "problem_config": "{}", "petsc_options": os.environ.get("PETSC_OPTIONS", ""),
-        "solve_time_source": "hook: KSPSolve wall time less its KSPSetUp and PCSetUp",
+        "solve_time_source": "the hook's MPI_Wtime around KSPSolve, less the KSPSetUp and "
+                             "PCSetUp before its first iteration",
         "command_line": shlex.join(argv), "argv": shlex.join(sys.argv),
         "launcher": cmd.launcher,
         "launcher_flags": shlex.join(cmd.argv[1:len(cmd.argv) - len(argv) + 1]),
         "petsc_version": _petsc_version(head.petsc_version),
-        "petsc_library": str(lib), "petsc_dir": str(lib.parent.parent) if lib.name else None,
+        "petsc_library": head.petsc_library,
+        "petsc_dir": surroundings.petsc_dir_of(head.petsc_library, os.environ.get("PETSC_DIR")),
         "petsc_int_bytes": head.int_bytes, "petsc_real_bytes": head.real_bytes,
         "mpi_library": "Open MPI" if head.open_mpi else "MPICH (or an MPICH ABI library)",
         "cpu_count": os.cpu_count() or 0, "start_utc": start, "loadavg_before": load,
@@ -150,21 +155,32 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
     made = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
+        safety.trust_out(out, made)
         raw = Path(tempfile.mkdtemp(prefix=".ksptrace-hook-", dir=out))
+        raw_id = safety.folder_id(raw)
     except OSError as exc:
         raise OutputError(f"cannot make a folder in {out}: {exc.strerror or exc}; give "
                           "--out a folder you can write") from None
+    guard = Guard(raw, out, made)
+    copy = None
     try:
-        env = dict(os.environ)
-        preload = " ".join(p for p in (str(lib), env.get("LD_PRELOAD", "")) if p)
+        env = dict(os.environ, **guard.env)
+        copy = safety.preload_path(lib, raw)
+        preload = " ".join(p for p in (str(copy), env.get("LD_PRELOAD", "")) if p)
         env.update(LD_PRELOAD=preload, KSPTRACE_HOOK_DIR=str(raw), **selection.env())
         cmd = inject.with_hook(argv, launcher, env)
         start = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
+        window = surroundings.LoadWindow.begin()
+        supervised = Supervised()
         try:
-            code = subprocess.run(list(cmd.argv), env=env, check=False).returncode
+            code, _ = supervised.run(list(cmd.argv), env)
         except OSError as exc:
             raise UsageError(f"cannot run {argv[0]}: {exc.strerror or exc}") from None
+        foreign = window.end()
+        if supervised.interrupted:
+            return Outcome((), None, 130)
+        safety.check_raw(raw, raw_id)
         if code != 0:
             return Outcome((), None, code)
         files = records.read_folder(raw)
@@ -177,20 +193,27 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
             raise TraceError(f"{len(broken)} processes did not finish their records "
                              f"({', '.join(broken[:3])}): killed or crashed; no trace written")
         program = inject.program_of(argv, launcher)
-        name = program.stem if program is not None else Path(argv[0]).stem
-        assembled = assemble(files, _attrs(argv, cmd, files, name, start, load))
+        name = inject.file_name_part(program.stem if program is not None else Path(argv[0]).stem)
+        contamination, said = surroundings.load_attrs(foreign, cmd.launcher,
+                                                      tuple(f.hostname for f in files))
+        notes = () if said is None else (said,)
+        attrs = _attrs(argv, cmd, files, name, start, load)
+        assembled = assemble(files, {**attrs, **contamination})
         prefixes = tuple(sorted({k.prefix for f in files for k in f.ksps}
                                 | {s.prefix for f in files for s in f.solves}))
         if not assembled.traces:
-            return Outcome((), assembled, 0, prefixes)
+            return Outcome((), assembled, 0, prefixes, notes)
         paths = _names(out, name, start, assembled)
         try:
             _write_all(paths, assembled)
         except OSError as exc:
             raise OutputError(publish.describe_write_error(exc, out, 0)) from None
-        return Outcome(tuple(paths), assembled, 0, prefixes)
+        return Outcome(tuple(paths), assembled, 0, prefixes, notes)
     finally:
+        guard.release()
         shutil.rmtree(raw, ignore_errors=True)
+        if copy is not None and copy.parent != raw and copy != lib:
+            shutil.rmtree(copy.parent, ignore_errors=True)
         if made:
             with contextlib.suppress(OSError):
                 out.rmdir()  # only when empty: a folder made here that holds no trace

@@ -5,9 +5,13 @@
    PETSc (SNESSolve's) reach it too. A solve's depth is 1 for the program's outermost solves,
    one more per KSPSolve around it, and one more inside a set-up the program called itself.
    Solves selected by KSPTRACE_HOOK_DEPTH/_SETUP/_PREFIX get a stamping monitor on their KSP;
-   others are counted. Each process writes <KSPTRACE_HOOK_DIR>/rank-<rank>-<pid>.bin (read by
-   ksptrace/harness/hook/records.py). No header is included: PETSc's objects are pointers and
-   its integer and real sizes are asked of the PETSc the program loaded, at run time. */
+   others are counted, as are a selected preonly KSP's (a monitor would make PETSc compute a
+   residual it otherwise skips). A KSP is known by its address and PETSc's object id (a new KSP
+   at a destroyed one's address is another). A set-up is timed only before the first iteration
+   of the solve around it (PCApply's PCSetUp in every iteration is that iteration's). Each
+   process writes <KSPTRACE_HOOK_DIR>/rank-<rank>-<pid>.bin (output.c; read by records.py). No
+   header is included: PETSc's objects are pointers and its integer and real sizes are asked of
+   the PETSc the program loaded, at run time. */
 
 enum { RTLD_LAZY = 1, RTLD_NOLOAD = 4 };
 #define RTLD_NEXT ((void *)-1l)
@@ -19,15 +23,15 @@ typedef struct { const char *dli_fname; void *base; const char *sname; void *sad
 int dladdr(const void *addr, Dl_info *info);
 struct dl_phdr_info { unsigned long addr; const char *name; /* more fields unused */ };
 int dl_iterate_phdr(int (*cb)(struct dl_phdr_info *, size_t, void *), void *data);
-void *calloc(size_t n, size_t size), *realloc(void *p, size_t size);
+void *calloc(size_t n, size_t size), *realloc(void *p, size_t size), free(void *p);
 char *getenv(const char *name);
 int snprintf(char *s, size_t n, const char *fmt, ...);
 struct iovec { const void *base; size_t len; };
 long writev(int fd, const struct iovec *iov, int count);
 int open(const char *path, int flags, ...), close(int fd), fprintf(void *f, const char *fmt, ...);
 extern void *stderr;
-#define O_WRONLY_CREAT_EXCL 0301  /* Linux: O_WRONLY | O_CREAT | O_EXCL */
-int getpid(void), gethostname(char *name, size_t len);
+#define O_FLAGS 02000301  /* Linux: O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC */
+int getpid(void), gethostname(char *name, size_t len), *__errno_location(void);
 char *strncpy(char *d, const char *s, size_t n);
 void *memcpy(void *d, const void *s, size_t n);
 int strcmp(const char *a, const char *b);
@@ -39,16 +43,16 @@ typedef int (*get_ptr_fn)(void *, const void **);
 typedef int (*get_int_fn)(void *, void *);
 typedef double (*wtime_fn)(void);
 
-enum { HOOK_VERSION = 1, REC_SOLVE = 1, REC_KSP = 2, REC_NOTE = 3, REC_END = 9 };
+enum { HOOK_VERSION = 2, REC_SOLVE = 1, REC_KSP = 2, REC_NOTE = 3, REC_END = 9 };
 enum { NAME = 64, MAX_FRAMES = 256 };
 
 struct ksp_ctx {                /* one KSP seen by this process */
   void *ksp;
-  int id, comm_size, attached, refused, recorded;
+  long long oid;                /* PETSc's object id: a new KSP at an old address differs */
+  int id, comm_size, attached, refused, recorded, direct;
   long long skipped;            /* its solves not recorded */
-  int min_depth, setup_seen;
+  int min_depth, setup_seen, active;  /* active: a recorded solve of it is running */
   char type[NAME], prefix[NAME];
-  int active;                   /* a recorded solve of it is running */
   double *stamps, *norms;
   long long cap, count;
   struct ksp_ctx *next;
@@ -56,28 +60,30 @@ struct ksp_ctx {                /* one KSP seen by this process */
 
 static struct {
   int ready, broken, int_bytes, real_bytes, rank, size, ompi, max_depth, with_setup, ids;
-  int fd, pid;                  /* the raw file (-1: none), and the process that opened it */
+  int fd, pid, ended;           /* the raw file (-1: none), the process that opened it, and
+                                   whether its end mark is written */
   const char *prefix;
-  void *lib;
   solve_fn solve;
   setup_fn ksp_setup, pc_setup;
   wtime_fn wtime;
   int (*monitor_set)(void *, void *, void *, int (*)(void **));
   get_ptr_fn ksp_type, pc_type, ksp_prefix;
   int (*get_pc)(void *, void **), (*operators)(void *, void **, void **);
-  int (*mat_size)(void *, long long *, void *);
+  int (*get_id)(void *, long long *), (*mat_size)(void *, long long *, void *);
   get_int_fn iterations, reason, get_comm;
   int (*comm_size_i)(int, int *), (*comm_size_p)(void *, int *);
   int (*push_handler)(void *, void *), (*pop_handler)(void);
-  void *ignore_handler;
+  void *ignore_handler, *lib;
   const char *const **reasons;
   struct ksp_ctx *ksps;
   char frames[MAX_FRAMES];      /* 's': a KSPSolve, 'u': a set-up */
   double setup_acc[MAX_FRAMES + 1];
+  struct ksp_ctx *fctx[MAX_FRAMES]; /* the recorded solve of each 's' frame, else 0 */
   int nframes;
 } H = {.fd = -1};
 
 int KSPSolve(void *ksp, void *b, void *x);
+#include "output.c"  /* the raw file: opened, written through a buffer, ended at exit or exec */
 
 static int find_in(struct dl_phdr_info *info, size_t size, void *data) {
   void **found = data, *h, *f;
@@ -91,23 +97,6 @@ static int find_in(struct dl_phdr_info *info, size_t size, void *data) {
   return 0;
 }
 
-/* One record in one system call, only by the process that opened the file (a forked child
-   writes nothing); after a short write (a full disk) nothing more, and no end mark. */
-static void put(const struct iovec *iov, int count) {
-  long want = 0, k;
-  if (H.fd < 0 || getpid() != H.pid) return;
-  for (k = 0; k < count; ++k) want += (long)iov[k].len;
-  if (writev(H.fd, iov, count) != want) close(H.fd), H.fd = -1;
-}
-
-static void note(const char *text) {
-  int kind = REC_NOTE;
-  char buf[256] = {0};
-  struct iovec iov[2] = {{&kind, sizeof kind}, {buf, sizeof buf}};
-  strncpy(buf, text, sizeof buf - 1);
-  put(iov, 2);
-}
-
 static int ask_size(int (*from)(const char *, int *, int *), int (*size_of)(int, size_t *),
                     const char *name) {
   int type = 0, found = 0;
@@ -116,35 +105,11 @@ static int ask_size(int (*from)(const char *, int *, int *), int (*size_of)(int,
   return (int)bytes;
 }
 
-static void open_file(const char *petsc_path) {
-  const char *dir = getenv("KSPTRACE_HOOK_DIR");
-  char path[4096], header[1536] = {0};
-  int (*version)(char *, size_t) = dlsym(H.lib, "PetscGetVersion");
-  int ints[8] = {0x4b535054 /* "TPSK" */, HOOK_VERSION, H.rank, H.size, getpid(), H.int_bytes,
-                 H.real_bytes, H.ompi};
-  if (!dir) return;
-  struct iovec iov = {header, sizeof header};
-  snprintf(path, sizeof path, "%s/rank-%d-%d.bin", dir, H.rank, getpid());
-  H.pid = getpid();
-  H.fd = open(path, O_WRONLY_CREAT_EXCL, 0600);
-  if (H.fd < 0) {
-    fprintf(stderr, "ksptrace trace: cannot write %s; this rank is not traced\n", path);
-    return;
-  }
-  memcpy(header, ints, sizeof ints);
-  gethostname(header + 32, 255);
-  if (version) version(header + 288, 255);
-  strncpy(header + 544, petsc_path ? petsc_path : "", 991);
-  put(&iov, 1);
-}
-
 /* Find PETSc's functions and this PETSc's sizes; 0 when the hook can run. */
 static int resolve(void) {
   void *found[2] = {0, 0};
   Dl_info info = {0};
-  int (*from)(const char *, int *, int *);
-  int (*size_of)(int, size_t *);
-  int *rank, *size;
+  int (*from)(const char *, int *, int *), (*size_of)(int, size_t *), *rank, *size;
   found[1] = dlsym(RTLD_NEXT, "KSPSolve"), H.ready = 1;
   if (found[1] && dladdr(found[1], &info) && info.dli_fname)
     found[0] = dlopen(info.dli_fname, RTLD_LAZY | RTLD_NOLOAD);
@@ -158,11 +123,10 @@ static int resolve(void) {
   H.ksp_prefix = dlsym(H.lib, "KSPGetOptionsPrefix"), H.get_pc = dlsym(H.lib, "KSPGetPC");
   H.operators = dlsym(H.lib, "KSPGetOperators"), H.mat_size = dlsym(H.lib, "MatGetSize");
   H.iterations = dlsym(H.lib, "KSPGetIterationNumber");
-  H.get_comm = dlsym(H.lib, "PetscObjectGetComm");
+  H.get_comm = dlsym(H.lib, "PetscObjectGetComm"), H.get_id = dlsym(H.lib, "PetscObjectGetId");
   H.reason = dlsym(H.lib, "KSPGetConvergedReason"), H.reasons = dlsym(H.lib, "KSPConvergedReasons");
-  H.push_handler = dlsym(H.lib, "PetscPushErrorHandler");
-  H.pop_handler = dlsym(H.lib, "PetscPopErrorHandler");
-  H.ignore_handler = dlsym(H.lib, "PetscIgnoreErrorHandler");
+  H.push_handler = dlsym(H.lib, "PetscPushErrorHandler"), H.pop_handler = dlsym(H.lib,
+      "PetscPopErrorHandler"), H.ignore_handler = dlsym(H.lib, "PetscIgnoreErrorHandler");
   H.ompi = dlsym(H.lib, "ompi_mpi_comm_world") != 0;
   if (H.ompi) H.comm_size_p = dlsym(H.lib, "MPI_Comm_size");
   else H.comm_size_i = dlsym(H.lib, "MPI_Comm_size");
@@ -205,15 +169,14 @@ static void stamp(struct ksp_ctx *c, long long its, double rnorm) {
   if (its >= c->count) c->count = its + 1;
 }
 
-#define MONITOR(NAME, ITYPE, RTYPE) \
-  static int NAME(void *ksp, ITYPE its, RTYPE rnorm, void *ctx) { \
-    (void)ksp; stamp(ctx, (long long)its, (double)rnorm); return 0; }
+#define MONITOR(NAME, ITYPE, RTYPE) static int NAME(void *ksp, ITYPE its, RTYPE rnorm, \
+  void *ctx) { (void)ksp; stamp(ctx, (long long)its, (double)rnorm); return 0; }
 MONITOR(monitor_i4_r4, int, float) MONITOR(monitor_i4_r8, int, double)
 MONITOR(monitor_i8_r4, long long, float) MONITOR(monitor_i8_r8, long long, double)
 
 static int monitor_destroy(void **vctx) {   /* KSPDestroy or KSPMonitorCancel */
   struct ksp_ctx *c = *vctx;
-  if (c) c->attached = 0, c->ksp = 0;         /* a new KSP at this address is another one */
+  if (c) c->attached = 0;                     /* the KSP stays known by its address and id */
   return 0;
 }
 
@@ -233,29 +196,30 @@ static int comm_size(void *ksp) {
   return n;
 }
 
-/* The context of `ksp`: the last one used, one in the list, a destroyed KSP's context that has
-   nothing left to report (its buffers kept), or a new one. */
+/* The context of `ksp`: the last one used, one in the list with its address and id, a destroyed
+   KSP's context that has nothing left to report, or a new one. A context at this address with
+   another id was a destroyed KSP's: it is marked so, its buffers freed, its counts kept. */
 static struct ksp_ctx *context(void *ksp) {
   static struct ksp_ctx *last;
   struct ksp_ctx *c, *dead = 0;
-  if (last && last->ksp == ksp) return last;
+  long long oid = -1;
+  if (H.get_id && H.get_id(ksp, &oid)) oid = -1;
+  if (last && last->ksp == ksp && last->oid == oid) return last;
   for (c = H.ksps; c; c = c->next) {
-    if (c->ksp == ksp) return last = c;
+    if (c->ksp == ksp && c->oid == oid) return last = c;
+    if (c->ksp == ksp) {
+      c->ksp = 0, c->attached = 0, c->cap = 0;
+      free(c->stamps), free(c->norms), c->stamps = c->norms = 0;
+    }
     if (!c->ksp && !c->skipped && !dead) dead = c;
   }
-  if (dead) {
-    c = dead;
-  } else {
+  if (!(c = dead)) {
     if (!(c = calloc(1, sizeof *c))) return 0;
-    c->next = H.ksps;
-    H.ksps = c;
+    c->next = H.ksps, H.ksps = c;
   }
-  c->ksp = ksp;
-  c->min_depth = 1 << 20;
-  c->id = -1;
-  c->recorded = c->refused = c->setup_seen = 0;
-  copy_name(c->type, H.ksp_type, ksp);
-  copy_name(c->prefix, H.ksp_prefix, ksp);
+  c->ksp = ksp, c->oid = oid, c->min_depth = 1 << 20, c->id = -1;
+  c->recorded = c->refused = c->setup_seen = c->direct = 0;
+  copy_name(c->type, H.ksp_type, ksp), copy_name(c->prefix, H.ksp_prefix, ksp);
   c->comm_size = comm_size(ksp);
   return last = c;
 }
@@ -264,19 +228,16 @@ static void attach(struct ksp_ctx *c) {
   void *fn = H.int_bytes == 4 ? (H.real_bytes == 4 ? (void *)monitor_i4_r4 : (void *)monitor_i4_r8)
                               : (H.real_bytes == 4 ? (void *)monitor_i8_r4 : (void *)monitor_i8_r8);
   int err;
+  char text[256];
   if (H.push_handler && H.ignore_handler) H.push_handler(H.ignore_handler, 0);
   err = H.monitor_set(c->ksp, fn, c, monitor_destroy);
   if (H.push_handler && H.ignore_handler && H.pop_handler) H.pop_handler();
-  if (err) {
-    char text[256];
-    c->refused = 1;
-    snprintf(text, sizeof text, "KSP %d (%s, prefix '%s') refused a monitor (error %d): it has "
-             "MAXKSPMONITORS monitors already; its solves are counted, not stamped", c->id,
-             c->type, c->prefix, err);
-    note(text);
-  } else {
-    c->attached = 1;
-  }
+  if (!err) { c->attached = 1; return; }
+  c->refused = 1;
+  snprintf(text, sizeof text, "KSP %d (%s, prefix '%s') refused a monitor (error %d): it has "
+           "MAXKSPMONITORS monitors already; its solves are counted, not stamped", c->id,
+           c->type, c->prefix, err);
+  note(text);
 }
 
 static void write_solve(struct ksp_ctx *c, int depth, int setup, const double *times) {
@@ -319,6 +280,13 @@ static int depth_now(int *setup) {
   return 1 + solves + (H.nframes > 0 && H.frames[0] == 'u');
 }
 
+/* preonly (KSPNONE since 3.19) applies the preconditioner once: no iteration to stamp. */
+static int direct(void *ksp) {
+  char type[NAME];
+  copy_name(type, H.ksp_type, ksp);
+  return !strcmp(type, "preonly") || !strcmp(type, "none");
+}
+
 static int selected(struct ksp_ctx *c, int depth, int setup) {
   if (H.prefix && strcmp(H.prefix, c->prefix)) return 0;
   return depth <= H.max_depth || (H.with_setup && setup && depth <= H.max_depth + 1);
@@ -334,6 +302,7 @@ int KSPSolve(void *ksp, void *b, void *x) {
   depth = depth_now(&setup);
   c = context(ksp);
   record = c && selected(c, depth, setup);
+  if (record && direct(ksp)) record = 0, c->direct = 1;
   if (c && depth < c->min_depth) c->min_depth = depth;
   if (c && setup) c->setup_seen = 1;
   if (record) {
@@ -344,6 +313,7 @@ int KSPSolve(void *ksp, void *b, void *x) {
     ++c->skipped;
   }
   level = H.nframes;
+  H.fctx[level] = record ? c : 0;
   H.frames[H.nframes++] = 's';
   H.setup_acc[level + 1] = 0.0;
   if (record) times[0] = H.wtime();
@@ -359,13 +329,14 @@ int KSPSolve(void *ksp, void *b, void *x) {
   return err;
 }
 
-/* A set-up called in a solve (or by the program) is timed when it is the outermost one there. */
+/* A set-up is timed when the program called it, or a recorded solve did before its first
+   iteration, and no other set-up is around it. */
 static int timed_setup(setup_fn real, void *obj) {
-  int err, outer;
+  int err, outer, top = H.nframes - 1;
   double t0 = 0.0;
   if (!real) return 76;  /* PETSC_ERR_LIB: no PETSc function to call */
   if (H.broken || H.fd < 0 || H.nframes >= MAX_FRAMES) return real(obj);
-  outer = H.nframes == 0 || H.frames[H.nframes - 1] == 's';
+  outer = top < 0 || (H.frames[top] == 's' && H.fctx[top] && H.fctx[top]->count == 0);
   if (outer) t0 = H.wtime();
   H.frames[H.nframes++] = 'u';
   err = real(obj);
@@ -384,17 +355,3 @@ int PCSetUp(void *pc) {
   return timed_setup(H.pc_setup ? H.pc_setup : (setup_fn)dlsym(RTLD_NEXT, "PCSetUp"), pc);
 }
 
-__attribute__((destructor)) static void finish(void) {
-  struct ksp_ctx *c;
-  int kind = REC_END;
-  struct iovec end = {&kind, sizeof kind};
-  for (c = H.ksps; c; c = c->next) {
-    int ints[8] = {REC_KSP, c->id, c->comm_size, c->min_depth, c->setup_seen, c->recorded,
-                   c->refused, 0};
-    struct iovec iov[4] = {{ints, sizeof ints}, {&c->skipped, sizeof c->skipped},
-                           {c->type, NAME}, {c->prefix, NAME}};
-    put(iov, 4);
-  }
-  put(&end, 1);
-  if (H.fd >= 0 && getpid() == H.pid) close(H.fd), H.fd = -1;
-}

@@ -17,18 +17,9 @@ from tests.conftest import Runner
 from tests.harness.hook import tutorials
 
 
-@pytest.fixture(scope="session")
-def programs(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
-    why = tutorials.missing()
-    if why is not None:
-        pytest.fail(why)
-    folder = tmp_path_factory.mktemp("tutorials")
-    return {name: tutorials.build(name, folder) for name in tutorials.SOURCES}
-
-
-def traced(cli: Runner, out: Path, command: list[str], *flags: str) -> tuple[
+def traced(cli: Runner, out: Path, command: list[str], *flags: str, **env: str) -> tuple[
         subprocess.CompletedProcess[str], list[Trace]]:
-    proc = cli("trace", "--out", str(out), *flags, "--", *command)
+    proc = cli("trace", "--out", str(out), *flags, "--", *command, **env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return proc, [read_trace(p) for p in sorted(out.glob("*.h5"))]
 
@@ -65,7 +56,7 @@ def test_ex2_counts_and_norms_are_the_monitors(
     assert "-x LD_PRELOAD" in str(t.attrs["launcher_flags"])
     assert str(t.attrs["command_line"]).startswith("mpiexec -n")
     if nprocs == 2:  # block Jacobi's sub-solves are nested: counted and named, not traced
-        assert "nested solves of KSP preonly (prefix sub_) at depth 2" in proc.stdout
+        assert "nested solves of KSP preonly (prefix sub_) at depth 2" in proc.stderr
         assert "nested solves of KSP preonly (prefix sub_)" in str(t.attrs["solves_left_out"])
 
 
@@ -90,7 +81,7 @@ def test_ex45_setup_solves_are_left_out_unless_asked(
     assert outer.attrs["pc"] == "mg"
     assert outer.attrs["solve_depth"] == 1
     assert_as_monitored(outer, proc.stdout)
-    assert "set-up solves of KSP gmres (prefix mg_levels_1_esteig_)" in proc.stdout
+    assert "set-up solves of KSP gmres (prefix mg_levels_1_esteig_)" in proc.stderr
     proc, traces = traced(ksptrace_cli, tmp_path / "setup",
                           [*command, "-log_view"], "--with-setup")
     assert "KSPSolve" in proc.stdout

@@ -13,6 +13,7 @@ EXAMPLES = Path("/usr/share/petsc/3.18/share/petsc/examples/src")
 SOURCES = {
     "ex2": "ksp/ksp/tutorials/ex2.c",
     "ex45": "ksp/ksp/tutorials/ex45.c",
+    "ex56": "ksp/ksp/tutorials/ex56.c",
     "ex19": "snes/tutorials/ex19.c",
     "ex2f": "ksp/ksp/tutorials/ex2f.F90",
 }
@@ -61,3 +62,33 @@ def monitor_solves(stdout: str) -> list[list[float]]:
             solves.append([])
         solves[-1].append(float(norm))
     return solves
+
+
+LOG_EVENT = re.compile(r"^(\w+)\s+(\d+)\s+[\d.]+\s+([\d.]+e[+-]\d+)\s+([\d.]+)\s",
+                       re.MULTILINE)
+STAGE = re.compile(r"^--- Event Stage \d+: (.*)$", re.MULTILINE)
+SETUP_EVENTS = ("KSPSetUp", "PCSetUp")
+"""PETSc logs PCSetUp outside KSPSetUp's event, and neither inside itself twice."""
+
+
+def log_view(stdout: str) -> dict[str, dict[str, tuple[int, float, float]]]:
+    """``-log_view``'s event table: per stage (by name), each event's count and the slowest
+    and the fastest rank's seconds (its maximum, and the maximum over its max/min ratio)."""
+    stages: dict[str, dict[str, tuple[int, float, float]]] = {}
+    parts = STAGE.split(stdout)
+    for name, text in zip(parts[1::2], parts[2::2], strict=True):
+        if name in stages:
+            break  # the object table repeats the stages
+        stages[name] = {e: (int(c), float(s), float(s) / max(float(r), 1.0))
+                        for e, c, s, r in LOG_EVENT.findall(text)}
+    return stages
+
+
+def setup_bounds(stage: dict[str, tuple[int, float, float]]) -> tuple[float, float]:
+    """What -log_view says of the slowest rank's set-up (KSPSetUp + PCSetUp) in one stage: at
+    least the larger of the fastest ranks' sum and the slowest rank's larger event, at most the
+    sum of the slowest ranks' (the events' maxima may be on different ranks); one number on one
+    rank."""
+    got = [stage.get(e, (0, 0.0, 0.0)) for e in SETUP_EVENTS]
+    low = max(sum(g[2] for g in got), max(g[1] for g in got))
+    return low, sum(g[1] for g in got)

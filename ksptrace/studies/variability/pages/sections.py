@@ -168,7 +168,7 @@ def run_section(d: Analysed, f: findings.Finding, options: AnalysisOptions) -> d
         parts[4]["lead"] = ("N = 1 independent unit (one node): every stationary model collapses "
                             "to K·mean and the bounds to K·μ.")
     measured = [
-        (f"KSPSolve (slowest rank, {_timed_by(a)})", findings.fmt_time(a.measured)),
+        *_solve_lines(a),
         ("Σₖ maxₚ Tₚᵏ (measured over the kept iterations)", findings.fmt_time(a.lockstep_sum)),
         ("maxₚ Σₖ Tₚᵏ (measured over the kept iterations)", findings.fmt_time(a.rank_sum_max)),
         ("iterations K recorded / kept for bulk statistics", f"{a.iterations} / {a.kept}"),
@@ -190,6 +190,28 @@ def _timed_by(a: TraceAnalysis) -> str:
     if source:
         return str(source).removesuffix(" on each rank")
     return "timed as recorded (the trace does not say how)"
+
+
+def _solve_lines(a: TraceAnalysis) -> list[tuple[str, str]]:
+    """What KSPSolve time the models are compared with, and how it was timed (the trace's
+    ``solve_time_source``: never "PETSc's event log" for a solve timed with the log off, issue
+    63); for a ``ksptrace trace`` solve also its set-up, its time outside the iterations and
+    the solves left out, each as recorded (issue 64)."""
+    attrs = dict(a.attrs)
+    less = "" if a.setup is None else "; less its time outside the iterations"
+    lines = [(f"KSPSolve (slowest rank, {_timed_by(a)}{less})", findings.fmt_time(a.measured))]
+    if attrs.get("generator") != "ksptrace trace":
+        return lines
+    setup = attrs.get("setup_seconds")
+    lines.append(("set-up kept apart (KSPSetUp, PCSetUp before the first iteration)",
+                  findings.fmt_time(float(setup)) if isinstance(setup, int | float)
+                  else "not recorded"))
+    lines.append(("time outside the iterations (before the first monitor call, after the last)",
+                  "cannot tell (a rank's solve time is shorter than its stamps' span)"
+                  if a.setup is None else findings.fmt_time(a.setup)))
+    lines.append(("solves of the program left out of this trace",
+                  str(attrs.get("solves_left_out", "not recorded"))))
+    return lines
 
 
 def _noise_lines(a: TraceAnalysis) -> list[tuple[str, str]]:

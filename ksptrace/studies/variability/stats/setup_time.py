@@ -25,8 +25,10 @@ def recorded_setup(trace: Trace) -> float | None:
 
 
 def setup_note(setup: float, solve: float) -> str:
-    """The note that says how much of KSPSolve was set-up."""
+    """The note that says how much of KSPSolve went outside its iterations (set-up, unless a
+    ``ksptrace trace`` trace kept it apart already, and the initial and final residual work)."""
     share = 100.0 * setup / solve if solve > 0 else 0.0
-    return (f"set-up: {setup:.3g} s of KSPSolve's {solve:.3g} s ({share:.0f} %) went before "
-            f"the first iteration (KSPSetUp, PCSetUp, the initial residual); the models and "
-            f"their errors use the iterations' {solve - setup:.3g} s")
+    return (f"set-up: {setup:.3g} s of KSPSolve's {solve:.3g} s ({share:.0f} %) went outside "
+            f"its iterations (before the first: KSPSetUp and PCSetUp unless kept apart, the "
+            f"initial residual; after the last); the models and their errors use the "
+            f"iterations' {solve - setup:.3g} s")
