@@ -5,6 +5,11 @@
    Python owns, exactly as the Python monitor does, without entering the interpreter: a Python
    monitor costs about 0.45 us per iteration through petsc4py, this one some 30 ns.
 
+   With MPI wait accounting (ksptrace/harness/mpi_wait.c) it also copies the running totals
+   of time in MPI reductions and of reductions started, two doubles, into row `its` of a
+   third array, [capacity][2] (ksptrace_stamp_marks); the differences of consecutive rows are
+   each iteration's wait and reduction count.
+
    Every `poll_every` seconds of the clock it lets the interpreter in: it releases and retakes
    the GIL (the lifeline watchdog thread runs then) and runs Python's signal handlers; when a
    handler raises (KeyboardInterrupt), it returns -1, petsc4py's code for "a Python exception
@@ -50,6 +55,8 @@ struct stamp_ctx {
   save_thread_fn save_thread;
   restore_thread_fn restore_thread;
   check_signals_fn check_signals;
+  const double *totals;      /* the wait totals (seconds, calls), or 0: no wait accounting */
+  double *marks;             /* capacity rows of two, Python's numpy array (or 0) */
 };
 
 /* The compiler that built this library (GCC's and Clang's __VERSION__), for the trace. */
@@ -94,7 +101,15 @@ void ksptrace_stamp_target(struct stamp_ctx *c, double *stamps, double *norms,
   c->capacity = capacity;
   c->owner = owner;
   c->next_poll = 0.0;
+  c->marks = 0;              /* a new window: ksptrace_stamp_marks sets its marks */
   c->enabled = 1;
+}
+
+/* Copy the wait totals at `totals` (two doubles) into `marks` (capacity rows of two) at each
+   call from now on; `marks` 0 stops it. */
+void ksptrace_stamp_marks(struct stamp_ctx *c, const double *totals, double *marks) {
+  c->totals = totals;
+  c->marks = totals ? marks : 0;
 }
 
 /* Stop writing into the arrays of monitor `owner` (any owner when 0). */
@@ -146,6 +161,10 @@ int ksptrace_stamp(void *ksp, KSPTRACE_INT its, KSPTRACE_REAL rnorm, void *vctx)
   if (its >= 0 && its < c->capacity) {
     c->stamps[its] = t;
     c->norms[its] = (double)rnorm;
+    if (c->marks) {
+      c->marks[2 * its] = c->totals[0];
+      c->marks[2 * its + 1] = c->totals[1];
+    }
   } else if ((long long)its > *c->beyond) {
     *c->beyond = its;
   }

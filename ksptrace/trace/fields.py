@@ -166,6 +166,8 @@ def read_fields(p: Path, file_bytes: int, alloc: Allocator | None = None) -> dic
                 "injected_seconds": (
                     _load(f["injected_seconds"], alloc) if "injected_seconds" in f else None
                 ),
+                "wait_seconds": _load(f["wait_seconds"], alloc) if "wait_seconds" in f else None,
+                "mpi_calls": _load(f["mpi_calls"], alloc) if "mpi_calls" in f else None,
             }
     except TraceError as exc:
         raise TraceError(f"{p}: {exc}") from None
