@@ -12,8 +12,10 @@
    What is counted, into the totals `ksptrace_waits` (which the stamping monitor copies at each
    iteration) and per entry point:
    - the blocking reductions (MPI_Allreduce, MPI_Reduce, MPI_Scan, MPI_Exscan,
-     MPI_Reduce_scatter, MPI_Reduce_scatter_block): their whole time, and one call each;
-   - MPI_Iallreduce: the time to start it, one call; the address of its request is remembered;
+     MPI_Reduce_scatter, MPI_Reduce_scatter_block, and MPI-4's large-count MPI_Allreduce_c and
+     MPI_Reduce_c): their whole time, and one call each;
+   - MPI_Iallreduce (and MPI_Iallreduce_c): the time to start it, one call; the address of its
+     request is remembered;
    - the completions (MPI_Wait, MPI_Waitall, MPI_Waitany, MPI_Waitsome, MPI_Test,
      MPI_Testall): their time only when one of their requests is a remembered Iallreduce's,
      so that the halo exchanges of MatMult (also completed by MPI_Waitall) are not counted; no
@@ -50,12 +52,14 @@ struct ksptrace_waits ksptrace_waits;
 
 enum {
   E_ALLREDUCE, E_REDUCE, E_SCAN, E_EXSCAN, E_REDUCE_SCATTER, E_REDUCE_SCATTER_BLOCK,
-  E_IALLREDUCE, E_WAIT, E_WAITALL, E_WAITANY, E_WAITSOME, E_TEST, E_TESTALL, E_COUNT
+  E_IALLREDUCE, E_WAIT, E_WAITALL, E_WAITANY, E_WAITSOME, E_TEST, E_TESTALL, E_ALLREDUCE_C,
+  E_REDUCE_C, E_IALLREDUCE_C, E_COUNT
 };
 static const char *const names[E_COUNT] = {
   "MPI_Allreduce", "MPI_Reduce", "MPI_Scan", "MPI_Exscan", "MPI_Reduce_scatter",
   "MPI_Reduce_scatter_block", "MPI_Iallreduce", "MPI_Wait", "MPI_Waitall", "MPI_Waitany",
-  "MPI_Waitsome", "MPI_Test", "MPI_Testall"};
+  "MPI_Waitsome", "MPI_Test", "MPI_Testall", "MPI_Allreduce_c", "MPI_Reduce_c",
+  "MPI_Iallreduce_c"};
 static void *next[E_COUNT];          /* the function each slot reached before */
 static double entry_seconds[E_COUNT];
 static double entry_calls[E_COUNT];  /* every call, counted or not in the totals */
@@ -126,23 +130,30 @@ BLOCKING6(w_scan, E_SCAN)
 BLOCKING6(w_exscan, E_EXSCAN)
 BLOCKING6(w_reduce_scatter, E_REDUCE_SCATTER)
 BLOCKING6(w_reduce_scatter_block, E_REDUCE_SCATTER_BLOCK)
+BLOCKING6(w_allreduce_c, E_ALLREDUCE_C)
 
 /* MPI_Reduce(sendbuf, recvbuf, count, type, op, root, comm) */
-static int w_reduce(word a, word b, word c, word d, word e, word f, word g) {
-  double t0 = wtime();
-  int rc = ((fn7)next[E_REDUCE])(a, b, c, d, e, f, g);
-  add(E_REDUCE, wtime() - t0, 1);
-  return rc;
-}
+#define REDUCE7(fname, entry)                                                          \
+  static int fname(word a, word b, word c, word d, word e, word f, word g) {           \
+    double t0 = wtime();                                                               \
+    int rc = ((fn7)next[entry])(a, b, c, d, e, f, g);                                  \
+    add(entry, wtime() - t0, 1);                                                       \
+    return rc;                                                                         \
+  }
+REDUCE7(w_reduce, E_REDUCE)
+REDUCE7(w_reduce_c, E_REDUCE_C)
 
 /* MPI_Iallreduce(sendbuf, recvbuf, count, type, op, comm, request) */
-static int w_iallreduce(word a, word b, word c, word d, word e, word f, word request) {
-  double t0 = wtime();
-  int rc = ((fn7)next[E_IALLREDUCE])(a, b, c, d, e, f, request);
-  add(E_IALLREDUCE, wtime() - t0, 1);
-  remember((const char *)request);
-  return rc;
-}
+#define IALLREDUCE7(fname, entry)                                                      \
+  static int fname(word a, word b, word c, word d, word e, word f, word request) {     \
+    double t0 = wtime();                                                               \
+    int rc = ((fn7)next[entry])(a, b, c, d, e, f, request);                            \
+    add(entry, wtime() - t0, 1);                                                       \
+    remember((const char *)request);                                                   \
+    return rc;                                                                         \
+  }
+IALLREDUCE7(w_iallreduce, E_IALLREDUCE)
+IALLREDUCE7(w_iallreduce_c, E_IALLREDUCE_C)
 
 /* MPI_Wait(request, status) */
 static int w_wait(word request, word status) {
@@ -244,7 +255,7 @@ static void *const wrappers[E_COUNT] = {
   (void *)w_allreduce, (void *)w_reduce, (void *)w_scan, (void *)w_exscan,
   (void *)w_reduce_scatter, (void *)w_reduce_scatter_block, (void *)w_iallreduce,
   (void *)w_wait, (void *)w_waitall, (void *)w_waitany, (void *)w_waitsome, (void *)w_test,
-  (void *)w_testall};
+  (void *)w_testall, (void *)w_allreduce_c, (void *)w_reduce_c, (void *)w_iallreduce_c};
 
 /* ---- rewriting the PLT slots of the matching libraries ---- */
 
@@ -258,7 +269,7 @@ struct install {
 static int entry_of(const char *name) {
   int e;
   if (strncmp(name, "MPI_", 4) != 0) return -1;
-  for (e = 0; e < E_COUNT; ++e)
+  for (e = 0; e < E_COUNT; ++e) /* E_COUNT < 32: `patched` has a bit for each */
     if (strcmp(name, names[e]) == 0) return e;
   return -1;
 }

@@ -225,11 +225,12 @@ def _wait_attributes(counter: mpiwait.WaitCounter | None,
     for name in counter.entry_points:
         seconds = sum(e[name][0] for e in entries if e is not None)
         calls = sum(e[name][1] for e in entries if e is not None)
-        shown.append(f"{name} {calls:.0f} calls {seconds:.6g} s")
+        if calls:
+            shown.append(f"{name} {calls:.0f} calls {seconds:.6g} s")
     return {
         "wait_accounting": mpiwait.ACCOUNTING,
         "wait_entry_points": ",".join(counter.entry_points),
-        "wait_by_entry": "; ".join(shown),
+        "wait_by_entry": "; ".join(shown) or "no call",
     }
 
 

@@ -1,0 +1,74 @@
+"""The wait datasets of a trace (issue 65): written, read back, checked; old traces without
+them still read."""
+
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from ksptrace.errors import TraceError
+from ksptrace.trace.read import read_trace
+from ksptrace.trace.write import write_trace
+from tests.trace.test_io import make_trace
+
+DATA = Path(__file__).resolve().parents[1] / "data" / "trace"
+
+
+def with_waits(nprocs: int = 3, k: int = 5) -> object:
+    trace = make_trace(nprocs, k)
+    waits = 0.25 * trace.iteration_seconds
+    calls = np.full((nprocs, k), 2, dtype=np.int64)
+    return dataclasses.replace(trace, wait_seconds=waits, mpi_calls=calls)
+
+
+def test_waits_round_trip_with_their_axes(tmp_path: Path) -> None:
+    trace = with_waits()
+    path = write_trace(trace, tmp_path / "w.h5")
+    back = read_trace(path)
+    assert back.wait_seconds is not None
+    assert back.mpi_calls is not None
+    np.testing.assert_array_equal(back.wait_seconds, trace.wait_seconds)
+    np.testing.assert_array_equal(back.mpi_calls, trace.mpi_calls)
+    assert back.mpi_calls.dtype == np.int64
+    with h5py.File(path) as f:
+        assert f["wait_seconds"].dims[1].label == "iteration"
+        assert f["mpi_calls"].dtype == np.int64
+
+
+def test_a_trace_without_waits_reads_as_none(tmp_path: Path) -> None:
+    path = write_trace(make_trace(), tmp_path / "old.h5")
+    with h5py.File(path) as f:
+        assert "wait_seconds" not in f
+        assert "mpi_calls" not in f
+    back = read_trace(path)
+    assert back.wait_seconds is None
+    assert back.mpi_calls is None
+    old = read_trace(DATA / "schema1.h5")  # a trace from before waits existed
+    assert old.wait_seconds is None
+    assert old.mpi_calls is None
+
+
+@pytest.mark.parametrize(("change", "message"), [
+    ({"mpi_calls": None}, "come together"),
+    ({"wait_seconds": np.zeros((3, 4))}, "expected \\(3, 5\\)"),
+    ({"wait_seconds": np.full((3, 5), -1.0)}, "negative or non-finite"),
+    ({"wait_seconds": np.full((3, 5), np.nan)}, "negative or non-finite"),
+    ({"mpi_calls": np.full((3, 5), 1.5)}, "integers"),
+    ({"mpi_calls": np.full((3, 5), -1)}, "negative counts"),
+])
+def test_bad_waits_are_refused(change: dict, message: str) -> None:
+    with pytest.raises(TraceError, match=message):
+        dataclasses.replace(with_waits(), **change)  # type: ignore[arg-type]
+
+
+def test_a_file_with_waits_of_the_wrong_shape_is_refused(tmp_path: Path) -> None:
+    path = write_trace(with_waits(), tmp_path / "w.h5")
+    with h5py.File(path, "r+") as f:
+        del f["mpi_calls"]
+        f.create_dataset("mpi_calls", data=np.zeros((3, 2), dtype=np.int64))
+    with pytest.raises(TraceError, match="mpi_calls has shape"):
+        read_trace(path)
