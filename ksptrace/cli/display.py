@@ -12,7 +12,7 @@ SECONDS = frozenset({
     "mean_iteration", "rank_spread", "solve_event_max", "foreign_cpu_seconds",
 })
 """Trace attributes and summary figures that are times in seconds."""
-SHARES = frozenset({"foreign_cpu_share"})
+SHARES = frozenset({"foreign_cpu_share", "wait_share", "wait_share_max"})
 """Fractions shown as percentages."""
 
 

@@ -72,3 +72,54 @@ def test_a_file_with_waits_of_the_wrong_shape_is_refused(tmp_path: Path) -> None
         f.create_dataset("mpi_calls", data=np.zeros((3, 2), dtype=np.int64))
     with pytest.raises(TraceError, match="mpi_calls has shape"):
         read_trace(path)
+
+
+def test_the_wait_share_is_wait_over_iteration_time() -> None:
+    from ksptrace.trace.waits import wait_share
+
+    trace = make_trace(2, 4)
+    times = trace.iteration_seconds
+    waits = np.vstack([0.1 * times[0], 0.6 * times[1]])
+    traced = dataclasses.replace(trace, wait_seconds=waits,
+                                 mpi_calls=np.array([[2, 2, 3, 2], [2, 2, 3, 2]]))
+    share = wait_share(traced)
+    assert share is not None
+    np.testing.assert_allclose(share.per_rank, [0.1, 0.6])
+    expected = (0.1 * times[0].sum() + 0.6 * times[1].sum()) / times.sum()
+    assert share.share == pytest.approx(expected)
+    assert share.most_waiting_rank == 1
+    assert share.reductions_per_iteration == 2
+    assert wait_share(trace) is None
+
+
+def test_the_frames_and_xarray_carry_the_waits() -> None:
+    from ksptrace.trace.frame import iterations_frame, summary_row
+    from ksptrace.trace.xarray_view import to_xarray
+
+    traced = with_waits(2, 3)
+    plain = make_trace(2, 3)
+    row = summary_row(traced)
+    assert row["wait_share"] == pytest.approx(0.25)
+    assert row["reductions_per_iteration"] == 2
+    assert "wait_share" not in summary_row(plain)
+    df = iterations_frame([traced, plain])
+    assert df["wait_seconds"].iloc[:6].tolist() == traced.wait_seconds.reshape(-1).tolist()
+    assert df["wait_seconds"].iloc[6:].isna().all()
+    pytest.importorskip("xarray")
+    ds = to_xarray(traced)
+    assert ds.wait_seconds.dims == ("rank", "iteration")
+    np.testing.assert_array_equal(ds.mpi_calls.values, traced.mpi_calls)
+    assert "wait_seconds" not in to_xarray(plain)
+
+
+def test_show_prints_the_wait_share(tmp_path: Path) -> None:
+    import subprocess
+    import sys
+
+    from tests.conftest import ROOT
+
+    path = write_trace(with_waits(), tmp_path / "w.h5")
+    out = subprocess.run([sys.executable, "-m", "ksptrace", "show", str(path)], cwd=ROOT,
+                         capture_output=True, text=True, timeout=120, check=True).stdout
+    assert "  wait_share                25.0 %" in out
+    assert "most_waiting_rank" in out
