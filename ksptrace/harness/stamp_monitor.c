@@ -193,7 +193,9 @@ int ksptrace_stamp(void *ksp, KSPTRACE_INT its, KSPTRACE_REAL rnorm, void *vctx)
    solve may reach, so a solve never pays for a whole growth at once. A solve that cannot be
    recorded (no memory, no iteration reported, more iterations than its slots) stops the
    recording with an error code that Python turns into a message after the block, where it
-   also copies the buffers out (ksptrace_record_copy). */
+   also copies the buffers out (ksptrace_record_copy). With MPI wait accounting
+   (ksptrace_record_marks) a third buffer, two doubles per slot, receives the monitor's copies
+   of the wait totals the same way (ksptrace_record_copy_marks). */
 
 typedef int (*ksp_count_fn)(void *ksp, KSPTRACE_INT *value);
 typedef int (*ksp_reason_fn)(void *ksp, int *reason);
@@ -207,6 +209,8 @@ struct record_ctx {
   long long owner;           /* the Python monitor whose window is moved */
   long long *beyond;         /* that monitor's count of iterations beyond its window */
   double *stamps, *norms;    /* the buffer: `slots` of each, NaN or stamped up to `filled` */
+  double *marks;             /* 2 * `slots` wait totals, with `totals` (else 0) */
+  const double *totals;      /* the wait totals the monitor copies (0: none) */
   long long slots, filled;
   double *seconds, *blocking, *split;   /* per solve: `rows` of each */
   long long *ends, *its, *reasons;
@@ -249,7 +253,13 @@ struct record_ctx *ksptrace_record_new(struct stamp_ctx *monitor, long long owne
   return r;
 }
 
+/* Copy the wait totals at `totals` (two doubles) at every monitor call of every solve. */
+void ksptrace_record_marks(struct record_ctx *r, const double *totals) {
+  r->totals = totals;
+}
+
 void ksptrace_record_free(struct record_ctx *r) {
+  free(r->marks);
   free(r->stamps);
   free(r->norms);
   free(r->seconds);
@@ -291,6 +301,12 @@ void ksptrace_record_copy(const struct record_ctx *r, long long upto, double *st
   }
 }
 
+/* Copy the first `upto` slots' wait totals (two doubles each) into Python's array. */
+void ksptrace_record_copy_marks(const struct record_ctx *r, long long upto, double *marks) {
+  if (upto > r->filled) upto = r->filled;
+  if (upto > 0 && r->marks) memcpy(marks, r->marks, 2 * (unsigned long)upto * sizeof(double));
+}
+
 static int grow(void **p, long long count, unsigned long size) {
   void *q = realloc(*p, (unsigned long)count * size);
   if (!q) return 1;
@@ -304,7 +320,8 @@ static int make_room(struct record_ctx *r, long long need) {
   if (r->start + need > slots) {
     slots = 2 * slots > r->start + need ? 2 * slots : r->start + need;
     if (grow((void **)&r->stamps, slots, sizeof(double)) ||
-        grow((void **)&r->norms, slots, sizeof(double)))
+        grow((void **)&r->norms, slots, sizeof(double)) ||
+        (r->totals && grow((void **)&r->marks, 2 * slots, sizeof(double))))
       return 1;
     r->slots = slots;
   }
@@ -319,7 +336,10 @@ static int make_room(struct record_ctx *r, long long need) {
       return 1;
     r->rows = rows;
   }
-  for (k = r->filled; k < r->start + need; ++k) r->stamps[k] = r->norms[k] = 0.0 / 0.0;
+  for (k = r->filled; k < r->start + need; ++k) {
+    r->stamps[k] = r->norms[k] = 0.0 / 0.0;
+    if (r->marks) r->marks[2 * k] = r->marks[2 * k + 1] = 0.0 / 0.0;
+  }
   if (r->filled < r->start + need) r->filled = r->start + need;
   return 0;
 }
@@ -347,7 +367,10 @@ int ksptrace_presolve(void *ksp, void *b, void *x, void *vctx) {
   }
   need = (long long)maxits + 1 + r->spare;
   if (r->open) /* the last solve never ended: its slots are free again */
-    for (k = r->start; k < r->start + r->window; ++k) r->stamps[k] = r->norms[k] = 0.0 / 0.0;
+    for (k = r->start; k < r->start + r->window; ++k) {
+      r->stamps[k] = r->norms[k] = 0.0 / 0.0;
+      if (r->marks) r->marks[2 * k] = r->marks[2 * k + 1] = 0.0 / 0.0;
+    }
   if (make_room(r, need)) {
     stop(r, REC_NO_ROOM);
     return 0;
@@ -355,6 +378,7 @@ int ksptrace_presolve(void *ksp, void *b, void *x, void *vctx) {
   r->window = need;
   ksptrace_stamp_target(r->monitor, r->stamps + r->start, r->norms + r->start, r->beyond,
                         need, r->owner);
+  if (r->marks) ksptrace_stamp_marks(r->monitor, r->totals, r->marks + 2 * r->start);
   r->open = 1;
   r->blocking0 = blocking_now(r);
   r->split0 = *r->counted[3];
