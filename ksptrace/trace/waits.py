@@ -37,3 +37,31 @@ def wait_share(trace: Trace) -> WaitShare | None:
     share = float(trace.wait_seconds.sum() / times.sum())
     per_rank.setflags(write=False)
     return WaitShare(share, per_rank, float(np.median(trace.mpi_calls)))
+
+
+@dataclass(frozen=True)
+class VarianceSplit:
+    """Var(T) over every rank and iteration, split by T = own work + wait: the shares of
+    Var(own work), Var(wait) and 2 Cov(own work, wait), which add up to 1 (the covariance's
+    share is negative when long waits go with short own work, as they do when a rank waits
+    for one that works longer)."""
+
+    own: float
+    wait: float
+    covariance: float
+
+
+def variance_split(trace: Trace) -> VarianceSplit | None:
+    """How the variance of ``trace``'s iteration times splits into its ranks' own work and
+    their waits in MPI reductions; None without wait times or when the times do not vary."""
+    if trace.wait_seconds is None:
+        return None
+    times = np.asarray(trace.iteration_seconds, dtype=np.float64).ravel()
+    waits = np.asarray(trace.wait_seconds, dtype=np.float64).ravel()
+    own = times - waits
+    total = float(np.var(times))
+    if not np.isfinite(total) or total <= 0:
+        return None
+    cov = float(np.mean((own - own.mean()) * (waits - waits.mean())))
+    return VarianceSplit(float(np.var(own)) / total, float(np.var(waits)) / total,
+                         2 * cov / total)

@@ -123,3 +123,22 @@ def test_show_prints_the_wait_share(tmp_path: Path) -> None:
                          capture_output=True, text=True, timeout=120, check=True).stdout
     assert "  wait_share                25.0 %" in out
     assert "most_waiting_rank" in out
+
+
+def test_the_variance_splits_into_own_work_and_waits_with_known_truth() -> None:
+    from ksptrace.trace.waits import variance_split
+
+    rng = np.random.default_rng(7)
+    own = rng.uniform(1e-4, 2e-4, size=(4, 20_000))  # variance (1e-4)^2 / 12
+    waits = rng.uniform(0.0, 3e-4, size=(4, 20_000))  # (3e-4)^2 / 12: nine times more
+    stamps = np.concatenate([np.zeros((4, 1)), np.cumsum(own + waits, axis=1)], axis=1)
+    trace = make_trace(4, 20_000)
+    traced = dataclasses.replace(trace, stamps=stamps, wait_seconds=waits,
+                                 mpi_calls=np.ones((4, 20_000), dtype=np.int64))
+    split = variance_split(traced)
+    assert split is not None
+    assert split.own + split.wait + split.covariance == pytest.approx(1.0)
+    assert split.own == pytest.approx(0.1, abs=0.01)  # independent: shares 1 : 9
+    assert split.wait == pytest.approx(0.9, abs=0.01)
+    assert abs(split.covariance) < 0.02
+    assert variance_split(trace) is None

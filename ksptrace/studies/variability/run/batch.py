@@ -44,11 +44,12 @@ class Done:
     cached: bool
 
 
-RESULTS_FORMAT = 6
+RESULTS_FORMAT = 7
 """The layout of a cached result: raised whenever TraceAnalysis or what it holds gains or loses
 a field (2: the waiting penalties and spreads; 3: the variance split; 4: a noise spec's ranks= as
 intervals; 5: set-up apart, issue 52; 6: the study's modules moved into subpackages, so the class
-paths changed), so no entry of an older layout is read back."""
+paths changed; 7: the wait heat map of a trace with wait times, issue 65), so no entry of an
+older layout is read back."""
 
 
 def options_key(options: AnalysisOptions, with_figures: bool) -> str:
