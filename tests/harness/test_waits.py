@@ -89,19 +89,19 @@ def test_the_interposer_times_reductions_under_mpich() -> None:
     _check_interposer(rows, "MPICH")
 
 
-def _run(cli: Runner, tmp: Path, nprocs: int, ksp: str, noise: str, **env: str):
+def _run(cli: Runner, tmp: Path, nprocs: int, ksp: str, noise: str, *extra: str, **env: str):
     from ksptrace.trace.io import read_trace
 
     out = tmp / f"{ksp}-{nprocs}.h5"
     proc = cli("run", "--np", str(nprocs), "--n", "20000", "--iterations", "300", "--ksp", ksp,
-               "--noise", noise, "--out", str(out), **env)
+               "--noise", noise, "--out", str(out), *extra, **env)
     assert proc.returncode == 0, proc.stderr[-2000:]
     return read_trace(out)
 
 
 @pytest.mark.mpi
 def test_rank_0_waits_for_rank_1s_detours(ksptrace_cli: Runner, tmp_path: Path) -> None:
-    trace = _run(ksptrace_cli, tmp_path, 2, "gmres", NOISE_RANK1)
+    trace = _run(ksptrace_cli, tmp_path, 2, "gmres", NOISE_RANK1, "--hdf5-path", "auto")
     assert trace.wait_seconds is not None
     assert trace.mpi_calls is not None
     assert trace.injected_seconds is not None
@@ -152,7 +152,8 @@ def test_a_pipelined_method_hides_the_detour_from_its_reduction(ksptrace_cli: Ru
     waits for it after: with Open MPI at P = 2, rank 1's contribution is already sent, so
     rank 0's reduction wait stays small; rank 1's delay reaches rank 0 one iteration later
     through the next MatMult's halo exchange, which is not a reduction and not counted."""
-    trace = _run(ksptrace_cli, tmp_path, 2, "pgmres", NOISE_RANK1)
+    trace = _run(ksptrace_cli, tmp_path, 2, "pgmres", NOISE_RANK1, "--hdf5-path", "gather")
+    assert trace.attrs["hdf5_path"] == "gather"  # the GMRES run: auto (MPI-IO where h5py has it)
     assert trace.wait_seconds is not None
     assert trace.mpi_calls is not None
     by_entry = str(trace.attrs["wait_by_entry"])
