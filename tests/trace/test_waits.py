@@ -142,3 +142,24 @@ def test_the_variance_splits_into_own_work_and_waits_with_known_truth() -> None:
     assert split.wait == pytest.approx(0.9, abs=0.01)
     assert abs(split.covariance) < 0.02
     assert variance_split(trace) is None
+
+
+def test_each_solve_of_a_recorded_trace_keeps_its_own_waits() -> None:
+    from ksptrace.trace.model import Solves, Trace
+    from ksptrace.trace.solves import split
+
+    base = make_trace(2, 7)  # 8 stamps: solves of 2, 2 and 1 iterations (3 + 3 + 2 calls)
+    solves = Solves(np.array([0, 3, 6, 8]), np.full((2, 3), 0.1), ("A", "A", "B"),
+                    np.array([2, 2, 1]))
+    waits = np.arange(10.0).reshape(2, 5) * 1e-6  # iteration columns 0..4
+    trace = Trace(base.stamps, base.residual_norms, base.node_ids, base.hostnames,
+                  np.full(2, 0.3), base.attrs, solves=solves, wait_seconds=waits,
+                  mpi_calls=np.arange(10).reshape(2, 5))
+    parts = split(trace)
+    assert [p.wait_seconds.tolist() for p in parts if p.wait_seconds is not None] == [
+        waits[:, 0:2].tolist(), waits[:, 2:4].tolist(), waits[:, 4:5].tolist()]
+    pooled = split(trace, pool=True)
+    assert pooled[0].mpi_calls is not None
+    assert pooled[0].mpi_calls.tolist() == [[4], [9]]  # the solve of 1 iteration
+    assert pooled[1].mpi_calls is not None
+    assert pooled[1].mpi_calls.tolist() == [[0, 1, 2, 3], [5, 6, 7, 8]]  # the two of 2

@@ -140,7 +140,21 @@ def _pair_sentence(s: TraceAnalysis, p: TraceAnalysis) -> str:
     caveat = f" (runs {', '.join(noted)})" if noted else ""
     return (f"{problem_of(s)} n = {fmt_n(n_of(s))}, P = {s.nprocs}{caveat}: waiting for the "
             f"slowest rank cost {s.ksp.upper()} {std.text()} above its mean iterations, "
-            f"{p.ksp.upper()} {pipe.text()}; {verdict}.")
+            f"{p.ksp.upper()} {pipe.text()}; {verdict}.{_measured_waits(s, p)}")
+
+
+def _measured_waits(s: TraceAnalysis, p: TraceAnalysis) -> str:
+    """The waits the two runs measured inside MPI reductions, when both traces hold them."""
+    if s.mpi_waits is None or p.mpi_waits is None:
+        return ""
+    noise = dict(s.attrs).get("noise", "none"), dict(p.attrs).get("noise", "none")
+    return (f" Measured inside MPI reductions, {s.ksp.upper()}'s ranks waited "
+            f"{100 * s.mpi_waits.share:.1f} % of their iteration time, {p.ksp.upper()}'s "
+            f"{100 * p.mpi_waits.share:.1f} %"
+            + (f", under the same noise ({noise[0]})." if noise[0] == noise[1] else ".")
+            + (" A pipelined method's delay may also reach its neighbours through the halo "
+               "exchange, which is not counted." if p.mpi_waits.share < s.mpi_waits.share
+               else ""))
 
 
 def pipelined(analyses: Sequence[TraceAnalysis]) -> Answer:

@@ -62,6 +62,7 @@ from ksptrace.studies.variability.stats.setup_time import (
 )
 from ksptrace.studies.variability.stats.variance_split import VarianceSplit, variance_split
 from ksptrace.trace.model import Trace
+from ksptrace.trace.waits import WaitShare, wait_share
 
 
 @dataclass(frozen=True)
@@ -114,6 +115,9 @@ class TraceAnalysis:
     setup: float | None = None
     """The set-up inside the first KSPSolve (the trace's ``setup_max``), left out of
     ``measured``; None when the trace does not record it (written before issue 52)."""
+    mpi_waits: WaitShare | None = None
+    """The share of iteration time the ranks spent inside MPI reductions; None for a trace
+    without wait times (issue 65)."""
 
     @property
     def noisy(self) -> bool:
@@ -361,6 +365,7 @@ def analyze_trace(
         attrs=tuple(sorted((str(a), v) for a, v in trace.attrs.items())),
         n_nodes=n_nodes,
         injection=noise,
+        mpi_waits=wait_share(trace),
         **result,  # type: ignore[arg-type]
     )
     far = _prediction_flags(analysis, reasons, kept)
