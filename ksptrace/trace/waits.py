@@ -27,6 +27,12 @@ class WaitShare:
     def most_waiting_rank(self) -> int:
         return int(np.argmax(self.per_rank))
 
+    @property
+    def least_waiting_rank(self) -> int:
+        """The rank that waited the smallest share of its time: in a method that reduces
+        every iteration, the one most often late, whom the others waited for."""
+        return int(np.argmin(self.per_rank))
+
 
 def wait_share(trace: Trace) -> WaitShare | None:
     """The wait share of ``trace``; None when it holds no wait times."""

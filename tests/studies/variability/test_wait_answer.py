@@ -37,3 +37,22 @@ def test_without_waits_the_sentence_says_nothing_of_them() -> None:
     answer = pipelined([analyze_trace(run("gmres", None), LIGHT),
                         analyze_trace(run("pgmres", 0.05), LIGHT)])
     assert "MPI reductions" not in " ".join(answer.sentences)
+
+
+def test_q1_splits_the_variance_into_own_work_and_waits() -> None:
+    from ksptrace.studies.variability.conclusions.answers import variability
+
+    late = run("gmres", 0.3)
+    assert late.wait_seconds is not None
+    waits = np.array(late.wait_seconds)
+    waits[2] *= 0.1  # rank 2 waits least: the others wait for it
+    late = dataclasses.replace(late, wait_seconds=waits)
+    analyses = [analyze_trace(late, LIGHT), analyze_trace(run("pgmres", None), LIGHT)]
+    text = " ".join(variability(analyses).sentences)
+    split = analyses[0].wait_split
+    assert split is not None
+    assert ("Measured inside MPI reductions (median over the 1 run with wait times)"
+            in text)
+    assert f"their own work makes {100 * split.own:.0f} %" in text
+    assert "was rank 2 in 1 of them" in text
+    assert "Measured inside" not in " ".join(variability(analyses[1:]).sentences)
