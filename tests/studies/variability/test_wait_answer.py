@@ -51,8 +51,7 @@ def test_q1_splits_the_variance_into_own_work_and_waits() -> None:
     text = " ".join(variability(analyses).sentences)
     split = analyses[0].wait_split
     assert split is not None
-    assert ("Measured inside MPI reductions (median over the 1 run with wait times)"
-            in text)
+    assert "Measured inside MPI reductions (median over the 1 with wait times of " in text
     assert f"their own work makes {100 * split.own:.0f} %" in text
     assert "was rank 2 in 1 of them" in text
     assert "Measured inside" not in " ".join(variability(analyses[1:]).sentences)

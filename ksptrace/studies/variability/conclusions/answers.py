@@ -88,7 +88,7 @@ def _median(values: Sequence[float | None]) -> float:
     return float(statistics.median([v for v in values if v is not None] or [0.0]))
 
 
-def _wait_sentence(runs: Sequence[TraceAnalysis]) -> str | None:
+def _wait_sentence(runs: Sequence[TraceAnalysis], clause: str) -> str | None:
     """Q1's split of the iteration times' variance into own work and waits in MPI reductions,
     over the runs whose traces hold wait times (issue 65)."""
     got = [a for a in runs if a.wait_split is not None and a.mpi_waits is not None]
@@ -99,8 +99,8 @@ def _wait_sentence(runs: Sequence[TraceAnalysis]) -> str | None:
     cov = _median([a.wait_split.covariance for a in got if a.wait_split is not None])
     share = _median([a.mpi_waits.share for a in got if a.mpi_waits is not None])
     late = Counter(a.mpi_waits.least_waiting_rank for a in got if a.mpi_waits is not None)
-    return (f"Measured inside MPI reductions (median over the {len(got)} run"
-            f"{'s' if len(got) != 1 else ''} with wait times): the ranks waited "
+    return (f"Measured inside MPI reductions (median over the {len(got)} with wait times of "
+            f"{clause}): the ranks waited "
             f"{100 * share:.1f} % of their iteration time; of the variance of Tₚᵏ, their own "
             f"work makes {100 * own:.0f} %, their waits {100 * wait:.0f} % and twice the "
             f"covariance {100 * cov:+.0f} %. The rank that waited least, and so was most often "
@@ -121,7 +121,7 @@ def variability(analyses: Sequence[TraceAnalysis]) -> Answer:
            f"The middle half of an iteration's times spans {parts} of the median iteration "
            f"(interquartile range over median, median over {base.clause}); the 99th percentile "
            f"lies {tails} above the median.", *trend_sentences(base.runs)]
-    waited = _wait_sentence(base.runs)
+    waited = _wait_sentence(base.runs, base.clause)
     if waited:
         out.append(waited)
     ks = ks_sentence([finding(a, "") for a in base.runs])
