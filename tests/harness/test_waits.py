@@ -177,3 +177,16 @@ def test_wait_accounting_can_be_turned_off(ksptrace_cli: Runner, tmp_path: Path)
     assert trace.wait_seconds is None
     assert trace.mpi_calls is None
     assert trace.attrs["wait_accounting"] == "none (KSPTRACE_MPI_WAITS=off)"
+
+
+@pytest.mark.mpi
+def test_the_python_monitor_copies_the_waits_too(ksptrace_cli: Runner, tmp_path: Path) -> None:
+    trace = _run(ksptrace_cli, tmp_path, 2, "gmres", NOISE_RANK1, KSPTRACE_MONITOR="python")
+    assert trace.attrs["monitor"] == "python"
+    assert trace.wait_seconds is not None
+    assert trace.mpi_calls is not None
+    assert (trace.mpi_calls >= 1).all()
+    assert (trace.mpi_calls[0] == trace.mpi_calls[1]).all()
+    assert trace.injected_seconds is not None
+    late = (trace.injected_seconds[1] > 0) & (trace.injected_seconds[0] == 0)
+    assert np.median(trace.wait_seconds[0, late] / trace.injected_seconds[1, late]) >= 0.8
