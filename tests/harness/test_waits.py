@@ -40,14 +40,26 @@ def test_a_bad_setting_is_refused(monkeypatch: pytest.MonkeyPatch) -> None:
         mpiwait.mode()
 
 
-def _interposer_rows(command: list[str], python: str, env: dict[str, str]) -> list[dict]:
-    proc = subprocess.run([*command, "-n", "2", python, str(SCRIPT)], env=env,
+def _interposer_rows(command: list[str], python: str, env: dict[str, str],
+                     nprocs: int = 2) -> list[dict]:
+    proc = subprocess.run([*command, "-n", str(nprocs), python, str(SCRIPT)], env=env,
                           capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
     rows = sorted((json.loads(line) for line in proc.stdout.splitlines()
                    if line.startswith("{")), key=lambda r: r["rank"])
-    assert [r["rank"] for r in rows] == [0, 1]
+    assert [r["rank"] for r in rows] == list(range(nprocs))
     return rows
+
+
+def _check_alone(rows: list[dict], library: str) -> None:
+    """One rank: both reductions counted, and no wait to speak of (nobody is late)."""
+    (row,) = rows
+    assert row["library"] == library
+    steps = {s["what"]: s for s in row["steps"]}
+    assert set(steps) == {"allreduce", "iallreduce"}
+    for step in steps.values():
+        assert step["calls"] == 1
+        assert step["seconds"] < 1e-3  # a reduction over one rank returns at once
 
 
 def _check_interposer(rows: list[dict], library: str) -> None:
@@ -76,8 +88,9 @@ def test_the_interposer_times_reductions_under_open_mpi() -> None:
     mpiexec = shutil.which("mpiexec")
     if mpiexec is None:
         pytest.skip("mpiexec not found")
-    rows = _interposer_rows([mpiexec], sys.executable, solver_env(PYTHONPATH=str(ROOT)))
-    _check_interposer(rows, "Open")
+    env = solver_env(PYTHONPATH=str(ROOT))
+    _check_interposer(_interposer_rows([mpiexec], sys.executable, env), "Open")
+    _check_alone(_interposer_rows([mpiexec], sys.executable, env, 1), "Open")
 
 
 @pytest.mark.mpi
@@ -85,8 +98,9 @@ def test_the_interposer_times_reductions_under_mpich() -> None:
     from tests.collectives.test_mpich import _env, mpich_python
 
     python = mpich_python()
-    rows = _interposer_rows(["/usr/bin/mpiexec.mpich"], python, _env(python))
-    _check_interposer(rows, "MPICH")
+    command = ["/usr/bin/mpiexec.mpich"]
+    _check_interposer(_interposer_rows(command, python, _env(python)), "MPICH")
+    _check_alone(_interposer_rows(command, python, _env(python), 1), "MPICH")
 
 
 def _run(cli: Runner, tmp: Path, nprocs: int, ksp: str, noise: str, *extra: str, **env: str):
