@@ -93,6 +93,41 @@ def test_the_interposer_times_reductions_under_open_mpi() -> None:
     _check_alone(_interposer_rows([mpiexec], sys.executable, env, 1), "Open")
 
 
+RELRO_SOURCE = """
+#include <mpi.h>
+int ksptrace_test_allreduce(void) {
+  double x = 1.0, y = 0.0;
+  return MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+}
+"""
+
+
+@pytest.mark.mpi
+def test_read_only_plt_slots_are_rewritten_too(tmp_path: Path) -> None:
+    """A library linked with full RELRO (``-z now``), whose PLT slots are read-only."""
+    import sys
+
+    mpicc, mpiexec = shutil.which("mpicc"), shutil.which("mpiexec")
+    if mpicc is None or mpiexec is None:
+        pytest.skip("needs mpicc and mpiexec (Debian: libopenmpi-dev, openmpi-bin)")
+    source, lib = tmp_path / "relro.c", tmp_path / "librelro.so"
+    source.write_text(RELRO_SOURCE)
+    subprocess.run([mpicc, "-shared", "-fPIC", "-O1", "-Wl,-z,relro,-z,now", "-o", str(lib),
+                    str(source)], check=True, timeout=120)
+    dynamic = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True,
+                             check=True).stdout
+    assert "BIND_NOW" in dynamic  # the slots lie in the RELRO segment, read-only once loaded
+    proc = subprocess.run([mpiexec, "-n", "2", sys.executable,
+                           str(Path(__file__).with_name("relro_check.py")), str(lib)],
+                          env=solver_env(PYTHONPATH=str(ROOT)), capture_output=True, text=True,
+                          timeout=300, check=False, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    rows = sorted((json.loads(line) for line in proc.stdout.splitlines()
+                   if line.startswith("{")), key=lambda r: r["rank"])
+    assert [r["calls"] for r in rows] == [1, 1]
+    assert rows[0]["seconds"] >= 0.16  # rank 0 waited for rank 1's 0.2 s sleep
+
+
 @pytest.mark.mpi
 def test_the_interposer_times_reductions_under_mpich() -> None:
     from tests.collectives.test_mpich import _env, mpich_python
