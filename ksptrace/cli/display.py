@@ -13,7 +13,7 @@ SECONDS = frozenset({
     "setup_seconds",
 })
 """Trace attributes and summary figures that are times in seconds."""
-SHARES = frozenset({"foreign_cpu_share"})
+SHARES = frozenset({"foreign_cpu_share", "wait_share", "wait_share_max"})
 """Fractions shown as percentages."""
 NOTES = {
     "solve_max": "KSPSolve, the slowest rank",

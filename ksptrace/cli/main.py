@@ -24,6 +24,8 @@ SUBCOMMANDS: dict[str, tuple[str, str]] = {
     "trace": ("ksptrace.cli.trace",
               "trace the Krylov solves of any unmodified PETSc program (C, Fortran, Python)"),
     "show": ("ksptrace.cli.show", "print a trace's summary"),
+    "timeline": ("ksptrace.cli.timeline",
+                 "write a trace as a Chrome/Perfetto timeline (JSON): ranks, iterations, waits"),
     "problems": ("ksptrace.cli.problems", "list the problems and their parameters"),
     "demo": ("ksptrace.cli.demo", "run the demo campaign, its table, report and segmentation"),
     "analyze": ("ksptrace.cli.analyze",

@@ -20,6 +20,7 @@ HARNESS_ATTRS = frozenset((
     "cpu_count", "monitor_calls", "solution_error", "solve_max", "solve_min", "solve_mean",
     "petsc4py_version", "mpi4py_version", "mpi_standard", "h5py_version", "numpy_version",
     "python_version", "ksptrace_version", "openblas_num_threads", "omp_num_threads",
+    "wait_entry_points",
 ))
 """Attributes every trace has that the summary leaves out (``--all`` prints them).
 Attributes outside this set and the headline are the problem's own and are always printed."""
@@ -93,10 +94,11 @@ def main(args: argparse.Namespace) -> int:
             *[k for k in HEADLINE if k in trace.attrs],
             *sorted(k for k in trace.attrs if k not in HARNESS_ATTRS and k not in HEADLINE),
         ]
-        width = max(len(k) for k in [*keys, "sum_max_iteration"])
+        summary = summary_row(trace)
+        width = max(len(k) for k in [*keys, *summary])
         for key in keys:
             print(display_line(key, trace.attrs[key], trace.attrs, width))
-        for key, value in summary_row(trace).items():
+        for key, value in summary.items():
             if key in keys:
                 continue
             print(display_line(key, value, trace.attrs, width))

@@ -17,15 +17,19 @@ from typing import Any
 import numpy as np
 
 from ksptrace.errors import SolverError
-from ksptrace.harness import native
+from ksptrace.harness import mpiwait, native
 
 MonitorCallback = Callable[[Any, int, float], None]
 _owners = itertools.count(1)
 
 
 def _stamping_callback(
-    stamps: np.ndarray, norms: np.ndarray, beyond: np.ndarray, wtime: Callable[[], float]
+    stamps: np.ndarray, norms: np.ndarray, beyond: np.ndarray, wtime: Callable[[], float],
+    marks: np.ndarray | None = None, totals: np.ndarray | None = None,
 ) -> MonitorCallback:
+    if marks is not None and totals is not None:
+        return _marking_callback(stamps, norms, beyond, wtime, marks, totals)
+
     def monitor(
         ksp: Any,
         its: int,
@@ -39,6 +43,33 @@ def _stamping_callback(
             st[its] = w()
             nr[its] = rnorm
         except IndexError:  # more iterations than forced: check() reports it
+            b[0] = max(b[0], its)
+
+    return monitor
+
+
+def _marking_callback(
+    stamps: np.ndarray, norms: np.ndarray, beyond: np.ndarray, wtime: Callable[[], float],
+    marks: np.ndarray, totals: np.ndarray,
+) -> MonitorCallback:
+    """The Python monitor that also copies the MPI wait totals (see :mod:`.mpiwait`)."""
+
+    def monitor(
+        ksp: Any,
+        its: int,
+        rnorm: float,
+        st: np.ndarray = stamps,
+        nr: np.ndarray = norms,
+        w: Callable[[], float] = wtime,
+        b: np.ndarray = beyond,
+        mk: np.ndarray = marks,
+        tot: np.ndarray = totals,
+    ) -> None:
+        try:
+            st[its] = w()
+            nr[its] = rnorm
+            mk[its] = tot
+        except IndexError:
             b[0] = max(b[0], its)
 
     return monitor
@@ -63,6 +94,10 @@ class StampMonitor:
 
     :meth:`attach` puts it on a KSP: the C monitor when it can be had, else :attr:`callback`.
     :attr:`impl` says which (``"c"`` or ``"python"``), :attr:`why_python` why not C.
+
+    Given a wait counter (:mod:`.mpiwait`), each call also copies its running totals (seconds
+    in MPI reductions, reductions started) into ``marks[k]``; :meth:`waits` turns them into
+    each iteration's wait and reduction count.
     """
 
     __slots__ = (
@@ -74,15 +109,19 @@ class StampMonitor:
         "_unbind",
         "beyond",
         "callback",
+        "counter",
         "impl",
+        "marks",
         "norms",
         "stamps",
         "why_python",
         "wtime",
     )
 
-    def __init__(self, capacity: int, wtime: Callable[[], float]) -> None:
+    def __init__(self, capacity: int, wtime: Callable[[], float],
+                 counter: mpiwait.WaitCounter | None = None) -> None:
         self.wtime = wtime
+        self.counter = counter
         self.beyond = np.zeros(1, dtype=np.int64)
         """The highest iteration number reported beyond the capacity (0: none)."""
         self._owner = next(_owners)
@@ -97,9 +136,21 @@ class StampMonitor:
     def _allocate(self, capacity: int) -> None:
         self.stamps = np.full(capacity, np.nan)
         self.norms = np.full(capacity, np.nan)
+        self.marks = None if self.counter is None else np.full((capacity, 2), np.nan)
         self.callback: MonitorCallback = _stamping_callback(
-            self.stamps, self.norms, self.beyond, self.wtime
+            self.stamps, self.norms, self.beyond, self.wtime, self.marks, self._totals()
         )
+
+    def _totals(self) -> np.ndarray | None:
+        """The counter's two running totals, as an array over its memory (None: no counter)."""
+        if self.counter is None:
+            return None
+        import ctypes
+
+        return np.ctypeslib.as_array((ctypes.c_double * 2).from_address(self.counter.totals))
+
+    def _mark_args(self) -> tuple[int, Any] | None:
+        return None if self.counter is None else (self.counter.totals, self.marks)
 
     def attach(self, ksp: Any) -> str:
         """Stamp ``ksp``'s iterations from now on; returns the implementation used."""
@@ -108,7 +159,7 @@ class StampMonitor:
         found = native.native(self.wtime)
         if not isinstance(found, str):
             ctx = native.bind(found, ksp, (self.stamps, self.norms, self.beyond),
-                              self.stamps.shape[0], self._owner)
+                              self.stamps.shape[0], self._owner, self._mark_args())
             if ctx is not None:
                 self._bound = (found.lib, ctx)
                 # runs once: at detach, or when the monitor is collected while attached
@@ -164,7 +215,8 @@ class StampMonitor:
         self.beyond[0] = 0
         if self._bound is not None:
             native.bind_again(self._bound[0], self._bound[1],
-                              (self.stamps, self.norms, self.beyond), capacity, self._owner)
+                              (self.stamps, self.norms, self.beyond), capacity, self._owner,
+                              self._mark_args())
         elif self._ksp is not None:
             _remove_callback(self._ksp, old)
             self._ksp.setMonitor(self.callback)
@@ -198,7 +250,20 @@ class StampMonitor:
     def reset(self) -> None:
         self.stamps.fill(np.nan)
         self.norms.fill(np.nan)
+        if self.marks is not None:
+            self.marks.fill(np.nan)
         self.beyond[0] = 0
+
+    def waits(self, iterations: int) -> tuple[np.ndarray, np.ndarray] | None:
+        """Each of iterations 1..``iterations``' time in MPI reductions (float64) and
+        reductions started (int64), once :meth:`recorded` passed; None without a counter."""
+        if self.marks is None:
+            return None
+        marks = self.marks[: iterations + 1]
+        if np.isnan(marks).any():
+            raise SolverError("the wait totals were not copied at every iteration; rerun with "
+                              f"{mpiwait.WAITS_ENV}=off and report this")
+        return mpiwait.per_iteration(marks)
 
     def check(self, ksp_type: str, upto: int) -> None:
         """Raise a SolverError that says why, unless iterations 0..``upto`` were all reported

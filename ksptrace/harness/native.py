@@ -103,13 +103,18 @@ def _spec(int_bytes: int, real_bytes: int) -> tuple[list[str], str] | str:
         return (f"this PETSc has {int_bytes}-byte integers and {real_bytes}-byte reals, which "
                 "the C monitor does not handle")
     flags = ["-O2", "-fPIC", "-shared", f"-DKSPTRACE_INT={int_c}", f"-DKSPTRACE_REAL={real_c}",
-             *shlex.split(os.environ.get(EXTRA_CFLAGS_ENV, ""))]
+             *extra_flags()]
     try:
         source = SOURCE.read_bytes()
     except OSError as exc:
         return f"cannot read {SOURCE}: {exc.strerror or exc}"
     key = hashlib.sha256(source + "\0".join([*flags, platform.machine()]).encode())
     return flags, f"stamp_monitor-{key.hexdigest()[:16]}"
+
+
+def extra_flags() -> list[str]:
+    """The compiler flags of :data:`EXTRA_CFLAGS_ENV` (AddressSanitizer in the tests)."""
+    return shlex.split(os.environ.get(EXTRA_CFLAGS_ENV, ""))
 
 
 def _folders() -> list[Path]:
@@ -167,6 +172,8 @@ def _declare_monitor(lib: ctypes.CDLL) -> None:
     lib.ksptrace_stamp_target.restype = None
     lib.ksptrace_stamp_target.argtypes = [_vp, _vp, _vp, _vp, ctypes.c_longlong,
                                           ctypes.c_longlong]
+    lib.ksptrace_stamp_marks.restype = None
+    lib.ksptrace_stamp_marks.argtypes = [_vp, _vp, _vp]
     lib.ksptrace_stamp_disable.restype = None
     lib.ksptrace_stamp_disable.argtypes = [_vp, ctypes.c_longlong]
     lib.ksptrace_stamp_bind.restype = None
@@ -322,7 +329,7 @@ monitor."""
 
 
 def bind(nat: NativeMonitor, ksp: Any, arrays: tuple[Any, Any, Any], capacity: int,
-         owner: int) -> int | None:
+         owner: int, marks: tuple[int, Any] | None = None) -> int | None:
     """Point ``ksp``'s C context (registered on first use) at ``arrays`` (stamps, norms,
     beyond); the context, with a reference for the caller that :func:`unbind` gives back, or
     None when PETSc refused the monitor."""
@@ -349,7 +356,7 @@ def bind(nat: NativeMonitor, ksp: Any, arrays: tuple[Any, Any, Any], capacity: i
         lib.ksptrace_stamp_bind(ctx, handle)
         _contexts[handle] = ctx
     lib.ksptrace_stamp_retain(ctx)
-    bind_again(lib, ctx, arrays, capacity, owner)
+    bind_again(lib, ctx, arrays, capacity, owner, marks)
     return int(ctx)
 
 
@@ -361,8 +368,11 @@ def unbind(lib: ctypes.CDLL, ctx: int, owner: int) -> None:
 
 
 def bind_again(lib: ctypes.CDLL, ctx: int, arrays: tuple[Any, Any, Any], capacity: int,
-               owner: int) -> None:
-    """Point the context of a bound monitor at its new arrays (after a resize)."""
+               owner: int, marks: tuple[int, Any] | None = None) -> None:
+    """Point the context of a bound monitor at its new arrays (after a resize), and at the
+    wait totals' address and the [capacity, 2] array they are copied into (``marks``)."""
     stamps, norms, beyond = arrays
     lib.ksptrace_stamp_target(ctx, stamps.ctypes.data, norms.ctypes.data, beyond.ctypes.data,
                               capacity, owner)
+    if marks is not None:
+        lib.ksptrace_stamp_marks(ctx, marks[0], marks[1].ctypes.data)

@@ -44,7 +44,7 @@ from ksptrace.errors import (
     SolverError,
     UsageError,
 )
-from ksptrace.harness import counters, cpuload, eventlog, native
+from ksptrace.harness import counters, cpuload, eventlog, mpiwait, native
 from ksptrace.harness.kspsetup import GMRES_FAMILY, PETSC_DEFAULT_RESTART, reason_name
 from ksptrace.harness.monitor import StampMonitor, check_reported
 from ksptrace.harness.mpienv import agree_on_error, cpu_list, node_layout
@@ -116,6 +116,7 @@ class Recorder:
         self.overwrite = overwrite
         self.extra = dict(attrs or {})
         self.monitor = StampMonitor(1, MPI.Wtime)
+        self._counter: mpiwait.WaitCounter | None = None
         self._hooks: NativeHooks | PythonHooks | None = None
         """The C hooks, where the C monitor stamps and PETSc counts, else the Python ones."""
         self._log: eventlog.SolveLog | None = None
@@ -155,6 +156,14 @@ class Recorder:
         own = PETSc.Log.isActive() and not eventlog.narrowed_here()
         self._log = eventlog.SolveLog(PETSc, needs_event=False, program_logs=own)
         self.monitor.attach(self.ksp)
+        error = None
+        counter = None
+        try:  # every rank refuses alike (KSPTRACE_MPI_WAITS=on without the interposer)
+            counter = mpiwait.counter()
+        except KsptraceError as exc:
+            error = exc
+        agree_on_error(self.mpicomm, error)
+        self._counter = counter if all(self.mpicomm.allgather(counter is not None)) else None
         self._hooks = self._native_hooks() or PythonHooks(self.ksp, self.monitor, self._log,
                                                           SPARE)
         self._hooks.attach(self._lib, ctypes.c_void_p(self.ksp.handle))
@@ -175,7 +184,8 @@ class Recorder:
                 or isinstance(found, str):
             return None
         return NativeHooks(context, self.monitor.beyond, self._log.counters, self._lib,
-                           found.wtime, SPARE)
+                           found.wtime, SPARE,
+                           None if self._counter is None else self._counter.totals)
 
     def _take(self) -> Recorded:
         """Take over what the hooks recorded (after they are detached) and free them."""
@@ -264,8 +274,11 @@ class Recorder:
         samples = self.mpicomm.allgather((self.load_start, load_end))
         foreign = cpuload.foreign_load([s for s, _ in samples], [e for _, e in samples],
                                        list(self.layout.node_ids))
+        waits = self._waits(got, lengths)
+        if not all(self.mpicomm.allgather(waits is not None)):
+            waits = None
         rows = self.mpicomm.gather(
-            (stamps, np.array(got.seconds), self.layout.hostname),
+            (stamps, np.array(got.seconds), self.layout.hostname, waits),
             root=0)
         attrs = self._attrs(foreign)
         if self.mpicomm.Get_rank() == 0:
@@ -276,6 +289,11 @@ class Recorder:
                      for code in set(got.reasons)}
             solves = Solves(offsets, seconds, tuple(names[c] for c in got.reasons),
                             np.array(got.its))
+            timed = rows[0][3] is not None
+            wait_seconds = np.stack([r[3][0] for r in rows]) if timed else None
+            mpi_calls = np.stack([r[3][1] for r in rows]) if timed else None
+            attrs["wait_accounting"] = (mpiwait.ACCOUNTING if timed
+                                        else f"none ({self._why_no_waits()})")
             try:
                 trace = Trace(np.stack([r[0] for r in rows]), norms.copy(),
                               np.array(self.layout.node_ids), tuple(r[2] for r in rows),
@@ -287,7 +305,8 @@ class Recorder:
                     attrs["setup_max"] = max(float(x or 0.0) for x in first)
                 write.write_trace(Trace(trace.stamps, trace.residual_norms, trace.node_ids,
                                      trace.hostnames, trace.solve_seconds, attrs,
-                                     solves=solves), self.path, self.overwrite)
+                                     solves=solves, wait_seconds=wait_seconds,
+                                     mpi_calls=mpi_calls), self.path, self.overwrite)
             except KsptraceError as exc:
                 error = exc
             except OSError as exc:
@@ -297,6 +316,23 @@ class Recorder:
             # as ksptrace run warns; a program can filter ksptrace.errors.ContaminatedTimings
             warnings.warn(f"ksptrace.record: {foreign.warning()}", ContaminatedTimings,
                           stacklevel=3)
+
+    def _waits(self, got: Recorded, lengths: list[int]) -> tuple[np.ndarray, np.ndarray] | None:
+        """This rank's wait and reductions per iteration of every solve (the gaps between
+        solves left out, as in :attr:`Trace.iteration_seconds`), or None without them."""
+        if got.marks is None:
+            return None
+        marks = got.marks[:got.ends[-1]]
+        if np.isnan(marks).any():
+            return None
+        waits, calls = mpiwait.per_iteration(marks)
+        gaps = np.cumsum(lengths)[:-1] - 1
+        return np.delete(waits, gaps), np.delete(calls, gaps)
+
+    def _why_no_waits(self) -> str:
+        if self._counter is None:
+            return mpiwait.why_none()
+        return "the Python solve hooks ran (no C monitor), which do not copy them"
 
     def _attrs(self, foreign: cpuload.ForeignLoad | None) -> dict[str, AttrValue]:
         """The trace's attributes (collective: the operator's size and nonzeros)."""

@@ -15,7 +15,7 @@ from typing import Any
 import numpy as np
 
 from ksptrace.errors import KsptraceError, SolverError, UsageError
-from ksptrace.harness import cpuload, eventlog, lifeline, native, petsc_compat, writer
+from ksptrace.harness import cpuload, eventlog, lifeline, mpiwait, native, petsc_compat, writer
 from ksptrace.harness.kspsetup import check_iterations, check_unused, configure, validate
 from ksptrace.harness.monitor import StampMonitor
 from ksptrace.harness.mpienv import NodeLayout, agree_on_error, fail_together, node_layout
@@ -85,8 +85,16 @@ def _solve_and_write(
     assert instance is not None
     ksp = configure(settings, petsc, instance, mpicomm)
     pc_type = ksp.getPC().getType()
-    monitor = StampMonitor(settings.iterations + 1, wtime)
     error = None
+    counter = None
+    try:  # every rank refuses alike (KSPTRACE_MPI_WAITS=on without the interposer)
+        counter = mpiwait.counter()
+    except KsptraceError as exc:
+        error = exc
+    agree_on_error(mpicomm, error)
+    if not all(mpicomm.allgather(counter is not None)):
+        counter = None  # every rank writes waits, or none does
+    monitor = StampMonitor(settings.iterations + 1, wtime, counter)
     try:  # every rank refuses alike (KSPTRACE_MONITOR=c without a compiler)
         monitor.attach(ksp)
     except KsptraceError as exc:
@@ -108,6 +116,7 @@ def _solve_and_write(
     mpicomm.Barrier()
     load_start = cpuload.sample(layout.node_cpus)
     before = log.read()
+    entries_before = None if counter is None else counter.by_entry()
     with petsc_compat.python_errors_as_raised():  # Ctrl-C stays KeyboardInterrupt
         started = wtime()
         instance.solve()
@@ -122,9 +131,12 @@ def _solve_and_write(
     foreign = cpuload.foreign_load([s for s, _ in samples], [e for _, e in samples],
                                    list(layout.node_ids))
 
+    entries = None if counter is None or entries_before is None else _entry_steps(
+        entries_before, counter.by_entry())
     reason = check_iterations(settings, petsc, ksp, monitor)
     done = settings.iterations
     stamps, norms = monitor.recorded(done, settings.ksp)
+    waits = monitor.waits(done)
 
     solution_error = instance.solution_error()
     attrs: dict[str, AttrValue | None] | None = None
@@ -153,6 +165,7 @@ def _solve_and_write(
     setups = mpicomm.allgather(setup_seconds(solve_seconds, stamps))
     events = mpicomm.allgather(event_seconds)
     impls = set(mpicomm.allgather(monitor.impl))
+    all_entries = mpicomm.allgather(entries)
     attrs = mpicomm.bcast(attrs, root=0)
     assert attrs is not None
     attrs.update(
@@ -173,10 +186,11 @@ def _solve_and_write(
         foreign_cpu_share=None if foreign is None else foreign.share,
         foreign_cpu_seconds=None if foreign is None else foreign.seconds,
         foreign_cpu_node=None if foreign is None else foreign.node,
+        **_wait_attributes(counter, all_entries),
     )
     injected = None if detour is None else detour.injected[:done].copy()
     local = writer.LocalRecord(stamps, norms, layout.node_id, layout.hostname, solve_seconds,
-                               injected)
+                               injected, *(waits or (None, None)))
     mode = writer.choose_mode(settings.hdf5_path, nprocs)
     attrs["hdf5_path"] = mode
     path = writer.write_distributed(
@@ -191,6 +205,33 @@ def _solve_and_write(
         note = "; ".join(native.build_notes())
     return RunOutcome(path, done, reason, float(max(solves)), solution_error, rank, foreign,
                       note)
+
+
+def _entry_steps(before: dict[str, tuple[float, float]],
+                 after: dict[str, tuple[float, float]]) -> dict[str, tuple[float, float]]:
+    """What each entry point carried between two readings (seconds counted, calls)."""
+    return {name: (after[name][0] - before[name][0], after[name][1] - before[name][1])
+            for name in after}
+
+
+def _wait_attributes(counter: mpiwait.WaitCounter | None,
+                     entries: list[dict[str, tuple[float, float]] | None]
+                     ) -> dict[str, AttrValue | None]:
+    """The trace attributes of the wait accounting: how, through which entry points, and what
+    each carried in the timed solve (summed over the ranks)."""
+    if counter is None or any(e is None for e in entries):
+        return {"wait_accounting": f"none ({mpiwait.why_none()})"}
+    shown = []
+    for name in counter.entry_points:
+        seconds = sum(e[name][0] for e in entries if e is not None)
+        calls = sum(e[name][1] for e in entries if e is not None)
+        if calls:
+            shown.append(f"{name} {calls:.0f} calls {seconds:.6g} s")
+    return {
+        "wait_accounting": mpiwait.ACCOUNTING,
+        "wait_entry_points": ",".join(counter.entry_points),
+        "wait_by_entry": "; ".join(shown) or "no call",
+    }
 
 
 def _inject_noise(

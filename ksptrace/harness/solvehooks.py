@@ -44,6 +44,8 @@ class Recorded:
     blocking: float
     split: float
     error: KsptraceError | None
+    marks: np.ndarray | None = None
+    """[slots, 2]: the MPI wait totals at each monitor call (with wait accounting)."""
 
 
 def _declare(lib: Any) -> None:
@@ -56,6 +58,10 @@ def _declare(lib: Any) -> None:
     lib.ksptrace_record_copy.argtypes = [_vp, _ll, _vp, _vp, _vp, _vp, _vp, _vp, _vp, _vp]
     lib.ksptrace_record_state.restype = None
     lib.ksptrace_record_state.argtypes = [_vp, _vp]
+    lib.ksptrace_record_marks.restype = None
+    lib.ksptrace_record_marks.argtypes = [_vp, _vp]
+    lib.ksptrace_record_copy_marks.restype = None
+    lib.ksptrace_record_copy_marks.argtypes = [_vp, _ll, _vp]
 
 
 def _address(function: Any) -> int:
@@ -68,7 +74,7 @@ class NativeHooks:
     """The C hooks of one record block on one KSP (the C monitor must stamp for it)."""
 
     def __init__(self, context: tuple[Any, int, int], beyond: np.ndarray, counters: Counters,
-                 petsc: Any, wtime: int, spare: int) -> None:
+                 petsc: Any, wtime: int, spare: int, totals: int | None = None) -> None:
         lib, monitor_ctx, owner = context
         _declare(lib)
         self._lib = lib
@@ -78,6 +84,9 @@ class NativeHooks:
             _address(petsc.KSPGetTolerances))
         if not self._ctx:
             raise OutputError("ksptrace.record: no memory for its solve hooks")
+        self._marks = totals is not None
+        if totals is not None:  # the MPI wait totals, copied at every monitor call
+            lib.ksptrace_record_marks(self._ctx, totals)
         self._beyond = beyond
         self._state = np.zeros(6, dtype=np.int64)
         self.pre, self.post = _address(lib.ksptrace_presolve), _address(lib.ksptrace_postsolve)
@@ -113,6 +122,10 @@ class NativeHooks:
         self._lib.ksptrace_record_copy(
             self._ctx, upto, *(a.ctypes.data for a in (stamps, norms, seconds, blocking, split,
                                                         ends, its, reasons)))
+        marks = None
+        if self._marks:
+            marks = np.full((upto, 2), np.nan)
+            self._lib.ksptrace_record_copy_marks(self._ctx, upto, marks.ctypes.data)
         error: KsptraceError | None = None
         if code == NO_ROOM:
             error = OutputError(f"ksptrace.record: no memory for the stamps of solve "
@@ -130,7 +143,8 @@ class NativeHooks:
             error = SolverError(f"ksptrace.record: PETSc refused to report solve "
                                 f"{failed + 1}'s iterations")
         return Recorded(stamps, norms, ends.tolist(), seconds.tolist(), its.tolist(),
-                        reasons.tolist(), float(blocking.sum()), float(split.sum()), error)
+                        reasons.tolist(), float(blocking.sum()), float(split.sum()), error,
+                        marks)
 
     def free(self) -> None:
         """Give back the C context (after the hooks are off the KSP)."""

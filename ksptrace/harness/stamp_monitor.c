@@ -5,6 +5,11 @@
    Python owns, exactly as the Python monitor does, without entering the interpreter: a Python
    monitor costs about 0.45 us per iteration through petsc4py, this one some 30 ns.
 
+   With MPI wait accounting (ksptrace/harness/mpi_wait.c) it also copies the running totals
+   of time in MPI reductions and of reductions started, two doubles, into row `its` of a
+   third array, [capacity][2] (ksptrace_stamp_marks); the differences of consecutive rows are
+   each iteration's wait and reduction count.
+
    Every `poll_every` seconds of the clock it lets the interpreter in: it releases and retakes
    the GIL (the lifeline watchdog thread runs then) and runs Python's signal handlers; when a
    handler raises (KeyboardInterrupt), it returns -1, petsc4py's code for "a Python exception
@@ -50,6 +55,8 @@ struct stamp_ctx {
   save_thread_fn save_thread;
   restore_thread_fn restore_thread;
   check_signals_fn check_signals;
+  const double *totals;      /* the wait totals (seconds, calls), or 0: no wait accounting */
+  double *marks;             /* capacity rows of two, Python's numpy array (or 0) */
 };
 
 /* The compiler that built this library (GCC's and Clang's __VERSION__), for the trace. */
@@ -94,7 +101,15 @@ void ksptrace_stamp_target(struct stamp_ctx *c, double *stamps, double *norms,
   c->capacity = capacity;
   c->owner = owner;
   c->next_poll = 0.0;
+  c->marks = 0;              /* a new window: ksptrace_stamp_marks sets its marks */
   c->enabled = 1;
+}
+
+/* Copy the wait totals at `totals` (two doubles) into `marks` (capacity rows of two) at each
+   call from now on; `marks` 0 stops it. */
+void ksptrace_stamp_marks(struct stamp_ctx *c, const double *totals, double *marks) {
+  c->totals = totals;
+  c->marks = totals ? marks : 0;
 }
 
 /* Stop writing into the arrays of monitor `owner` (any owner when 0). */
@@ -146,6 +161,10 @@ int ksptrace_stamp(void *ksp, KSPTRACE_INT its, KSPTRACE_REAL rnorm, void *vctx)
   if (its >= 0 && its < c->capacity) {
     c->stamps[its] = t;
     c->norms[its] = (double)rnorm;
+    if (c->marks) {
+      c->marks[2 * its] = c->totals[0];
+      c->marks[2 * its + 1] = c->totals[1];
+    }
   } else if ((long long)its > *c->beyond) {
     *c->beyond = its;
   }
@@ -174,7 +193,9 @@ int ksptrace_stamp(void *ksp, KSPTRACE_INT its, KSPTRACE_REAL rnorm, void *vctx)
    solve may reach, so a solve never pays for a whole growth at once. A solve that cannot be
    recorded (no memory, no iteration reported, more iterations than its slots) stops the
    recording with an error code that Python turns into a message after the block, where it
-   also copies the buffers out (ksptrace_record_copy). */
+   also copies the buffers out (ksptrace_record_copy). With MPI wait accounting
+   (ksptrace_record_marks) a third buffer, two doubles per slot, receives the monitor's copies
+   of the wait totals the same way (ksptrace_record_copy_marks). */
 
 typedef int (*ksp_count_fn)(void *ksp, KSPTRACE_INT *value);
 typedef int (*ksp_reason_fn)(void *ksp, int *reason);
@@ -188,6 +209,8 @@ struct record_ctx {
   long long owner;           /* the Python monitor whose window is moved */
   long long *beyond;         /* that monitor's count of iterations beyond its window */
   double *stamps, *norms;    /* the buffer: `slots` of each, NaN or stamped up to `filled` */
+  double *marks;             /* 2 * `slots` wait totals, with `totals` (else 0) */
+  const double *totals;      /* the wait totals the monitor copies (0: none) */
   long long slots, filled;
   double *seconds, *blocking, *split;   /* per solve: `rows` of each */
   long long *ends, *its, *reasons;
@@ -230,7 +253,13 @@ struct record_ctx *ksptrace_record_new(struct stamp_ctx *monitor, long long owne
   return r;
 }
 
+/* Copy the wait totals at `totals` (two doubles) at every monitor call of every solve. */
+void ksptrace_record_marks(struct record_ctx *r, const double *totals) {
+  r->totals = totals;
+}
+
 void ksptrace_record_free(struct record_ctx *r) {
+  free(r->marks);
   free(r->stamps);
   free(r->norms);
   free(r->seconds);
@@ -272,6 +301,12 @@ void ksptrace_record_copy(const struct record_ctx *r, long long upto, double *st
   }
 }
 
+/* Copy the first `upto` slots' wait totals (two doubles each) into Python's array. */
+void ksptrace_record_copy_marks(const struct record_ctx *r, long long upto, double *marks) {
+  if (upto > r->filled) upto = r->filled;
+  if (upto > 0 && r->marks) memcpy(marks, r->marks, 2 * (unsigned long)upto * sizeof(double));
+}
+
 static int grow(void **p, long long count, unsigned long size) {
   void *q = realloc(*p, (unsigned long)count * size);
   if (!q) return 1;
@@ -285,7 +320,8 @@ static int make_room(struct record_ctx *r, long long need) {
   if (r->start + need > slots) {
     slots = 2 * slots > r->start + need ? 2 * slots : r->start + need;
     if (grow((void **)&r->stamps, slots, sizeof(double)) ||
-        grow((void **)&r->norms, slots, sizeof(double)))
+        grow((void **)&r->norms, slots, sizeof(double)) ||
+        (r->totals && grow((void **)&r->marks, 2 * slots, sizeof(double))))
       return 1;
     r->slots = slots;
   }
@@ -300,7 +336,10 @@ static int make_room(struct record_ctx *r, long long need) {
       return 1;
     r->rows = rows;
   }
-  for (k = r->filled; k < r->start + need; ++k) r->stamps[k] = r->norms[k] = 0.0 / 0.0;
+  for (k = r->filled; k < r->start + need; ++k) {
+    r->stamps[k] = r->norms[k] = 0.0 / 0.0;
+    if (r->marks) r->marks[2 * k] = r->marks[2 * k + 1] = 0.0 / 0.0;
+  }
   if (r->filled < r->start + need) r->filled = r->start + need;
   return 0;
 }
@@ -328,7 +367,10 @@ int ksptrace_presolve(void *ksp, void *b, void *x, void *vctx) {
   }
   need = (long long)maxits + 1 + r->spare;
   if (r->open) /* the last solve never ended: its slots are free again */
-    for (k = r->start; k < r->start + r->window; ++k) r->stamps[k] = r->norms[k] = 0.0 / 0.0;
+    for (k = r->start; k < r->start + r->window; ++k) {
+      r->stamps[k] = r->norms[k] = 0.0 / 0.0;
+      if (r->marks) r->marks[2 * k] = r->marks[2 * k + 1] = 0.0 / 0.0;
+    }
   if (make_room(r, need)) {
     stop(r, REC_NO_ROOM);
     return 0;
@@ -336,6 +378,7 @@ int ksptrace_presolve(void *ksp, void *b, void *x, void *vctx) {
   r->window = need;
   ksptrace_stamp_target(r->monitor, r->stamps + r->start, r->norms + r->start, r->beyond,
                         need, r->owner);
+  if (r->marks) ksptrace_stamp_marks(r->monitor, r->totals, r->marks + 2 * r->start);
   r->open = 1;
   r->blocking0 = blocking_now(r);
   r->split0 = *r->counted[3];

@@ -48,6 +48,10 @@ class LocalRecord:
     solve_seconds: float
     injected: np.ndarray | None = None
     """The detours injected into each iteration (seconds), or None without noise."""
+    wait_seconds: np.ndarray | None = None
+    """Each iteration's time in MPI reductions (seconds), or None without wait accounting."""
+    mpi_calls: np.ndarray | None = None
+    """Each iteration's MPI reductions started (with :attr:`wait_seconds`)."""
 
 
 def h5py_has_mpi() -> bool:
@@ -123,13 +127,14 @@ def _write_mpio(
     nprocs: int,
     nstamps: int,
 ) -> None:
-    create_on_root(mpicomm, tmp, nprocs, nstamps, attrs, injected=local.injected is not None)
+    create_on_root(mpicomm, tmp, nprocs, nstamps, attrs, injected=local.injected is not None,
+                   waits=local.wait_seconds is not None)
     fill_rows(mpicomm, tmp, local)
 
 
 def create_on_root(
     mpicomm: Any, tmp: Path, nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None],
-    injected: bool = False,
+    injected: bool = False, waits: bool = False,
 ) -> None:
     """Collective: rank 0 creates the whole file serially; every rank then sees it, or all
     raise the same OutputError and no file is left."""
@@ -138,7 +143,7 @@ def create_on_root(
     if rank == 0:
         try:
             write.write_image(tmp, write.placeholder_image(nprocs, nstamps, attrs,
-                                                     injected=injected))
+                                                           injected=injected, waits=waits))
         except KsptraceError as exc:
             error = exc
     _agree(mpicomm, error, tmp)
@@ -188,6 +193,9 @@ def _write_rows(f: h5py.File, rank: int, local: LocalRecord) -> None:
     f["solve_seconds"][rank] = local.solve_seconds
     if local.injected is not None:
         f["injected_seconds"][rank] = local.injected
+    if local.wait_seconds is not None:
+        f["wait_seconds"][rank] = local.wait_seconds
+        f["mpi_calls"][rank] = local.mpi_calls
     if rank == 0:
         f["residual_norms"][...] = local.residual_norms
 
@@ -207,6 +215,10 @@ def _write_gathered(
             attrs={k: v for k, v in attrs.items() if v is not None},
             injected_seconds=None if rows[0].injected is None
             else np.stack([r.injected for r in rows]),
+            wait_seconds=None if rows[0].wait_seconds is None
+            else np.stack([r.wait_seconds for r in rows]),
+            mpi_calls=None if rows[0].mpi_calls is None
+            else np.stack([r.mpi_calls for r in rows]),
         )
         try:
             write.write_file(tmp, trace, midway=lambda: _maybe_fault(0))

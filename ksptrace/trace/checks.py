@@ -70,7 +70,11 @@ _KINDS: dict[str, tuple[str, str]] = {
 }
 
 
-_OPTIONAL_KINDS: dict[str, tuple[str, str]] = {"injected_seconds": ("f", "a float array")}
+_OPTIONAL_KINDS: dict[str, tuple[str, str]] = {
+    "injected_seconds": ("f", "a float array"),
+    "wait_seconds": ("f", "a float array"),
+    "mpi_calls": ("iu", "an integer array"),
+}
 
 
 def _human(nbytes: int) -> str:
@@ -155,6 +159,9 @@ def check_layout(f: h5py.File, file_bytes: int) -> None:
     }
     if "injected_seconds" in present:
         expected["injected_seconds"] = (nprocs, nstamps - 1)
+    for name in ("wait_seconds", "mpi_calls"):
+        if name in present:
+            expected[name] = (nprocs, nstamps - count)
     for name, shape in expected.items():
         if shapes[name] != shape:
             raise TraceError(

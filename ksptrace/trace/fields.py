@@ -198,6 +198,8 @@ def _fields(p: Path, f: h5py.File, file_bytes: int, alloc: Allocator | None) -> 
         "injected_seconds": (
             _load(f["injected_seconds"], alloc) if "injected_seconds" in f else None
         ),
+        "wait_seconds": _load(f["wait_seconds"], alloc) if "wait_seconds" in f else None,
+        "mpi_calls": _load(f["mpi_calls"], alloc) if "mpi_calls" in f else None,
     }
 
 

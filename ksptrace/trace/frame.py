@@ -11,6 +11,7 @@ import numpy as np
 import pandas as pd
 
 from ksptrace.trace.model import CONFIG_DEFAULTS, Trace
+from ksptrace.trace.waits import wait_share
 
 ITERATION_CONFIG: tuple[str, ...] = ("problem", "n", "ksp", "pc", "nprocs", "noise")
 """The configuration columns of :func:`iterations_frame`."""
@@ -19,9 +20,11 @@ ITERATION_COLUMNS: tuple[str, ...] = ("run", "rank", "node", "host", "k", "secon
 
 
 def summary_row(trace: Trace) -> dict[str, Any]:
-    """The headline figures of one run (the columns the demo table prints)."""
+    """The headline figures of one run (the columns the demo table prints), and for a trace
+    with wait times its wait share: all ranks', the largest rank's and which rank that is, and
+    the median of reductions per iteration."""
     t = trace.iteration_seconds
-    return {
+    row = {
         "nprocs": trace.nprocs,
         "iterations": trace.iterations,
         "solve_max": trace.solve_max,
@@ -34,6 +37,12 @@ def summary_row(trace: Trace) -> dict[str, Any]:
         "n_nodes": trace.n_nodes,
         "ranks_per_node": trace.ranks_per_node,
     }
+    waits = wait_share(trace)
+    if waits is not None:
+        row.update(wait_share=waits.share, wait_share_max=float(waits.per_rank.max()),
+                   most_waiting_rank=waits.most_waiting_rank,
+                   reductions_per_iteration=waits.reductions_per_iteration)
+    return row
 
 
 def traces_to_frame(traces: Iterable[Trace]) -> pd.DataFrame:
@@ -67,7 +76,8 @@ def iterations_frame(traces: Iterable[Trace], extra: Sequence[str] = ()) -> pd.D
     made unique), ``rank``, ``node`` (node id), ``host``, ``k`` (1..K), ``seconds`` (T_p^k),
     then the configuration ``problem``, ``n``, ``ksp``, ``pc``, ``nprocs`` and ``noise`` (a
     trace without the attribute gets None; without ``noise``, 'none'), then the attributes
-    named in ``extra``. Made for pandas in a notebook::
+    named in ``extra``; and ``wait_seconds`` and ``mpi_calls`` where any trace has wait times
+    (NaN for the rows of a trace without). Made for pandas in a notebook::
 
         df = iterations_frame(read_trace(p) for p in paths)
         df.groupby(["ksp", "nprocs"])["seconds"].median()
@@ -86,6 +96,9 @@ def iterations_frame(traces: Iterable[Trace], extra: Sequence[str] = ()) -> pd.D
             "k": np.tile(np.arange(1, iterations + 1), nprocs),
             "seconds": trace.iteration_seconds.reshape(-1),
         }
+        if trace.wait_seconds is not None and trace.mpi_calls is not None:
+            columns["wait_seconds"] = trace.wait_seconds.reshape(-1)
+            columns["mpi_calls"] = trace.mpi_calls.reshape(-1)
         for key in keys:
             default = trace.nprocs if key == "nprocs" else CONFIG_DEFAULTS.get(key)
             columns[key] = trace.attrs.get(key, default)

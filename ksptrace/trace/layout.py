@@ -50,7 +50,11 @@ DATASETS: dict[str, str] = {
 
 OPTIONAL_DATASETS: dict[str, str] = {
     "injected_seconds": "float64 [P, K]: detours injected into each iteration (runs with noise)",
+    "wait_seconds": "float64 [P, K]: time inside the solve's MPI reductions in each iteration",
+    "mpi_calls": "int64 [P, K]: MPI reductions started in each iteration",
 }
+WAIT_DATASETS = ("wait_seconds", "mpi_calls")
+"""Written together, by runs with MPI wait accounting (:mod:`ksptrace.harness.mpiwait`)."""
 
 
 COORDINATES: dict[str, str] = {
@@ -70,11 +74,13 @@ DIMENSIONS: dict[str, tuple[str, ...]] = {
     "hostnames": ("rank",),
     "solve_seconds": ("rank",),
     "injected_seconds": ("rank", "iteration"),
+    "wait_seconds": ("rank", "iteration"),
+    "mpi_calls": ("rank", "iteration"),
 }
 """The coordinate of each axis of each dataset."""
 
 
-_DTYPES: dict[str, str] = {"node_ids": "i8"}
+_DTYPES: dict[str, str] = {"node_ids": "i8", "mpi_calls": "i8"}
 
 
 SOLVES_GROUP = "solves"
@@ -132,9 +138,11 @@ def _create_hostnames(f: h5py.File, nprocs: int) -> h5py.Dataset:
 
 
 def create_layout(
-    f: h5py.File, nprocs: int, nstamps: int, injected: bool = False, solves: int = 1
+    f: h5py.File, nprocs: int, nstamps: int, injected: bool = False, solves: int = 1,
+    waits: bool = False,
 ) -> dict[str, h5py.Dataset]:
-    """Create every dataset (``injected_seconds`` only for a run with injected noise), and the
+    """Create every dataset (``injected_seconds`` only for a run with injected noise,
+    :data:`WAIT_DATASETS` only for one with wait accounting), and the
     coordinates of :data:`COORDINATES`, filled, as the dimension scales of their axes.
 
     Returns the datasets still to be filled, by name (not the coordinates).
@@ -145,7 +153,8 @@ def create_layout(
         scale = f.create_dataset(name, data=np.arange(first, first + sizes[name], dtype="i8"))
         scale.make_scale(name)
         scales[name] = scale
-    names = [*DATASETS, *(OPTIONAL_DATASETS if injected else ())]
+    names = [*DATASETS, *(["injected_seconds"] if injected else ()),
+             *(WAIT_DATASETS if waits else ())]
     made: dict[str, h5py.Dataset] = {}
     for name in names:
         dims = DIMENSIONS[name]
@@ -165,12 +174,16 @@ def fill_file(f: h5py.File, trace: Trace, after_stamps: Callable[[], None] | Non
     """Write every dataset and attribute of ``trace`` into the open file ``f``."""
     count = 1 if trace.solves is None else trace.solves.count
     ds = create_layout(f, trace.nprocs, trace.stamps.shape[1],
-                       injected=trace.injected_seconds is not None, solves=count)
+                       injected=trace.injected_seconds is not None, solves=count,
+                       waits=trace.wait_seconds is not None)
     write_attrs(f, trace.attrs, ONE_SOLVE_SCHEMA if trace.solves is None else SCHEMA_VERSION)
     if trace.solves is not None:
         _write_solves(f, trace.solves)
     if trace.injected_seconds is not None:
         ds["injected_seconds"][...] = trace.injected_seconds
+    if trace.wait_seconds is not None:
+        ds["wait_seconds"][...] = trace.wait_seconds
+        ds["mpi_calls"][...] = trace.mpi_calls
     ds["stamps"][...] = trace.stamps
     if after_stamps is not None:
         after_stamps()

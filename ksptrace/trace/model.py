@@ -204,6 +204,13 @@ class Trace:
     injected_seconds: np.ndarray | None = None
     """float64 [P, K], the detours a noise model injected into each iteration on each rank
     (busy-waits, seconds), or None for a run without injected noise (and every older trace)."""
+    wait_seconds: np.ndarray | None = None
+    """float64 [P, K], the time each rank spent inside the solve's MPI reductions during each
+    iteration (the blocking reduction, or the completion of a non-blocking one), or None for a
+    trace recorded without wait accounting (and every older trace)."""
+    mpi_calls: np.ndarray | None = None
+    """int64 [P, K], the MPI reductions each rank started during each iteration (with
+    :attr:`wait_seconds`)."""
     solves: Solves | None = None
     """Several solves back to back (schema 3), or None for a trace of one solve. With solves,
     ``stamps`` and ``residual_norms`` hold every solve's monitor calls one after the other,
@@ -254,6 +261,28 @@ class Trace:
             if not np.all(np.isfinite(injected)) or (injected.size and injected.min() < 0):
                 raise TraceError("injected_seconds holds negative or non-finite detours")
             object.__setattr__(self, "injected_seconds", _readonly(injected))
+        self._check_waits(nprocs, nstamps)
+
+    def _check_waits(self, nprocs: int, nstamps: int) -> None:
+        if (self.wait_seconds is None) != (self.mpi_calls is None):
+            raise TraceError("wait_seconds and mpi_calls come together; one of them is missing")
+        if self.wait_seconds is None or self.mpi_calls is None:
+            return
+        count = 1 if self.solves is None else self.solves.count
+        expected = (nprocs, nstamps - count)
+        waits = np.asarray(self.wait_seconds, dtype=np.float64)
+        calls = np.asarray(self.mpi_calls)
+        if waits.shape != expected or calls.shape != expected:
+            raise TraceError(f"wait_seconds has shape {waits.shape} and mpi_calls {calls.shape}, "
+                             f"expected {expected}")
+        if calls.dtype.kind not in "iu":
+            raise TraceError(f"mpi_calls has dtype {calls.dtype}; a trace stores integers")
+        if not np.all(np.isfinite(waits)) or (waits.size and waits.min() < 0):
+            raise TraceError("wait_seconds holds negative or non-finite times")
+        if calls.size and calls.min() < 0:
+            raise TraceError("mpi_calls holds negative counts")
+        object.__setattr__(self, "wait_seconds", _readonly(waits))
+        object.__setattr__(self, "mpi_calls", _readonly(calls.astype(np.int64, copy=False)))
 
     def _check_solves(self, stamps: np.ndarray) -> None:
         solves = self.solves

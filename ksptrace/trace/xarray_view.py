@@ -34,7 +34,8 @@ def to_xarray(trace: Trace) -> xr.Dataset:
     Dimensions: ``rank`` (0..P-1), ``iteration`` (1..K, the k of T_p^k) and ``stamp`` (0..K,
     the monitor calls). Variables: ``iteration_seconds`` (rank, iteration), ``stamps`` (rank,
     stamp), ``residual_norms`` (stamp), ``solve_seconds`` (rank) and, for a run with injected
-    noise, ``injected_seconds`` (rank, iteration). Coordinates along ``rank``: ``node`` (the
+    noise, ``injected_seconds`` (rank, iteration); with wait times, ``wait_seconds`` and
+    ``mpi_calls`` (rank, iteration). Coordinates along ``rank``: ``node`` (the
     node id) and ``host`` (its name), so ``ds.iteration_seconds.groupby("node")`` works. The
     Dataset's attributes are the trace's (a flat dict, as :attr:`Trace.attrs`), plus ``path``
     when the trace was read from a file.
@@ -57,6 +58,13 @@ def to_xarray(trace: Trace) -> xr.Dataset:
             ("rank", "iteration"), np.array(trace.injected_seconds),
             {**seconds, "long_name": "detour injected into each iteration"},
         )
+    if trace.wait_seconds is not None and trace.mpi_calls is not None:
+        data["wait_seconds"] = (
+            ("rank", "iteration"), np.array(trace.wait_seconds),
+            {**seconds, "long_name": "time inside the solve's MPI reductions in iteration k"},
+        )
+        data["mpi_calls"] = (("rank", "iteration"), np.array(trace.mpi_calls),
+                             {"long_name": "MPI reductions started in iteration k"})
     coords = {
         "rank": np.arange(nprocs),
         "iteration": np.arange(1, iterations + 1),

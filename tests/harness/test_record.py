@@ -276,3 +276,24 @@ def test_a_gamg_solve_reports_its_set_up_apart(
     assert rows["gamg"]["its"] == trace.iterations
     assert a.bulk is None
     assert any("no distribution fitted: K = " in n for n in a.notes)
+
+
+def test_recorded_solves_carry_their_waits(
+    recorded: tuple[int, Path, dict[str, dict[str, object]]]
+) -> None:
+    """Wait accounting (issue 65) through the C hooks; the Python hooks say they have none."""
+    nprocs, out, _ = recorded
+    trace = read_trace(out / "loop.h5")
+    if trace.attrs["monitor"] == "python":
+        assert trace.wait_seconds is None
+        assert "Python solve hooks" in str(trace.attrs["wait_accounting"])
+        return
+    assert trace.wait_seconds is not None
+    assert trace.mpi_calls is not None
+    assert trace.wait_seconds.shape == trace.iteration_seconds.shape
+    assert (trace.wait_seconds <= trace.iteration_seconds).all()
+    if nprocs == 1:  # sequential vectors: hardly a reduction reaches MPI
+        assert trace.mpi_calls.sum() < 0.1 * trace.iterations
+    else:  # CG: every iteration reduces, on both ranks alike
+        assert (trace.mpi_calls >= 1).all()
+        assert (trace.mpi_calls[0] == trace.mpi_calls[1]).all()

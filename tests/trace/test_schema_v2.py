@@ -31,14 +31,17 @@ EVERY_GROUP = {name: f"value of {name}" for names in ATTRIBUTE_GROUPS.values() f
 UNLISTED = {"mx": 7, "hom": "A", "seed": 3, "some_new_flag": True}
 
 
-def full_trace(nprocs: int = 3, k: int = 5, injected: bool = True) -> Trace:
-    """A trace with an attribute of every kind and group, unlisted ones and injected noise."""
+def full_trace(nprocs: int = 3, k: int = 5, injected: bool = True, waits: bool = True) -> Trace:
+    """A trace with an attribute of every kind and group, unlisted ones, injected noise and
+    wait times."""
     base = synthetic_trace(nprocs, k, 1, "gmres", seed=4)
     attrs = {**EVERY_GROUP, **UNLISTED, "solve_max": 0.5, "oversubscribed": False,
              "nprocs": nprocs}
     noise = np.full((nprocs, k), 1e-6) if injected else None
     return Trace(base.stamps, base.residual_norms, base.node_ids, base.hostnames,
-                 base.solve_seconds, attrs, injected_seconds=noise)
+                 base.solve_seconds, attrs, injected_seconds=noise,
+                 wait_seconds=np.full((nprocs, k), 2e-7) if waits else None,
+                 mpi_calls=np.full((nprocs, k), 2) if waits else None)
 
 
 def assert_same_trace(a: Trace, b: Trace, ignore: tuple[str, ...] = ("schema_version",)) -> None:
@@ -51,6 +54,11 @@ def assert_same_trace(a: Trace, b: Trace, ignore: tuple[str, ...] = ("schema_ver
     else:
         assert b.injected_seconds is not None
         np.testing.assert_array_equal(a.injected_seconds, b.injected_seconds)
+    for name in ("wait_seconds", "mpi_calls"):
+        mine, theirs = getattr(a, name), getattr(b, name)
+        assert (mine is None) == (theirs is None), name
+        if mine is not None:
+            np.testing.assert_array_equal(mine, theirs)
     assert a.hostnames == b.hostnames
     strip = lambda attrs: {k: v for k, v in attrs.items() if k not in ignore}  # noqa: E731
     assert strip(a.attrs) == strip(b.attrs)
@@ -194,7 +202,7 @@ def test_the_schema1_fixture_reads_as_before(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("injected", [False, True])
 def test_schema1_and_schema2_read_to_the_same_trace(tmp_path: Path, injected: bool) -> None:
-    trace = full_trace(injected=injected)
+    trace = full_trace(injected=injected, waits=False)  # schema 1 predates them
     one = read_trace(write_schema1(trace, tmp_path / "v1.h5"))
     two = read_trace(write_trace(trace, tmp_path / "v2.h5"))
     assert (one.attrs["schema_version"], two.attrs["schema_version"]) == (1, 2)

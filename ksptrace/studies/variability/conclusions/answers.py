@@ -9,6 +9,7 @@ more than 50 % off are counted in the headline but shown under "Where the models
 from __future__ import annotations
 
 import statistics
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -86,6 +87,26 @@ def _median(values: Sequence[float | None]) -> float:
     return float(statistics.median([v for v in values if v is not None] or [0.0]))
 
 
+def _wait_sentence(runs: Sequence[TraceAnalysis], clause: str) -> str | None:
+    """Q1's split of the iteration times' variance into own work and waits in MPI reductions,
+    over the runs whose traces hold wait times (issue 65)."""
+    got = [a for a in runs if a.wait_split is not None and a.mpi_waits is not None]
+    if not got:
+        return None
+    own = _median([a.wait_split.own for a in got if a.wait_split is not None])
+    wait = _median([a.wait_split.wait for a in got if a.wait_split is not None])
+    cov = _median([a.wait_split.covariance for a in got if a.wait_split is not None])
+    share = _median([a.mpi_waits.share for a in got if a.mpi_waits is not None])
+    late = Counter(a.mpi_waits.least_waiting_rank for a in got if a.mpi_waits is not None)
+    return (f"Measured inside MPI reductions (median over the {len(got)} with wait times of "
+            f"{clause}): the ranks waited "
+            f"{100 * share:.1f} % of their iteration time; of the variance of Tₚᵏ, their own "
+            f"work makes {100 * own:.0f} %, their waits {100 * wait:.0f} % and twice the "
+            f"covariance {100 * cov:+.0f} %. The rank that waited least, and so was most often "
+            f"the one the others waited for, was rank {late.most_common(1)[0][0]} in "
+            f"{late.most_common(1)[0][1]} of them.")
+
+
 def variability(analyses: Sequence[TraceAnalysis]) -> Answer:
     base = basis(analyses)
     by_solver: dict[str, list[TraceAnalysis]] = {}
@@ -99,6 +120,9 @@ def variability(analyses: Sequence[TraceAnalysis]) -> Answer:
            f"The middle half of an iteration's times spans {parts} of the median iteration "
            f"(interquartile range over median, median over {base.clause}); the 99th percentile "
            f"lies {tails} above the median.", *trend_sentences(base.runs)]
+    waited = _wait_sentence(base.runs, base.clause)
+    if waited:
+        out.append(waited)
     ks = ks_sentence([finding(a, "") for a in base.runs])
     if ks and len(base.runs) < len(analyses) and ks.startswith("Every run has P = 1"):
         # the left-out runs may have had P >= 2: say which runs this is about
@@ -139,7 +163,21 @@ def _pair_sentence(s: TraceAnalysis, p: TraceAnalysis) -> str:
     caveat = f" (runs {', '.join(noted)})" if noted else ""
     return (f"{problem_of(s)} n = {fmt_n(n_of(s))}, P = {s.nprocs}{caveat}: waiting for the "
             f"slowest rank cost {s.ksp.upper()} {std.text()} above its mean iterations, "
-            f"{p.ksp.upper()} {pipe.text()}; {verdict}.")
+            f"{p.ksp.upper()} {pipe.text()}; {verdict}.{_measured_waits(s, p)}")
+
+
+def _measured_waits(s: TraceAnalysis, p: TraceAnalysis) -> str:
+    """The waits the two runs measured inside MPI reductions, when both traces hold them."""
+    if s.mpi_waits is None or p.mpi_waits is None:
+        return ""
+    noise = dict(s.attrs).get("noise", "none"), dict(p.attrs).get("noise", "none")
+    return (f" Measured inside MPI reductions, {s.ksp.upper()}'s ranks waited "
+            f"{100 * s.mpi_waits.share:.1f} % of their iteration time, {p.ksp.upper()}'s "
+            f"{100 * p.mpi_waits.share:.1f} %"
+            + (f", under the same noise ({noise[0]})." if noise[0] == noise[1] else ".")
+            + (" A pipelined method's delay may also reach its neighbours through the halo "
+               "exchange, which is not counted." if p.mpi_waits.share < s.mpi_waits.share
+               else ""))
 
 
 def pipelined(analyses: Sequence[TraceAnalysis]) -> Answer:

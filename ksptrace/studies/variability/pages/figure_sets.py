@@ -9,11 +9,11 @@ configuration) is not drawn; a one-line reason goes to ``FigureSet.omitted`` ins
 
 Per trace (keys): "rank-histograms" (Fig. 1; K >= 10), "ks-heatmap" (P >= 3, at most 64 ranks,
 seeded subsample beyond), "iteration-vs-rank" (Fig. 2; P >= 4, node inset with 2+ nodes),
-"colormap" (Fig. 3; P >= 2), "bulk-fit" (Fig. 5), "uniform-fits" (Fig. 6; P >= 8),
-"uniform-parameters" (Fig. 7; K >= 10, a panel per non-constant parameter), "cycle-histograms"
-(Fig. 12; restarted methods). Across traces: "solvers-distributions-*" and "solvers-models-*"
-(Figs. 10-11; 2+ solvers for one problem, n and P), "scaling-P-*" and "scaling-n-*" (Figs. 8-9;
-2+ values of P or n).
+"colormap" (Fig. 3; P >= 2), "wait-map" (P >= 2, a trace with wait times), "bulk-fit" (Fig.
+5), "uniform-fits" (Fig. 6; P >= 8), "uniform-parameters" (Fig. 7; K >= 10, a panel per
+non-constant parameter), "cycle-histograms" (Fig. 12; restarted methods). Across traces:
+"solvers-distributions-*" and "solvers-models-*" (Figs. 10-11; 2+ solvers for one problem, n
+and P), "scaling-P-*" and "scaling-n-*" (Figs. 8-9; 2+ values of P or n).
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from ksptrace.studies.variability.pages import figures
 from ksptrace.studies.variability.pages.collector import Beside, Collector, _why, can_fork
 from ksptrace.studies.variability.pages.digest import FigureSet, _kept_columns
 from ksptrace.studies.variability.pages.figures import TimeAxis
+from ksptrace.studies.variability.pages.wait_figure import add_wait_map
 from ksptrace.studies.variability.run.flags import Flag
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 from ksptrace.studies.variability.stats import ks
@@ -339,6 +340,7 @@ def trace_figures(trace: Trace, a: TraceAnalysis, ordered: OrderedRows | None = 
         def by_rank(into: Collector) -> None:
             into.guarded("rank figures", _rank_figures, into, times, kept, trace, a, whole)
             into.guarded("colormap", _colormap, into, times, a)
+            into.guarded("wait heat map", add_wait_map, into, trace)
 
         if can_fork(times.size):  # half the figures of a large trace on the other core
             side = out.beside(by_rank)

@@ -64,6 +64,9 @@ from ksptrace.studies.variability.stats.setup_time import (
 )
 from ksptrace.studies.variability.stats.variance_split import VarianceSplit, variance_split
 from ksptrace.trace.model import Trace
+from ksptrace.trace.waits import VarianceSplit as WaitSplit
+from ksptrace.trace.waits import WaitShare, wait_share
+from ksptrace.trace.waits import variance_split as wait_split
 
 
 @dataclass(frozen=True)
@@ -116,6 +119,11 @@ class TraceAnalysis:
     setup: float | None = None
     """The set-up inside the first KSPSolve (the trace's ``setup_max``), left out of
     ``measured``; None when the trace does not record it (written before issue 52)."""
+    mpi_waits: WaitShare | None = None
+    """The share of iteration time the ranks spent inside MPI reductions; None for a trace
+    without wait times (issue 65)."""
+    wait_split: WaitSplit | None = None
+    """Var(T) split into the ranks' own work and their waits in MPI reductions (issue 65)."""
 
     @property
     def noisy(self) -> bool:
@@ -374,6 +382,8 @@ def analyze_trace(
         attrs=shown_attrs(dict(trace.attrs)),
         n_nodes=n_nodes,
         injection=noise,
+        mpi_waits=wait_share(trace),
+        wait_split=wait_split(trace),
         **result,  # type: ignore[arg-type]
     )
     far = _prediction_flags(analysis, reasons, kept)

@@ -9,7 +9,8 @@ wide (10.5 in at 100 dpi), the width of the report's column.
 - :mod:`.axes`: units, the time axis, histogram counts (what every figure shares);
 - :mod:`.per_run`: histograms per rank, iteration against rank, the colormap, the KS heatmap;
 - :mod:`.fits`: the bulk fit, the uniform model, cycles, Johnson S_U curves;
-- :mod:`.across_runs`: scaling with P or n, the solvers side by side.
+- :mod:`.across_runs`: scaling with P or n, the solvers side by side;
+- :mod:`.waits`: the rank x iteration heat map of the waits in MPI reductions.
 
 The package is lazy (PEP 562, :mod:`ksptrace.studies.public`): importing it imports no
 matplotlib; a name's module is imported the first time the name is used, so an analysis without
@@ -55,6 +56,7 @@ if TYPE_CHECKING:
         ks_heatmap,
         rank_histograms,
     )
+    from ksptrace.studies.variability.pages.figures.waits import wait_map
 
 PUBLIC: dict[str, tuple[str, str]] = {
     "binned_counts": ("axes", "binned_counts"),
@@ -81,6 +83,7 @@ PUBLIC: dict[str, tuple[str, str]] = {
     "uniform_fits": ("fits", "uniform_fits"),
     "uniform_parameters": ("fits", "uniform_parameters"),
     "unit_for": ("axes", "unit_for"),
+    "wait_map": ("waits", "wait_map"),
 }
 
 __all__ = [
@@ -108,5 +111,6 @@ __all__ = [
     "uniform_fits",
     "uniform_parameters",
     "unit_for",
+    "wait_map",
 ]
 __getattr__ = lazy(__name__, PUBLIC)
