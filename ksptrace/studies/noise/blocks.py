@@ -16,8 +16,6 @@ import numpy as np
 
 from ksptrace.studies.noise.compare import PAIR_KEYS, PIPELINED_VARIANT
 from ksptrace.studies.noise.paired import (
-    CANNOT_TELL,
-    MIN_BLOCKS,
     Interval,
     PairedNoiseEstimate,
     block_mean,
@@ -25,11 +23,6 @@ from ksptrace.studies.noise.paired import (
     in_run_estimate,
 )
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
-from ksptrace.studies.variability.stats.detour_cost import (
-    MIN_UNDISTURBED,
-    SPREAD_SHARE,
-    in_run_valid,
-)
 
 CONFIG_KEYS = tuple(k for k in PAIR_KEYS if k != "noise")
 LOADED = "machine-loaded"
@@ -51,36 +44,26 @@ class PairedStudy:
     """Blocks with at least one run flagged machine-loaded."""
     in_run: PairedNoiseEstimate | None = None
     """The same comparison from each noisy run's own detour cost (KSPSolve minus K undisturbed
-    iterations, lag-aware: :mod:`~ksptrace.studies.variability.stats.detour_cost`); a
-    cross-check printed only where :attr:`in_run_hidden` is empty, never the verdict."""
+    iterations, lag-aware: :mod:`~ksptrace.studies.variability.stats.detour_cost`). Kept for
+    the record (bench/noise_verdict.py), never printed as an answer: against the model's known
+    truth it misses the 5 % bias and 93-97 % coverage targets (docs/noise.md)."""
     over_mean: tuple[Interval, Interval] | None = None
     """The paper's frame, from the noisy runs: the standard method's Σₖ maxₚ Tₚᵏ (what waiting
     for the slowest rank in every iteration costs, K·E[max]) and the pipelined method's
     maxₚ Σₖ Tₚᵏ (what it pays with no such wait), each over K times the mean Tₚᵏ, per block."""
-    in_run_hidden: str = ""
-    """Why the in-run figure is not printed ("": it is): where the discrete-event model shows
-    it biased (docs/noise.md "Estimators against known truth")."""
-
-    @property
-    def in_run_shown(self) -> bool:
-        """Whether the in-run cross-check is printed (valid by the model, and not failed)."""
-        i = self.in_run
-        return (i is not None and not self.in_run_hidden and not i.failed
-                and i.blocks >= MIN_BLOCKS)
+    detour: float = 0.0
+    """The mean detour when one happens (seconds; 0 for a mix of specs)."""
+    detour_p: float = 0.0
+    """The share of iterations (per rank) with a detour."""
+    iteration: float = 0.0
+    """The standard method's mean noise-free iteration (mean T_p^k over its blocks, s)."""
 
     def told(self) -> tuple[str, str]:
         """The one verdict on this comparison, and why: from the whole-solve pairing (each
-        method's noisy minus noise-free KSPSolve in the same block), which the known truth
-        shows unbiased with intervals that cover (issue 62). The in-run cross-check gives no
-        verdict, but where it is shown and tells the other way the answer is "cannot tell"
-        (the machine's own variation swamps the injected noise, issue 52)."""
-        e, i = self.estimate, self.in_run
-        if (self.in_run_shown and i is not None and CANNOT_TELL not in (e.verdict, i.verdict)
-                and e.verdict != i.verdict):
-            return CANNOT_TELL, (f"paired with the noise-free runs {e.verdict}, inside the "
-                                 f"runs {i.verdict}: the machine's own variation swamps the "
-                                 "injected noise")
-        return e.verdict, e.why
+        method's noisy minus noise-free KSPSolve in the same block), which the model's known
+        truth shows unbiased, its Student t intervals covering the truth in 93-97 % of
+        simulated campaigns (issue 62). Nothing else gives a verdict."""
+        return self.estimate.verdict, self.estimate.why
 
     def short(self) -> str:
         """The verdict in one sentence, with the load that may have swamped it."""
@@ -94,12 +77,11 @@ class PairedStudy:
 
     def sentence(self) -> str:
         """The verdict with its figures (the whole-solve pairing), a loaded machine named in
-        the same sentence; then the in-run cross-check where it is valid, without a verdict."""
+        the same sentence."""
         std, pip = self.standard.upper(), self.pipelined.upper()
         e = self.estimate
-        verdict, why = self.told()
+        verdict, _ = self.told()
         head = (f"{std} vs {pip} under {self.noise} at P = {self.nprocs}: {verdict} "
-                + (f"({why}) " if why != e.why else "")
                 + _clause(e, std, pip, "noisy minus noise-free KSPSolve in the same block"))
         if self.loaded_blocks:
             head += (f", drawn from a loaded machine ({self.loaded_blocks} of "
@@ -107,16 +89,6 @@ class PairedStudy:
         elif e.failed:
             head += ", although no block was flagged loaded"
         head += "."
-        if self.in_run_shown and self.in_run is not None:
-            i = self.in_run
-            head += (f" Inside the runs (KSPSolve minus K undisturbed iterations, {pip}'s "
-                     "detours charged one iteration late; a cross-check, not the verdict): "
-                     f"{std} {i.standard_cost.estimate * 1e6:.3g} µs and {pip} "
-                     f"{i.pipelined_cost.estimate * 1e6:.3g} µs per iteration, difference "
-                     f"{i.difference.estimate * 1e6:.3g} µs [95 % {i.difference.low * 1e6:.3g}, "
-                     f"{i.difference.high * 1e6:.3g}].")
-        elif self.in_run_hidden:
-            head += f" The in-run figure is not shown: {self.in_run_hidden}."
         if self.over_mean is not None:
             s, p = self.over_mean
             head += (f" Against the mean iteration: {std}'s Σₖ maxₚ Tₚᵏ is {_times(s)} K·mean "
@@ -167,33 +139,16 @@ def _repetition(a: TraceAnalysis) -> int | None:
         return None
 
 
-def _in_run(blocks: list[list[TraceAnalysis]], iterations: int
-            ) -> tuple[PairedNoiseEstimate | None, str]:
-    """The in-run estimate and why it is not to be printed ("" when it is)."""
-    costs, spreads, fewest = [], [], []
+def _in_run(blocks: list[list[TraceAnalysis]], iterations: int) -> PairedNoiseEstimate | None:
+    costs = []
     for b in blocks:
-        inj = [x.injection for x in (b[1], b[3])]
-        if inj[0] is None or inj[1] is None:
-            return None, "a noisy run recorded no detours"
-        pair = [inj[0].detour_cost(b[1].measured, b[1].iterations, False),
-                inj[1].detour_cost(b[3].measured, b[3].iterations, True)]
+        pair = [x.injection.detour_cost(x.measured, x.iterations, x.pipelined)
+                if x.injection is not None else None for x in (b[1], b[3])]
         if pair[0] is None or pair[1] is None:
-            return None, "a noisy run had no iteration without a detour to measure its own by"
+            return None
         costs.append(pair)
-        spreads.append(np.nan if inj[1].lagged_spread is None else inj[1].lagged_spread)
-        fewest.append(min(inj[0].quiet_iterations, inj[1].lagged_iterations))
     c = np.array(costs, dtype=np.float64)
-    est = in_run_estimate(c[:, 0], c[:, 1], iterations)
-    if est.failed or est.blocks < MIN_BLOCKS:
-        return est, f"inside the runs, {est.why}"
-    if min(fewest) < MIN_UNDISTURBED:
-        return est, (f"a noisy run had {min(fewest)} undisturbed iterations, fewer than "
-                     f"{MIN_UNDISTURBED}")
-    if not in_run_valid(np.array(spreads), c[:, 1], np.array(fewest)):
-        return est, ("the pipelined runs' ranks differ by more than "
-                     f"{SPREAD_SHARE:.0%} of their detour cost, where the model shows the in-run "
-                     "figure biased")
-    return est, ""
+    return in_run_estimate(c[:, 0], c[:, 1], iterations)
 
 
 def paired_studies(analyses: Sequence[TraceAnalysis]) -> tuple[PairedStudy, ...]:
@@ -228,14 +183,18 @@ def paired_studies(analyses: Sequence[TraceAnalysis]) -> tuple[PairedStudy, ...]
         seeds = {_seed(b[1]) for b in blocks}
         label = noise + (" (its own seed in each block)" if len(seeds) > 1 else
                          f",seed={seeds.pop()}")
-        in_run, hidden = _in_run(blocks, first.iterations)
+        spec = blocks[0][1].injection.spec if blocks[0][1].injection is not None else None
+        single = spec is not None and not spec.also and spec.p > 0
         out.append(PairedStudy(
             standard=std, pipelined=pip, noise=label, nprocs=first.nprocs,
             iterations=first.iterations,
             estimate=estimate(np.array(s0), np.array(s1), np.array(p0), np.array(p1),
                               iterations=first.iterations),
             incomplete_blocks=incomplete, loaded_blocks=loaded,
-            in_run=in_run, in_run_hidden=hidden, over_mean=_over_mean(blocks)))
+            in_run=_in_run(blocks, first.iterations), over_mean=_over_mean(blocks),
+            detour=spec.mean_detour() / spec.p if single and spec is not None else 0.0,
+            detour_p=spec.p if single and spec is not None else 0.0,
+            iteration=float(np.mean([b[0].bounds.mean for b in blocks]))))
     return tuple(out)
 
 

@@ -98,8 +98,8 @@ def test_the_noise_study_leads_with_the_verdict() -> None:
 
 def test_the_in_run_estimate_is_made_from_the_noisy_runs_and_stated() -> None:
     """Each block's two noisy runs give their own detour costs (KSPSolve minus K of their
-    undisturbed iterations), paired by block; the sentence states them as a cross-check where
-    the model shows them valid, and says why not where it does not."""
+    undisturbed iterations), paired by block, kept for the record; the sentence gives the
+    whole-solve pairing only (issue 62: the model shows the in-run figure biased)."""
     runs = campaign(blocks=8)
     (found,) = paired_studies(runs)
     assert found.in_run is not None
@@ -112,12 +112,7 @@ def test_the_in_run_estimate_is_made_from_the_noisy_runs_and_stated() -> None:
     assert sentence.startswith("GMRES vs PGMRES under exponential")
     assert f": {found.told()[0]}" in sentence
     assert "(8 paired blocks; noisy minus noise-free KSPSolve in the same block" in sentence
-    if found.in_run_shown:
-        assert "Inside the runs (KSPSolve minus K undisturbed iterations" in sentence
-    else:
-        assert f"The in-run figure is not shown: {found.in_run_hidden}." in sentence
-    shown = dataclasses.replace(found, in_run_hidden="")
-    assert "a cross-check, not the verdict" in shown.sentence()
+    assert "inside the runs" not in sentence.lower()  # no verdict, no figure from it
 
 
 def test_in_run_estimate_covers_a_known_difference_and_a_null() -> None:

@@ -27,7 +27,6 @@ from ksptrace.errors import AnalysisError
 from ksptrace.noise.spec import NoiseSpec
 from ksptrace.studies.variability.stats.detour_cost import (
     PIPELINED_LAG,
-    rank_spread,
     undisturbed_mean,
 )
 from ksptrace.studies.variability.stats.selection import sorted_quantiles
@@ -244,9 +243,6 @@ class InjectedNoise:
     pays another rank's detour one iteration late: :mod:`.detour_cost`)."""
     lagged_rank_iteration: float | None = None
     """Mean over those iterations and the ranks of T_p^k (None without one)."""
-    lagged_spread: float | None = None
-    """K times (the slowest rank's mean over those iterations minus the mean rank's): what the
-    mean rank's baseline may miss of a pipelined run's natural time (seconds)."""
 
     def detour_cost(self, measured: float, iterations: int, pipelined: bool) -> float | None:
         """What the detours cost this run: KSPSolve minus K undisturbed iterations (seconds):
@@ -288,8 +284,7 @@ def injected_noise(
             quiet_iteration=float(t.max(axis=0).mean()) if t.size else None,
             quiet_rank_iteration=float(t.mean()) if t.size else None,
             lagged_iterations=int(t.shape[1]) if t.ndim == 2 else 0,
-            lagged_rank_iteration=float(t.mean()) if t.size else None,
-            lagged_spread=_spread(t, np.zeros_like(t)) if t.size else None)
+            lagged_rank_iteration=float(t.mean()) if t.size else None)
     inj = np.asarray(injected, dtype=float)
     if inj.shape != t.shape:
         raise AnalysisError(f"injected detours have shape {inj.shape}, the times {t.shape}")
@@ -310,15 +305,9 @@ def injected_noise(
     )
 
 
-def _spread(t: np.ndarray, inj: np.ndarray) -> float | None:
-    value = float(rank_spread(t, inj, PIPELINED_LAG))
-    return value if math.isfinite(value) else None
-
-
 def _lagged(t: np.ndarray, inj: np.ndarray) -> dict[str, Any]:
     if t.ndim != 2 or t.size == 0:
         return {}
     mean, count = undisturbed_mean(t, inj, PIPELINED_LAG, pipelined=True)
     return {"lagged_iterations": int(count),
-            "lagged_rank_iteration": float(mean) if int(count) else None,
-            "lagged_spread": _spread(t, inj)}
+            "lagged_rank_iteration": float(mean) if int(count) else None}

@@ -1,0 +1,73 @@
+"""Q2 as a curve: the paired verdict at each detour length of one design (issue 62).
+
+A paired campaign that sweeps the detour's length at one detour rate (``examples/
+demo_paired.toml``: 0.25 to 4 times the iteration) gives one :class:`PairedStudy` per length.
+The paper's claim has a condition the curve shows: a pipelined method overlaps one reduction
+with one iteration's local work, so it can hide another rank's detour only while the detour
+fits in that work. The sentence states each length's difference with its interval and
+verdict, then where the pipelined method paid less and where it could not be told. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from ksptrace.studies.noise.blocks import PairedStudy
+from ksptrace.studies.noise.paired import CANNOT_TELL, PIPELINED_PAYS_LESS
+
+MIN_POINTS = 2
+"""A design with fewer detour lengths than this is no curve: its verdict is said alone."""
+
+
+def curves(studies: Sequence[PairedStudy]) -> list[list[PairedStudy]]:
+    """The studies that form a curve: same methods, P and detour rate, each with its own
+    detour length (sorted by it); at least MIN_POINTS of them."""
+    groups: dict[tuple[str, str, int, float], list[PairedStudy]] = {}
+    for s in studies:
+        if s.detour > 0 and s.iteration > 0:
+            groups.setdefault((s.standard, s.pipelined, s.nprocs, s.detour_p), []).append(s)
+    return [sorted(g, key=lambda s: s.detour) for g in groups.values()
+            if len({s.detour for s in g}) >= MIN_POINTS]
+
+
+def _point(s: PairedStudy) -> str:
+    e = s.estimate
+    ratio = s.detour / s.iteration
+    head = f"{ratio:.2g}× ({s.detour * 1e6:.3g} µs)"
+    verdict, _ = s.told()
+    if e.failed or e.blocks < 3:
+        return f"{head}: {verdict}"
+    d = e.difference
+    return (f"{head}: {d.estimate * 1e6:.3g} µs [95 % {d.low * 1e6:.3g}, {d.high * 1e6:.3g}], "
+            f"{verdict}")
+
+
+def curve_sentence(points: Sequence[PairedStudy]) -> str:
+    """The curve in one sentence: per detour length (over the noise-free iteration), how much
+    less the pipelined method paid per iteration, with the interval and the verdict; then the
+    lengths where it paid less, and the claim's condition."""
+    first = points[0]
+    std, pip = first.standard.upper(), first.pipelined.upper()
+    told = [s.told()[0] for s in points]
+    less = [f"{s.detour / s.iteration:.2g}×" for s, v in zip(points, told, strict=True)
+            if v == PIPELINED_PAYS_LESS]
+    loaded = sum(s.loaded_blocks for s in points)
+    text = (f"{std} vs {pip} at P = {first.nprocs} by detour length (detours in "
+            f"{first.detour_p:.0%} of iterations; length over the noise-free iteration of "
+            f"{first.iteration * 1e6:.3g} µs; standard minus pipelined cost per iteration, "
+            f"{first.estimate.blocks} paired blocks): "
+            + "; ".join(_point(s) for s in points) + ". ")
+    if less:
+        text += f"Pipelined pays less at {', '.join(less)}"
+        rest = len(points) - len(less)
+        text += (f"; at the other {rest} length{'s' if rest != 1 else ''} "
+                 f"{'it' if rest == 1 else 'they'} cannot be told apart" if rest else "") + "."
+    else:
+        text += (f"At no length could a difference be told ({CANNOT_TELL}): the claim that "
+                 "pipelining pays less is not shown on this machine.")
+    text += (" In the discrete-event model a pipeline of depth one hides another rank's detour "
+             "only while it fits in one iteration's local work (docs/noise.md).")
+    if loaded:
+        total = sum(s.estimate.blocks for s in points)
+        text += f" Blocks with foreign CPU load: {loaded} of {total}."
+    return text
