@@ -53,7 +53,7 @@ def curve_sentence(points: Sequence[PairedStudy]) -> str:
             if v == PIPELINED_PAYS_LESS]
     loaded = sum(s.loaded_blocks for s in points)
     text = (f"{std} vs {pip} at P = {first.nprocs} by detour length (detours in "
-            f"{first.detour_p:.0%} of iterations; length over the noise-free iteration of "
+            f"{first.detour_p * 100:.3g} % of iterations; length over the noise-free iteration of "
             f"{first.iteration * 1e6:.3g} µs; standard minus pipelined cost per iteration, "
             f"{first.estimate.blocks} paired blocks): "
             + "; ".join(_point(s) for s in points) + ". ")
@@ -63,8 +63,8 @@ def curve_sentence(points: Sequence[PairedStudy]) -> str:
         text += (f"; at the other {rest} length{'s' if rest != 1 else ''} "
                  f"{'it' if rest == 1 else 'they'} cannot be told apart" if rest else "") + "."
     else:
-        text += (f"At no length could a difference be told ({CANNOT_TELL}): the claim that "
-                 "pipelining pays less is not shown on this machine.")
+        text += (f"At no length could a difference be told ({CANNOT_TELL}): the paper's claim "
+                 "is not shown on this machine.")
     text += (" In the discrete-event model a pipeline of depth one hides another rank's detour "
              "only while it fits in one iteration's local work (docs/noise.md).")
     if loaded:
