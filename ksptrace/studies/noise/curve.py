@@ -42,32 +42,47 @@ def _point(s: PairedStudy) -> str:
             f"{verdict}")
 
 
+def _lengths(points: Sequence[PairedStudy]) -> str:
+    return ", ".join(f"{s.detour / s.iteration:.2g}×" for s in points)
+
+
 def curve_sentence(points: Sequence[PairedStudy]) -> str:
-    """The curve in one sentence: per detour length (over the noise-free iteration), how much
-    less the pipelined method paid per iteration, with the interval and the verdict; then the
-    lengths where it paid less, and the claim's condition."""
+    """The curve's answer in one short sentence: at which detour lengths (over the noise-free
+    iteration) the pipelined method paid less, and at which it could not be told (one verdict
+    per length)."""
     first = points[0]
     std, pip = first.standard.upper(), first.pipelined.upper()
+    by: dict[str, list[PairedStudy]] = {}
+    for s in points:
+        by.setdefault(s.told()[0], []).append(s)
+    said = [f"{verdict} at {_lengths(group)}" for verdict, group in by.items()]
+    text = (f"{std} vs {pip} at P = {first.nprocs}, detours of {_lengths(points)} the "
+            f"{first.iteration * 1e6:.3g} µs noise-free iteration in {first.detour_p * 100:.3g} % "
+            f"of iterations ({first.estimate.blocks} paired blocks each): " + "; ".join(said))
+    loaded = sum(s.loaded_blocks for s in points)
+    if loaded:
+        total = sum(s.estimate.blocks for s in points)
+        text += f", on a loaded machine ({loaded} of {total} blocks had foreign CPU load)"
+    return text + "."
+
+
+def curve_figures(points: Sequence[PairedStudy]) -> str:
+    """The curve's figures: per detour length the standard minus the pipelined cost per
+    iteration with its interval and verdict; then where the pipelined method paid less, and
+    the claim's condition in the model."""
     told = [s.told()[0] for s in points]
     less = [f"{s.detour / s.iteration:.2g}×" for s, v in zip(points, told, strict=True)
             if v == PIPELINED_PAYS_LESS]
-    loaded = sum(s.loaded_blocks for s in points)
-    text = (f"{std} vs {pip} at P = {first.nprocs} by detour length (detours in "
-            f"{first.detour_p * 100:.3g} % of iterations; length over the noise-free iteration of "
-            f"{first.iteration * 1e6:.3g} µs; standard minus pipelined cost per iteration, "
-            f"{first.estimate.blocks} paired blocks): "
-            + "; ".join(_point(s) for s in points) + ". ")
+    text = ("Standard minus pipelined noise cost per iteration (noisy minus noise-free KSPSolve "
+            "in the same block), by detour length: " + "; ".join(_point(s) for s in points)
+            + ". ")
     if less:
-        text += f"Pipelined pays less at {', '.join(less)}"
         rest = len(points) - len(less)
+        text += f"Pipelined pays less at {', '.join(less)}"
         text += (f"; at the other {rest} length{'s' if rest != 1 else ''} "
                  f"{'it' if rest == 1 else 'they'} cannot be told apart" if rest else "") + "."
     else:
         text += (f"At no length could a difference be told ({CANNOT_TELL}): the paper's claim "
                  "is not shown on this machine.")
-    text += (" In the discrete-event model a pipeline of depth one hides another rank's detour "
-             "only while it fits in one iteration's local work (docs/noise.md).")
-    if loaded:
-        total = sum(s.estimate.blocks for s in points)
-        text += f" Blocks with foreign CPU load: {loaded} of {total}."
-    return text
+    return text + (" In the discrete-event model a pipeline of depth one hides another rank's "
+                   "detour only while it fits in one iteration's local work (docs/noise.md).")

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 
 from ksptrace.studies.noise.blocks import PairedStudy, paired_studies
 from ksptrace.studies.noise.compare import NoiseComparison, NoisePair, compare
-from ksptrace.studies.noise.curve import curve_sentence, curves
+from ksptrace.studies.noise.curve import curve_figures, curve_sentence, curves
 from ksptrace.studies.noise.perrank import per_rank_ks, per_rank_sentences
 from ksptrace.studies.noise.tables import noise_pair_table, noise_table
 from ksptrace.studies.result import Addendum, Part, StudyResult
@@ -49,7 +49,8 @@ def q2_sentences(paired: Sequence[PairedStudy]) -> tuple[str, ...]:
     swept = curves(paired)
     inside = {id(s) for c in swept for s in c}
     said = [curve_sentence(c) for c in swept] + [p.short() for p in paired if id(p) not in inside]
-    details = (paired[0].sentence(),) if len(paired) == 1 else ()
+    details = tuple(curve_figures(c) for c in swept)
+    details += (paired[0].sentence(),) if len(paired) == 1 else ()
     return (f"{INJECTED} " + " ".join(said), *details)
 
 

@@ -6,7 +6,7 @@ import numpy as np
 
 from ksptrace.studies.noise import paired
 from ksptrace.studies.noise.blocks import PairedStudy
-from ksptrace.studies.noise.curve import curve_sentence, curves
+from ksptrace.studies.noise.curve import curve_figures, curve_sentence, curves
 from ksptrace.studies.noise.entry import INJECTED, q2_sentences
 
 ITERATION = 250e-6
@@ -25,9 +25,11 @@ def test_the_curve_gives_each_length_its_interval_and_one_verdict() -> None:
     points = [_study(0.25, 30e-6, 2e-6), _study(1.0, 20e-6, 2e-6), _study(4.0, 3e-6, 20e-6)]
     (found,) = curves(points[::-1])
     assert [s.detour for s in found] == sorted(s.detour for s in points)
-    text = curve_sentence(found)
-    assert text.startswith("GMRES vs PGMRES at P = 2 by detour length (detours in 10 % of "
-                           "iterations; length over the noise-free iteration of 250 µs")
+    assert curve_sentence(found) == (
+        "GMRES vs PGMRES at P = 2, detours of 0.25×, 1×, 4× the 250 µs noise-free iteration in "
+        "10 % of iterations (4 paired blocks each): pipelined pays less at 0.25×, 1×; "
+        "cannot tell on this data at 4×.")
+    text = curve_figures(found)
     for s in found:
         d = s.estimate.difference
         assert f"[95 % {d.low * 1e6:.3g}, {d.high * 1e6:.3g}], {s.told()[0]}" in text
@@ -38,7 +40,8 @@ def test_the_curve_gives_each_length_its_interval_and_one_verdict() -> None:
 
 def test_no_length_told_says_the_claim_is_not_shown() -> None:
     points = [_study(0.5, 0.0, 30e-6), _study(4.0, 0.0, 30e-6)]
-    text = curve_sentence(curves(points)[0])
+    assert curve_sentence(curves(points)[0]).endswith("cannot tell on this data at 0.5×, 4×.")
+    text = curve_figures(curves(points)[0])
     assert "pays less" not in text
     assert "At no length could a difference be told (cannot tell on this data): the paper's " \
         "claim is not shown on this machine." in text
@@ -46,8 +49,9 @@ def test_no_length_told_says_the_claim_is_not_shown() -> None:
 
 def test_q2_says_a_sweep_as_one_curve_and_a_single_design_with_its_figures() -> None:
     points = [_study(0.25, 30e-6, 2e-6), _study(4.0, 3e-6, 20e-6)]
-    (lead,) = q2_sentences(points)
-    assert lead.startswith(INJECTED + " GMRES vs PGMRES at P = 2 by detour length")
+    lead, figures = q2_sentences(points)
+    assert lead == f"{INJECTED} {curve_sentence(points)}"
+    assert figures == curve_figures(points)
     single = _study(1.0, 20e-6, 2e-6)
     short, figures = q2_sentences([single])
     assert short == f"{INJECTED} {single.short()}"
