@@ -35,8 +35,10 @@ def _point(s: PairedStudy) -> str:
     ratio = s.detour / s.iteration
     head = f"{ratio:.2g}× ({s.detour * 1e6:.3g} µs)"
     verdict, _ = s.told()
-    if e.failed or e.blocks < 3:
-        return f"{head}: {verdict}"
+    if e.failed:
+        return f"{head}: {verdict} (a noise cost came out below zero: the estimate failed)"
+    if e.blocks < 3:
+        return f"{head}: {verdict} ({e.why})"
     d = e.difference
     return (f"{head}: {d.estimate * 1e6:.3g} µs [95 % {d.low * 1e6:.3g}, {d.high * 1e6:.3g}], "
             f"{verdict}")
