@@ -152,7 +152,8 @@ def in_run_estimate(standard_cost: np.ndarray, pipelined_cost: np.ndarray, itera
 
 def from_costs(cost_s: np.ndarray, cost_p: np.ndarray, seed: int = 0) -> PairedNoiseEstimate:
     """Means over blocks of each method's noise cost per iteration and of their difference,
-    with bootstrap intervals over blocks, and the verdict."""
+    with Student t intervals over blocks (the ratio's: bootstrap, ``seed``), and the
+    verdict."""
     n = cost_s.size
     diff = cost_s - cost_p
     if n < MIN_BLOCKS:
@@ -187,9 +188,9 @@ def from_costs(cost_s: np.ndarray, cost_p: np.ndarray, seed: int = 0) -> PairedN
     return PairedNoiseEstimate(n, standard, pipelined, difference, ratio, verdict, why)
 
 
-def block_mean(per_block: np.ndarray, seed: int = 0) -> Interval | None:
-    """The mean over blocks of one value per block with its bootstrap 95 % interval (None with
-    fewer than MIN_BLOCKS blocks)."""
+def block_mean(per_block: np.ndarray) -> Interval | None:
+    """The mean over blocks of one value per block with its Student t 95 % interval (None
+    with fewer than MIN_BLOCKS blocks)."""
     x = np.asarray(per_block, dtype=np.float64).ravel()
     if x.size < MIN_BLOCKS or not np.isfinite(x).all():
         return None
