@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from ksptrace.studies.noise.blocks import PairedStudy
 from ksptrace.studies.noise.paired import CANNOT_TELL, PIPELINED_PAYS_LESS
+from ksptrace.studies.variability.conclusions.findings import fmt_time
 
 MIN_POINTS = 2
 """A design with fewer detour lengths than this is no curve: its verdict is said alone."""
@@ -33,14 +34,14 @@ def curves(studies: Sequence[PairedStudy]) -> list[list[PairedStudy]]:
 def _point(s: PairedStudy) -> str:
     e = s.estimate
     ratio = s.detour / s.iteration
-    head = f"{ratio:.2g}× ({s.detour * 1e6:.3g} µs)"
+    head = f"{ratio:.2g}× ({fmt_time(s.detour)})"
     verdict, _ = s.told()
     if e.failed:
         return f"{head}: {verdict} (a noise cost came out below zero: the estimate failed)"
     if e.blocks < 3:
         return f"{head}: {verdict} ({e.why})"
     d = e.difference
-    return (f"{head}: {d.estimate * 1e6:.3g} µs [95 % {d.low * 1e6:.3g}, {d.high * 1e6:.3g}], "
+    return (f"{head}: {fmt_time(d.estimate)} [95 % {fmt_time(d.low)}, {fmt_time(d.high)}], "
             f"{verdict}")
 
 
@@ -59,7 +60,7 @@ def curve_sentence(points: Sequence[PairedStudy]) -> str:
         by.setdefault(s.told()[0], []).append(s)
     said = [f"{verdict} at {_lengths(group)}" for verdict, group in by.items()]
     text = (f"{std} vs {pip} at P = {first.nprocs}, detours of {_lengths(points)} the "
-            f"{first.iteration * 1e6:.3g} µs noise-free iteration in {first.detour_p * 100:.3g} % "
+            f"{fmt_time(first.iteration)} noise-free iteration in {first.detour_p * 100:.3g} % "
             f"of iterations ({first.estimate.blocks} paired blocks each): " + "; ".join(said))
     loaded = sum(s.loaded_blocks for s in points)
     if loaded:

@@ -8,6 +8,7 @@ from ksptrace.studies.noise import paired
 from ksptrace.studies.noise.blocks import PairedStudy
 from ksptrace.studies.noise.curve import curve_figures, curve_sentence, curves
 from ksptrace.studies.noise.entry import INJECTED, q2_sentences
+from ksptrace.studies.variability.conclusions.findings import fmt_time
 
 ITERATION = 250e-6
 
@@ -32,7 +33,7 @@ def test_the_curve_gives_each_length_its_interval_and_one_verdict() -> None:
     text = curve_figures(found)
     for s in found:
         d = s.estimate.difference
-        assert f"[95 % {d.low * 1e6:.3g}, {d.high * 1e6:.3g}], {s.told()[0]}" in text
+        assert f"[95 % {fmt_time(d.low)}, {fmt_time(d.high)}], {s.told()[0]}" in text
     assert points[2].told()[0] == paired.CANNOT_TELL
     assert "Pipelined pays less at 0.25×, 1×; at the other 1 length it cannot be told apart." in (
         text)
