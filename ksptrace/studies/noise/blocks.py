@@ -22,6 +22,7 @@ from ksptrace.studies.noise.paired import (
     estimate,
     in_run_estimate,
 )
+from ksptrace.studies.variability.conclusions.findings import fmt_time
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 
 CONFIG_KEYS = tuple(k for k in PAIR_KEYS if k != "noise")
@@ -112,9 +113,9 @@ def _clause(e: PairedNoiseEstimate, std: str, pip: str, how: str) -> str:
     text = f"({e.blocks} paired blocks; {how}"
     if e.blocks >= 3 and not e.failed:
         d = e.difference
-        text += (f": {std} {e.standard_cost.estimate * 1e6:.3g} µs and {pip} "
-                 f"{e.pipelined_cost.estimate * 1e6:.3g} µs per iteration, difference "
-                 f"{d.estimate * 1e6:.3g} µs [95 % {d.low * 1e6:.3g}, {d.high * 1e6:.3g}]")
+        text += (f": {std} {fmt_time(e.standard_cost.estimate)} and {pip} "
+                 f"{fmt_time(e.pipelined_cost.estimate)} per iteration, difference "
+                 f"{fmt_time(d.estimate)} [95 % {fmt_time(d.low)}, {fmt_time(d.high)}]")
     return text + f"; {e.why})"
 
 
