@@ -53,8 +53,9 @@ class PairedStudy:
     for the slowest rank in every iteration costs, K·E[max]) and the pipelined method's
     maxₚ Σₖ Tₚᵏ (what it pays with no such wait), each over K times the mean Tₚᵏ: the mean
     over blocks and, as low and high, the blocks' smallest and largest value. A range, not an
-    interval: on the model's known truth a t interval of the pipelined ratio covered it in only
-    54 % of 3-block campaigns (its per-block values are heavily skewed; issue 62)."""
+    interval: on the model's known truth a t interval of the pipelined ratio covered it in 54 %
+    of the round-4 design's 3-block campaigns (its per-block values are heavily skewed;
+    issue 62)."""
     detour: float = 0.0
     """The mean detour when one happens (seconds; 0 for a mix of specs)."""
     detour_p: float = 0.0
