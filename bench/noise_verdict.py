@@ -1,19 +1,23 @@
-"""The paired noise demo's verdict, five times on a quiet machine and five times beside one busy
-process pinned to one core (issue 33).
+"""The paired noise demo's verdict, on a quiet machine and beside one busy process pinned to one
+core (issue 33; re-measured for issue 62 with the corrected estimators).
 
 Each run is the campaign ``examples/noise_paired.toml`` (8 blocks; in each, GMRES and PGMRES
 without and with the same exponential detours, interleaved, every other block reversed) with
 ``ksptrace campaign run --backend local``, and then its two paired estimates, as the report's
 noise page gives them (``ksptrace.studies.noise.paired``):
 
-- the KSPSolve pairing: per block, each method's noisy minus noise-free KSPSolve per iteration;
-- the in-run pairing: per block, each noisy run's own detour cost (KSPSolve minus K of its
-  quiet iterations), which no noise-free run and so no drift between runs enters.
+- the KSPSolve pairing (the report's verdict): per block, each method's noisy minus noise-free
+  KSPSolve per iteration, Student t intervals over blocks;
+- the in-run pairing (for the record; no verdict in the report since issue 62): per block,
+  each noisy run's own detour cost, KSPSolve minus K undisturbed iterations, a pipelined run's
+  lagged iterations left out (``studies/variability/stats/detour_cost.py``).
 
-Targets: quiet, "pipelined pays less" with an interval excluding 0 in at least 4 of 5 runs;
-loaded, never "standard pays less" with an interval excluding 0.
+Before issue 62 the target was "pipelined pays less" in 4 of 5 quiet runs, which the in-run
+estimator met only through its lag bias. The target now is the one the model's known truth
+supports for every design (``bench/noise_truth.py``: the pipelined method never pays more):
+never "standard pays less" with an interval excluding 0.
 
-    python bench/noise_verdict.py [--runs 5] [--busy-core 1] [--out FILE]
+    python bench/noise_verdict.py [--runs 5] [--settings quiet,loaded] [--busy-core 1]
 
 Writes ``bench/results/noise_verdict.json`` with per run the verdicts, estimates, intervals,
 load averages and the largest foreign CPU share the traces recorded.
@@ -111,6 +115,8 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=5, help="campaigns per setting (default 5)")
     parser.add_argument("--busy-core", type=int, default=1, help="core of the busy process")
+    parser.add_argument("--settings", default="quiet,loaded",
+                        help="which settings to run, comma-separated (quiet, loaded)")
     parser.add_argument("--toml", type=Path, default=ROOT / "examples" / "noise_paired.toml")
     parser.add_argument("--out", type=Path,
                         default=Path(__file__).parent / "results" / "noise_verdict.json")
@@ -119,10 +125,15 @@ def main() -> int:
         "benchmark": "paired noise verdict, quiet and beside one busy process on one core",
         "campaign": str(args.toml.relative_to(ROOT) if args.toml.is_relative_to(ROOT)
                         else args.toml),
-        "targets": {"quiet": "pipelined pays less (interval excludes 0) in >= 4 of 5",
+        "targets": {"quiet": "never standard pays less (interval excludes 0)",
                     "loaded": "never standard pays less (interval excludes 0)"},
+        "estimators": "issue 62: KSPSolve pairing with Student t intervals (the verdict); "
+                      "in-run pairing lag-aware (for the record)",
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version()}}
+    wanted = set(args.settings.split(","))
     for setting, core in (("quiet", None), ("loaded", args.busy_core)):
+        if setting not in wanted:
+            continue
         runs = []
         for k in range(args.runs):
             run = one_run(args.toml, core)
@@ -137,15 +148,14 @@ def main() -> int:
                                                            paired.CANNOT_TELL)}
                    for key in ("kspsolve_pairing", "in_run_pairing")}
         result[setting] = {"summary": summary, "per_run": runs}
-    q, ld = result["quiet"]["summary"], result["loaded"]["summary"]
+    summaries = {s: result[s]["summary"] for s in ("quiet", "loaded") if s in result}
     result["meets_targets"] = {
-        key: {"quiet": q[key][paired.PIPELINED_PAYS_LESS] >= 0.8 * args.runs,
-              "loaded": ld[key][paired.STANDARD_PAYS_LESS] == 0}
+        key: {s: v[key][paired.STANDARD_PAYS_LESS] == 0 for s, v in summaries.items()}
         for key in ("kspsolve_pairing", "in_run_pairing")}
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text(json.dumps(result, indent=1) + "\n")
     print(json.dumps({k: v for k, v in result.items() if k not in ("quiet", "loaded")}
-                     | {"quiet": q, "loaded": ld}, indent=1))
+                     | summaries, indent=1))
     return 0
 
 

@@ -12,7 +12,8 @@ import numpy as np
 from ksptrace.noise.spec import MAX_DETOUR_SECONDS, NoiseSpec
 
 
-def _sizes(spec: NoiseSpec, rng: np.random.Generator, count: int) -> np.ndarray:
+def sizes(spec: NoiseSpec, rng: np.random.Generator, count: int) -> np.ndarray:
+    """``count`` detour sizes of one spec (given that a detour happens), uncapped."""
     d = dict(spec.params)
     if spec.dist == "fixed":
         return np.full(count, d["value"])
@@ -39,8 +40,8 @@ def detours(spec: NoiseSpec, unit: int, iterations: int, part: int = 0) -> np.nd
         return np.zeros(iterations)
     rng = np.random.default_rng([spec.seed, unit] if part == 0 else [spec.seed, unit, part])
     hit = rng.random(iterations) < spec.p
-    sizes = np.minimum(_sizes(spec, rng, iterations), MAX_DETOUR_SECONDS)  # a heavy tail's cap
-    return np.where(hit, sizes, 0.0)
+    drawn = np.minimum(sizes(spec, rng, iterations), MAX_DETOUR_SECONDS)  # a heavy tail's cap
+    return np.where(hit, drawn, 0.0)
 
 
 def rank_detours(spec: NoiseSpec, rank: int, node_id: int, iterations: int) -> np.ndarray:

@@ -16,13 +16,13 @@ import numpy as np
 
 from ksptrace.studies.noise.compare import PAIR_KEYS, PIPELINED_VARIANT
 from ksptrace.studies.noise.paired import (
-    CANNOT_TELL,
+    MIN_BLOCKS,
     Interval,
     PairedNoiseEstimate,
-    block_mean,
     estimate,
     in_run_estimate,
 )
+from ksptrace.studies.variability.conclusions.findings import fmt_time
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 
 CONFIG_KEYS = tuple(k for k in PAIR_KEYS if k != "noise")
@@ -44,87 +44,79 @@ class PairedStudy:
     loaded_blocks: int
     """Blocks with at least one run flagged machine-loaded."""
     in_run: PairedNoiseEstimate | None = None
-    """The same comparison from each noisy run's own detour cost (drift-free; None when a run
-    had no iteration without a detour to measure its quiet time by)."""
+    """The same comparison from each noisy run's own detour cost (KSPSolve minus K undisturbed
+    iterations, lag-aware: :mod:`~ksptrace.studies.variability.stats.detour_cost`). Kept for
+    the record (bench/noise_verdict.py), never printed as an answer: against the model's known
+    truth it misses the 5 % bias and 93-97 % coverage targets (docs/noise.md)."""
     over_mean: tuple[Interval, Interval] | None = None
     """The paper's frame, from the noisy runs: the standard method's Σₖ maxₚ Tₚᵏ (what waiting
     for the slowest rank in every iteration costs, K·E[max]) and the pipelined method's
-    maxₚ Σₖ Tₚᵏ (what it pays with no such wait), each over K times the mean Tₚᵏ, per block."""
+    maxₚ Σₖ Tₚᵏ (what it pays with no such wait), each over K times the mean Tₚᵏ: the mean
+    over blocks and, as low and high, the blocks' smallest and largest value. A range, not an
+    interval: on the model's known truth a t interval of the pipelined ratio covered it in 54 %
+    of the round-4 design's 3-block campaigns (its per-block values are heavily skewed;
+    issue 62)."""
+    detour: float = 0.0
+    """The mean detour when one happens (seconds; 0 for a mix of specs)."""
+    detour_p: float = 0.0
+    """The share of iterations (per rank) with a detour."""
+    iteration: float = 0.0
+    """The standard method's mean noise-free iteration (mean T_p^k over its blocks, s)."""
 
     def told(self) -> tuple[str, str]:
-        """The verdict, and why it is "cannot tell" when the two pairings disagree (the
-        in-run one says one method pays less, the KSPSolve one the other: the machine's own
-        variation swamps the injected noise, issue 52); "" when they do not."""
-        inside = self.in_run is not None and self.in_run.blocks >= 3
-        lead = self.in_run if inside and self.in_run is not None else self.estimate
-        other = self.estimate.verdict
-        if inside and CANNOT_TELL not in (lead.verdict, other) and lead.verdict != other:
-            return CANNOT_TELL, (f"inside the runs {lead.verdict}, paired with the noise-free "
-                                 f"runs {other}: the machine's own variation swamps the "
-                                 "injected noise")
-        return lead.verdict, ""
+        """The one verdict on this comparison, and why: from the whole-solve pairing (each
+        method's noisy minus noise-free KSPSolve in the same block), which the model's known
+        truth shows unbiased, its Student t intervals covering the truth in 93-97 % of
+        simulated campaigns (issue 62). Nothing else gives a verdict."""
+        return self.estimate.verdict, self.estimate.why
 
     def short(self) -> str:
         """The verdict in one sentence, with the load that may have swamped it."""
         verdict, why = self.told()
-        lead = self.in_run if self.in_run is not None and self.in_run.blocks >= 3 \
-            else self.estimate
         text = (f"{self.standard.upper()} vs {self.pipelined.upper()} at P = {self.nprocs}: "
-                f"{verdict}" + (f" ({why})" if why else f" ({lead.why})"))
+                f"{verdict} ({why})")
         if self.loaded_blocks:
             text += (f", on a loaded machine ({self.loaded_blocks} of {self.estimate.blocks} "
                      "blocks had foreign CPU load)")
         return text + "."
 
     def sentence(self) -> str:
-        """The verdict first: from inside the runs when every block allows it (drift-free),
-        else from the KSPSolve pairing; the other pairing follows, and a loaded machine is
-        named in the same sentence."""
+        """The verdict with its figures (the whole-solve pairing), a loaded machine named in
+        the same sentence."""
         std, pip = self.standard.upper(), self.pipelined.upper()
-        inside = self.in_run is not None and self.in_run.blocks >= 3
-        lead = self.in_run if inside and self.in_run is not None else self.estimate
-        verdict, why = self.told()
-        head = f"{std} vs {pip} under {self.noise} at P = {self.nprocs}: {verdict}"
-        if why:
-            head += f" ({why})"
-        if inside:
-            head += (", measured inside the runs " + _clause(
-                lead, std, pip, "each noisy run's KSPSolve minus K of its own quiet iterations, "
-                "which the drift between runs does not enter"))
-        else:
-            head += " " + _clause(lead, std, pip, "noisy minus noise-free KSPSolve")
+        e = self.estimate
+        verdict, _ = self.told()
+        head = (f"{std} vs {pip} under {self.noise} at P = {self.nprocs}: {verdict} "
+                + _clause(e, std, pip, "noisy minus noise-free KSPSolve in the same block"))
         if self.loaded_blocks:
             head += (f", drawn from a loaded machine ({self.loaded_blocks} of "
-                     f"{self.estimate.blocks} blocks had foreign CPU load)")
-        elif lead.failed:
+                     f"{e.blocks} blocks had foreign CPU load)")
+        elif e.failed:
             head += ", although no block was flagged loaded"
         head += "."
-        if inside:
-            e = self.estimate
-            head += (f" Paired with the noise-free runs instead: {e.verdict} "
-                     + _clause(e, std, pip, "noisy minus noise-free KSPSolve") + ".")
         if self.over_mean is not None:
             s, p = self.over_mean
-            head += (f" Against the mean iteration: {std}'s Σₖ maxₚ Tₚᵏ is {_times(s)} K·mean "
-                     f"(E[max] over the mean), {pip}'s slowest rank's Σₖ Tₚᵏ {_times(p)} K·mean.")
+            head += (f" Against the mean iteration, over the blocks: {std}'s Σₖ maxₚ Tₚᵏ is "
+                     f"{_times(s)} K·mean (E[max] over the mean), {pip}'s slowest rank's "
+                     f"Σₖ Tₚᵏ {_times(p)} K·mean (no interval: docs/noise.md).")
         return head
 
 
 def _times(i: Interval) -> str:
-    """A ratio and its interval with enough decimals that the interval's width shows (two
-    significant digits of it): 1.0004 × [95 % 1.0001, 1.0007] is not "1 × [95 % 1, 1]"."""
+    """A ratio's mean and its blocks' range with enough decimals that the range's width shows
+    (two significant digits of it): 1.0004 × (1.0001 to 1.0007) is not "1 × (1 to 1)"."""
     width = i.high - i.low
     places = 2 if not width > 0 else min(9, max(2, 1 - math.floor(math.log10(width))))
-    return f"{i.estimate:.{places}f} × [95 % {i.low:.{places}f}, {i.high:.{places}f}]"
+    return f"{i.estimate:.{places}f} × (blocks {i.low:.{places}f} to {i.high:.{places}f})"
 
 
 def _clause(e: PairedNoiseEstimate, std: str, pip: str, how: str) -> str:
     text = f"({e.blocks} paired blocks; {how}"
     if e.blocks >= 3 and not e.failed:
         d = e.difference
-        text += (f": {std} {e.standard_cost.estimate * 1e6:.3g} µs and {pip} "
-                 f"{e.pipelined_cost.estimate * 1e6:.3g} µs per iteration, difference "
-                 f"{d.estimate * 1e6:.3g} µs [95 % {d.low * 1e6:.3g}, {d.high * 1e6:.3g}]")
+        text += (f": {std} {fmt_time(e.standard_cost.estimate)} and {pip} "
+                 f"{fmt_time(e.pipelined_cost.estimate)} per iteration, difference "
+                 f"{fmt_time(d.estimate)} [95 % {fmt_time(d.low)}, {fmt_time(d.high)}]")
     return text + f"; {e.why})"
 
 
@@ -197,13 +189,18 @@ def paired_studies(analyses: Sequence[TraceAnalysis]) -> tuple[PairedStudy, ...]
         seeds = {_seed(b[1]) for b in blocks}
         label = noise + (" (its own seed in each block)" if len(seeds) > 1 else
                          f",seed={seeds.pop()}")
+        spec = blocks[0][1].injection.spec if blocks[0][1].injection is not None else None
+        single = spec is not None and not spec.also and spec.p > 0
         out.append(PairedStudy(
             standard=std, pipelined=pip, noise=label, nprocs=first.nprocs,
             iterations=first.iterations,
             estimate=estimate(np.array(s0), np.array(s1), np.array(p0), np.array(p1),
                               iterations=first.iterations),
             incomplete_blocks=incomplete, loaded_blocks=loaded,
-            in_run=_in_run(blocks, first.iterations), over_mean=_over_mean(blocks)))
+            in_run=_in_run(blocks, first.iterations), over_mean=_over_mean(blocks),
+            detour=spec.mean_detour() / spec.p if single and spec is not None else 0.0,
+            detour_p=spec.p if single and spec is not None else 0.0,
+            iteration=float(np.mean([b[0].bounds.mean for b in blocks]))))
     return tuple(out)
 
 
@@ -212,6 +209,12 @@ def _over_mean(blocks: list[list[TraceAnalysis]]) -> tuple[Interval, Interval] |
         whole = a.bounds.iterations * a.bounds.mean
         return paid / whole if whole > 0 else float("nan")
 
-    std = block_mean(np.array([ratio(b[1], b[1].lockstep_sum) for b in blocks]))
-    pip = block_mean(np.array([ratio(b[3], b[3].rank_sum_max) for b in blocks]))
+    def spread(values: list[float]) -> Interval | None:
+        x = np.array(values)
+        if x.size < MIN_BLOCKS or not np.isfinite(x).all():
+            return None
+        return Interval(float(x.mean()), float(x.min()), float(x.max()))
+
+    std = spread([ratio(b[1], b[1].lockstep_sum) for b in blocks])
+    pip = spread([ratio(b[3], b[3].rank_sum_max) for b in blocks])
     return None if std is None or pip is None else (std, pip)

@@ -6,8 +6,9 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Sequence
 
-from ksptrace.studies.noise.blocks import paired_studies
+from ksptrace.studies.noise.blocks import PairedStudy, paired_studies
 from ksptrace.studies.noise.compare import NoiseComparison, NoisePair, compare
+from ksptrace.studies.noise.curve import curve_figures, curve_sentence, curves
 from ksptrace.studies.noise.perrank import per_rank_ks, per_rank_sentences
 from ksptrace.studies.noise.tables import noise_pair_table, noise_table
 from ksptrace.studies.result import Addendum, Part, StudyResult
@@ -33,13 +34,24 @@ def study(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
     paired = paired_studies(analyses)
     verdicts = tuple(p.sentence() for p in paired)
     found = verdicts + tuple(noise_sentences(comparison)) + per_rank
-    addenda = (Addendum("pipelined", (f"{INJECTED} " + " ".join(p.short() for p in paired),
-                                      *verdicts), "injected noise (paired blocks)"),
-               ) if verdicts else ()
+    addenda = (Addendum("pipelined", q2_sentences(paired),
+                        "injected noise (paired blocks)"),) if verdicts else ()
     return StudyResult(
         key="noise", title="Injected noise: prediction vs measurement",
         findings=found or (f"{NO_PAIRS[0].upper()}{NO_PAIRS[1:]}, so no slowdowns are compared.",),
         parts=(Part(tables=tuple(tables)),), first=True, addenda=addenda)
+
+
+def q2_sentences(paired: Sequence[PairedStudy]) -> tuple[str, ...]:
+    """What the paired designs add to Q2: a sweep of detour lengths as one curve sentence, any
+    other design by its verdict; one design alone also with its figures (issue 62: one answer
+    per comparison, the figures in the noise study's findings)."""
+    swept = curves(paired)
+    inside = {id(s) for c in swept for s in c}
+    said = [curve_sentence(c) for c in swept] + [p.short() for p in paired if id(p) not in inside]
+    details = tuple(curve_figures(c) for c in swept)
+    details += (paired[0].sentence(),) if len(paired) == 1 else ()
+    return (f"{INJECTED} " + " ".join(said), *details)
 
 
 def _span(values: Sequence[float], fmt: str = "{:.2f}") -> str:

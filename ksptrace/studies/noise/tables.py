@@ -83,10 +83,11 @@ def noise_table(comparison: NoiseComparison) -> Table:
         "noise-free run's iteration times and D the injected detour; the models are computed "
         "from the noisy run's own timings. The stationary and non-stationary columns show K·μ "
         "and Σ_k μ_k for a pipelined method. The in-run detour cost is KSPSolve minus K times "
-        "the mean iteration without any detour: about 1 × Σₖ maxₚ D when the run waited for "
-        "every iteration's slowest detour, down to maxₚ Σₖ D (the 'hidden' figure) when a "
-        "pipelined method decoupled the ranks completely; it does not depend on the noise-free "
-        "run, whose time drifts from run to run.",
+        "the mean iteration without any detour (for a pipelined method, nor one in the "
+        "iteration before, which it pays one iteration late): about 1 × Σₖ maxₚ D when the "
+        "run waited for every iteration's slowest detour, down to maxₚ Σₖ D (the 'hidden' "
+        "figure) when a pipelined method decoupled the ranks completely; it does not depend on "
+        "the noise-free run, whose time drifts from run to run.",
         *comparison.notes,
     )
     return Table(name="noise", title="Injected noise: prediction vs measurement",

@@ -69,6 +69,10 @@ def test_pairs_below_three_ranks_cannot_tell_and_say_why() -> None:
     said = answers.pipelined([_run("gmres", 2), _run("pgmres", 2)])
     assert said.sentences[0].startswith("Cannot tell on this data: every pair ran at P < 3")
     assert "For what it shows: synthetic n = 10⁶, P = 2" in said.sentences[2]
+    # one answer (issue 62): an answer that cannot tell never says who paid less
+    assert "paid less" not in said.sentences[2]
+    assert "paid more" not in said.sentences[2]
+    assert said.sentences[2].endswith("; not a verdict (see above).")
     alone = answers.pipelined([_run("gmres", 8)])
     assert "no standard and pipelined pair" in alone.sentences[0]
 

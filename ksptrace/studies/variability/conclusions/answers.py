@@ -149,11 +149,15 @@ def _pairs(analyses: Sequence[TraceAnalysis]) -> list[tuple[TraceAnalysis, Trace
     return sorted(out, key=lambda sp: (problem_of(sp[0]), sp[0].nprocs, n_of(sp[0]) or 0))
 
 
-def _pair_sentence(s: TraceAnalysis, p: TraceAnalysis) -> str:
+def _pair_sentence(s: TraceAnalysis, p: TraceAnalysis, told: bool = True) -> str:
+    """The pair's two waits with their intervals, and (``told``) which paid less: left out
+    under an answer that cannot tell, which must not say "paid less" too (issue 62)."""
     assert s.penalty is not None
     assert p.penalty is not None
     std, pipe = s.penalty.lockstep, p.penalty.rank_sum
-    if pipe.high < std.low:
+    if not told:
+        verdict = "not a verdict (see above)"
+    elif pipe.high < std.low:
         verdict = f"{p.ksp.upper()} paid less"
     elif std.high < pipe.low:
         verdict = f"{p.ksp.upper()} paid more"
@@ -213,7 +217,7 @@ def pipelined(analyses: Sequence[TraceAnalysis]) -> Answer:
     s, p = max(pairs, key=lambda sp: sp[0].nprocs)
     return Answer("pipelined", question, (
         f"Cannot tell on this data: {'; '.join(why)}.", lead,
-        "For what it shows: " + _pair_sentence(s, p)), basis="cannot tell")
+        "For what it shows: " + _pair_sentence(s, p, told=False)), basis="cannot tell")
 
 
 def models(analyses: Sequence[TraceAnalysis]) -> Answer:

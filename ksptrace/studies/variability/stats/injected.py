@@ -25,6 +25,10 @@ from scipy import integrate, special, stats
 
 from ksptrace.errors import AnalysisError
 from ksptrace.noise.spec import NoiseSpec
+from ksptrace.studies.variability.stats.detour_cost import (
+    PIPELINED_LAG,
+    undisturbed_mean,
+)
 from ksptrace.studies.variability.stats.selection import sorted_quantiles
 
 MAX_NATURAL_SAMPLES = 2000
@@ -234,13 +238,19 @@ class InjectedNoise:
     """Mean over the quiet iterations of max over ranks of T_p^k (None without one)."""
     quiet_rank_iteration: float | None = None
     """Mean over the quiet iterations and the ranks of T_p^k (None without one)."""
+    lagged_iterations: int = 0
+    """Iterations in which no rank detoured, nor in the iteration before (a pipelined method
+    pays another rank's detour one iteration late: :mod:`.detour_cost`)."""
+    lagged_rank_iteration: float | None = None
+    """Mean over those iterations and the ranks of T_p^k (None without one)."""
 
     def detour_cost(self, measured: float, iterations: int, pipelined: bool) -> float | None:
-        """What the detours cost this run: KSPSolve minus K quiet iterations (seconds), a quiet
-        iteration being the slowest rank's for a standard method and the mean rank's for a
-        pipelined one (which pays each rank's own sum). Measured inside the run, so it does not
-        depend on a noise-free run's drift from run to run."""
-        quiet = self.quiet_rank_iteration if pipelined else self.quiet_iteration
+        """What the detours cost this run: KSPSolve minus K undisturbed iterations (seconds):
+        for a standard method the slowest rank's iterations without a detour; for a pipelined
+        one the mean rank's iterations without a detour in them or in the one before (the lag
+        of its split reduction, issue 62). Measured inside the run, so it does not depend on a
+        noise-free run's drift from run to run."""
+        quiet = self.lagged_rank_iteration if pipelined else self.quiet_iteration
         if quiet is None:
             return None
         return measured - iterations * quiet
@@ -272,7 +282,9 @@ def injected_noise(
             natural_mean=float(natural.mean()), injected_lockstep=0.0,
             quiet_iterations=int(t.shape[1]) if t.ndim == 2 else 0,
             quiet_iteration=float(t.max(axis=0).mean()) if t.size else None,
-            quiet_rank_iteration=float(t.mean()) if t.size else None)
+            quiet_rank_iteration=float(t.mean()) if t.size else None,
+            lagged_iterations=int(t.shape[1]) if t.ndim == 2 else 0,
+            lagged_rank_iteration=float(t.mean()) if t.size else None)
     inj = np.asarray(injected, dtype=float)
     if inj.shape != t.shape:
         raise AnalysisError(f"injected detours have shape {inj.shape}, the times {t.shape}")
@@ -289,4 +301,13 @@ def injected_noise(
         quiet_iterations=count,
         quiet_iteration=float(t[:, quiet].max(axis=0).mean()) if count else None,
         quiet_rank_iteration=float(t[:, quiet].mean()) if count else None,
+        **_lagged(t, inj),
     )
+
+
+def _lagged(t: np.ndarray, inj: np.ndarray) -> dict[str, Any]:
+    if t.ndim != 2 or t.size == 0:
+        return {}
+    mean, count = undisturbed_mean(t, inj, PIPELINED_LAG, pipelined=True)
+    return {"lagged_iterations": int(count),
+            "lagged_rank_iteration": float(mean) if int(count) else None}

@@ -1,0 +1,61 @@
+"""Q2 as a curve over detour length (issue 62): one verdict per length, stated once."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from ksptrace.studies.noise import paired
+from ksptrace.studies.noise.blocks import PairedStudy
+from ksptrace.studies.noise.curve import curve_figures, curve_sentence, curves
+from ksptrace.studies.noise.entry import INJECTED, q2_sentences
+from ksptrace.studies.variability.conclusions.findings import fmt_time
+
+ITERATION = 250e-6
+
+
+def _study(ratio: float, difference: float, spread: float, p: float = 0.1) -> PairedStudy:
+    rng = np.random.default_rng(int(ratio * 100))
+    cost_p = 100e-6 + 5e-6 * rng.standard_normal(4)
+    cost_s = cost_p + difference + spread * rng.standard_normal(4)
+    est = paired.from_costs(cost_s, cost_p)
+    return PairedStudy("gmres", "pgmres", f"exponential:scale={ratio}", 2, 1000, est, 0, 0,
+                       detour=ratio * ITERATION, detour_p=p, iteration=ITERATION)
+
+
+def test_the_curve_gives_each_length_its_interval_and_one_verdict() -> None:
+    points = [_study(0.25, 30e-6, 2e-6), _study(1.0, 20e-6, 2e-6), _study(4.0, 3e-6, 20e-6)]
+    (found,) = curves(points[::-1])
+    assert [s.detour for s in found] == sorted(s.detour for s in points)
+    assert curve_sentence(found) == (
+        "GMRES vs PGMRES at P = 2, detours of 0.25×, 1×, 4× the 250 µs noise-free iteration in "
+        "10 % of iterations (4 paired blocks each): pipelined pays less at 0.25×, 1×; "
+        "cannot tell on this data at 4×.")
+    text = curve_figures(found)
+    for s in found:
+        d = s.estimate.difference
+        assert f"[95 % {fmt_time(d.low)}, {fmt_time(d.high)}], {s.told()[0]}" in text
+    assert points[2].told()[0] == paired.CANNOT_TELL
+    assert "Pipelined pays less at 0.25×, 1×; at the other 1 length it cannot be told apart." in (
+        text)
+
+
+def test_no_length_told_says_the_claim_is_not_shown() -> None:
+    points = [_study(0.5, 0.0, 30e-6), _study(4.0, 0.0, 30e-6)]
+    assert curve_sentence(curves(points)[0]).endswith("cannot tell on this data at 0.5×, 4×.")
+    text = curve_figures(curves(points)[0])
+    assert "pays less" not in text
+    assert "At no length could a difference be told (cannot tell on this data): the paper's " \
+        "claim is not shown on this machine." in text
+
+
+def test_q2_says_a_sweep_as_one_curve_and_a_single_design_with_its_figures() -> None:
+    points = [_study(0.25, 30e-6, 2e-6), _study(4.0, 3e-6, 20e-6)]
+    lead, figures = q2_sentences(points)
+    assert lead == f"{INJECTED} {curve_sentence(points)}"
+    assert figures == curve_figures(points)
+    single = _study(1.0, 20e-6, 2e-6)
+    short, figures = q2_sentences([single])
+    assert short == f"{INJECTED} {single.short()}"
+    assert figures == single.sentence()
+    other_rate = _study(2.0, 20e-6, 2e-6, p=0.3)
+    assert len(curves([*points, other_rate])) == 1
