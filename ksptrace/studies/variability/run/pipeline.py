@@ -26,8 +26,7 @@ from dataclasses import dataclass, field, replace
 
 import numpy as np
 
-from ksptrace.errors import AnalysisError, KsptraceError, UsageError
-from ksptrace.noise.spec import NoiseSpec, parse
+from ksptrace.errors import AnalysisError, UsageError
 from ksptrace.studies.variability.run.flags import (
     Flag,
     _count_flags,
@@ -36,6 +35,7 @@ from ksptrace.studies.variability.run.flags import (
     _parameter_flags,
     _prediction_flags,
 )
+from ksptrace.studies.variability.run.injection import injection_of
 from ksptrace.studies.variability.run.lanes import Lanes
 from ksptrace.studies.variability.run.options import AnalysisOptions, Progress, units
 from ksptrace.studies.variability.run.shown import MAX_NOTE, capped_text, shown_attrs
@@ -52,7 +52,7 @@ from ksptrace.studies.variability.stats.fitting import (
     FitRanking,
     fit_candidates,
 )
-from ksptrace.studies.variability.stats.injected import InjectedNoise, injected_noise
+from ksptrace.studies.variability.stats.injected import InjectedNoise
 from ksptrace.studies.variability.stats.nodes import NodeVariance, node_variance
 from ksptrace.studies.variability.stats.ordered import OrderedRows, Sorted, order_rows, resolve
 from ksptrace.studies.variability.stats.penalty import Penalty, wait_penalty
@@ -273,7 +273,7 @@ def analyze_trace(
     with Lanes(times.size) as lanes:  # large traces: these beside the sort and the KS tests
         # the steps that need nothing computed here start first, beside the uniform fits
         overall = lanes.later(node_variance, kept, trace.node_ids) if nprocs >= 2 else None
-        injection = lanes.later(_injection, trace, times, noise_notes)
+        injection = lanes.later(injection_of, trace, times, noise_notes)
         lockstep = lanes.later(models.measured_standard, kept)
         rank_sum = lanes.later(models.measured_pipelined, kept)
         split = lanes.later(variance_split, times, layout)
@@ -388,27 +388,3 @@ def analyze_trace(
     )
     far = _prediction_flags(analysis, reasons, kept)
     return replace(analysis, flags=(*flags, *far))
-
-
-def _injection(trace: Trace, times: np.ndarray, notes: list[str]) -> InjectedNoise | None:
-    """The trace's injected noise and natural times; None (with a note) for an unreadable spec."""
-    text = str(trace.attr("noise", "none") or "none")
-    try:
-        spec = parse(text)
-    except KsptraceError as exc:
-        notes.append(f"noise attribute {capped_text(repr(text))} not understood "
-                     f"({capped_text(str(exc))}); no noise analysis")
-        return None
-    unbounded = spec.run_problem()  # no run injects it: a foreign or edited trace (issue 66)
-    if unbounded is not None:
-        notes.append(f"{capped_text(unbounded)}; no run of ksptrace injects such noise: no "
-                     "noise analysis")
-        return None
-    idle = spec.reach_problem(int(times.shape[0]), trace.n_nodes, idle=True)
-    if idle is not None:
-        notes.append(f"{idle}: no noise analysis")
-        return None
-    if spec.active and trace.injected_seconds is None:
-        notes.append(f"noise {capped_text(text)} but no recorded detours: no noise analysis")
-        return injected_noise(times, None, NoiseSpec("none"))
-    return injected_noise(times, trace.injected_seconds, spec)
