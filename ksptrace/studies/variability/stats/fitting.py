@@ -220,6 +220,20 @@ def prepare(sample: np.ndarray) -> Prepared:
         return Prepared(x, ordered, None, str(exc))
 
 
+def density(frozen: Any, hist: Histogram) -> np.ndarray:
+    """The fitted density at the histogram's bin centres: scipy's pdf, and where it is not a
+    number (scipy 1.10's nct pdf is NaN at nc = 100, a limit the engine reaches, where 1.17's is
+    not) the central difference of its cdf over a thousandth of the narrowest bin, so the SSE
+    is the same figure on either stack."""
+    x = hist.centres
+    pdf = np.asarray(frozen.pdf(x), dtype=np.float64)
+    bad = ~np.isfinite(pdf)
+    if bad.any():
+        h = 1e-3 * float(np.min(np.diff(hist.edges)))
+        pdf[bad] = (frozen.cdf(x[bad] + h) - frozen.cdf(x[bad] - h)) / (2.0 * h)
+    return pdf
+
+
 def fit_one(name: str, sample: np.ndarray | Prepared, hist: Histogram, seed: int = 0) -> Fit:
     """The engine's fit of family ``name`` to ``sample`` (or to a sample already
     :func:`prepare`-d), scored by the SSE against ``hist`` and the KS distance."""
@@ -233,7 +247,7 @@ def fit_one(name: str, sample: np.ndarray | Prepared, hist: Histogram, seed: int
         with warnings.catch_warnings(), np.errstate(all="ignore"):
             warnings.simplefilter("ignore")
             frozen = frozen_distribution(name, found.params)
-            pdf = frozen.pdf(hist.centres)
+            pdf = density(frozen, hist)
             ks = ks_distance(prep.x, frozen.cdf, prep.ordered)
         sse = float(np.sum((hist.density - pdf) ** 2))
     return Fit(name=name, params=found.params, loglik=-found.objective, aic=found.criterion,
