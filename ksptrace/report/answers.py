@@ -5,7 +5,9 @@ the variability study's four), with what other studies add to them
 An addendum to an answer that could not tell leads it, and its basis becomes the answer's
 (issue 52: on a 2-core machine Q2 cannot compare the methods at scale, but the paired noise
 experiment gives it an interval, labelled as injected noise); otherwise it follows the
-answer's own sentences. Pure.
+answer's own sentences. Led so, the answer's own first sentence says that it is about the runs'
+own variability, apart from the addendum's basis: its "cannot tell" is another comparison
+than the addendum's verdict (issue 62: one answer per comparison). Pure.
 """
 
 from __future__ import annotations
@@ -30,10 +32,20 @@ def merged(studies: Sequence[StudyResult]) -> list[dict[str, Any]]:
                 if add.key != a.key:
                     continue
                 if basis == CANNOT_TELL:
-                    sentences = [*add.sentences, *sentences]
+                    sentences = [*add.sentences, *_apart(sentences, add.basis)]
                     basis = add.basis
                 else:
                     sentences += add.sentences
         out.append({"key": a.key, "question": a.question, "sentences": sentences,
                     "basis": basis})
     return out
+
+
+def _apart(sentences: list[str], basis: str) -> list[str]:
+    """The answer's own sentences behind an addendum that leads it: the first one labelled as
+    the runs' own, apart from the addendum's basis."""
+    if not sentences:
+        return sentences
+    first = sentences[0]
+    return [f"Apart from the {basis}, on the runs' own variability: "
+            f"{first[:1].lower()}{first[1:]}", *sentences[1:]]

@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ksptrace.studies.noise.blocks import PairedStudy
-from ksptrace.studies.noise.paired import CANNOT_TELL, PIPELINED_PAYS_LESS
+from ksptrace.studies.noise.paired import CANNOT_TELL, PIPELINED_PAYS_LESS, STANDARD_PAYS_LESS
 from ksptrace.studies.variability.conclusions.findings import fmt_time
 
 MIN_POINTS = 2
@@ -73,17 +73,28 @@ def curve_figures(points: Sequence[PairedStudy]) -> str:
     """The curve's figures: per detour length the standard minus the pipelined cost per
     iteration with its interval and verdict; then where the pipelined method paid less, and
     the claim's condition in the model."""
-    told = [s.told()[0] for s in points]
-    less = [f"{s.detour / s.iteration:.2g}×" for s, v in zip(points, told, strict=True)
-            if v == PIPELINED_PAYS_LESS]
+    by: dict[str, list[str]] = {}
+    for s in points:
+        by.setdefault(s.told()[0], []).append(f"{s.detour / s.iteration:.2g}×")
     text = ("Standard minus pipelined noise cost per iteration (noisy minus noise-free KSPSolve "
             "in the same block), by detour length: " + "; ".join(_point(s) for s in points)
             + ". ")
+    less, more = by.get(PIPELINED_PAYS_LESS, []), by.get(STANDARD_PAYS_LESS, [])
+    unknown = by.get(CANNOT_TELL, [])
     if less:
-        rest = len(points) - len(less)
         text += f"Pipelined pays less at {', '.join(less)}"
-        text += (f"; at the other {rest} length{'s' if rest != 1 else ''} "
-                 f"{'it' if rest == 1 else 'they'} cannot be told apart" if rest else "") + "."
+        if more:
+            text += f"; standard pays less at {', '.join(more)}"
+        if unknown:
+            rest = len(unknown)
+            text += (f"; at the other {rest} length{'s' if rest != 1 else ''} "
+                     f"{'it' if rest == 1 else 'they'} cannot be told apart")
+        text += "."
+    elif more:
+        text += (f"Standard pays less at {', '.join(more)}"
+                 + (f"; {CANNOT_TELL} at {', '.join(unknown)}" if unknown else "")
+                 + ": at no length did the pipelined method pay less, so the paper's claim is "
+                 "not shown on this machine.")
     else:
         text += (f"At no length could a difference be told ({CANNOT_TELL}): the paper's claim "
                  "is not shown on this machine.")

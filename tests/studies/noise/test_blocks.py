@@ -179,7 +179,9 @@ def test_the_paired_verdict_is_added_to_q2_labelled_as_injected_noise() -> None:
                    ("Cannot tell on this data: every pair ran at P < 3.",), basis="cannot tell")
     (q2,) = merged([StudyResult("variability", "", answers=(small,)), result])
     assert q2["basis"] == "injected noise (paired blocks)"
-    assert q2["sentences"] == [*add.sentences, *small.sentences]
+    assert q2["sentences"] == [
+        *add.sentences, "Apart from the injected noise (paired blocks), on the runs' own "
+        "variability: cannot tell on this data: every pair ran at P < 3."]
     assert "GMRES vs PGMRES at P = 4: " in q2["sentences"][0]
 
 

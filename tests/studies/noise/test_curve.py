@@ -48,6 +48,18 @@ def test_no_length_told_says_the_claim_is_not_shown() -> None:
         "claim is not shown on this machine." in text
 
 
+def test_a_length_where_standard_paid_less_is_never_called_untold() -> None:
+    points = [_study(0.5, 0.0, 30e-6), _study(2.0, -60e-6, 2e-6), _study(4.0, 0.0, 30e-6)]
+    assert points[1].told()[0] == paired.STANDARD_PAYS_LESS
+    assert curve_sentence(curves(points)[0]).endswith(
+        "cannot tell on this data at 0.5×, 4×; standard pays less at 2×.")
+    text = curve_figures(curves(points)[0])
+    assert "At no length could a difference be told" not in text
+    assert ("Standard pays less at 2×; cannot tell on this data at 0.5×, 4×: at no length did "
+            "the pipelined method pay less, so the paper's claim is not shown on this machine."
+            ) in text
+
+
 def test_q2_says_a_sweep_as_one_curve_and_a_single_design_with_its_figures() -> None:
     points = [_study(0.25, 30e-6, 2e-6), _study(4.0, 3e-6, 20e-6)]
     lead, figures = q2_sentences(points)
