@@ -100,3 +100,25 @@ def curve_figures(points: Sequence[PairedStudy]) -> str:
                  "is not shown on this machine.")
     return text + (" In the discrete-event model a pipeline of depth one hides another rank's "
                    "detour only while it fits in one iteration's local work (docs/noise.md).")
+
+
+def curve_costs(points: Sequence[PairedStudy]) -> str:
+    """What the injected noise cost each method per iteration at each detour length of a curve
+    (noisy minus noise-free KSPSolve in the same block, the mean over the blocks), and the
+    verdict per length: the noise study's first finding when its design is a sweep."""
+    first = points[0]
+    std, pip = first.standard.upper(), first.pipelined.upper()
+
+    def cost(s: PairedStudy) -> str:
+        e = s.estimate
+        head = f"{s.detour / s.iteration:.2g}×"
+        if e.failed or e.blocks < 3:
+            return f"{head} {s.told()[0]}"
+        return (f"{head} {std} {fmt_time(e.standard_cost.estimate)}, "
+                f"{pip} {fmt_time(e.pipelined_cost.estimate)}")
+
+    return (f"What the injected detours cost per iteration ({std} and {pip} at P = "
+            f"{first.nprocs}, noisy minus noise-free KSPSolve in the same block, the mean over "
+            f"{first.estimate.blocks} paired blocks), by detour length over the "
+            f"{fmt_time(first.iteration)} noise-free iteration: "
+            + "; ".join(cost(s) for s in points) + f". {curve_sentence(points)}")

@@ -8,7 +8,12 @@ from collections.abc import Sequence
 
 from ksptrace.studies.noise.blocks import PairedStudy, paired_studies
 from ksptrace.studies.noise.compare import NoiseComparison, NoisePair, compare
-from ksptrace.studies.noise.curve import curve_figures, curve_sentence, curves
+from ksptrace.studies.noise.curve import (
+    curve_costs,
+    curve_figures,
+    curve_sentence,
+    curves,
+)
 from ksptrace.studies.noise.perrank import per_rank_ks, per_rank_sentences
 from ksptrace.studies.noise.tables import noise_pair_table, noise_table
 from ksptrace.studies.result import Addendum, Part, StudyResult
@@ -33,7 +38,9 @@ def study(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
     # the paired blocks' verdicts lead: they are the design that survives drift (docs/noise.md)
     paired = paired_studies(analyses)
     verdicts = tuple(p.sentence() for p in paired)
-    found = verdicts + tuple(noise_sentences(comparison)) + per_rank
+    # a sweep of detour lengths is said first as one curve, its lengths' own sentences after
+    found = (tuple(curve_costs(c) for c in curves(paired)) + verdicts
+             + tuple(noise_sentences(comparison)) + per_rank)
     addenda = (Addendum("pipelined", q2_sentences(paired),
                         "injected noise (paired blocks)"),) if verdicts else ()
     return StudyResult(

@@ -6,7 +6,7 @@ import numpy as np
 
 from ksptrace.studies.noise import paired
 from ksptrace.studies.noise.blocks import PairedStudy
-from ksptrace.studies.noise.curve import curve_figures, curve_sentence, curves
+from ksptrace.studies.noise.curve import curve_costs, curve_figures, curve_sentence, curves
 from ksptrace.studies.noise.entry import INJECTED, q2_sentences
 from ksptrace.studies.variability.conclusions.findings import fmt_time
 
@@ -71,3 +71,18 @@ def test_q2_says_a_sweep_as_one_curve_and_a_single_design_with_its_figures() -> 
     assert figures == single.sentence()
     other_rate = _study(2.0, 20e-6, 2e-6, p=0.3)
     assert len(curves([*points, other_rate])) == 1
+
+
+def test_the_noise_answer_of_a_sweep_gives_each_length_its_costs() -> None:
+    """The demo's noise answer named one detour length of five (the first paired design's
+    sentence): a sweep leads with every length's cost per method and the curve's verdicts."""
+    points = curves([_study(0.25, 30e-6, 2e-6), _study(4.0, 3e-6, 20e-6)])[0]
+    text = curve_costs(points)
+    for s in points:
+        e = s.estimate
+        assert (f"{s.detour / s.iteration:.2g}× GMRES {fmt_time(e.standard_cost.estimate)}, "
+                f"PGMRES {fmt_time(e.pipelined_cost.estimate)}") in text
+    assert text.startswith("What the injected detours cost per iteration (GMRES and PGMRES at "
+                           "P = 2, noisy minus noise-free KSPSolve in the same block, the mean "
+                           "over 4 paired blocks), by detour length over the 250 µs noise-free")
+    assert text.endswith(curve_sentence(points))
