@@ -157,6 +157,13 @@ def _pct(value: str) -> str:
     return f"{float(value):+.0f} %" if value else "-"
 
 
+def _predicted(pred: str, err: str) -> str:
+    """Ê's gap, with its error unless the measured gap is too near 0 for a per cent."""
+    if not pred:
+        return "-"
+    return f"{float(pred) * 1e3:.1f} ms ({_pct(err) if err else 'gap ~ 0'})"
+
+
 def noise_lines(rows: list[dict[str, str]]) -> list[str]:
     """The noise demo's table (from noise_pairs.csv): per standard/pipelined pair and noise, the
     slowdowns against the noise-free runs, the standard method's extra slowdown as measured and
@@ -181,7 +188,7 @@ def noise_lines(rows: list[dict[str, str]]) -> list[str]:
             f"{r['standard'] + '/' + r['pipelined']:<16} {r['P'] + over:>2} "
             f"{r['noise'].partition(':')[0]:<12} {slow:>18} "
             f"{(f'{float(extra) * 1e3:.1f} ms' if extra else '-'):>15} "
-            f"{(f'{float(pred) * 1e3:.1f} ms ({_pct(err)})' if pred and err else '-'):>18} "
+            f"{_predicted(pred, err):>18} "
             f"{ks:>16} {_pct(r.get('err_pct_stationary_standard', '')):>14} {cost:>20}")
     lines.append("detour cost: KSPSolve minus K detour-free iterations, in units of "
                  "sum_k max_p D (1: every iteration's slowest detour was paid)")

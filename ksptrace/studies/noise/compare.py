@@ -111,6 +111,10 @@ class NoiseRow:
         return None if value is None or self.error(value) is None else value
 
 
+GAP_FLOOR = 0.1
+"""A gap between two slowdowns below this share of the smaller slowdown gets no relative error."""
+
+
 @dataclass(frozen=True)
 class NoisePair:
     """A standard method and its pipelined variant under the same noise and configuration."""
@@ -143,9 +147,17 @@ class NoisePair:
 
     @property
     def nonstationary_gap_error_pct(self) -> float | None:
+        """The prediction's error against the measured gap, in per cent; None when the gap is
+        below GAP_FLOOR of the smaller of the two slowdowns: a per cent of a difference near 0
+        (the noise demo printed -240 % for a 1.7 ms gap between 40 ms slowdowns) says nothing."""
         m = self.measured_gap
-        return None if m is None or m == 0 else plausible_pct(error_pct(self.nonstationary_gap,
-                                                                            m))
+        s, p = self.standard, self.pipelined
+        if m is None or s.baseline is None or p.baseline is None:
+            return None
+        slower = min(abs(s.measured - s.baseline), abs(p.measured - p.baseline))
+        if abs(m) < GAP_FLOOR * slower or m == 0:
+            return None
+        return plausible_pct(error_pct(self.nonstationary_gap, m))
 
 
 @dataclass(frozen=True)

@@ -10,6 +10,7 @@ verdict, then where the pipelined method paid less and where it could not be tol
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 
 from ksptrace.studies.noise.blocks import PairedStudy
@@ -21,14 +22,23 @@ MIN_POINTS = 2
 
 
 def curves(studies: Sequence[PairedStudy]) -> list[list[PairedStudy]]:
-    """The studies that form a curve: same methods, P and detour rate, each with its own
-    detour length (sorted by it); at least MIN_POINTS of them."""
-    groups: dict[tuple[str, str, int, float], list[PairedStudy]] = {}
+    """The studies that form a curve: same methods, P, detour distribution family and rate,
+    each with its own detour length (sorted by it), at least MIN_POINTS lengths apart by 10 %
+    or more; a group that is no curve (the noise demo's exponential, lognormal and Pareto
+    detours of one mean read "2.5×, 2.5×, 2.5×") is said design by design."""
+    groups: dict[tuple[str, str, int, str, float], list[PairedStudy]] = {}
     for s in studies:
         if s.detour > 0 and s.iteration > 0:
-            groups.setdefault((s.standard, s.pipelined, s.nprocs, s.detour_p), []).append(s)
-    return [sorted(g, key=lambda s: s.detour) for g in groups.values()
-            if len({s.detour for s in g}) >= MIN_POINTS]
+            family = s.noise.partition(":")[0]
+            groups.setdefault((s.standard, s.pipelined, s.nprocs, family, s.detour_p),
+                              []).append(s)
+    found = []
+    for g in groups.values():
+        lengths = sorted(s.detour for s in g)
+        apart = all(b >= 1.1 * a for a, b in itertools.pairwise(lengths))
+        if len(lengths) >= MIN_POINTS and apart:
+            found.append(sorted(g, key=lambda s: s.detour))
+    return found
 
 
 def _point(s: PairedStudy) -> str:

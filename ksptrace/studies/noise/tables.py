@@ -121,7 +121,9 @@ def noise_pair_table(comparison: NoiseComparison) -> Table:
             "extra slowdown of the standard method": none if pair.measured_gap is None
             else fmt_time(pair.measured_gap),
             "predicted by Ê": none if pair.nonstationary_gap is None else
-            f"{fmt_time(pair.nonstationary_gap)} ({fmt_pct(pair.nonstationary_gap_error_pct)})",
+            f"{fmt_time(pair.nonstationary_gap)} ("
+            + ("gap near 0: no per cent" if pair.nonstationary_gap_error_pct is None
+               else fmt_pct(pair.nonstationary_gap_error_pct)) + ")",
             "implied by the injected noise": none if pair.truth_gap is None
             else fmt_time(pair.truth_gap),
             "KS rejected standard / pipelined": " / ".join(

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 
 from ksptrace.studies.noise import paired
@@ -86,3 +88,15 @@ def test_the_noise_answer_of_a_sweep_gives_each_length_its_costs() -> None:
                            "P = 2, noisy minus noise-free KSPSolve in the same block, the mean "
                            "over 4 paired blocks), by detour length over the 250 µs noise-free")
     assert text.endswith(curve_sentence(points))
+
+
+def test_detours_of_one_mean_from_three_families_are_no_curve() -> None:
+    """The noise demo's exponential, lognormal and Pareto detours of one mean read as a curve
+    "2.5×, 2.5×, 2.5×": a curve sweeps one family's length."""
+    points = [dataclasses.replace(_study(2.5 * (1 + k / 100), 0.0, 30e-6),
+                                  noise=f"{family}:mean=1ms,p=0.1")
+              for k, family in enumerate(("exponential", "lognormal", "pareto"))]
+    assert curves(points) == []
+    close = [_study(2.5, 0.0, 30e-6), _study(2.55, 0.0, 30e-6)]
+    assert curves(close) == []
+    assert len(curves([_study(2.5, 0.0, 30e-6), _study(5.0, 0.0, 30e-6)])) == 1
