@@ -34,7 +34,8 @@ def register(sub: Any) -> None:
 
 
 COLLECTIVE_HEADLINE = ("operation", "algorithm", "algorithm_name", "segment_bytes",
-                       "algorithm_held", "algorithm_ran", "algorithm_note", "repetitions",
+                       "algorithm_held", "algorithm_ran", "segment_phases", "algorithm_note",
+                       "repetitions",
                        "warmup", "nprocs",
                        "oversubscribed", "start_utc", "mpi_library", "launcher",
                        "launcher_flags", "command_line")

@@ -332,6 +332,10 @@ def execute(s: BenchSettings, comm: Any) -> Path:
                                 int(attrs["n_nodes"] or 1))
     if ran is not None:
         attrs["algorithm_ran"] = json.dumps({str(k): v for k, v in ran.items()})
+    phases = fallbacks.phases_per_size(s.forcing.library, s.operation, s.forcing.name, s.sizes,
+                                       comm.Get_size(), s.forcing.segment_bytes)
+    if phases is not None and s.forcing.forced and comm.Get_size() > 1:  # issue 66
+        attrs["segment_phases"] = json.dumps({str(k): v for k, v in phases.items()})
     if why_not:
         attrs["algorithm_note"] = "; ".join(filter(None, (s.forcing.note, why_not)))
     if comm.Get_size() == 1 and s.forcing.forced:

@@ -5,10 +5,12 @@ Nothing is written before every check has passed, so bad input leaves no partial
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import shutil
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
 
 from ksptrace.jobs import state
 from ksptrace.jobs.backends import Backend, Script, alive_any
@@ -34,6 +36,23 @@ def prepare(spec: CampaignSpec, backend: Backend, dry_run: bool) -> tuple[list[R
     queued = backend.queued(spec.output) if spec.output.exists() else set()
     todo = state.pending(spec, alive_any, queued) if spec.output.exists() else list(spec.runs)
     return todo, backend.render(spec, todo) if todo else []
+
+
+def unsubmitted(folder: Path, scripts: list[Script]) -> list[Script]:
+    """``scripts``, each renamed (``NAME.2.pbs``, ``NAME.3.pbs``, ...) where an earlier
+    submission in ``folder`` names its file: a resume never overwrites the script a recorded
+    job ran (issue 66)."""
+    taken = {str(sub.get("script")) for sub in state.submissions(folder)}
+    out = []
+    for s in scripts:
+        stem, dot, ext = s.path.rpartition(".")
+        path, k = s.path, 1
+        while path in taken:
+            k += 1
+            path = f"{stem}.{k}.{ext}" if dot else f"{s.path}.{k}"
+        taken.add(path)
+        out.append(dataclasses.replace(s, path=path))
+    return out
 
 
 def write_scripts(spec: CampaignSpec, scripts: list[Script]) -> None:
@@ -63,6 +82,7 @@ def run_campaign(spec: CampaignSpec, backend: Backend, dry_run: bool = False,
                 if not fresh:
                     state.write_manifest(spec)
                 return Outcome((), skipped, (), ())
+            scripts = unsubmitted(spec.output, scripts)
             write_scripts(spec, scripts)
             if on_written is not None:
                 on_written(spec, scripts)

@@ -79,3 +79,23 @@ def test_rejected_submission_leaves_no_state(tmp_path: Path,
     with pytest.raises(CampaignError, match=pattern):
         run_campaign(spec, get_backend("slurm"))
     assert not spec.output.exists()
+
+
+def test_a_resume_never_overwrites_a_submitted_script(tmp_path: Path,
+                                                      monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 66: each resume overwrote the array script that submissions.jsonl names."""
+    fake_program(tmp_path, monkeypatch, "qsub", "echo '914[].pbs-server'")
+    (tmp_path / "c.toml").write_text(CAMPAIGN)
+    spec = load_spec(tmp_path / "c.toml")
+    (first,) = run_campaign(spec, get_backend("pbs")).scripts
+    text = (spec.output / first.path).read_text()
+    (second,) = run_campaign(spec, get_backend("pbs")).scripts  # nothing ran: all resubmitted
+    (third,) = run_campaign(spec, get_backend("pbs")).scripts
+    assert first.path.endswith(".pbs")
+    assert second.path == first.path.removesuffix(".pbs") + ".2.pbs"
+    assert third.path == first.path.removesuffix(".pbs") + ".3.pbs"
+    assert (spec.output / first.path).read_text() == text
+    lines = (spec.output / "submissions.jsonl").read_text().splitlines()
+    named = [json.loads(line)["script"] for line in lines]
+    assert named == [first.path, second.path, third.path]
+    assert all((spec.output / path).is_file() for path in named)

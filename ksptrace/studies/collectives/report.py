@@ -52,12 +52,12 @@ def curves(traces: Sequence[CollectiveTrace]) -> pd.DataFrame:
     """One row per trace and message size: median, min and 90th percentile call time."""
     rows = []
     for i, t in enumerate(traces):
-        calls = t.call_seconds()
+        calls, phases = t.call_seconds(), ran.phases_column(t)
         for j, m in enumerate(t.message_bytes):
             med = float(np.median(calls[j]))
             rows.append({
                 "trace": i, "op": t.operation, "algorithm": _label(t), "P": t.nprocs,
-                "timing": timing_of(t),
+                "timing": timing_of(t), "segment_phases": phases[j],
                 "bytes": int(m), "median_us": med * 1e6, "min_us": float(calls[j].min()) * 1e6,
                 "p90_us": float(np.quantile(calls[j], 0.9)) * 1e6,
                 "MB_per_s": m / med / 1e6 if m else np.nan,
@@ -306,9 +306,11 @@ def ompi_rules_files(traces: Sequence[CollectiveTrace]) -> tuple[tuple[str, str]
                 if t.attrs.get("segment_bytes") else "")
             p += [t.nprocs] * med.size
             m += [int(x) for x in t.message_bytes]
-            # what ran: its own number where a trace forced it, else the forced one (same code)
-            label += [own if r == t.algorithm else named.get(r) or _number_of(t, r, own)
-                      for r in ran.ran_at(t).values()]
+            # what ran: its own number where a trace forced it, else the forced one (same code);
+            # a segmented ring's phase mark, if any, reaches the rule's comment (issue 66)
+            marks = ran.phase_marks(t)
+            label += [own + (f" ({marks[s]})" if s in marks else "") if r == t.algorithm
+                      else named.get(r) or _number_of(t, r, own) for s, r in ran.ran_at(t).items()]
             sec += list(med)
         try:
             dm = decision_map(np.array(p), np.array(m), np.array(label), np.array(sec),
@@ -339,7 +341,7 @@ def decision_runs(trace: CollectiveTrace, path: str = "") -> list[Run]:
     calls = np.median(trace.call_seconds(), axis=1)
     library = str(trace.attrs.get("mpi_flavor", "openmpi"))
     base = {**trace.attrs, "problem": cell_group(trace), "nprocs": trace.nprocs}
-    seg = int(trace.attrs.get("segment_bytes", 0) or 0)
+    seg, marks = int(trace.attrs.get("segment_bytes", 0) or 0), ran.phase_marks(trace)
     runs = []
     for m, c, name, ran_name in zip(trace.message_bytes, calls, ran.labels(trace, _label(trace)),
                                     ran.ran_at(trace).values(), strict=True):
@@ -348,7 +350,8 @@ def decision_runs(trace: CollectiveTrace, path: str = "") -> list[Run]:
             number = ran.ran_number(library, trace.operation, ran_name)
             attrs["algorithm"] = number if number is not None else ran_name
         elif seg:  # each segment size its own method: the map keeps the fastest per cell
-            attrs["algorithm"] = f"{int(trace.attrs.get('algorithm', 0) or 0)}/seg{seg}"
+            attrs["algorithm"] = f"{int(trace.attrs.get('algorithm', 0) or 0)}/seg{seg}" + (
+                f" ({ran.ONE_PHASE})" if marks.get(int(m)) == ran.ONE_PHASE else "")
         runs.append(Run(attrs, float(c), path))
     return runs
 

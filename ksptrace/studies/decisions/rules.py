@@ -16,6 +16,9 @@ The algorithm numbers come from ``ompi_info --param coll tuned --level 9`` ("Val
 are numbers are taken as algorithm numbers directly. A label ``ALGORITHM/segBYTES`` (a
 segmented algorithm measured with that segment size, such as ``segmented_ring/seg8192``) writes
 that segment size into its rules: without it Open MPI runs ``segmented_ring`` as a plain ring.
+A label may end in a note in parentheses (``segmented_ring/seg1024 (1 phase: ran as the plain
+ring)``): the note does not change the rule, and the rule's comment names it with the measured
+sizes it was seen at.
 """
 
 from __future__ import annotations
@@ -23,6 +26,7 @@ from __future__ import annotations
 from bisect import bisect_right
 from collections.abc import Mapping
 
+from ksptrace import escape
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.decisions.quadtree import QuadTree
 from ksptrace.trace.ompi import COLLECTIVE_IDS, parse_ompi_algorithms
@@ -32,7 +36,7 @@ __all__ = ["COLLECTIVE_IDS", "decide_with_rules", "ompi_rules", "parse_ompi_algo
 
 def _algorithm(label: str, algorithms: Mapping[str, int]) -> tuple[int, int]:
     """The algorithm number and segment size (0: Open MPI's default) of a method label."""
-    name, _, seg = label.partition("/seg")
+    name, _, seg = _note(label)[0].partition("/seg")
     if seg and not seg.isdigit():
         raise AnalysisError(f"method {label!r}: the segment size after /seg must be a whole "
                             "number of bytes")
@@ -45,6 +49,27 @@ def _algorithm(label: str, algorithms: Mapping[str, int]) -> tuple[int, int]:
     known = ", ".join(f"{k}={v}" for k, v in sorted(algorithms.items(), key=lambda kv: kv[1]))
     raise AnalysisError(f"method {label!r} is not an Open MPI algorithm name or number; "
                         f"known: {known or 'none'}")
+
+
+def _note(label: str) -> tuple[str, str]:
+    """A method label without its trailing note in parentheses, and the note ("" if none)."""
+    if label.endswith(")") and " (" in label:
+        base, _, note = label[:-1].partition(" (")
+        return base, note
+    return label, ""
+
+
+def _noted(tree: QuadTree, row: int, start: int, stop: float) -> str:
+    """The notes of the labels that win at the measured sizes in [start, stop) of ``row``, each
+    with its sizes (``; 1 phase: ran as the plain ring at 2048 B``)."""
+    seen: dict[str, list[str]] = {}
+    for size in tree.axis2:
+        if start <= size < stop:
+            note = _note(tree.methods[tree.query(float(tree.axis1[row]), float(size))])[1]
+            if note:
+                seen.setdefault(note, []).append(f"{int(size)} B")
+    return escape.comment("".join(f"; {note} at {', '.join(sizes)}"
+                                  for note, sizes in seen.items()), limit=400)
 
 
 def rule_rows(
@@ -77,12 +102,14 @@ def ompi_rules(tree: QuadTree, collective: str, algorithms: Mapping[str, int]) -
     out = ["1 # number of collectives",
            f"{COLLECTIVE_IDS[collective]} # collective: {collective}",
            f"{len(rows)} # number of communicator sizes"]
-    for comm, rules in rows:
+    for row, (comm, rules) in enumerate(rows):
         out.append(f"{comm} # communicator size")
         out.append(f"{len(rules)} # number of message sizes")
+        stops = [float(size) for size, _ in rules[1:]] + [float("inf")]
         out.extend(f"{size} {alg} 0 {seg} # from {size} bytes: algorithm {alg}, topology "
                    + (f"default, segments of {seg} bytes" if seg else
-                      "and segment size default") for size, (alg, seg) in rules)
+                      "and segment size default") + _noted(tree, row, size, stop)
+                   for (size, (alg, seg)), stop in zip(rules, stops, strict=True))
     return "\n".join(out) + "\n"
 
 
