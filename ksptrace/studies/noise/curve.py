@@ -14,6 +14,7 @@ from collections.abc import Sequence
 
 from ksptrace.studies.noise.blocks import PairedStudy
 from ksptrace.studies.noise.paired import CANNOT_TELL, PIPELINED_PAYS_LESS
+from ksptrace.studies.numbers import significant
 from ksptrace.studies.variability.conclusions.findings import fmt_time
 
 MIN_POINTS = 2
@@ -34,7 +35,7 @@ def curves(studies: Sequence[PairedStudy]) -> list[list[PairedStudy]]:
 def _point(s: PairedStudy) -> str:
     e = s.estimate
     ratio = s.detour / s.iteration
-    head = f"{ratio:.2g}× ({fmt_time(s.detour)})"
+    head = f"{significant(ratio, 2)}× ({fmt_time(s.detour)})"
     verdict, _ = s.told()
     if e.failed:
         return f"{head}: {verdict} (a noise cost came out below zero: the estimate failed)"
@@ -46,7 +47,7 @@ def _point(s: PairedStudy) -> str:
 
 
 def _lengths(points: Sequence[PairedStudy]) -> str:
-    return ", ".join(f"{s.detour / s.iteration:.2g}×" for s in points)
+    return ", ".join(f"{significant(s.detour / s.iteration, 2)}×" for s in points)
 
 
 def curve_sentence(points: Sequence[PairedStudy]) -> str:
@@ -60,7 +61,8 @@ def curve_sentence(points: Sequence[PairedStudy]) -> str:
         by.setdefault(s.told()[0], []).append(s)
     said = [f"{verdict} at {_lengths(group)}" for verdict, group in by.items()]
     text = (f"{std} vs {pip} at P = {first.nprocs}, detours of {_lengths(points)} the "
-            f"{fmt_time(first.iteration)} noise-free iteration in {first.detour_p * 100:.3g} % "
+            f"{fmt_time(first.iteration)} noise-free iteration in "
+            f"{significant(first.detour_p * 100, 3)} % "
             f"of iterations ({first.estimate.blocks} paired blocks each): " + "; ".join(said))
     loaded = sum(s.loaded_blocks for s in points)
     if loaded:
@@ -74,7 +76,8 @@ def curve_figures(points: Sequence[PairedStudy]) -> str:
     iteration with its interval and verdict; then where the pipelined method paid less, and
     the claim's condition in the model."""
     told = [s.told()[0] for s in points]
-    less = [f"{s.detour / s.iteration:.2g}×" for s, v in zip(points, told, strict=True)
+    less = [f"{significant(s.detour / s.iteration, 2)}×"
+            for s, v in zip(points, told, strict=True)
             if v == PIPELINED_PAYS_LESS]
     text = ("Standard minus pipelined noise cost per iteration (noisy minus noise-free KSPSolve "
             "in the same block), by detour length: " + "; ".join(_point(s) for s in points)

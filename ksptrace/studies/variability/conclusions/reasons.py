@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 
+from ksptrace.studies.numbers import seconds_text
 from ksptrace.studies.variability.conclusions.findings import fmt_n, n_of, problem_of
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 from ksptrace.studies.variability.stats.variance_split import VarianceSplit
@@ -80,7 +81,7 @@ def _where(a: TraceAnalysis) -> str:
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
+    return seconds_text(seconds, 3) or f"{seconds * 1e9:.0f} ns"
 
 
 def _named(items: list[str]) -> str:

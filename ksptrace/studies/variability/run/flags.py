@@ -12,6 +12,7 @@ from typing import Protocol
 
 import numpy as np
 
+from ksptrace.studies.numbers import seconds_text
 from ksptrace.studies.variability.stats import models, montecarlo
 from ksptrace.studies.variability.stats.outliers import outliers, outliers_explain_mean
 from ksptrace.studies.variability.stats.plausible import ABSURD_PCT, is_absurd
@@ -49,13 +50,9 @@ PREDICTION_TOLERANCE = 0.5
 
 def _t(seconds: float) -> str:
     """A time in the unit that suits it, 3 significant digits: '28 ms', '398 µs'."""
-    size = abs(seconds)
-    if size >= 1.0 or size == 0.0 or not np.isfinite(size):
-        return f"{seconds:.3g} s"
-    if size >= 1e-3:
-        return f"{seconds * 1e3:.3g} ms"
-    if size >= 1e-6:
-        return f"{seconds * 1e6:.3g} µs"
+    text = seconds_text(seconds, 3)
+    if text is not None or not np.isfinite(seconds):
+        return text or f"{seconds} s"
     return f"{seconds * 1e9:.0f} ns"  # the clock's resolution: no digit below 1 ns
 
 
