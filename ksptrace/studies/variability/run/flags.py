@@ -14,6 +14,7 @@ import numpy as np
 
 from ksptrace.studies.numbers import seconds_text
 from ksptrace.studies.variability.stats import models, montecarlo
+from ksptrace.studies.variability.stats.halves import TAIL_FLAG, Tails
 from ksptrace.studies.variability.stats.outliers import outliers, outliers_explain_mean
 from ksptrace.studies.variability.stats.plausible import ABSURD_PCT, is_absurd
 from ksptrace.trace.model import FOREIGN_LOAD_LIMIT, Trace
@@ -30,7 +31,8 @@ class Flag:
     collapsed to its normal limit), "one-node" (N = 1: every model is K times the mean),
     "infinite-mean" (a fitted family with no finite mean: no E[max of N]), "machine-loaded"
     (other processes used more than 10 % of the node's CPUs during the solve), "log-on" (PETSc's
-    full event log ran during the timed solve).
+    full event log ran during the timed solve), "tail-miss" (a model refitted on a random half
+    of the iterations whose 99th percentile misses the other half's by more than 25 %).
     """
 
     code: str
@@ -311,3 +313,26 @@ def _far(value: float, measured: float, why: str) -> str:
         return f"failed: {side} against the measured KSPSolve {_t(measured)}: {why}"
     return (f"{_t(value)} against the measured KSPSolve {_t(measured)} "
             f"({value / measured - 1.0:+.0%}): {why}")
+
+
+def tail_flags(tails: Tails) -> list[Flag]:
+    """"tail-miss" for the best family and for the bulk-plus-detours model when, fitted on a
+    random half of the iterations, its 99th percentile misses the other half's by more than
+    :data:`TAIL_FLAG` (issue 63: a maximum of the likelihood that does not describe the tail
+    E[max of N] depends on)."""
+    out = []
+    h, c = tails.best_fit, tails.detour_check
+    if h is not None and h.flagged:
+        out.append(Flag("tail-miss", f"bulk fit ({h.family})",
+                        f"refitted on a random half of the iterations, its 99th percentile "
+                        f"{_t(h.model_q99)} misses the other half's {_t(h.data_q99)} by "
+                        f"{100 * h.miss:+.0f} % (more than {100 * TAIL_FLAG:.0f} %): it does "
+                        f"not describe the tail that E[max of N] depends on (held-out KS "
+                        f"distance {h.ks:.3f}, {h.ks_fitted:.3f} on its own half)"))
+    if c is not None and c.flagged:
+        out.append(Flag("tail-miss", "bulk-plus-detours model",
+                        f"fitted on a random half of the iterations, its 99th percentile "
+                        f"{_t(c.model_q99)} misses the other half's {_t(c.data_q99)} by "
+                        f"{100 * c.miss:+.0f} % (more than {100 * TAIL_FLAG:.0f} %): its "
+                        "predictions at a larger P rest on a tail it does not hold"))
+    return out
