@@ -153,8 +153,11 @@ def heldout_sentence(found: Sequence[HeldOut], where: str, clause: str) -> str:
 
 
 class _Scored(Protocol):
-    error_pct: float | None
-    baseline_error_pct: float | None
+    @property
+    def error_pct(self) -> float | None: ...
+
+    @property
+    def baseline_error_pct(self) -> float | None: ...
 
 
 def heldout_short(groups: Sequence[tuple[str, str, Sequence[_Scored]]]) -> str:

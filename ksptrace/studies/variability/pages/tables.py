@@ -354,7 +354,8 @@ def fits_table(analyses: Sequence[TraceAnalysis]) -> Table:
         for name, f in fit_mapping(a).items():
             h = half if half is not None and half.family == name else None
             rows.append({"trace": a.path or a.label, "family": name,
-                         "q99_miss_heldout_pct": None if h is None else 100 * h.miss,
+                         "q99_miss_heldout_pct": None if h is None or not np.isfinite(
+                             h.miss) else 100 * h.miss,
                          "ks_heldout": None if h is None else h.ks,
                          "tail_miss": None if h is None else h.flagged,
                          "params": " ".join(repr(float(p)) for p in f["params"]),

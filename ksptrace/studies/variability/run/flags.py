@@ -315,6 +315,12 @@ def _far(value: float, measured: float, why: str) -> str:
             f"({value / measured - 1.0:+.0%}): {why}")
 
 
+def _miss(miss: float) -> str:
+    """A q99 miss in per cent, or "more than 1000 %" (never an absurd figure, issue 52)."""
+    pct = 100.0 * miss
+    return f"{pct:+.0f} %" if abs(pct) <= ABSURD_PCT else f"more than {ABSURD_PCT:.0f} %"
+
+
 def tail_flags(tails: Tails) -> list[Flag]:
     """"tail-miss" for the best family and for the bulk-plus-detours model when, fitted on a
     random half of the iterations, its 99th percentile misses the other half's by more than
@@ -326,13 +332,13 @@ def tail_flags(tails: Tails) -> list[Flag]:
         out.append(Flag("tail-miss", f"bulk fit ({h.family})",
                         f"refitted on a random half of the iterations, its 99th percentile "
                         f"{_t(h.model_q99)} misses the other half's {_t(h.data_q99)} by "
-                        f"{100 * h.miss:+.0f} % (more than {100 * TAIL_FLAG:.0f} %): it does "
+                        f"{_miss(h.miss)} (more than {100 * TAIL_FLAG:.0f} %): it does "
                         f"not describe the tail that E[max of N] depends on (held-out KS "
                         f"distance {h.ks:.3f}, {h.ks_fitted:.3f} on its own half)"))
     if c is not None and c.flagged:
         out.append(Flag("tail-miss", "bulk-plus-detours model",
                         f"fitted on a random half of the iterations, its 99th percentile "
                         f"{_t(c.model_q99)} misses the other half's {_t(c.data_q99)} by "
-                        f"{100 * c.miss:+.0f} % (more than {100 * TAIL_FLAG:.0f} %): its "
+                        f"{_miss(c.miss)} (more than {100 * TAIL_FLAG:.0f} %): its "
                         "predictions at a larger P rest on a tail it does not hold"))
     return out

@@ -8,11 +8,14 @@ family wrong); and no restart-cycle position falls wholly in one half, as even c
 would with alternate iterations (GMRES(30): iteration k sits at position k mod 30).
 
 The chosen family is refitted by the same engine on the first half (a seeded subsample of
-``fit_size`` values, as the bulk fit) and checked on the second: its 99th percentile against
-the held-out data's, flagged when they differ by more than :data:`TAIL_FLAG` (a fraction of the
-data's), and the KS distance of the held-out half from the refitted cdf beside the refit's own
-(in sample). The bulk-plus-detours model (:mod:`.detours`) is checked on the same halves. Pure:
-arrays in, frozen dataclasses out.
+``fit_size`` values, as the bulk fit) and checked on the second: its 99th percentile against the
+held-out data's, flagged when they differ by more than :data:`TAIL_FLAG` (a fraction of the
+data's) and the model's lies outside the held-out q99's own 95 % interval (order statistics:
+near a 1 % detour rate the q99 of a thousand values falls anywhere between the bulk and the
+detours, the data's sampling error, not the model's miss), and the KS distance of the held-out
+half from the refitted cdf beside the refit's own (in sample). The bulk-plus-detours model
+(:mod:`.detours`, whose :data:`TAIL_FLAG` this is) is checked on the same halves. Pure: arrays
+in, frozen dataclasses out.
 """
 
 from __future__ import annotations
@@ -25,7 +28,15 @@ import numpy as np
 
 from ksptrace.errors import AnalysisError
 from ksptrace.studies.fits import family, fit_family
-from ksptrace.studies.variability.stats import detours
+from ksptrace.studies.variability.stats.detours import (
+    TAIL_FLAG,
+    DetourModel,
+    TailCheck,
+    fit_detours,
+    q99_interval,
+    split_columns,
+    tail_check,
+)
 from ksptrace.studies.variability.stats.fitting import (
     frozen_distribution,
     ks_distance,
@@ -33,9 +44,7 @@ from ksptrace.studies.variability.stats.fitting import (
     subsample,
 )
 
-split_columns = detours.split_columns
-TAIL_FLAG = detours.TAIL_FLAG
-"""A q99 further than this (a fraction of the held-out data's) from the data's is flagged."""
+__all__ = ["TAIL_FLAG", "HalfFit", "Tails", "half_fit", "split_columns", "tails_of"]
 MAX_VALUES = 1 << 20
 """At most this many values (whole ranks, seeded) enter the checks and the detour model."""
 
@@ -61,6 +70,9 @@ class HalfFit:
     model_q99: float
     data_q99: float
     """The held-out half's 99th percentile."""
+    data_low: float
+    data_high: float
+    """Its distribution-free 95 % interval (:func:`~.detours.q99_interval`)."""
     ks: float
     """KS distance of the held-out half from the refitted cdf."""
     ks_fitted: float
@@ -73,7 +85,9 @@ class HalfFit:
 
     @property
     def flagged(self) -> bool:
-        return not (abs(self.miss) <= TAIL_FLAG)
+        """A miss beyond :data:`TAIL_FLAG` and outside the held-out q99's 95 % interval."""
+        inside = self.data_low <= self.model_q99 <= self.data_high
+        return not (abs(self.miss) <= TAIL_FLAG or inside)
 
 
 def half_fit(times: np.ndarray, name: str, fit_size: int | None = 10_000,
@@ -97,16 +111,16 @@ def half_fit(times: np.ndarray, name: str, fit_size: int | None = 10_000,
         ks = ks_distance(scored, frozen.cdf, scored)
         ks_fitted = ks_distance(prep.x, frozen.cdf, prep.ordered)
     return HalfFit(name, found.status, q99 if math.isfinite(q99) else float("inf"),
-                   float(np.quantile(held, 0.99)), ks, ks_fitted)
+                   *q99_interval(held), ks, ks_fitted)
 
 
 @dataclass(frozen=True)
 class Tails:
     """A run's checks on held-out halves, and its bulk-plus-detours model."""
 
-    detours: detours.DetourModel | None
+    detours: DetourModel | None
     """Fitted on all the kept iterations (at most :data:`MAX_VALUES` values)."""
-    detour_check: detours.TailCheck | None
+    detour_check: TailCheck | None
     best_fit: HalfFit | None
     """The run's best family (:attr:`TraceAnalysis.best_fit_name`) on the halves."""
 
@@ -118,8 +132,8 @@ def tails_of(times: np.ndarray, best: str | None, fit_size: int | None, seed: in
     t = some_ranks(times, seed)
     model = check = half = None
     try:
-        model = detours.fit_detours(t)
-        check = detours.tail_check(t, seed)
+        model = fit_detours(t)
+        check = tail_check(t, seed)
     except AnalysisError as exc:
         notes.append(f"no bulk-plus-detours model: {exc}")
     if best is not None:
