@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import AnalysisError
+from ksptrace.studies.variability.conclusions import answers
 from ksptrace.studies.variability.run.flags import tail_flags
 from ksptrace.studies.variability.run.options import AnalysisOptions
 from ksptrace.studies.variability.run.pipeline import analyze_trace
@@ -106,6 +107,11 @@ def test_the_analysis_carries_the_checks_and_flags_a_detoured_run() -> None:
     assert a.tails.best_fit.family == a.best_fit_name
     assert any(f.code == "tail-miss" and f.subject == f"bulk fit ({a.best_fit_name})"
                for f in a.flags)
+    said = " ".join(answers.variability([a]).sentences)  # Q1 counts it
+    assert ("the best fitted family misses it by more than 25 % and beyond its sampling error "
+            "in 1 of 1") in said
+    assert "the bulk-plus-detours model misses it by more than 25 % and beyond its sampling " \
+           "error in 0 of 1" in said
 
 
 def test_the_detour_model_on_its_own_shape_is_flagged_rarely() -> None:

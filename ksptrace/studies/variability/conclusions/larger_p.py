@@ -146,6 +146,7 @@ def larger_p_sentence(found: Sequence[LargerP], clause: str, caveated: str = "")
     flagged = {h.fitted_on for h in found if h.tail_flagged}
     sources = {h.fitted_on for h in found}
     text += (f". Its tail check (the model fitted on a random half of a source's iterations, "
-             f"its q99 against the other half's) missed by more than 25 % in {len(flagged)} "
-             f"of {len(sources)} source runs.")
+             f"its q99 against the other half's) missed by more than 25 % and beyond the "
+             f"data's sampling error in {len(flagged)} of {len(sources)} source run"
+             f"{'s' if len(sources) != 1 else ''}.")
     return text

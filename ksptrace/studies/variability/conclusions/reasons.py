@@ -179,12 +179,12 @@ def held_out_tail_sentence(runs: Sequence[TraceAnalysis], clause: str) -> str | 
             missed = sum(1 for c in checks if c is not None and c.flagged)
             miss = _median([abs(c.miss) for c in checks if c is not None]) or 0.0
             median = f"{100 * miss:.1f} %" if miss <= 10.0 else "more than 1000 %"
-            parts.append(f"{name} misses the other half's by more than 25 % in {missed} of "
-                         f"{len(checks)} (median miss {median})")
+            parts.append(f"{name} misses it by more than 25 % and beyond its sampling error in "
+                         f"{missed} of {len(checks)} (median miss {median})")
     return ("Held out (each run's model refitted on a random half of its iterations, its 99th "
             f"percentile against the other half's; {clause}): " + "; ".join(parts)
-            + "; a miss is a maximum of the likelihood that does not describe the tail E[max "
-            "of N] depends on, flagged tail-miss on the run's page.")
+            + "; such a fit is a maximum of the likelihood that does not describe the tail "
+            "E[max of N] depends on (flagged tail-miss on the run's page).")
 
 
 def split_short(runs: Sequence[TraceAnalysis], clause: str) -> str:
