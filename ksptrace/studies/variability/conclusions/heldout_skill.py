@@ -171,6 +171,8 @@ def heldout_short(groups: Sequence[tuple[str, str, Sequence[_Scored]]]) -> str:
             continue
         close = sum(1 for h in found if h.error_pct is not None and abs(h.error_pct) <= 10.0)
         text = f"Out of sample ({what}), the model predicts within 10 % in {close} of {len(found)}"
+        failed = sum(1 for h in found if h.error_pct is None)
+        text += f" ({failed} failed: off by more than {ABSURD_PCT:.0f} %)" if failed else ""
         if both:
             s = skill(np.array([m for m, _ in both]), np.array([b for _, b in both]))
             verdict = "better than" if s.beats else "no better than"
