@@ -21,23 +21,24 @@ CANNOT_TELL = "cannot tell"
 
 
 def merged(studies: Sequence[StudyResult]) -> list[dict[str, Any]]:
-    """Every study's answers (key, question, sentences, basis), in the studies' order, with
-    every study's addenda merged in."""
+    """Every study's answers (key, question, sentences, basis, short: the first screen's
+    sentence, "" for the first of the sentences), in the studies' order, with every study's
+    addenda merged in."""
     out = []
     for a in (a for r in studies for a in r.answers):
         sentences = list(a.sentences)
-        basis = a.basis
+        basis, short = a.basis, a.short
         for r in studies:
             for add in r.addenda:
                 if add.key != a.key:
                     continue
                 if basis == CANNOT_TELL:
                     sentences = [*add.sentences, *_apart(sentences, add.basis)]
-                    basis = add.basis
+                    basis, short = add.basis, add.short
                 else:
                     sentences += add.sentences
         out.append({"key": a.key, "question": a.question, "sentences": sentences,
-                    "basis": basis})
+                    "basis": basis, "short": short})
     return out
 
 

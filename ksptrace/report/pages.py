@@ -77,7 +77,8 @@ def _studies(results: Results, single: bool, files: dict[str, bytes]
         _externalise(ctx, "studies", r.key, files, single, depth="")
         href = f"#{r.key}" if single else f"studies/{r.key}.html"
         answers.append({"key": r.key, "question": question, "title": r.title, "what": what,
-                        "findings": list(r.findings)[:3], "lead": r.lead, "href": href})
+                        "findings": list(r.findings)[:3], "lead": r.lead, "href": href,
+                        "short": r.short})
         sections.append(ctx)
     return answers, sections
 

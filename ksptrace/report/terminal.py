@@ -10,6 +10,8 @@ import statistics
 import textwrap
 from typing import Any
 
+from ksptrace.studies.numbers import seconds_text
+
 MAX_LINES = 25
 WIDTH = 118
 ANSWER_LINES = 3
@@ -18,11 +20,7 @@ that the table keeps its room."""
 
 
 def _time(seconds: float) -> str:
-    if seconds >= 1.0:
-        return f"{seconds:.3g} s"
-    if seconds >= 1e-3:
-        return f"{seconds * 1e3:.3g} ms"
-    return f"{seconds * 1e6:.3g} µs"
+    return seconds_text(seconds, 3) or f"{seconds * 1e9:.0f} ns"
 
 
 def _n(value: Any) -> str:

@@ -45,6 +45,9 @@ class Answer:
     basis: str = "measured"
     """What the answer's numbers rest on: "measured", "held-out repetition", "same n/P at
     another P", "in-sample fit", "cannot tell" (summary.json's ``basis``)."""
+    short: str = ""
+    """The answer in one short sentence for the report's first screen (issue 63: about 250
+    words for every answer together); "": the first of ``sentences``."""
 
 
 @dataclass(frozen=True)
@@ -74,6 +77,8 @@ class Addendum:
     sentences: tuple[str, ...]
     basis: str
     """What these sentences rest on ("injected noise (paired blocks)")."""
+    short: str = ""
+    """The answer in one short sentence, when these sentences lead it (:attr:`Answer.short`)."""
 
 
 @dataclass(frozen=True)
@@ -99,6 +104,9 @@ class StudyResult:
     """Keys added to summary.json."""
     addenda: tuple[Addendum, ...] = ()
     """Sentences added to the report's answers (:class:`Addendum`)."""
+    short: str = ""
+    """The study's answer in one short sentence for the main page's first screen; "": its
+    first finding, or its lead."""
 
     @property
     def tables(self) -> tuple[Table, ...]:

@@ -13,10 +13,11 @@ from ksptrace.report.compose import write_report
 from ksptrace.studies.variability.run.options import AnalysisOptions
 from ksptrace.trace.synthetic import synthetic_trace
 
-FIRST_SCREEN_WORDS = 340
-"""Measured when written: 322 words for this campaign (1212 with the page template before
-issue 63, every sentence shown); the issue asks
-for about 250, which the answers' first sentences alone exceed here."""
+FIRST_SCREEN_WORDS = 260
+"""The issue asks for about 250. Measured when written: 169 words for this campaign (322 when
+each answer's first sentence was shown, 1212 with the page template before issue 63); the
+demo's campaign (68 traces, the paired noise design beside it): 223 (459 before, counted the
+same way)."""
 
 
 class _Shown(HTMLParser):
@@ -63,7 +64,8 @@ def test_the_first_screen_shows_each_answers_first_sentence_only(tmp_path: Path)
     text = " ".join(shown.words)
     answers = json.loads(report.summary.read_text())["answers"]
     for a in answers:
-        assert a["sentences"][0].split()[0] in text
-        for later in a["sentences"][1:]:
-            assert later not in text  # a click away, not on the first screen
+        first = a["short"] or a["sentences"][0]
+        assert " ".join(first.split()) in text
+        for later in a["sentences"] if a["short"] else a["sentences"][1:]:
+            assert " ".join(later.split()) not in text  # a click away, not on the first screen
     assert len(shown.words) <= FIRST_SCREEN_WORDS, len(shown.words)

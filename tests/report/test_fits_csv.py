@@ -49,6 +49,12 @@ def test_every_fit_is_written_with_its_status_objective_and_criterion(tmp_path: 
     assert len(best) == 1
     assert best[0]["family"] == trace["best_fit"]
     assert best[0]["status"] == "ok"
+    # the best fit refitted on a random half of the iterations, checked on the other (issue 63)
+    assert np.isfinite(float(best[0]["q99_miss_heldout_pct"]))
+    assert 0 < float(best[0]["ks_heldout"]) < 1
+    assert best[0]["tail_miss"] in ("True", "False")
+    assert all(r["q99_miss_heldout_pct"] == r["tail_miss"] == "" for r in rows
+               if r["best"] != "True")
 
 
 def test_a_fit_that_is_not_ok_is_never_best_nor_modelled(tmp_path: Path,

@@ -109,6 +109,8 @@ def result_of(studies: Studies, tables_of: Sequence[Sequence[Table]] | None = No
              "repetitions), encoded as quadtrees after Pjesivac-Grbovic, Fagg and Dongarra: "
              "how much a compact decision function gives away against the exact map.",
         parts=tuple(parts),
+        short=(f"The fastest {studies.method} per cell of {a1} × {a2}, and what a compact "
+               "decision tree gives away against it: on its page.") if parts else "",
         notes=(*studies.notes, *(n for s in studies.studies
                                  for n in options_refused(s, studies.method))) if parts else (),
         footer="Decision functions (C, Python), PETSc options files per region and a "

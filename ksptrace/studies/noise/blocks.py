@@ -8,7 +8,6 @@ the four runs of repetition r; a block missing a run is left out and counted.
 
 from __future__ import annotations
 
-import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -22,6 +21,7 @@ from ksptrace.studies.noise.paired import (
     estimate,
     in_run_estimate,
 )
+from ksptrace.studies.numbers import ratio_range
 from ksptrace.studies.variability.conclusions.findings import fmt_time
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 
@@ -97,17 +97,16 @@ class PairedStudy:
         if self.over_mean is not None:
             s, p = self.over_mean
             head += (f" Against the mean iteration, over the blocks: {std}'s Σₖ maxₚ Tₚᵏ is "
-                     f"{_times(s)} K·mean (E[max] over the mean), {pip}'s slowest rank's "
-                     f"Σₖ Tₚᵏ {_times(p)} K·mean (no interval: docs/noise.md).")
+                     f"{_times(s)} (E[max] over the mean), {pip}'s slowest rank's "
+                     f"Σₖ Tₚᵏ {_times(p)} (no interval: docs/noise.md).")
         return head
 
 
 def _times(i: Interval) -> str:
-    """A ratio's mean and its blocks' range with enough decimals that the range's width shows
-    (two significant digits of it): 1.0004 × (1.0001 to 1.0007) is not "1 × (1 to 1)"."""
-    width = i.high - i.low
-    places = 2 if not width > 0 else min(9, max(2, 1 - math.floor(math.log10(width))))
-    return f"{i.estimate:.{places}f} × (blocks {i.low:.{places}f} to {i.high:.{places}f})"
+    """A ratio to K·mean with its blocks' range, the decimals the range needs but at most four
+    significant digits (:func:`~ksptrace.studies.numbers.ratio_range`): 1.0004 × (1.0001 to
+    1.0007) is neither "1 × (1 to 1)" nor six digits, but "K·mean + 0.040 % (...)"."""
+    return ratio_range(i.estimate, i.low, i.high, "K·mean")
 
 
 def _clause(e: PairedNoiseEstimate, std: str, pip: str, how: str) -> str:

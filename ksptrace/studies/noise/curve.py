@@ -15,6 +15,7 @@ from collections.abc import Sequence
 
 from ksptrace.studies.noise.blocks import PairedStudy
 from ksptrace.studies.noise.paired import CANNOT_TELL, PIPELINED_PAYS_LESS, STANDARD_PAYS_LESS
+from ksptrace.studies.numbers import significant
 from ksptrace.studies.variability.conclusions.findings import fmt_time
 
 MIN_POINTS = 2
@@ -44,7 +45,7 @@ def curves(studies: Sequence[PairedStudy]) -> list[list[PairedStudy]]:
 def _point(s: PairedStudy) -> str:
     e = s.estimate
     ratio = s.detour / s.iteration
-    head = f"{ratio:.2g}× ({fmt_time(s.detour)})"
+    head = f"{significant(ratio, 2)}× ({fmt_time(s.detour)})"
     verdict, _ = s.told()
     if e.failed:
         return f"{head}: {verdict} (a noise cost came out below zero: the estimate failed)"
@@ -56,7 +57,7 @@ def _point(s: PairedStudy) -> str:
 
 
 def _lengths(points: Sequence[PairedStudy]) -> str:
-    return ", ".join(f"{s.detour / s.iteration:.2g}×" for s in points)
+    return ", ".join(f"{significant(s.detour / s.iteration, 2)}×" for s in points)
 
 
 def curve_sentence(points: Sequence[PairedStudy]) -> str:
@@ -70,7 +71,8 @@ def curve_sentence(points: Sequence[PairedStudy]) -> str:
         by.setdefault(s.told()[0], []).append(s)
     said = [f"{verdict} at {_lengths(group)}" for verdict, group in by.items()]
     text = (f"{std} vs {pip} at P = {first.nprocs}, detours of {_lengths(points)} the "
-            f"{fmt_time(first.iteration)} noise-free iteration in {first.detour_p * 100:.3g} % "
+            f"{fmt_time(first.iteration)} noise-free iteration in "
+            f"{significant(first.detour_p * 100, 3)} % "
             f"of iterations ({first.estimate.blocks} paired blocks each): " + "; ".join(said))
     loaded = sum(s.loaded_blocks for s in points)
     if loaded:
@@ -85,7 +87,7 @@ def curve_figures(points: Sequence[PairedStudy]) -> str:
     the claim's condition in the model."""
     by: dict[str, list[str]] = {}
     for s in points:
-        by.setdefault(s.told()[0], []).append(f"{s.detour / s.iteration:.2g}×")
+        by.setdefault(s.told()[0], []).append(f"{significant(s.detour / s.iteration, 2)}×")
     text = ("Standard minus pipelined noise cost per iteration (noisy minus noise-free KSPSolve "
             "in the same block), by detour length: " + "; ".join(_point(s) for s in points)
             + ". ")
@@ -121,7 +123,7 @@ def curve_costs(points: Sequence[PairedStudy]) -> str:
 
     def cost(s: PairedStudy) -> str:
         e = s.estimate
-        head = f"{s.detour / s.iteration:.2g}×"
+        head = f"{significant(s.detour / s.iteration, 2)}×"
         if e.failed or e.blocks < 3:
             return f"{head} {s.told()[0]}"
         return (f"{head} {std} {fmt_time(e.standard_cost.estimate)}, "

@@ -41,12 +41,34 @@ def study(analyses: Sequence[TraceAnalysis], options: AnalysisOptions,
     # a sweep of detour lengths is said first as one curve, its lengths' own sentences after
     found = (tuple(curve_costs(c) for c in curves(paired)) + verdicts
              + tuple(noise_sentences(comparison)) + per_rank)
-    addenda = (Addendum("pipelined", q2_sentences(paired),
-                        "injected noise (paired blocks)"),) if verdicts else ()
+    counts = verdict_counts(paired)
+    addenda = (Addendum("pipelined", q2_sentences(paired), "injected noise (paired blocks)",
+                        short=f"With injected detours (paired blocks), {counts}."),
+               ) if verdicts else ()
     return StudyResult(
         key="noise", title="Injected noise: prediction vs measurement",
         findings=found or (f"{NO_PAIRS[0].upper()}{NO_PAIRS[1:]}, so no slowdowns are compared.",),
-        parts=(Part(tables=tuple(tables)),), first=True, addenda=addenda)
+        parts=(Part(tables=tuple(tables)),), first=True, addenda=addenda,
+        short=f"Noisy minus noise-free KSPSolve, paired in blocks: {counts}." if counts else "")
+
+
+def verdict_counts(paired: Sequence[PairedStudy]) -> str:
+    """The paired designs' verdicts counted per comparison, for the first screen: "GMRES vs
+    PGMRES at P = 2: cannot tell in 5 of 6 designs, standard pays less in 1"."""
+    groups: dict[str, list[PairedStudy]] = {}
+    for p in paired:
+        key = f"{p.standard.upper()} vs {p.pipelined.upper()} at P = {p.nprocs}"
+        groups.setdefault(key, []).append(p)
+    out = []
+    for key, group in groups.items():
+        told = [p.told()[0] for p in group]
+        tally = sorted({v: told.count(v) for v in told}.items(), key=lambda kv: -kv[1])
+        design = "design" if len(told) == 1 else "designs"
+        out.append(f"{key}: " + ", ".join(
+            f"{v} in {c}" + (f" of {len(told)} {design}" if i == 0 else "")
+            for i, (v, c) in enumerate(tally))
+            + (" (on a loaded machine)" if any(p.loaded_blocks for p in group) else ""))
+    return "; ".join(out)
 
 
 def q2_sentences(paired: Sequence[PairedStudy]) -> tuple[str, ...]:

@@ -187,10 +187,16 @@ def test_the_paired_verdict_is_added_to_q2_labelled_as_injected_noise() -> None:
 
 def test_a_ratio_near_one_keeps_the_digits_its_interval_needs() -> None:
     """The report printed "1 × [95 % 1, 1] K·mean" for 1.0004 [1.0001, 1.0007]: three
-    significant digits hid the interval (a range over blocks since issue 62)."""
+    significant digits hid the interval (a range over blocks since issue 62); then "1.00040 ×"
+    and "1.0000009 ×", more digits than anyone reads (issue 63): a range that needs more than
+    four significant digits is given as the excess over K·mean in per cent."""
     from ksptrace.studies.noise.blocks import _times
 
     assert _times(paired.Interval(1.0004, 1.0001, 1.0007)) == (
-        "1.00040 × (blocks 1.00010 to 1.00070)")
-    assert _times(paired.Interval(1.52, 1.31, 1.74)) == "1.52 × (blocks 1.31 to 1.74)"
-    assert _times(paired.Interval(2.0, 2.0, 2.0)) == "2.00 × (blocks 2.00 to 2.00)"
+        "K·mean + 0.040 % (blocks +0.010 % to +0.070 %)")
+    assert _times(paired.Interval(1.0000009, 1.0000001, 1.0000015)) == (
+        "K·mean + 0.00009 % (blocks +0.00001 % to +0.00015 %)")
+    assert _times(paired.Interval(1.52, 1.31, 1.74)) == "1.52 × (blocks 1.31 to 1.74) K·mean"
+    assert _times(paired.Interval(2.0, 2.0, 2.0)) == "2.00 × (blocks 2.00 to 2.00) K·mean"
+    assert _times(paired.Interval(1.031, 1.010, 1.043)) == (
+        "1.031 × (blocks 1.010 to 1.043) K·mean")

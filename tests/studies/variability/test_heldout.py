@@ -76,6 +76,8 @@ def test_a_prediction_beyond_1000_percent_is_failed_not_a_number() -> None:
     assert failed.why.startswith("failed: off by more than 1000 %")
     said = answers.models([a, tiny])
     assert "1 of 2 failed (off by more than 1000 %)" in said.sentences[0]
+    assert said.short.startswith("Out of sample (a repetition), the model predicts within 10 % "
+                                 "in 1 of 2 (1 failed: off by more than 1000 %): ")
     table = heldout_skill.heldout_table([a, tiny])
     row = next(r for r in table.records() if r["predicts"] == tiny.label)
     assert row["err_pct"] is None

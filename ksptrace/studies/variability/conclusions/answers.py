@@ -19,6 +19,7 @@ from ksptrace.studies.variability.conclusions.fastest import entries, ranking_se
 from ksptrace.studies.variability.conclusions.findings import (
     FAR,
     attr,
+    file_name,
     finding,
     fmt_n,
     headline,
@@ -34,7 +35,17 @@ from ksptrace.studies.variability.conclusions.heldout import (
     other_size_pairs,
     p1_sources,
 )
-from ksptrace.studies.variability.conclusions.heldout_skill import P1_NOTE, heldout_sentence
+from ksptrace.studies.variability.conclusions.heldout_skill import (
+    P1_NOTE,
+    heldout_sentence,
+    heldout_short,
+)
+from ksptrace.studies.variability.conclusions.larger_p import (
+    LARGER_P,
+    LargerP,
+    larger_p_predictions,
+    larger_p_sentence,
+)
 from ksptrace.studies.variability.conclusions.ranked import (
     RankedRun,
     caveat_names,
@@ -42,7 +53,12 @@ from ksptrace.studies.variability.conclusions.ranked import (
     selected,
 )
 from ksptrace.studies.variability.conclusions.ranking import Ranking
-from ksptrace.studies.variability.conclusions.reasons import split_sentences, trend_sentences
+from ksptrace.studies.variability.conclusions.reasons import (
+    held_out_tail_sentence,
+    split_sentences,
+    split_short,
+    trend_sentences,
+)
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 from ksptrace.studies.variability.stats.cycles import is_pipelined
 
@@ -127,6 +143,9 @@ def variability(analyses: Sequence[TraceAnalysis]) -> Answer:
     waited = _wait_sentence(base.runs, base.clause)
     if waited:
         out.append(waited)
+    tail = held_out_tail_sentence(base.runs, base.clause)
+    if tail:
+        out.append(tail)
     ks = ks_sentence([finding(a, "") for a in base.runs])
     if ks and len(base.runs) < len(analyses) and ks.startswith("Every run has P = 1"):
         # the left-out runs may have had P >= 2: say which runs this is about
@@ -135,7 +154,8 @@ def variability(analyses: Sequence[TraceAnalysis]) -> Answer:
                         f"run{'s' if left != 1 else ''} left out)", 1)
     if ks:
         out.append(ks)
-    return Answer("variability", "How variable are iteration times?", tuple(out))
+    return Answer("variability", "How variable are iteration times?", tuple(out),
+                  short=split_short(base.runs, base.clause))
 
 
 def _pairs(analyses: Sequence[TraceAnalysis]) -> list[tuple[TraceAnalysis, TraceAnalysis]]:
@@ -210,7 +230,7 @@ def pipelined(analyses: Sequence[TraceAnalysis]) -> Answer:
                    "method paid less, its interval wholly below the standard one's"
                    + (f" ({len(shown)} largest-P pairs above)." if len(usable) > len(shown)
                       else "."))
-        return Answer("pipelined", question, tuple(out))
+        return Answer("pipelined", question, tuple(out), short=out[-1].split(",")[0] + ".")
     why = []
     if all(s.nprocs < MIN_PAIR_RANKS for s, _ in pairs):
         why.append(f"every pair ran at P < {MIN_PAIR_RANKS}, where the slowest of one or two "
@@ -222,6 +242,16 @@ def pipelined(analyses: Sequence[TraceAnalysis]) -> Answer:
     return Answer("pipelined", question, (
         f"Cannot tell on this data: {'; '.join(why)}.", lead,
         "For what it shows: " + _pair_sentence(s, p, told=False)), basis="cannot tell")
+
+
+def _caveated(found: Sequence[LargerP], analyses: Sequence[TraceAnalysis]) -> str:
+    """"2 of 4 targets oversubscribed, machine-loaded": the caveats of the predicted runs."""
+    names = {file_name(a): caveats(a) for a in analyses}
+    targets = {h.predicts for h in found}
+    with_one = [t for t in targets if names.get(t)]
+    named = ", ".join(sorted({c for t in with_one for c in names[t]}))
+    named += " (loaded by construction)" if "oversubscribed" in named else ""
+    return f"{len(with_one)} of {len(targets)} targets {named}" if with_one else ""
 
 
 def models(analyses: Sequence[TraceAnalysis]) -> Answer:
@@ -239,7 +269,10 @@ def models(analyses: Sequence[TraceAnalysis]) -> Answer:
     if local:
         out.append(heldout_sentence(local, "at the same local size n/P on another P "
                                             "(through E[max of N])", base.clause))
-    if not found:
+    larger = larger_p_predictions(base.runs, [a for a in analyses if not a.noisy])
+    if larger:
+        out.append(larger_p_sentence(larger, base.clause, _caveated(larger, analyses)))
+    if not found and not larger:
         out.append("Cannot tell how well the models predict: no run can be predicted out of "
                    f"sample here ({base.clause}; no configuration was repeated, and no two "
                    "configurations share n/P at different P); a campaign with repetitions = 2 "
@@ -275,7 +308,12 @@ def models(analyses: Sequence[TraceAnalysis]) -> Answer:
                "every out-of-sample prediction with its error beside the baselines' and the "
                "skill.")
     kind = REPETITION if reps else SAME_LOCAL_SIZE if local else IN_SAMPLE
-    return Answer("models", question, tuple(out), basis=kind if found or scored else "none")
+    kind = kind if found or not larger else LARGER_P
+    short = heldout_short((("a repetition", "the other repetition's time", reps),
+                           ("the same n/P at another P", "the source P's time", local),
+                           ("a larger P", "the smaller P's time", larger)))
+    return Answer("models", question, tuple(out),
+                  basis=kind if found or larger or scored else "none", short=short)
 
 
 STACK_ATTRS = ("petsc_version", "petsc_arch", "petsc_int_bytes", "petsc_debugging", "mpi_library")
@@ -305,7 +343,8 @@ def fastest(analyses: Sequence[TraceAnalysis]) -> Answer:
     answer = _fastest(analyses, question)
     if mixed is None:
         return answer
-    return Answer(answer.key, answer.question, (*answer.sentences, mixed))
+    return Answer(answer.key, answer.question, (*answer.sentences, mixed),
+                  short=answer.short)
 
 
 def fastest_ranking(analyses: Sequence[TraceAnalysis], every: bool = False) -> Ranking:
@@ -324,8 +363,9 @@ def fastest_summary(analyses: Sequence[TraceAnalysis]) -> dict[str, Any]:
 
 
 def _fastest(analyses: Sequence[TraceAnalysis], question: str) -> Answer:
-    return Answer("fastest", question, tuple(ranking_sentences(fastest_ranking(analyses),
-                                                               analyses)))
+    ranking = fastest_ranking(analyses)
+    return Answer("fastest", question, tuple(ranking_sentences(ranking, analyses)),
+                  short=ranking.short())
 
 
 def answer_all(analyses: Sequence[TraceAnalysis]) -> tuple[Answer, ...]:

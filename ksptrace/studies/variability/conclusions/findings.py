@@ -12,6 +12,7 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
+from ksptrace.studies.numbers import seconds_text
 from ksptrace.studies.variability.run.flags import Flag
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 from ksptrace.studies.variability.stats import ks
@@ -30,14 +31,8 @@ def fmt_time(seconds: float | None) -> str:
     than the clock's resolution (1 ns, :data:`MIN_ITERATION_SECONDS`): '12 ns', '< 1 ns'."""
     if seconds is None or not math.isfinite(seconds):
         return "—" if seconds is None else str(seconds)
-    size = abs(seconds)
-    if size >= 1.0 or size == 0.0:
-        return f"{seconds:.4g} s"
-    if size >= 1e-3:
-        return f"{seconds * 1e3:.4g} ms"
-    if size >= 1e-6:
-        return f"{seconds * 1e6:.4g} µs"
-    return below_microsecond(seconds)
+    text = seconds_text(seconds, 4)
+    return below_microsecond(seconds) if text is None else text
 
 
 def below_microsecond(seconds: float) -> str:

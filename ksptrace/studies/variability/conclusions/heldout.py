@@ -205,6 +205,12 @@ def other_size_pairs(analyses: Sequence[TraceAnalysis]) -> int:
                if s is not d and _kind(s) == _kind(d) and local_size(s) != local_size(d))
 
 
+configurations = _configurations
+"""The runs of each configuration (public name, for :mod:`.larger_p`)."""
+same_size = _same_size
+"""Whether two runs are of one kind and n/P at different P (public name)."""
+
+
 def held_out(analyses: Sequence[TraceAnalysis]) -> tuple[HeldOut, ...]:
     """Every out-of-sample prediction the data allow, repetitions first."""
     return (*repetition_predictions(analyses), *same_local_size_predictions(analyses))

@@ -112,6 +112,26 @@ class Ranking:
     def compared(self, where: Callable[[Verdict], bool] | None = None) -> list[Verdict]:
         return [v for v in self.verdicts if len(v.timings) > 1 and (where is None or where(v))]
 
+    def short(self) -> str:
+        """The first screen's sentence: the winners counted, the basis named only when no run
+        is clean (a loaded campaign must say so even there)."""
+        shown = self.compared()
+        loaded = f" ({self.clause})" if self.clause.startswith("all ") else ""
+        if not shown:
+            return f"No configuration ran two solvers{loaded}."
+        wins: dict[str, int] = {}
+        for v in shown:
+            if v.winner is not None:
+                wins[v.winner] = wins.get(v.winner, 0) + 1
+        told = ", ".join(f"{k} in {c}" for k, c in sorted(wins.items(), key=lambda kv: -kv[1]))
+        unit = "configuration" if len(shown) == 1 else "configurations"
+        if not told:
+            return (f"Cannot tell in any of the {len(shown)} {unit} with two or more "
+                    f"solvers{loaded}: no time beyond the run-to-run spread.")
+        open_ = len(shown) - sum(wins.values())
+        return (f"Fastest beyond the run-to-run spread{loaded}: {told} of {len(shown)} {unit}"
+                + (f"; cannot tell in {open_}." if open_ else "."))
+
     def sentence(self, where: Callable[[Verdict], bool] | None = None,
                  unit: str = "configurations") -> str:
         """The one sentence every output uses (``where`` picks the configurations)."""

@@ -9,6 +9,7 @@ from __future__ import annotations
 import statistics
 from collections.abc import Callable, Sequence
 
+from ksptrace.studies.numbers import seconds_text
 from ksptrace.studies.variability.conclusions.findings import fmt_n, n_of, problem_of
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 from ksptrace.studies.variability.stats.variance_split import VarianceSplit
@@ -80,7 +81,7 @@ def _where(a: TraceAnalysis) -> str:
 
 
 def _ms(seconds: float) -> str:
-    return f"{seconds * 1e3:.3g} ms" if seconds >= 1e-3 else f"{seconds * 1e6:.3g} µs"
+    return seconds_text(seconds, 3) or f"{seconds * 1e9:.0f} ns"
 
 
 def _named(items: list[str]) -> str:
@@ -160,3 +161,42 @@ def trend_sentences(runs: Sequence[TraceAnalysis]) -> list[str]:
             out.append(f"On {problem}, from n = {fmt_n(lo_n)} to n = {fmt_n(hi_n)} it goes from "
                        f"{text}.")
     return out
+
+
+def held_out_tail_sentence(runs: Sequence[TraceAnalysis], clause: str) -> str | None:
+    """Whether the fitted distributions describe data they were not fitted on: each run's best
+    family, and its bulk-plus-detours model, refitted on a random half of its iterations and
+    their 99th percentile set against the other half's (:mod:`..stats.halves`)."""
+    fits = [a.tails.best_fit for a in runs if a.tails is not None and a.tails.best_fit]
+    models = [a.tails.detour_check for a in runs if a.tails is not None
+              and a.tails.detour_check is not None]
+    if not fits and not models:
+        return None
+    parts = []
+    for name, checks in (("the best fitted family", fits),
+                         ("the bulk-plus-detours model", models)):
+        if checks:
+            missed = sum(1 for c in checks if c is not None and c.flagged)
+            miss = _median([abs(c.miss) for c in checks if c is not None]) or 0.0
+            median = f"{100 * miss:.1f} %" if miss <= 10.0 else "more than 1000 %"
+            parts.append(f"{name} misses it by more than 25 % and beyond its sampling error in "
+                         f"{missed} of {len(checks)} (median miss {median})")
+    return ("Held out (each run's model refitted on a random half of its iterations, its 99th "
+            f"percentile against the other half's; {clause}): " + "; ".join(parts)
+            + "; such a fit is a maximum of the likelihood that does not describe the tail "
+            "E[max of N] depends on (flagged tail-miss on the run's page).")
+
+
+def split_short(runs: Sequence[TraceAnalysis], clause: str) -> str:
+    """Q1 for the first screen: the deterministic share's range over the solvers, and what the
+    rest is ("" without a variance split)."""
+    shares = [_share(v, lambda s: s.deterministic) for v in
+              ([a.variance for a in w if a.variance is not None]
+               for w in _by_solver(runs).values()) if v]
+    if not shares:
+        return ""
+    lo, hi = _pct(min(shares)), _pct(max(shares))
+    span = lo if lo == hi else f"{lo.removesuffix(' %')}–{hi}"
+    by = " by solver" if len(shares) > 1 else ""
+    return (f"Where an iteration sits explains {span} of the iteration times' variance{by}; "
+            f"the rest is drift, level shifts and randomness ({clause}).")

@@ -44,14 +44,14 @@ class Done:
     cached: bool
 
 
-RESULTS_FORMAT = 8
+RESULTS_FORMAT = 9
 """The layout of a cached result: raised whenever TraceAnalysis or what it holds gains or loses
 a field, or the fitting engine's results change (2: the waiting penalties and spreads; 3: the
 variance split; 4: a noise spec's ranks= as intervals; 5: set-up apart, issue 52; 6: the study's
 modules moved into subpackages, so the class paths changed; 7: issue 61's engine, the tie rule,
 nct's coordinates and a fit's limit; 8: the wait heat map of a trace with wait times, issue 65,
-and the drift and modes of the variance split, issue 63), so no entry of an older layout is read
-back."""
+and the drift and modes of the variance split, issue 63; 9: the held-out-half checks and the
+bulk-plus-detours model, ``tails``, issue 63), so no entry of an older layout is read back."""
 
 
 def options_key(options: AnalysisOptions, with_figures: bool) -> str:

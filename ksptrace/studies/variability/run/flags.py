@@ -12,7 +12,9 @@ from typing import Protocol
 
 import numpy as np
 
+from ksptrace.studies.numbers import seconds_text
 from ksptrace.studies.variability.stats import models, montecarlo
+from ksptrace.studies.variability.stats.halves import TAIL_FLAG, Tails
 from ksptrace.studies.variability.stats.outliers import outliers, outliers_explain_mean
 from ksptrace.studies.variability.stats.plausible import ABSURD_PCT, is_absurd
 from ksptrace.trace.model import FOREIGN_LOAD_LIMIT, Trace
@@ -29,7 +31,8 @@ class Flag:
     collapsed to its normal limit), "one-node" (N = 1: every model is K times the mean),
     "infinite-mean" (a fitted family with no finite mean: no E[max of N]), "machine-loaded"
     (other processes used more than 10 % of the node's CPUs during the solve), "log-on" (PETSc's
-    full event log ran during the timed solve).
+    full event log ran during the timed solve), "tail-miss" (a model refitted on a random half
+    of the iterations whose 99th percentile misses the other half's by more than 25 %).
     """
 
     code: str
@@ -49,13 +52,9 @@ PREDICTION_TOLERANCE = 0.5
 
 def _t(seconds: float) -> str:
     """A time in the unit that suits it, 3 significant digits: '28 ms', '398 µs'."""
-    size = abs(seconds)
-    if size >= 1.0 or size == 0.0 or not np.isfinite(size):
-        return f"{seconds:.3g} s"
-    if size >= 1e-3:
-        return f"{seconds * 1e3:.3g} ms"
-    if size >= 1e-6:
-        return f"{seconds * 1e6:.3g} µs"
+    text = seconds_text(seconds, 3)
+    if text is not None or not np.isfinite(seconds):
+        return text or f"{seconds} s"
     return f"{seconds * 1e9:.0f} ns"  # the clock's resolution: no digit below 1 ns
 
 
@@ -314,3 +313,32 @@ def _far(value: float, measured: float, why: str) -> str:
         return f"failed: {side} against the measured KSPSolve {_t(measured)}: {why}"
     return (f"{_t(value)} against the measured KSPSolve {_t(measured)} "
             f"({value / measured - 1.0:+.0%}): {why}")
+
+
+def _miss(miss: float) -> str:
+    """A q99 miss in per cent, or "more than 1000 %" (never an absurd figure, issue 52)."""
+    pct = 100.0 * miss
+    return f"{pct:+.0f} %" if abs(pct) <= ABSURD_PCT else f"more than {ABSURD_PCT:.0f} %"
+
+
+def tail_flags(tails: Tails) -> list[Flag]:
+    """"tail-miss" for the best family and for the bulk-plus-detours model when, fitted on a
+    random half of the iterations, its 99th percentile misses the other half's by more than
+    :data:`TAIL_FLAG` (issue 63: a maximum of the likelihood that does not describe the tail
+    E[max of N] depends on)."""
+    out = []
+    h, c = tails.best_fit, tails.detour_check
+    if h is not None and h.flagged:
+        out.append(Flag("tail-miss", f"bulk fit ({h.family})",
+                        f"refitted on a random half of the iterations, its 99th percentile "
+                        f"{_t(h.model_q99)} misses the other half's {_t(h.data_q99)} by "
+                        f"{_miss(h.miss)} (more than {100 * TAIL_FLAG:.0f} %): it does "
+                        f"not describe the tail that E[max of N] depends on (held-out KS "
+                        f"distance {h.ks:.3f}, {h.ks_fitted:.3f} on its own half)"))
+    if c is not None and c.flagged:
+        out.append(Flag("tail-miss", "bulk-plus-detours model",
+                        f"fitted on a random half of the iterations, its 99th percentile "
+                        f"{_t(c.model_q99)} misses the other half's {_t(c.data_q99)} by "
+                        f"{_miss(c.miss)} (more than {100 * TAIL_FLAG:.0f} %): its "
+                        "predictions at a larger P rest on a tail it does not hold"))
+    return out

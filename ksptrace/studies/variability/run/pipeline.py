@@ -34,6 +34,7 @@ from ksptrace.studies.variability.run.flags import (
     _log_flags,
     _parameter_flags,
     _prediction_flags,
+    tail_flags,
 )
 from ksptrace.studies.variability.run.injection import injection_of
 from ksptrace.studies.variability.run.lanes import Lanes
@@ -52,6 +53,7 @@ from ksptrace.studies.variability.stats.fitting import (
     FitRanking,
     fit_candidates,
 )
+from ksptrace.studies.variability.stats.halves import Tails, tails_of
 from ksptrace.studies.variability.stats.injected import InjectedNoise
 from ksptrace.studies.variability.stats.nodes import NodeVariance, node_variance
 from ksptrace.studies.variability.stats.ordered import OrderedRows, Sorted, order_rows, resolve
@@ -124,6 +126,8 @@ class TraceAnalysis:
     without wait times (issue 65)."""
     wait_split: WaitSplit | None = None
     """Var(T) split into the ranks' own work and their waits in MPI reductions (issue 65)."""
+    tails: Tails | None = None
+    """The held-out-half checks of the best fit and of the bulk-plus-detours model (issue 63)."""
 
     @property
     def noisy(self) -> bool:
@@ -386,5 +390,7 @@ def analyze_trace(
         wait_split=wait_split(trace),
         **result,  # type: ignore[arg-type]
     )
-    far = _prediction_flags(analysis, reasons, kept)
-    return replace(analysis, flags=(*flags, *far))
+    far, later = _prediction_flags(analysis, reasons, kept), list(analysis.notes)
+    tails = tails_of(kept, analysis.best_fit_name, opt.fit_size, opt.seed, later)
+    return replace(analysis, flags=(*flags, *far, *tail_flags(tails)), tails=tails,
+                   notes=tuple(later))
