@@ -409,3 +409,19 @@ def test_program_campaign_on_slurm(slurm: dict[str, str], tmp_path: Path,
         assert str(trace.attrs["slurm_array_task_id"]) == str(task)
     assert main(["campaign", "run", str(path), "--backend", "slurm"]) == 0
     assert "nothing to do" in capsys.readouterr().out
+
+
+def test_trace_runs_ex2_under_srun_in_a_batch_job(slurm: dict[str, str], tmp_path: Path) -> None:
+    """``ksptrace trace -- srun --mpi=pmix -n 2 ./ex2 -ksp_monitor`` typed in a job script, as a
+    user would: the hook reaches both ranks through srun, and the trace's iterations and norms
+    are those ex2's own monitor printed (issue 64)."""
+    from tests.jobs import traced_job
+
+    ex2 = traced_job.build_ex2(tmp_path)
+    env = {**slurm, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    job = traced_job.submit(env, tmp_path, ex2, 1, ["-n", "2"])
+    traced_job.wait(job, env)
+    trace = traced_job.check(job)
+    assert len(set(trace.hostnames)) == 1
+    assert traced_job.no_process_of(ex2) == []
