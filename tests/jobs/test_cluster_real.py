@@ -342,3 +342,19 @@ def test_a_program_campaign_runs_across_two_nodes(
     assert trace.hostnames == ("node1", "node2")
     assert list(trace.node_ids) == [0, 1]
     assert str(trace.attrs["slurm_array_job_id"]) == str(sub["job_id"])
+
+
+def test_trace_runs_ex2_under_srun_across_two_nodes(
+        client: dict[str, str], tmp_path: Path) -> None:
+    """``ksptrace trace -- srun --mpi=pmix -N2 --ntasks-per-node=1 ./ex2 -ksp_monitor`` in a job
+    script: one rank on each node, the hook preloaded on both through srun, the raw records
+    written on the shared file system; counts and norms are ex2's monitor's (issue 64)."""
+    from tests.jobs import traced_job
+
+    ex2 = traced_job.build_ex2(tmp_path)
+    job = traced_job.submit(client, tmp_path, ex2, 2, ["-N2", "--ntasks-per-node=1"])
+    traced_job.wait(job, client)
+    trace = traced_job.check(job)
+    assert trace.hostnames == ("node1", "node2")
+    assert list(trace.node_ids) == [0, 1]
+    assert traced_job.no_process_of(ex2) == []

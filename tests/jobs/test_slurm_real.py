@@ -7,14 +7,16 @@ the script has stopped whatever it started."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import pytest
@@ -409,3 +411,66 @@ def test_program_campaign_on_slurm(slurm: dict[str, str], tmp_path: Path,
         assert str(trace.attrs["slurm_array_task_id"]) == str(task)
     assert main(["campaign", "run", str(path), "--backend", "slurm"]) == 0
     assert "nothing to do" in capsys.readouterr().out
+
+
+def test_trace_runs_ex2_under_srun_in_a_batch_job(slurm: dict[str, str], tmp_path: Path) -> None:
+    """``ksptrace trace -- srun --mpi=pmix -n 2 ./ex2 -ksp_monitor`` typed in a job script, as a
+    user would: the hook reaches both ranks through srun, and the trace's iterations and norms
+    are those ex2's own monitor printed (issue 64)."""
+    from tests.jobs import traced_job
+
+    ex2 = traced_job.build_ex2(tmp_path)
+    env = {**slurm, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
+    job = traced_job.submit(env, tmp_path, ex2, 1, ["-n", "2"])
+    traced_job.wait(job, env)
+    trace = traced_job.check(job)
+    assert len(set(trace.hostnames)) == 1
+    assert traced_job.no_process_of(ex2) == []
+
+
+def test_sigkill_of_trace_under_srun_leaves_no_job_and_no_rank(slurm: dict[str, str],
+                                                               tmp_path: Path) -> None:
+    """``ksptrace trace -- srun ...`` run outside a job (srun makes the allocation) and killed
+    with SIGKILL mid-solve: the guard gives srun SIGTERM and a grace, so srun ends its step and
+    gives its allocation back. Killed outright, srun left the job running empty, its time limit
+    UNLIMITED here (issue 64)."""
+    from tests.jobs import traced_job
+
+    ex2 = traced_job.build_ex2(tmp_path)
+    name = f"ksptrace-kill-{os.getpid()}"
+    out = tmp_path / "out"
+    env = {**slurm, "OMPI_ALLOW_RUN_AS_ROOT": "1", "OMPI_ALLOW_RUN_AS_ROOT_CONFIRM": "1",
+           "OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    cmd = [sys.executable, "-m", "ksptrace", "trace", "--out", str(out), "--", "srun",
+           "--mpi=pmix", "-n", "2", f"--job-name={name}", str(ex2), "-m", "400", "-n", "400",
+           "-pc_type", "jacobi", "-ksp_rtol", "1e-14", "-ksp_max_it", "1000000"]
+
+    def queued() -> str:
+        return subprocess.run(["squeue", "-h", "-n", name], env=env, capture_output=True,
+                              text=True, check=False).stdout.strip()
+
+    def until(check: Callable[[], object], seconds: float) -> bool:
+        end = time.monotonic() + seconds
+        while time.monotonic() < end:
+            if check():
+                return True
+            time.sleep(0.2)
+        return False
+
+    trace = subprocess.Popen(cmd, env=env, cwd=tmp_path, stdout=subprocess.DEVNULL,
+                             stderr=subprocess.DEVNULL, start_new_session=True)
+    try:
+        assert until(lambda: list(out.glob(".ksptrace-hook-*/rank-*")), 120), \
+            "the ranks never started solving"
+        assert queued(), "srun made no job"
+        os.kill(trace.pid, signal.SIGKILL)
+        trace.wait()
+        assert until(lambda: not queued() and not traced_job.no_process_of(ex2), 60), \
+            f"left: job {queued()!r}, ranks {traced_job.no_process_of(ex2)}"
+        assert until(lambda: not out.exists(), 30), list(out.iterdir())
+    finally:
+        subprocess.run(["scancel", "-n", name], env=env, capture_output=True, check=False)
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(trace.pid, signal.SIGKILL)
+        trace.wait()

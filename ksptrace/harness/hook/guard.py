@@ -9,7 +9,8 @@ and the guard kills what is left of the command (its process group, and every pr
 environment names ``trace`` as its launcher: mpiexec, the ranks, whatever a shell started) and
 removes the hook's raw folder, and the output folder when ``trace`` made it and it holds nothing.
 The guard ignores SIGINT and SIGTERM, which a terminal sends to the whole group: it acts on the
-pipe alone.
+pipe alone. It ends the command with SIGTERM first and SIGKILL only after a grace, so that
+``srun`` can end its step and release the allocation it made.
 """
 
 from __future__ import annotations
@@ -24,6 +25,9 @@ from pathlib import Path
 from ksptrace.harness import lifeline
 
 DONE = b"d"
+GRACE_SECONDS = 20.0
+"""How long the command's processes have to end after SIGTERM before SIGKILL (srun waits
+up to Slurm's KillWait, 30 s by default, for its step's tasks; they get SIGTERM too)."""
 TRACE_ENV = "KSPTRACE_TRACE"
 """``<pid>:<start time>`` of the ``ksptrace trace`` whose command this process belongs to (kept
 apart from a campaign's launcher variable, which a traced command may inherit)."""
@@ -70,6 +74,13 @@ def _watch(read: int, ident: str, raw: Path, out: Path, made: bool) -> None:
         got = os.read(read, 1)
     if got == DONE:
         return
+    # SIGTERM first, and a grace: a launcher that holds something elsewhere must give it back
+    # itself. srun killed outright left the job allocation it had made running, empty, until its
+    # time limit (UNLIMITED on the local Slurm), and a step's ranks on other nodes to Slurm.
+    lifeline.kill_descendants_of(ident, signal.SIGTERM, variable=TRACE_ENV)
+    end = time.monotonic() + GRACE_SECONDS
+    while time.monotonic() < end and lifeline.launched_by(ident, variable=TRACE_ENV):
+        time.sleep(0.2)
     for _ in range(3):  # mpiexec may start a rank while the first pass runs
         if not lifeline.kill_descendants_of(ident, variable=TRACE_ENV):
             break
