@@ -16,6 +16,7 @@ from ksptrace.studies.noise.curve import (
 )
 from ksptrace.studies.noise.perrank import per_rank_ks, per_rank_sentences
 from ksptrace.studies.noise.tables import noise_pair_table, noise_table
+from ksptrace.studies.numbers import significant
 from ksptrace.studies.result import Addendum, Part, StudyResult
 from ksptrace.studies.variability.run.options import AnalysisOptions
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
@@ -63,9 +64,19 @@ def verdict_counts(paired: Sequence[PairedStudy]) -> str:
     for key, group in groups.items():
         told = [p.told()[0] for p in group]
         tally = sorted({v: told.count(v) for v in told}.items(), key=lambda kv: -kv[1])
-        design = "design" if len(told) == 1 else "designs"
+        swept = curves(group)
+        curve = swept[0] if len(swept) == 1 and len(swept[0]) == len(group) else None
+        design = ("detour lengths" if curve else "design" if len(told) == 1 else "designs")
+
+        def where(verdict: str, curve: list[PairedStudy] | None = curve) -> str:
+            if curve is None:
+                return ""
+            at = [f"{significant(p.detour / p.iteration, 2)}×" for p in curve
+                  if p.told()[0] == verdict]
+            return f" (at {', '.join(at)} the iteration)"
+
         out.append(f"{key}: " + ", ".join(
-            f"{v} in {c}" + (f" of {len(told)} {design}" if i == 0 else "")
+            f"{v} in {c}" + (f" of {len(told)} {design}" if i == 0 else where(v))
             for i, (v, c) in enumerate(tally))
             + (" (on a loaded machine)" if any(p.loaded_blocks for p in group) else ""))
     return "; ".join(out)

@@ -100,3 +100,21 @@ def test_detours_of_one_mean_from_three_families_are_no_curve() -> None:
     close = [_study(2.5, 0.0, 30e-6), _study(2.55, 0.0, 30e-6)]
     assert curves(close) == []
     assert len(curves([_study(2.5, 0.0, 30e-6), _study(5.0, 0.0, 30e-6)])) == 1
+
+
+def test_the_first_screen_counts_a_sweep_by_detour_length() -> None:
+    """The demo's first screen said "cannot tell in 4 of 5 designs, standard pays less in 1"
+    of one sweep: it counts detour lengths and names where the other verdict fell."""
+    from ksptrace.studies.noise.entry import verdict_counts
+
+    points = [_study(0.25, 30e-6, 2e-6), _study(1.0, 0.0, 30e-6), _study(4.0, 0.0, 30e-6)]
+    assert [p.told()[0] for p in points] == [paired.PIPELINED_PAYS_LESS, paired.CANNOT_TELL,
+                                             paired.CANNOT_TELL]
+    assert verdict_counts(points) == (
+        "GMRES vs PGMRES at P = 2: cannot tell on this data in 2 of 3 detour lengths, "
+        "pipelined pays less in 1 (at 0.25× the iteration)")
+    families = [dataclasses.replace(p, noise=f"{f}:mean=1") for p, f in
+                zip(points, ("exponential", "lognormal", "pareto"), strict=True)]
+    assert verdict_counts(families) == (
+        "GMRES vs PGMRES at P = 2: cannot tell on this data in 2 of 3 designs, "
+        "pipelined pays less in 1")
