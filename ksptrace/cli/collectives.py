@@ -14,9 +14,10 @@ import re
 import shlex
 import sys
 import tempfile
+import threading
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ksptrace import escape
 from ksptrace.cli.common import add_params, output_target
@@ -56,6 +57,9 @@ def register(sub: Any) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing trace file")
     p.add_argument("--tag", default="", help="suffix for the trace file name")
     p.add_argument("--mpiexec", default=None, help="mpiexec to use (default: from PATH)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no estimate of the run's length and no progress lines on stderr (the "
+                   "collectives then skip the probe that estimates it)")
     p.add_argument("--list-algorithms", action="store_true",
                    help="list the algorithms this MPI can force for --op, and exit")
     p.set_defaults(func=main)
@@ -178,7 +182,7 @@ def _main(args: argparse.Namespace) -> int:
     temporaries.sweep(path.parent)
     if args.np is not None and not launched:
         return _launch(args, values, forcing, path)
-    return _run_here(values, forcing, sizes, path, args.overwrite)
+    return _run_here(values, forcing, sizes, path, args.overwrite, args.quiet)
 
 
 def _forcing(values: dict[str, Any], mpiexec: str | None) -> alg.Forcing:
@@ -192,7 +196,7 @@ def _forcing(values: dict[str, Any], mpiexec: str | None) -> alg.Forcing:
 
 
 def _run_here(values: dict[str, Any], forcing: alg.Forcing, sizes: tuple[int, ...],
-              path: Path, overwrite: bool) -> int:
+              path: Path, overwrite: bool, quiet: bool) -> int:
     os.environ.update(dict(forcing.env))  # read by MPI_Init, which start_mpi runs
     from ksptrace.collectives.mpistart import start_mpi
 
@@ -212,7 +216,7 @@ def _run_here(values: dict[str, Any], forcing: alg.Forcing, sizes: tuple[int, ..
             operation=values["op"], sizes=sizes, repetitions=values["repetitions"],
             warmup=values["warmup"], forcing=forcing, out=path, overwrite=overwrite,
             compute_seconds=values["compute_us"] * 1e-6, test_calls=values["test_calls"],
-            mode=values["mode"], calls=values["calls"])
+            mode=values["mode"], calls=values["calls"], quiet=quiet)
         execute(settings, comm)
         if comm.Get_rank() == 0:
             note = f" ({forcing.note})" if forcing.note else ""
@@ -235,12 +239,13 @@ def print_overlap(path: Path) -> None:
               f"{row.median_us:>14.1f} {row.overlap:>8.0%}")
 
 
-def child_arguments(values: dict[str, Any], path: Path, overwrite: bool) -> list[str]:
+def child_arguments(values: dict[str, Any], path: Path, overwrite: bool,
+                    quiet: bool = False) -> list[str]:
     out: list[str] = []
     for p in PARAMS:
         out += [p.flag, str(values[p.name])]
     out += ["--out", str(path)]
-    return [*out, "--overwrite"] if overwrite else out
+    return out + ["--overwrite"] * overwrite + ["--quiet"] * quiet
 
 
 def _launch(args: argparse.Namespace, values: dict[str, Any], forcing: alg.Forcing,
@@ -257,17 +262,20 @@ def _launch(args: argparse.Namespace, values: dict[str, Any], forcing: alg.Forci
     mpi = find_mpiexec(args.mpiexec)
     flags = mpi.flags(args.np, os.cpu_count() or 1, is_root())
     program = [sys.executable, "-m", "ksptrace", "collectives",
-               *child_arguments(values, path, args.overwrite)]
+               *child_arguments(values, path, args.overwrite, args.quiet)]
     env[FORCING_ENV] = json.dumps(asdict(forcing))
     env[LAUNCH_ENV] = json.dumps({"launcher": f"mpiexec ({mpi.flavor})", "flags": flags,
                                   "command_line": shlex.join(["ksptrace", *sys.argv[1:]])})
     supervised = Supervised()
     with tempfile.TemporaryFile("w+") as out:
+        relay = Relay(sys.stderr)
         try:
-            code, err = supervised.run(mpi.command(args.np, flags, program), env,
-                                       capture_stderr=True, stdout=out.fileno())
+            code, _ = supervised.run(mpi.command(args.np, flags, program), env,
+                                     stdout=out.fileno(), stderr=relay.write_end)
         except OSError as exc:
             raise EnvironmentProblem(f"cannot start {mpi.path}: {exc.strerror}") from None
+        finally:
+            err = relay.close()
         out.seek(0)
         said = out.read()
     if supervised.interrupted:
@@ -282,6 +290,36 @@ def _launch(args: argparse.Namespace, values: dict[str, Any], forcing: alg.Forci
     sys.stdout.write(said)  # the ranks' "wrote ..." only once the run is known good
     sys.stderr.write(err)
     return 0
+
+
+class Relay:
+    """The ranks' stderr, read as it comes: the estimate and progress lines (rank 0's,
+    :mod:`ksptrace.collectives.eta`) go straight to ``sink``; the rest is kept for the end, where
+    a failure is reported from it or it is written once the run is known good."""
+
+    def __init__(self, sink: TextIO) -> None:
+        from ksptrace.collectives.eta import PREFIX
+
+        read_end, self.write_end = os.pipe()
+        self.kept: list[str] = []
+
+        def pump() -> None:
+            with open(read_end, encoding="utf-8", errors="replace") as lines:
+                for line in lines:
+                    if line.startswith(PREFIX):
+                        sink.write(line)
+                        sink.flush()
+                    else:
+                        self.kept.append(line)
+
+        self.thread = threading.Thread(target=pump, daemon=True)
+        self.thread.start()
+
+    def close(self) -> str:
+        """After the launcher ended: everything else it wrote to stderr."""
+        os.close(self.write_end)
+        self.thread.join(timeout=10.0)  # a descendant still holding the pipe is not waited for
+        return "".join(self.kept)
 
 
 def _rejected_line(err: str) -> str:
