@@ -22,6 +22,7 @@ from typing import Any, TextIO
 from ksptrace import escape
 from ksptrace.cli.common import add_params, output_target
 from ksptrace.collectives import algorithms as alg
+from ksptrace.collectives.memory import local_ranks
 from ksptrace.collectives.params import (
     BACK_TO_BACK_OPERATIONS,
     COLLECTIVE_PARAMS,
@@ -96,26 +97,38 @@ def choose_forcing(library: str, op: str, algorithm: str, segment_bytes: int) ->
 
 
 def available_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
+    from ksptrace.collectives.memory import available_bytes as here
+
+    return here()
 
 
 def check_memory(op: str, max_bytes: int, nprocs: int, ranks_here: int) -> None:
+    """Refuse, before anything runs, a size whose buffers would not fit on this node: each
+    rank's peak (:func:`buffer_bytes`) times the ranks here, against half of what the node (and
+    its control group) can give; the line says the largest --max-bytes that fits."""
     from ksptrace.collectives.operations import buffer_bytes  # numpy: not for --help
 
     need = buffer_bytes(op, max_bytes, nprocs) * ranks_here
     free = available_bytes()
-    if free is not None and need > MEMORY_SHARE * free:
-        raise UsageError(
-            f"--max-bytes {max_bytes} needs {need / 2**20:.0f} MiB of buffers for {op} on "
-            f"{ranks_here} ranks here, more than half of the {free / 2**20:.0f} MiB available; "
-            "lower --max-bytes")
+    if free is None or need <= MEMORY_SHARE * free:
+        return
+    budget = MEMORY_SHARE * free
+    fits = 1 << max(max_bytes.bit_length() - 1, 0)  # the largest power of two that fits
+    while fits > 1 and buffer_bytes(op, fits, nprocs) * ranks_here > budget:
+        fits //= 2
+    fit = buffer_bytes(op, fits, nprocs) * ranks_here <= budget
+    what = f"--max-bytes {_bytes(fits)} or less fits" if fit else "run fewer ranks on this node"
+    raise UsageError(
+        f"--max-bytes {max_bytes} needs {need / 2**20:.0f} MiB of buffers for {op} on "
+        f"{ranks_here} ranks here, more than half of the {free / 2**20:.0f} MiB available; "
+        f"lower --max-bytes ({what})")
+
+
+def _bytes(n: int) -> str:
+    for suffix, unit in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= unit and n % unit == 0:
+            return f"{n // unit}{suffix}"
+    return str(n)
 
 
 def output_path(out: str, op: str, forcing: alg.Forcing, nprocs: int,
@@ -174,7 +187,7 @@ def _main(args: argparse.Namespace) -> int:
     if values["mode"] == "back-to-back" and op not in BACK_TO_BACK_OPERATIONS:
         raise UsageError(f"--mode back-to-back times {', '.join(sorted(BACK_TO_BACK_OPERATIONS))}"
                          f" only, not {op}; use --mode per-call")
-    check_memory(op, sizes[-1], nprocs, nprocs)
+    check_memory(op, sizes[-1], nprocs, local_ranks(nprocs, dict(os.environ)))
     back = f"b2b{values['calls']}" if values["mode"] == "back-to-back" else ""
     path = output_path(args.out, op, forcing, nprocs, sizes, values["repetitions"],
                        "_".join(filter(None, (back, args.tag))))
