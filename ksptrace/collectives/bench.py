@@ -189,21 +189,25 @@ def _time_size(comm: Any, s: BenchSettings, prepared: Prepared, compute: Compute
     return seconds, None, None, wrong
 
 
-def probe(comm: Any, s: BenchSettings, compute: Compute | None,
-          wtime: Callable[[], float]) -> tuple[list[float], list[float]]:
-    """Before the measurement: each size's buffers prepared and one repetition run (checked,
-    not kept); this rank's wall seconds of each (:func:`eta.sizes_plan`)."""
-    prepare_s, repetition_s = [], []
+def probe(comm: Any, s: BenchSettings, compute: Compute | None, wtime: Callable[[], float]
+          ) -> tuple[list[float], list[float], list[float]]:
+    """Before the measurement: each size's buffers prepared and two repetitions run (checked,
+    not kept); this rank's wall seconds of the preparation, the first repetition (cold, as the
+    run's first warm-up call is) and the second (:func:`eta.sizes_plan`)."""
+    times: list[list[float]] = [[], [], []]
     for nbytes in s.sizes:
-        t0 = wtime()
+        stamps = [wtime()]
         prepared = _prepared(comm, s, nbytes)
-        t1 = wtime()
+        stamps.append(wtime())
         wrong = _time_size(comm, s, prepared, compute, 1, 0, wtime)[3]
+        stamps.append(wtime())
+        wrong = _time_size(comm, s, prepared, compute, 1, 0, wtime)[3] or wrong
+        stamps.append(wtime())
         del prepared
-        prepare_s.append(t1 - t0)
-        repetition_s.append(wtime() - t1)
+        for i in range(3):
+            times[i].append(stamps[i + 1] - stamps[i])
         _agree_right(comm, s, nbytes, wrong)
-    return prepare_s, repetition_s
+    return times[0], times[1], times[2]
 
 
 def _agree_right(comm: Any, s: BenchSettings, nbytes: int, wrong: str | None) -> None:
@@ -223,10 +227,11 @@ def _measure(comm: Any, s: BenchSettings, wtime: Callable[[], float],
     if compute is not None:
         compute = Compute(comm.bcast(compute.units, root=0), compute.chunks)
     if comm.bcast(reporter is not None, root=0):  # rank 0 reports; every rank probes
-        prep, rep = probe(comm, s, compute, wtime)
+        prep, cold, warm = probe(comm, s, compute, wtime)
         if reporter is not None:
-            plan = eta.sizes_plan(prep, rep, s.warmup + r)
-            reporter.planned(plan, eta.sizes_line(plan, s.warmup + r, sum(prep) + sum(rep),
+            plan = eta.sizes_plan(prep, cold, warm, s.warmup + r)
+            reporter.planned(plan, eta.sizes_line(plan, s.warmup + r,
+                                                  sum(prep) + sum(cold) + sum(warm),
                                                   reporter.load))
             reporter.start()
     for j, nbytes in enumerate(s.sizes):

@@ -29,12 +29,13 @@ def test_the_first_round_times_the_rounds() -> None:
         "5.6 s; load 3.2)")
 
 
-def test_the_sizes_cost_their_preparation_and_every_repetition() -> None:
-    plan = eta.sizes_plan([0.1, 0.2, 2.0], [0.01, 0.5, 4.0], 23)
-    assert plan.costs == pytest.approx((0.1 + 0.23, 0.2 + 11.5, 2.0 + 92.0))
+def test_the_sizes_cost_their_preparation_a_cold_repetition_and_warm_ones() -> None:
+    plan = eta.sizes_plan([0.1, 0.2, 2.0], [0.05, 1.0, 9.0], [0.01, 0.5, 4.0], 23)
+    assert plan.costs == pytest.approx((0.1 + 0.05 + 0.22, 0.2 + 1.0 + 11.0, 2.0 + 9.0 + 88.0))
     assert eta.sizes_line(plan, 23, 6.81, 7.94) == (
-        "collectives: estimated 1 min 46 s for 3 sizes x 23 repetitions (a probe of one "
-        "repetition at every size took 6.8 s; load 7.9)")
+        "collectives: estimated 1 min 52 s for 3 sizes x 23 repetitions (a probe of two "
+        "repetitions at every size took 6.8 s; load 7.9)")
+    assert eta.sizes_plan([0.1], [0.5], [0.2], 1).costs == pytest.approx((0.6,))  # cold only
 
 
 def test_the_time_left_is_scaled_by_how_the_units_done_went() -> None:
@@ -113,7 +114,7 @@ def test_the_probe_runs_every_size_once_before_the_measurement(
     out = io.StringIO()
     assert _fake_run(monkeypatch, eta.Reporter(out, 1.0)) == [8, 16, 32, 8, 16, 32]
     assert out.getvalue().startswith("collectives: estimated under 0.01 s for 3 sizes x 3 "
-                                     "repetitions (a probe of one repetition at every size")
+                                     "repetitions (a probe of two repetitions at every size")
 
 
 def test_quiet_runs_no_probe(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -25,7 +25,7 @@ TIME = r"(under 0\.01 s|\d+(\.\d+)? s|\d+ min \d+ s|\d+ h \d+ min)"
 ROUNDS = re.compile(rf"collectives: estimated {TIME} for 3 rounds over 7 sizes \(the first "
                     rf"round took {TIME}; load \d+\.\d\)")
 SIZES = re.compile(rf"collectives: estimated {TIME} for 11 sizes x 5 repetitions \(a probe of "
-                   rf"one repetition at every size took {TIME}; load \d+\.\d\)")
+                   rf"two repetitions at every size took {TIME}; load \d+\.\d\)")
 
 
 def _cli(*args: str, launcher: tuple[str, ...] = ()) -> subprocess.CompletedProcess[str]:
