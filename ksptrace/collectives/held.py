@@ -8,15 +8,24 @@ algorithm ran at each size (by the library's fallback rules, or Open MPI's fixed
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from ksptrace.collectives import fallbacks, ompi_fixed
 from ksptrace.collectives.algorithms import OMPI_COLLECTIVE, Forcing
 from ksptrace.collectives.mpit import read_int_cvars
 from ksptrace.errors import KsptraceError, UsageError
 
-if TYPE_CHECKING:
-    from ksptrace.collectives.bench import BenchSettings
+
+class BenchSettings(Protocol):
+    """What these checks read of a run's settings (:class:`ksptrace.collectives.bench.
+    BenchSettings`; a protocol, so that bench imports this module and not the reverse)."""
+
+    @property
+    def operation(self) -> str: ...
+    @property
+    def sizes(self) -> tuple[int, ...]: ...
+    @property
+    def forcing(self) -> Forcing: ...
 
 def held_forcing(forcing: Forcing) -> tuple[dict[str, int | None], KsptraceError | None]:
     """The forcing variables as the library holds them (MPI_T), and an error when they are not
