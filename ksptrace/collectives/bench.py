@@ -154,6 +154,8 @@ def _measure_plogp(comm: Any, s: BenchSettings, wtime: Callable[[], float],
     total = s.warmup + s.repetitions
     between = None if reporter is None else (
         lambda done: reporter.after_round(done, total, len(s.sizes)))
+    if reporter is not None:
+        reporter.before_rounds(total, len(s.sizes))
     times, wrong = time_plogp(comm, s.sizes, s.repetitions, s.warmup, wtime, between)
     parts = dict(zip(PARTS, (times.send_overhead, times.recv_overhead, times.gap), strict=True))
     agree_on_error(comm, None if wrong is None else WrongResult(

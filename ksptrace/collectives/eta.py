@@ -123,6 +123,12 @@ class Reporter:
         self.plan = plan
         self._say(line)
 
+    def before_rounds(self, rounds: int, sizes: int) -> None:
+        """PLogP: what the first round is for (at 256 MiB-1 GiB it alone can take minutes)."""
+        self._say(f"{PREFIX}timing the first of {rounds} rounds over {sizes} sizes for an "
+                  "estimate of the run's length")
+        self.start()
+
     def after_round(self, done: int, rounds: int, sizes: int) -> None:
         """PLogP, between rounds: the estimate after the first, then progress."""
         if done == 1 and self.plan is None:

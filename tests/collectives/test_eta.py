@@ -59,11 +59,16 @@ class _Clock:
 def test_the_reporter_says_the_estimate_once_then_progress_at_most_every_10_s() -> None:
     out, clock = io.StringIO(), _Clock()
     reporter = eta.Reporter(out, 2.5, now=clock)
+    clock.t += 30.0  # (the time before the rounds start counts for nothing)
+    reporter.before_rounds(10, 5)
     lines: list[str] = []
     for done in range(1, 11):  # 10 rounds of 4 s each
         clock.t += 4.0
         reporter.after_round(done, 10, 5)
         lines = out.getvalue().splitlines()
+    assert lines[0] == ("collectives: timing the first of 10 rounds over 5 sizes for an "
+                        "estimate of the run's length")
+    lines.pop(0)
     assert lines[0] == ("collectives: estimated 40 s for 10 rounds over 5 sizes (the first "
                         "round took 4.0 s; load 2.5)")
     # the estimate at 4 s; 10 s later at the earliest: round 4 (16 s), then round 7 (28 s);

@@ -51,6 +51,8 @@ def test_the_estimate_is_one_line_on_stderr(tmp_path: Path, args: tuple[str, ...
     (said,) = _estimates(proc.stderr)
     assert line.fullmatch(said), said
     assert proc.stdout.startswith("wrote ")  # the estimate is on stderr only
+    first = "collectives: timing the first of 3 rounds over 7 sizes for an estimate"
+    assert (first in proc.stderr) == (line is ROUNDS)  # plogp says what the first round is for
 
 
 def test_under_an_external_mpiexec_rank_0_says_it_once(tmp_path: Path) -> None:
