@@ -38,6 +38,28 @@ install_packages() {
 
 built() { [ -f "$PREFIX/.ksptrace-built" ] && [ -x "$PREFIX/sbin/pbs_server.bin" ]; }
 
+# In the unpacked source $1: configure, make and install into $PREFIX. Debian's python3 (its
+# python3-dev is installed), never one found earlier on PATH (pyenv): the server embeds the
+# Python it was built with.
+openpbs_make() {
+  cd "$1" && export PATH=/usr/sbin:/usr/bin:/sbin:/bin &&
+    ./autogen.sh && ./configure --prefix="$PREFIX" --with-python=/usr \
+      --with-pbs-conf-file="$PREFIX/etc/pbs.conf" --with-pbs-server-home="$HOMES" &&
+    make -j"$(nproc)" &&
+    make install sysprofiledir="$PREFIX/etc/profile.d" unitfiledir="$PREFIX/lib/systemd"
+}
+
+# Runs "$@" in a subshell with its output in the log $1, then keeps the log at
+# $PREFIX.build.log whatever the outcome (after a success it says what configure found;
+# issue 66: it was deleted with the build folder); returns the command's status.
+logged_build() {
+  local log=$1 status=0
+  shift
+  ("$@") > "$log" 2>&1 || status=$?
+  cp "$log" "$PREFIX.build.log" 2>/dev/null || true
+  return "$status"
+}
+
 cmd_build() {
   built && return 0
   [ "$(id -u)" -eq 0 ] || cannot "building and running PBS needs root (setuid pbs_iff, PBS_HOME)"
@@ -60,20 +82,11 @@ cmd_build() {
       "$PREFIX.build.log)" >&2
   tar -xzf "$tarball" -C "$tmp"
   rm -rf "$PREFIX"
-  # Debian's python3 (its python3-dev is installed), never one found earlier on PATH (pyenv):
-  # the server embeds the Python it was built with.
-  if ! (cd "$tmp/openpbs-$COMMIT" && export PATH=/usr/sbin:/usr/bin:/sbin:/bin &&
-        ./autogen.sh && ./configure --prefix="$PREFIX" --with-python=/usr \
-          --with-pbs-conf-file="$PREFIX/etc/pbs.conf" --with-pbs-server-home="$HOMES" &&
-        make -j"$(nproc)" &&
-        make install sysprofiledir="$PREFIX/etc/profile.d" unitfiledir="$PREFIX/lib/systemd"
-       ) > "$tmp/build.log" 2>&1; then
-    cp "$tmp/build.log" "$PREFIX.build.log" 2>/dev/null || true
+  if ! logged_build "$tmp/build.log" openpbs_make "$tmp/openpbs-$COMMIT"; then
     rm -rf "$PREFIX"
     cannot "the OpenPBS build failed: $(tail -n 1 "$tmp/build.log"); see $PREFIX.build.log"
   fi
   chmod 4755 "$PREFIX/sbin/pbs_iff" "$PREFIX/sbin/pbs_rcp"  # make install resets them
-  cp "$tmp/build.log" "$PREFIX.build.log"  # kept on success too: what configure found
   echo "$COMMIT built in $(($(date +%s) - start)) s at load $(cut -d' ' -f1 /proc/loadavg)" \
     > "$PREFIX/.ksptrace-built"
   say "built in $(($(date +%s) - start)) s; log in $PREFIX.build.log" >&2

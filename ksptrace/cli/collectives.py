@@ -14,13 +14,15 @@ import re
 import shlex
 import sys
 import tempfile
+import threading
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import Any, TextIO
 
 from ksptrace import escape
 from ksptrace.cli.common import add_params, output_target
 from ksptrace.collectives import algorithms as alg
+from ksptrace.collectives.memory import local_ranks
 from ksptrace.collectives.params import (
     BACK_TO_BACK_OPERATIONS,
     COLLECTIVE_PARAMS,
@@ -56,6 +58,9 @@ def register(sub: Any) -> None:
     p.add_argument("--overwrite", action="store_true", help="replace an existing trace file")
     p.add_argument("--tag", default="", help="suffix for the trace file name")
     p.add_argument("--mpiexec", default=None, help="mpiexec to use (default: from PATH)")
+    p.add_argument("--quiet", action="store_true",
+                   help="no estimate of the run's length and no progress lines on stderr (the "
+                   "collectives then skip the probe that estimates it)")
     p.add_argument("--list-algorithms", action="store_true",
                    help="list the algorithms this MPI can force for --op, and exit")
     p.set_defaults(func=main)
@@ -92,26 +97,38 @@ def choose_forcing(library: str, op: str, algorithm: str, segment_bytes: int) ->
 
 
 def available_bytes() -> int | None:
-    try:
-        with open("/proc/meminfo") as f:
-            for line in f:
-                if line.startswith("MemAvailable:"):
-                    return int(line.split()[1]) * 1024
-    except OSError:
-        return None
-    return None
+    from ksptrace.collectives.memory import available_bytes as here
+
+    return here()
 
 
 def check_memory(op: str, max_bytes: int, nprocs: int, ranks_here: int) -> None:
+    """Refuse, before anything runs, a size whose buffers would not fit on this node: each
+    rank's peak (:func:`buffer_bytes`) times the ranks here, against half of what the node (and
+    its control group) can give; the line says the largest --max-bytes that fits."""
     from ksptrace.collectives.operations import buffer_bytes  # numpy: not for --help
 
     need = buffer_bytes(op, max_bytes, nprocs) * ranks_here
     free = available_bytes()
-    if free is not None and need > MEMORY_SHARE * free:
-        raise UsageError(
-            f"--max-bytes {max_bytes} needs {need / 2**20:.0f} MiB of buffers for {op} on "
-            f"{ranks_here} ranks here, more than half of the {free / 2**20:.0f} MiB available; "
-            "lower --max-bytes")
+    if free is None or need <= MEMORY_SHARE * free:
+        return
+    budget = MEMORY_SHARE * free
+    fits = 1 << max(max_bytes.bit_length() - 1, 0)  # the largest power of two that fits
+    while fits > 1 and buffer_bytes(op, fits, nprocs) * ranks_here > budget:
+        fits //= 2
+    fit = buffer_bytes(op, fits, nprocs) * ranks_here <= budget
+    what = f"--max-bytes {_bytes(fits)} or less fits" if fit else "run fewer ranks on this node"
+    raise UsageError(
+        f"--max-bytes {max_bytes} needs {need / 2**20:.0f} MiB of buffers for {op} on "
+        f"{ranks_here} ranks here, more than half of the {free / 2**20:.0f} MiB available; "
+        f"lower --max-bytes ({what})")
+
+
+def _bytes(n: int) -> str:
+    for suffix, unit in (("G", 1 << 30), ("M", 1 << 20), ("K", 1 << 10)):
+        if n >= unit and n % unit == 0:
+            return f"{n // unit}{suffix}"
+    return str(n)
 
 
 def output_path(out: str, op: str, forcing: alg.Forcing, nprocs: int,
@@ -170,7 +187,7 @@ def _main(args: argparse.Namespace) -> int:
     if values["mode"] == "back-to-back" and op not in BACK_TO_BACK_OPERATIONS:
         raise UsageError(f"--mode back-to-back times {', '.join(sorted(BACK_TO_BACK_OPERATIONS))}"
                          f" only, not {op}; use --mode per-call")
-    check_memory(op, sizes[-1], nprocs, nprocs)
+    check_memory(op, sizes[-1], nprocs, local_ranks(nprocs, dict(os.environ)))
     back = f"b2b{values['calls']}" if values["mode"] == "back-to-back" else ""
     path = output_path(args.out, op, forcing, nprocs, sizes, values["repetitions"],
                        "_".join(filter(None, (back, args.tag))))
@@ -178,7 +195,7 @@ def _main(args: argparse.Namespace) -> int:
     temporaries.sweep(path.parent)
     if args.np is not None and not launched:
         return _launch(args, values, forcing, path)
-    return _run_here(values, forcing, sizes, path, args.overwrite)
+    return _run_here(values, forcing, sizes, path, args.overwrite, args.quiet)
 
 
 def _forcing(values: dict[str, Any], mpiexec: str | None) -> alg.Forcing:
@@ -192,7 +209,7 @@ def _forcing(values: dict[str, Any], mpiexec: str | None) -> alg.Forcing:
 
 
 def _run_here(values: dict[str, Any], forcing: alg.Forcing, sizes: tuple[int, ...],
-              path: Path, overwrite: bool) -> int:
+              path: Path, overwrite: bool, quiet: bool) -> int:
     os.environ.update(dict(forcing.env))  # read by MPI_Init, which start_mpi runs
     from ksptrace.collectives.mpistart import start_mpi
 
@@ -212,7 +229,7 @@ def _run_here(values: dict[str, Any], forcing: alg.Forcing, sizes: tuple[int, ..
             operation=values["op"], sizes=sizes, repetitions=values["repetitions"],
             warmup=values["warmup"], forcing=forcing, out=path, overwrite=overwrite,
             compute_seconds=values["compute_us"] * 1e-6, test_calls=values["test_calls"],
-            mode=values["mode"], calls=values["calls"])
+            mode=values["mode"], calls=values["calls"], quiet=quiet)
         execute(settings, comm)
         if comm.Get_rank() == 0:
             note = f" ({forcing.note})" if forcing.note else ""
@@ -235,12 +252,13 @@ def print_overlap(path: Path) -> None:
               f"{row.median_us:>14.1f} {row.overlap:>8.0%}")
 
 
-def child_arguments(values: dict[str, Any], path: Path, overwrite: bool) -> list[str]:
+def child_arguments(values: dict[str, Any], path: Path, overwrite: bool,
+                    quiet: bool = False) -> list[str]:
     out: list[str] = []
     for p in PARAMS:
         out += [p.flag, str(values[p.name])]
     out += ["--out", str(path)]
-    return [*out, "--overwrite"] if overwrite else out
+    return out + ["--overwrite"] * overwrite + ["--quiet"] * quiet
 
 
 def _launch(args: argparse.Namespace, values: dict[str, Any], forcing: alg.Forcing,
@@ -257,17 +275,20 @@ def _launch(args: argparse.Namespace, values: dict[str, Any], forcing: alg.Forci
     mpi = find_mpiexec(args.mpiexec)
     flags = mpi.flags(args.np, os.cpu_count() or 1, is_root())
     program = [sys.executable, "-m", "ksptrace", "collectives",
-               *child_arguments(values, path, args.overwrite)]
+               *child_arguments(values, path, args.overwrite, args.quiet)]
     env[FORCING_ENV] = json.dumps(asdict(forcing))
     env[LAUNCH_ENV] = json.dumps({"launcher": f"mpiexec ({mpi.flavor})", "flags": flags,
                                   "command_line": shlex.join(["ksptrace", *sys.argv[1:]])})
     supervised = Supervised()
     with tempfile.TemporaryFile("w+") as out:
+        relay = Relay(sys.stderr)
         try:
-            code, err = supervised.run(mpi.command(args.np, flags, program), env,
-                                       capture_stderr=True, stdout=out.fileno())
+            code, _ = supervised.run(mpi.command(args.np, flags, program), env,
+                                     stdout=out.fileno(), stderr=relay.write_end)
         except OSError as exc:
             raise EnvironmentProblem(f"cannot start {mpi.path}: {exc.strerror}") from None
+        finally:
+            err = relay.close()
         out.seek(0)
         said = out.read()
     if supervised.interrupted:
@@ -282,6 +303,36 @@ def _launch(args: argparse.Namespace, values: dict[str, Any], forcing: alg.Forci
     sys.stdout.write(said)  # the ranks' "wrote ..." only once the run is known good
     sys.stderr.write(err)
     return 0
+
+
+class Relay:
+    """The ranks' stderr, read as it comes: the estimate and progress lines (rank 0's,
+    :mod:`ksptrace.collectives.eta`) go straight to ``sink``; the rest is kept for the end, where
+    a failure is reported from it or it is written once the run is known good."""
+
+    def __init__(self, sink: TextIO) -> None:
+        from ksptrace.collectives.eta import PREFIX
+
+        read_end, self.write_end = os.pipe()
+        self.kept: list[str] = []
+
+        def pump() -> None:
+            with open(read_end, encoding="utf-8", errors="replace") as lines:
+                for line in lines:
+                    if line.startswith(PREFIX):
+                        sink.write(line)
+                        sink.flush()
+                    else:
+                        self.kept.append(line)
+
+        self.thread = threading.Thread(target=pump, daemon=True)
+        self.thread.start()
+
+    def close(self) -> str:
+        """After the launcher ended: everything else it wrote to stderr."""
+        os.close(self.write_end)
+        self.thread.join(timeout=10.0)  # a descendant still holding the pipe is not waited for
+        return "".join(self.kept)
 
 
 def _rejected_line(err: str) -> str:

@@ -27,10 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from ksptrace.collectives import fallbacks, kernel, mpich_default, ompi_fixed
-from ksptrace.collectives.algorithms import OMPI_COLLECTIVE, Forcing
+from ksptrace.collectives import eta, fallbacks, kernel, mpich_default
+from ksptrace.collectives.algorithms import Forcing
+from ksptrace.collectives.held import held_forcing, probes_default, what_ran
 from ksptrace.collectives.mpistart import thread_level
-from ksptrace.collectives.mpit import read_int_cvars
 from ksptrace.collectives.operations import (
     REDUCING,
     Compute,
@@ -76,6 +76,8 @@ class BenchSettings:
     """``per-call`` (barrier-separated, in Python) or ``back-to-back`` (C kernel)."""
     calls: int = 1
     """Back-to-back calls per repetition."""
+    quiet: bool = False
+    """No estimate, no probe, no progress lines (:mod:`ksptrace.collectives.eta`)."""
 
 
 @dataclass(frozen=True)
@@ -144,11 +146,17 @@ def time_overlap(comm: Any, prepared: Prepared, compute: Compute, repetitions: i
     return both, alone, work, wrong
 
 
-def _measure_plogp(comm: Any, s: BenchSettings, wtime: Callable[[], float]) -> Timings:
+def _measure_plogp(comm: Any, s: BenchSettings, wtime: Callable[[], float],
+                   reporter: eta.Reporter | None) -> Timings:
     if comm.Get_size() != 2:  # every rank sees the same size: they raise together
         raise UsageError(f"plogp measures messages between two ranks; run it on 2, not "
                          f"{comm.Get_size()}")
-    times, wrong = time_plogp(comm, s.sizes, s.repetitions, s.warmup, wtime)
+    total = s.warmup + s.repetitions
+    between = None if reporter is None else (
+        lambda done: reporter.after_round(done, total, len(s.sizes)))
+    if reporter is not None:
+        reporter.before_rounds(total, len(s.sizes))
+    times, wrong = time_plogp(comm, s.sizes, s.repetitions, s.warmup, wtime, between)
     parts = dict(zip(PARTS, (times.send_overhead, times.recv_overhead, times.gap), strict=True))
     agree_on_error(comm, None if wrong is None else WrongResult(
         f"plogp on rank {comm.Get_rank()}: {wrong}"))
@@ -159,9 +167,60 @@ def _measure_plogp(comm: Any, s: BenchSettings, wtime: Callable[[], float]) -> T
     return Timings(seconds, parts=parts, attrs=attrs)
 
 
-def _measure(comm: Any, s: BenchSettings, wtime: Callable[[], float]) -> Timings:
+def _prepared(comm: Any, s: BenchSettings, nbytes: int) -> Prepared:
+    error: KsptraceError | None = None
+    try:
+        prepared = prepare(s.operation, comm, nbytes)
+    except MemoryError:
+        error = UsageError(f"message size {nbytes} B does not fit in memory on rank "
+                           f"{comm.Get_rank()}; lower --max-bytes")
+    agree_on_error(comm, error)
+    return _maybe_fault(prepared, comm.Get_rank())
+
+
+def _time_size(comm: Any, s: BenchSettings, prepared: Prepared, compute: Compute | None,
+               r: int, warmup: int, wtime: Callable[[], float]
+               ) -> tuple[np.ndarray, np.ndarray | None, np.ndarray | None, str | None]:
+    """One size's ``r`` kept repetitions after ``warmup``: times, comm and compute alone."""
+    if compute is not None:
+        return time_overlap(comm, prepared, compute, r, warmup, wtime)
+    if s.mode == "back-to-back":
+        seconds, wrong = kernel.time_back_to_back(comm, prepared, s.calls, r, warmup)
+        return seconds, None, None, wrong
+    seconds, wrong = time_calls(comm, prepared, r, warmup, wtime)
+    return seconds, None, None, wrong
+
+
+def probe(comm: Any, s: BenchSettings, compute: Compute | None, wtime: Callable[[], float]
+          ) -> tuple[list[float], list[float], list[float]]:
+    """Before the measurement: each size's buffers prepared and two repetitions run (checked,
+    not kept); this rank's wall seconds of the preparation, the first repetition (cold, as the
+    run's first warm-up call is) and the second (:func:`eta.sizes_plan`)."""
+    times: list[list[float]] = [[], [], []]
+    for nbytes in s.sizes:
+        stamps = [wtime()]
+        prepared = _prepared(comm, s, nbytes)
+        stamps.append(wtime())
+        wrong = _time_size(comm, s, prepared, compute, 1, 0, wtime)[3]
+        stamps.append(wtime())
+        wrong = _time_size(comm, s, prepared, compute, 1, 0, wtime)[3] or wrong
+        stamps.append(wtime())
+        del prepared
+        for i in range(3):
+            times[i].append(stamps[i + 1] - stamps[i])
+        _agree_right(comm, s, nbytes, wrong)
+    return times[0], times[1], times[2]
+
+
+def _agree_right(comm: Any, s: BenchSettings, nbytes: int, wrong: str | None) -> None:
+    agree_on_error(comm, None if wrong is None else WrongResult(
+        f"{s.operation} ({s.forcing.name}) at {nbytes} B on rank {comm.Get_rank()}: {wrong}"))
+
+
+def _measure(comm: Any, s: BenchSettings, wtime: Callable[[], float],
+             reporter: eta.Reporter | None = None) -> Timings:
     if s.operation == "plogp":
-        return _measure_plogp(comm, s, wtime)
+        return _measure_plogp(comm, s, wtime, reporter)
     m, r = len(s.sizes), s.repetitions
     seconds = np.empty((m, r))
     overlap = s.operation == "iallreduce_overlap"
@@ -169,27 +228,24 @@ def _measure(comm: Any, s: BenchSettings, wtime: Callable[[], float]) -> Timings
     compute = calibrate(s.compute_seconds, s.test_calls + 1) if overlap else None
     if compute is not None:
         compute = Compute(comm.bcast(compute.units, root=0), compute.chunks)
+    if comm.bcast(reporter is not None, root=0):  # rank 0 reports; every rank probes
+        prep, cold, warm = probe(comm, s, compute, wtime)
+        if reporter is not None:
+            plan = eta.sizes_plan(prep, cold, warm, s.warmup + r)
+            reporter.planned(plan, eta.sizes_line(plan, s.warmup + r,
+                                                  sum(prep) + sum(cold) + sum(warm),
+                                                  reporter.load))
+            reporter.start()
     for j, nbytes in enumerate(s.sizes):
-        error: KsptraceError | None = None
-        try:
-            prepared = prepare(s.operation, comm, nbytes)
-        except MemoryError:
-            error = UsageError(f"message size {nbytes} B does not fit in memory on rank "
-                               f"{comm.Get_rank()}; lower --max-bytes")
-        agree_on_error(comm, error)
-        prepared = _maybe_fault(prepared, comm.Get_rank())
-        if compute is not None and comm_s is not None and compute_s is not None:
-            both, alone, work, wrong = time_overlap(comm, prepared, compute, r, s.warmup,
+        prepared = _prepared(comm, s, nbytes)
+        seconds[j], alone, work, wrong = _time_size(comm, s, prepared, compute, r, s.warmup,
                                                     wtime)
-            seconds[j], comm_s[j], compute_s[j] = both, alone, work
-        elif s.mode == "back-to-back":
-            seconds[j], wrong = kernel.time_back_to_back(comm, prepared, s.calls, r, s.warmup)
-        else:
-            seconds[j], wrong = time_calls(comm, prepared, r, s.warmup, wtime)
+        if comm_s is not None and compute_s is not None:
+            comm_s[j], compute_s[j] = alone, work
         del prepared  # before the next size's buffers: one size's at a time (buffer_bytes)
-        agree_on_error(comm, None if wrong is None else WrongResult(
-            f"{s.operation} ({s.forcing.name}) at {nbytes} B on rank {comm.Get_rank()}: "
-            f"{wrong}"))
+        _agree_right(comm, s, nbytes, wrong)
+        if reporter is not None:  # between sizes, after the agreement (all ranks are past it)
+            reporter.progress(j + 1)
     return Timings(seconds, comm_s, compute_s, compute.units if compute else 0)
 
 
@@ -246,71 +302,6 @@ def _attributes(s: BenchSettings, layout: Any, nprocs: int, start_utc: str,
     return attrs
 
 
-def held_forcing(forcing: Forcing) -> tuple[dict[str, int | None], KsptraceError | None]:
-    """The forcing variables as the library holds them (MPI_T), and an error when they are not
-    what the run forced (Open MPI keeps its default for a value it refuses; MPICH refuses an
-    unknown name in MPI_Init itself, and holds a known one as its index in its own list)."""
-    if forcing.library == "mpich":
-        return _held_mpich(forcing)
-    coll = OMPI_COLLECTIVE.get(forcing.operation)
-    if forcing.library != "openmpi" or coll is None:
-        return {}, None
-    names: dict[str, int | None] = {"coll_tuned_use_dynamic_rules": None,
-                                    f"coll_tuned_{coll}_algorithm": None}
-    names.update({k.removeprefix("OMPI_MCA_"): int(v) for k, v in forcing.env})
-    held = read_int_cvars(names)
-    for name, wanted in names.items():
-        if wanted is not None and held[name] is not None and held[name] != wanted:
-            return held, UsageError(
-                f"Open MPI holds {name} = {held[name]}, not {wanted}: it rejected the forced "
-                f"{forcing.operation} algorithm {forcing.name}; see ompi_info --param coll "
-                "tuned --level 9")
-    return held, None
-
-
-def _held_mpich(forcing: Forcing) -> tuple[dict[str, int | None], KsptraceError | None]:
-    if not forcing.forced:
-        return {}, None
-    variable = next(k for k, _ in forcing.env if k.endswith("_ALGORITHM"))
-    held = read_int_cvars([variable, "MPIR_CVAR_DEVICE_COLLECTIVES"])
-    if held[variable] is not None and held[variable] != forcing.algorithm:
-        return held, UsageError(
-            f"MPICH holds {variable} = {held[variable]}, not {forcing.algorithm} "
-            f"({forcing.name}): the run would not measure what it names; see mpivars")
-    return held, None
-
-
-def what_ran(s: BenchSettings, nprocs: int, held: dict[str, int | None], library: str,
-             n_nodes: int = 1) -> tuple[dict[int, str] | None, str]:
-    """Message size -> the algorithm that ran (forced: by the library's fallback rules; not
-    forced: by Open MPI's fixed decision, where it applies), or None and why it is unknown.
-    MPICH's unforced allreduce is found by fingerprint in the running job instead
-    (:func:`probes_default`, :mod:`ksptrace.collectives.mpich_default`)."""
-    if s.forcing.forced:
-        return fallbacks.ran_per_size(s.forcing.library, s.operation, s.forcing.name, s.sizes,
-                                      nprocs, s.forcing.segment_bytes), ""
-    if s.operation != "allreduce" or nprocs < 2:
-        return None, ""
-    if s.forcing.library == "mpich":
-        return None, ("what ran is not known: MPICH's automatic choice (device collectives, "
-                      "JSON tuning files) is not reproduced by ksptrace")
-    if s.forcing.library != "openmpi":
-        return None, ""
-    if held.get("coll_tuned_use_dynamic_rules") != 0 or os.environ.get("OMPI_MCA_coll"):  # noqa: SIM112
-        return None, ("what ran is not known: Open MPI's dynamic rules or component selection "
-                      "are set in the environment, so its fixed decision may not apply")
-    why = ompi_fixed.fixed_applies(library, n_nodes)
-    if why is not None:
-        return None, f"what ran is not known: {why}"
-    return ompi_fixed.default_allreduce_ran(s.sizes, nprocs), ""
-
-
-def probes_default(s: BenchSettings, nprocs: int) -> bool:
-    """Whether what ran is found by fingerprint at run time: MPICH's unforced allreduce."""
-    return (s.forcing.library == "mpich" and not s.forcing.forced
-            and s.operation == "allreduce" and nprocs > 1)
-
-
 def execute(s: BenchSettings, comm: Any) -> Path:
     """Collective over ``comm``: measure and write the trace; returns its path on every rank."""
     from mpi4py import MPI
@@ -321,7 +312,8 @@ def execute(s: BenchSettings, comm: Any) -> Path:
     agree_on_error(comm, refused)
     layout = node_layout(comm)
     load = os.getloadavg()[0]  # before the measurement (issue 66: it was read after)
-    timings = _measure(comm, s, MPI.Wtime)
+    reporter = eta.Reporter(sys.stderr, load) if comm.Get_rank() == 0 and not s.quiet else None
+    timings = _measure(comm, s, MPI.Wtime, reporter)
     attrs = _attributes(s, layout, comm.Get_size(), start_utc, timings.compute_units, load)
     attrs.update(timings.attrs or {})
     attrs["algorithm_held"] = json.dumps(held) if held else None

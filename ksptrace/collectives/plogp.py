@@ -263,10 +263,13 @@ def _one(pair: _Pair, mine: bool, measurer: int) -> tuple[float, float, float, f
 
 
 def time_plogp(comm: Any, sizes: Sequence[int], rounds: int, warmup: int,
-               wtime: Callable[[], float]) -> tuple[PLogPTimes, str | None]:
+               wtime: Callable[[], float], between: Callable[[int], None] | None = None
+               ) -> tuple[PLogPTimes, str | None]:
     """Measure every size in each of ``warmup + rounds`` rounds on the two ranks of ``comm``
     (in C where :func:`timing_path` allows); the first ``warmup`` rounds are run and checked
-    but not kept."""
+    but not kept. Each round ends in a barrier, after which ``between(rounds done)`` runs
+    (rank 0's estimate and progress lines, :mod:`ksptrace.collectives.eta`): outside every
+    timed exchange, on both ranks."""
     rank = comm.Get_rank()
     largest = max(sizes)
     send, expected = _pattern(largest, rank), _pattern(largest, 1 - rank)
@@ -282,6 +285,9 @@ def time_plogp(comm: Any, sizes: Sequence[int], rounds: int, warmup: int,
                 values = _one(pairs[j], rank == measurer, measurer)
                 if rank == measurer and r >= warmup:
                     kept[:, j, r - warmup] = values
+        comm.Barrier()  # the round is over on both ranks
+        if between is not None:
+            between(r + 1)
     wrong = next((p.wrong for p in pairs if p.wrong is not None), None)
     return PLogPTimes(kept[0] / 2, kept[1], kept[2], kept[3],
                       "python" if exchanges is None else "c", why), wrong

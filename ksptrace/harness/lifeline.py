@@ -254,9 +254,10 @@ class Supervised:
 
     def run(self, cmd: list[str], env: dict[str, str], capture_stderr: bool = False,
             stdout: int | None = None, on_start: Callable[[int], None] | None = None,
-            timeout: float | None = None) -> tuple[int, str]:
+            timeout: float | None = None, stderr: int | None = None) -> tuple[int, str]:
         """Run ``cmd`` to its end (or until interrupted, or ``timeout`` seconds: then its group
-        and descendants are killed and ``timed_out`` is set); returns (exit code, stderr)."""
+        and descendants are killed and ``timed_out`` is set); returns (exit code, stderr).
+        ``stderr``, a file descriptor, receives the command's stderr when it is not captured."""
         import subprocess
 
         if not env.get(LAUNCHER_ENV):  # an inherited launcher (a campaign's) stays
@@ -270,7 +271,7 @@ class Supervised:
         try:
             proc = subprocess.Popen(
                 cmd, env=env, stdout=stdout, text=True, start_new_session=True,
-                stderr=subprocess.PIPE if capture_stderr else None,
+                stderr=subprocess.PIPE if capture_stderr else stderr,
                 preexec_fn=child_setup(signal.SIGTERM),
             )
             self.pid = proc.pid
