@@ -1,8 +1,9 @@
 """A plain petsc4py program for ``ksptrace trace``'s wait tests (tests/harness/hook/test_waits.py):
 GMRES (or ``-ksp_type``) on the 1-D Laplacian of ``-n`` rows for ``-its`` iterations, with a
 preconditioner of its own (the identity) that on rank ``-late`` spins ``DETOUR`` seconds in every
-tenth application. It knows nothing of ksptrace: it prints, per rank, one JSON line with the
-``MPI_Wtime`` span of each spin, the known truth the trace's waits are checked against.
+tenth application. It knows nothing of ksptrace: it prints, for each rank, the
+``MPI_Wtime`` span of each spin, the known truth the trace's waits are checked against
+(gathered: rank 0 prints one line ``{"ranks": [...]}``).
 """
 
 from __future__ import annotations
@@ -59,8 +60,10 @@ def main() -> None:
     ksp.getPC().setPythonContext(context)
     ksp.setFromOptions()
     ksp.solve(b, x)
-    print(json.dumps({"rank": comm.getRank(), "iterations": ksp.getIterationNumber(),
-                      "spans": context.spans}), flush=True)
+    rows = comm.tompi4py().gather({"rank": comm.getRank(), "iterations":
+                                   ksp.getIterationNumber(), "spans": context.spans}, root=0)
+    if rows is not None:  # one line from rank 0: two ranks' lines may interleave
+        print(json.dumps({"ranks": rows}), flush=True)
 
 
 if __name__ == "__main__":

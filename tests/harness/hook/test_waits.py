@@ -26,8 +26,8 @@ def _run(cli: Runner, tmp: Path, nprocs: int, late: int, *options: str,
          flags: tuple[str, ...] = (), **env: str) -> tuple[Trace, list[dict]]:
     proc, (trace,) = traced(cli, tmp, [*mpiexec(nprocs), sys.executable, str(PROGRAM), "-late",
                                        str(late), *options], *flags, **env)
-    rows = sorted((json.loads(line) for line in proc.stdout.splitlines()
-                   if line.startswith("{")), key=lambda r: r["rank"])
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith('{"ranks"')]
+    rows = sorted(json.loads(line)["ranks"], key=lambda r: r["rank"])
     assert [r["rank"] for r in rows] == list(range(nprocs))
     return trace, rows
 
