@@ -21,7 +21,10 @@ Target: run/bare <= 1.02 at 10^3 unknowns per rank with wait accounting on.
 
 With ``--events`` it measures ``ksptrace run --events`` instead (issue 65's second target,
 <= 1.05): instructions per iteration at P = 1 with ``--events`` and without (both with wait
-accounting; PETSc's MatMult, PCApply and vector reductions are wrapped at any P), added to the
+accounting; PETSc's MatMult, PCApply and vector reductions are wrapped at any P), the main
+thread's (Open MPI's helper threads poll by the clock: theirs grow with the run's wall time
+under valgrind, where a clock read is an emulated system call; every thread's too unless
+``--main-only``), added to the
 wait accounting's own figure over a bare iteration; and, unless ``--no-wall``, the interleaved
 wall time at P = 2 with ``--events`` against without. Written to
 ``bench/results/events_cost.json``.
@@ -69,12 +72,17 @@ for _ in range(n):
 """
 
 
-def _callgrind(cmd: list[str], log: Path, **env: str) -> int:
+def _callgrind(cmd: list[str], log: Path, main_only: bool = False, **env: str) -> int:
+    """The instructions of ``cmd`` under callgrind: every thread's, or with ``main_only`` the
+    main thread's (Open MPI's helper threads poll by the clock, so theirs grow with a run's
+    wall time under valgrind, which a clock read made by a system call there lengthens)."""
+    threads = ["--separate-threads=yes"] if main_only else []
     proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={log}",
-                           "--trace-children=no", *cmd], env={**_env(), **env}, cwd=ROOT,
-                          capture_output=True, text=True, timeout=3600, check=False)
+                           "--trace-children=no", *threads, *cmd], env={**_env(), **env},
+                          cwd=ROOT, capture_output=True, text=True, timeout=3600, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[:4]} under callgrind failed: {proc.stderr.strip()[-2000:]}")
+    log = log.with_name(log.name + "-01") if main_only else log
     found = re.search(r"^(?:summary|totals):\s+(\d+)", log.read_text(), re.MULTILINE)
     if found is None:
         raise SystemExit(f"no instruction total in {log}")
@@ -98,13 +106,14 @@ def _run(n: int, k: int, out: Path, nprocs: int | None = None, events: bool = Fa
     return cmd if nprocs is None else [*cmd, "--np", str(nprocs)]
 
 
-def per_iteration_events(tmp: Path) -> dict[str, float]:
+def per_iteration_events(tmp: Path, main_only: bool) -> dict[str, float]:
     """Instructions per iteration of ``ksptrace run`` at P = 1 (waits on), with ``--events``
-    and without."""
+    and without (every thread's, or the main thread's)."""
     out = {}
     for mode in ("off", "on"):
         low, high = (_callgrind(_run(1_000, k, tmp / "t.h5", events=mode == "on"),
-                                tmp / f"events-{mode}-{k}.cg", KSPTRACE_MPI_WAITS="on")
+                                tmp / f"events-{mode}-{k}.cg", main_only,
+                                KSPTRACE_MPI_WAITS="on")
                      for k in ITERATIONS)
         out[mode] = (high - low) / (ITERATIONS[1] - ITERATIONS[0])
     return out
@@ -145,10 +154,14 @@ def events_main(args: argparse.Namespace) -> int:
     bare = float(waits["bare_per_iteration"])
     with_waits = float(waits["run_with_waits_over_bare_instructions"]) * bare
     with tempfile.TemporaryDirectory(prefix="ksptrace-eventcost-") as tmp:
-        its = per_iteration_events(Path(tmp))
+        its = per_iteration_events(Path(tmp), main_only=True)
         extra = its["on"] - its["off"]
-        print(f"run at P = 1 (waits on): {its['off']:,.0f} instructions per iteration, "
-              f"{its['on']:,.0f} with --events ({extra:+,.1f})", flush=True)
+        print(f"run at P = 1 (waits on), main thread: {its['off']:,.0f} instructions per "
+              f"iteration, {its['on']:,.0f} with --events ({extra:+,.1f})", flush=True)
+        every = None if args.main_only else per_iteration_events(Path(tmp), main_only=False)
+        if every is not None:
+            print(f"every thread: {every['off']:,.0f} and {every['on']:,.0f} "
+                  f"({every['on'] - every['off']:+,.1f})", flush=True)
         timed = None if args.no_wall else wall_events(Path(tmp), args.rounds)
     estimate = (with_waits + extra) / bare
     print(f"instructions: run --events / bare = {estimate:.4f} (the wait accounting's "
@@ -159,10 +172,13 @@ def events_main(args: argparse.Namespace) -> int:
               f"{timed['ci95'][1]:.4f}]")
     result = {
         "what": "the cost of ksptrace run --events: instructions per iteration of ksptrace run "
-                "with --events and without (callgrind, P = 1, wait accounting on in both), "
+                "with --events and without (callgrind, P = 1, wait accounting on in both; the "
+                "main thread's, Open MPI's helper threads polling by the clock), "
                 "added to the wait accounting's figure over a bare iteration; and the wall "
                 "time with --events against without (P = 2, interleaved), unless skipped",
-        "instructions_per_run_iteration_p1": its, "events_extra_per_iteration": extra,
+        "instructions_per_run_iteration_p1_main_thread": its,
+        "instructions_per_run_iteration_p1_every_thread": every,
+        "events_extra_per_iteration": extra,
         "bare_per_iteration": bare,
         "bare_from": f"{RESULTS.relative_to(ROOT)} ({waits['date_utc']})",
         "run_with_events_over_bare_instructions": estimate, "wall_p2": timed,
@@ -223,6 +239,8 @@ def main() -> int:
                     f"--events {EVENTS_RESULTS.relative_to(ROOT)}")
     ap.add_argument("--events", action="store_true", help="measure run --events instead")
     ap.add_argument("--no-wall", action="store_true", help="with --events: instructions only")
+    ap.add_argument("--main-only", action="store_true",
+                    help="with --events: the main thread's instructions only, not every thread's")
     args = ap.parse_args()
     if args.events:
         return events_main(args)

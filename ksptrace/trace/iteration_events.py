@@ -51,21 +51,25 @@ def per_iteration(stamps: np.ndarray, spans: np.ndarray,
     two solves (set-up, the program's own work) are left out."""
     stamps = np.asarray(stamps, dtype=np.float64)
     spans = np.asarray(spans, dtype=np.float64).reshape(-1, 3)
-    gaps = np.array([], dtype=np.int64) if offsets is None else np.asarray(offsets)[1:-1] - 1
-    columns = np.delete(np.arange(stamps.size - 1), gaps)
-    where = np.full(max(stamps.size - 1, 0), -1, dtype=np.int64)
-    where[columns] = np.arange(columns.size)
-    out = np.zeros((columns.size, len(EVENTS)))
+    intervals = max(stamps.size - 1, 0)
+    where = np.arange(intervals)  # the iteration column of each interval between stamps
+    if offsets is not None and len(offsets) > 2:  # the gaps between solves are none
+        gaps = np.asarray(offsets)[1:-1] - 1
+        where = where - np.searchsorted(gaps, where, side="right")
+        where[gaps] = -1
+    iterations = intervals - (0 if offsets is None else max(len(offsets) - 2, 0))
     if spans.size == 0 or stamps.size < 2:
-        return out
-    k = np.searchsorted(stamps, spans[:, 0], side="right") - 1
-    inside = (k >= 0) & (k < stamps.size - 1)
-    k, kept = k[inside], spans[inside]
-    col = where[k]
-    kind = kept[:, 2].astype(np.int64)
-    keep = (col >= 0) & (kind >= 0) & (kind < len(EVENTS))
-    np.add.at(out, (col[keep], kind[keep]), np.clip(kept[keep, 1] - kept[keep, 0], 0.0, None))
-    return out
+        return np.zeros((iterations, len(EVENTS)))
+    starts, ends = np.ascontiguousarray(spans[:, 0]), np.ascontiguousarray(spans[:, 1])
+    k = np.searchsorted(stamps, starts, side="right") - 1
+    kind = spans[:, 2].astype(np.int64)
+    keep = (k >= 0) & (k < intervals) & (kind >= 0) & (kind < len(EVENTS))
+    col = where[k[keep]]
+    inside = col >= 0
+    flat = col[inside] * len(EVENTS) + kind[keep][inside]  # bincount: np.add.at is ~50x slower
+    seconds = np.clip(ends - starts, 0.0, None)[keep][inside]
+    sums = np.bincount(flat, weights=seconds, minlength=iterations * len(EVENTS))
+    return sums.reshape(iterations, len(EVENTS))
 
 
 def shares(event_seconds: np.ndarray, iteration_seconds: np.ndarray) -> dict[str, float]:
