@@ -4,6 +4,9 @@ ksptrace's own ``laplace1d`` (tests/harness/hook/laplace1d.c, built in a tempora
 solves the 1-D Laplacian of 10^3 rows S times with CG + Jacobi forced to 30 iterations, at
 P = 1, bare and with the solve hook preloaded exactly as ``ksptrace trace`` does.
 
+The hook runs as ``trace`` runs it: with MPI wait accounting (the interposer ``mpi_wait.c``
+loaded by the hook, its totals copied at each stamp) unless ``--no-waits``.
+
 1. Instructions, under callgrind: with S1 and S2 solves, the hook's extra per solve is
    ((I_hook(S2) - I_hook(S1)) - (I_bare(S2) - I_bare(S1))) / (S2 - S1), start-up and the end
    excluded; a bare KSPSolve's own instructions per solve come from callgrind's inclusive count
@@ -16,7 +19,7 @@ P = 1, bare and with the solve hook preloaded exactly as ``ksptrace trace`` does
    rounds of each run's median (and of the least). A machine shared with other users moves
    both; the load average is recorded beside them.
 
-    python bench/trace_short_solves.py [--out bench/results/trace_short_solves.json]
+    python bench/trace_short_solves.py [--no-waits] [--out bench/results/trace_short_solves.json]
 """
 
 from __future__ import annotations
@@ -49,11 +52,18 @@ ROUNDS = 15
 many rounds, and medians."""
 
 
+WAITS: list[str] = []
+"""The interposer's path, handed to the hook as ``trace`` does (empty: no wait accounting)."""
+
+
 def _env(hook: Path | None, raw: Path | None) -> dict[str, str]:
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
                OPENBLAS_NUM_THREADS="1", OMP_NUM_THREADS="1")
+    env.pop("KSPTRACE_HOOK_WAITS", None)
     if hook is not None and raw is not None:
         env.update(LD_PRELOAD=str(hook), KSPTRACE_HOOK_DIR=str(raw), KSPTRACE_HOOK_SETUP="0")
+        if WAITS:
+            env["KSPTRACE_HOOK_WAITS"] = WAITS[0]
     return env
 
 
@@ -96,7 +106,15 @@ def timed(program: Path, folder: Path, hook: Path | None) -> tuple[float, float]
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--no-waits", action="store_true", help="the hook without wait accounting")
     args = ap.parse_args()
+    if not args.no_waits:
+        from ksptrace.harness import mpiwait
+
+        found = mpiwait.load()
+        if isinstance(found, str):
+            raise SystemExit(f"no MPI wait interposer: {found}")
+        WAITS.append(str(found[1]))
     pdir = own_program.petsc_dir()
     why = own_program.missing(pdir)
     if why is not None:
@@ -129,6 +147,7 @@ def main() -> int:
                   f"ratio {mine / bare:.4f}", flush=True)
     result = {"what": "ksptrace trace on short solves: laplace1d, 10^3 rows, CG + Jacobi forced "
                       "to 30 iterations, P = 1, bare against hooked", "instructions": ins,
+              "wait_accounting": bool(WAITS),
               "time": times, "minutes": (time.time() - started) / 60, "loadavg_before": load0,
               "loadavg_after": os.getloadavg(), "cpu_count": os.cpu_count(),
               "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())}

@@ -18,6 +18,16 @@ Three measurements, each its own processes:
     python bench/wait_cost.py [--rounds 6] [--out bench/results/wait_cost.json]
 
 Target: run/bare <= 1.02 at 10^3 unknowns per rank with wait accounting on.
+
+With ``--events`` it measures ``ksptrace run --events`` instead (issue 65's second target,
+<= 1.05): instructions per iteration at P = 1 with ``--events`` and without (both with wait
+accounting; PETSc's MatMult, PCApply and vector reductions are wrapped at any P), the main
+thread's (Open MPI's helper threads poll by the clock: theirs grow with the run's wall time
+under valgrind, where a clock read is an emulated system call; every thread's too unless
+``--main-only``), added to the
+wait accounting's own figure over a bare iteration; and, unless ``--no-wall``, the interleaved
+wall time at P = 2 with ``--events`` against without. Written to
+``bench/results/events_cost.json``.
 """
 
 from __future__ import annotations
@@ -41,6 +51,7 @@ sys.path.insert(0, str(ROOT))
 from bench.overhead import _env, bootstrap  # noqa: E402
 
 RESULTS = ROOT / "bench" / "results" / "wait_cost.json"
+EVENTS_RESULTS = ROOT / "bench" / "results" / "events_cost.json"
 BARE = ROOT / "bench" / "results" / "instructions.json"
 CALLS = (2_000, 6_000)
 ITERATIONS = (1_000, 3_000)
@@ -61,12 +72,17 @@ for _ in range(n):
 """
 
 
-def _callgrind(cmd: list[str], log: Path, **env: str) -> int:
+def _callgrind(cmd: list[str], log: Path, main_only: bool = False, **env: str) -> int:
+    """The instructions of ``cmd`` under callgrind: every thread's, or with ``main_only`` the
+    main thread's (Open MPI's helper threads poll by the clock, so theirs grow with a run's
+    wall time under valgrind, which a clock read made by a system call there lengthens)."""
+    threads = ["--separate-threads=yes"] if main_only else []
     proc = subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={log}",
-                           "--trace-children=no", *cmd], env={**_env(), **env}, cwd=ROOT,
-                          capture_output=True, text=True, timeout=3600, check=False)
+                           "--trace-children=no", *threads, *cmd], env={**_env(), **env},
+                          cwd=ROOT, capture_output=True, text=True, timeout=3600, check=False)
     if proc.returncode != 0:
         raise SystemExit(f"{cmd[:4]} under callgrind failed: {proc.stderr.strip()[-2000:]}")
+    log = log.with_name(log.name + "-01") if main_only else log
     found = re.search(r"^(?:summary|totals):\s+(\d+)", log.read_text(), re.MULTILINE)
     if found is None:
         raise SystemExit(f"no instruction total in {log}")
@@ -83,10 +99,98 @@ def per_call(tmp: Path) -> dict[str, float]:
     return out
 
 
-def _run(n: int, k: int, out: Path, nprocs: int | None = None) -> list[str]:
+def _run(n: int, k: int, out: Path, nprocs: int | None = None, events: bool = False
+         ) -> list[str]:
     cmd = [sys.executable, "-m", "ksptrace", "run", "--n", str(n), "--iterations", str(k),
-           "--out", str(out), "--overwrite"]
+           "--out", str(out), "--overwrite", *(["--events"] if events else [])]
     return cmd if nprocs is None else [*cmd, "--np", str(nprocs)]
+
+
+def per_iteration_events(tmp: Path, main_only: bool) -> dict[str, float]:
+    """Instructions per iteration of ``ksptrace run`` at P = 1 (waits on), with ``--events``
+    and without (every thread's, or the main thread's)."""
+    out = {}
+    for mode in ("off", "on"):
+        low, high = (_callgrind(_run(1_000, k, tmp / "t.h5", events=mode == "on"),
+                                tmp / f"events-{mode}-{k}.cg", main_only,
+                                KSPTRACE_MPI_WAITS="on")
+                     for k in ITERATIONS)
+        out[mode] = (high - low) / (ITERATIONS[1] - ITERATIONS[0])
+    return out
+
+
+def wall_events(tmp: Path, rounds: int) -> dict[str, Any]:
+    """As :func:`wall`, ``--events`` on against off (wait accounting on in both)."""
+    from ksptrace.trace.io import read_trace
+
+    per_rank, nprocs, k = WALL
+    pairs = []
+    for r in range(rounds):
+        order = ("on", "off", "off", "on") if r % 2 == 0 else ("off", "on", "on", "off")
+        got: dict[str, float] = {"on": 0.0, "off": 0.0}
+        for mode in order:
+            out = tmp / f"events-{mode}.h5"
+            proc = subprocess.run(_run(per_rank * nprocs, k, out, nprocs, mode == "on"),
+                                  env={**_env(), "KSPTRACE_MPI_WAITS": "on"}, cwd=ROOT,
+                                  capture_output=True, text=True, timeout=600, check=False)
+            if proc.returncode != 0:
+                raise SystemExit(f"run failed: {proc.stderr.strip()[-2000:]}")
+            trace = read_trace(out)
+            if (trace.event_seconds is None) != (mode == "off"):
+                raise SystemExit(f"--events {mode} but the trace disagrees")
+            got[mode] += trace.solve_max
+        pairs.append((got["off"], got["on"]))
+    ratios = np.array([on / off for off, on in pairs])
+    low, high = bootstrap(ratios)
+    return {"unknowns_per_rank": per_rank, "nprocs": nprocs, "iterations": k, "rounds": rounds,
+            "median_ratio": float(np.median(ratios)), "ci95": [low, high], "pairs": pairs}
+
+
+def events_main(args: argparse.Namespace) -> int:
+    """``--events``: the instructions it adds per iteration, over a bare one with the wait
+    accounting's figure (bench/results/wait_cost.json), and its wall time unless --no-wall."""
+    started, load_before = time.time(), os.getloadavg()
+    waits = json.loads(RESULTS.read_text())
+    bare = float(waits["bare_per_iteration"])
+    with_waits = float(waits["run_with_waits_over_bare_instructions"]) * bare
+    with tempfile.TemporaryDirectory(prefix="ksptrace-eventcost-") as tmp:
+        its = per_iteration_events(Path(tmp), main_only=True)
+        extra = its["on"] - its["off"]
+        print(f"run at P = 1 (waits on), main thread: {its['off']:,.0f} instructions per "
+              f"iteration, {its['on']:,.0f} with --events ({extra:+,.1f})", flush=True)
+        every = None if args.main_only else per_iteration_events(Path(tmp), main_only=False)
+        if every is not None:
+            print(f"every thread: {every['off']:,.0f} and {every['on']:,.0f} "
+                  f"({every['on'] - every['off']:+,.1f})", flush=True)
+        timed = None if args.no_wall else wall_events(Path(tmp), args.rounds)
+    estimate = (with_waits + extra) / bare
+    print(f"instructions: run --events / bare = {estimate:.4f} (the wait accounting's "
+          f"{with_waits / bare:.4f} and --events' {extra:+,.0f} over a bare iteration of "
+          f"{bare:,.0f})")
+    if timed is not None:
+        print(f"wall, P = 2: --events on/off {timed['median_ratio']:.4f} [{timed['ci95'][0]:.4f}, "
+              f"{timed['ci95'][1]:.4f}]")
+    result = {
+        "what": "the cost of ksptrace run --events: instructions per iteration of ksptrace run "
+                "with --events and without (callgrind, P = 1, wait accounting on in both; the "
+                "main thread's, Open MPI's helper threads polling by the clock), "
+                "added to the wait accounting's figure over a bare iteration; and the wall "
+                "time with --events against without (P = 2, interleaved), unless skipped",
+        "instructions_per_run_iteration_p1_main_thread": its,
+        "instructions_per_run_iteration_p1_every_thread": every,
+        "events_extra_per_iteration": extra,
+        "bare_per_iteration": bare,
+        "bare_from": f"{RESULTS.relative_to(ROOT)} ({waits['date_utc']})",
+        "run_with_events_over_bare_instructions": estimate, "wall_p2": timed,
+        "target": 1.05, "met_instructions": estimate <= 1.05,
+        "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
+        "cpu_count": os.cpu_count(), "minutes": (time.time() - started) / 60,
+        "date_utc": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    out = Path(args.out or EVENTS_RESULTS)
+    out.write_text(json.dumps(result, indent=1) + "\n")
+    print(f"load {load_before[0]:.2f} -> {result['loadavg_after'][0]:.2f}; {out}")
+    return 0
 
 
 def per_iteration(tmp: Path) -> dict[str, float]:
@@ -131,8 +235,16 @@ def wall(tmp: Path, rounds: int) -> dict[str, Any]:
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=6)
-    ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--out", default=None, help=f"default {RESULTS.relative_to(ROOT)}, with "
+                    f"--events {EVENTS_RESULTS.relative_to(ROOT)}")
+    ap.add_argument("--events", action="store_true", help="measure run --events instead")
+    ap.add_argument("--no-wall", action="store_true", help="with --events: instructions only")
+    ap.add_argument("--main-only", action="store_true",
+                    help="with --events: the main thread's instructions only, not every thread's")
     args = ap.parse_args()
+    if args.events:
+        return events_main(args)
+    args.out = args.out or str(RESULTS)
     started, load_before = time.time(), os.getloadavg()
     bare_case = json.loads(BARE.read_text())["cases"][0]
     bare = float(bare_case["per_iteration"]["bare"])

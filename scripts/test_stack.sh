@@ -2,7 +2,8 @@
 # make test-stack: build the PyPI stack if needed (scripts/stack_pypi.sh, cached), then run on it
 # the tests that must hold on every stack: harness (run, record, the C monitor, event counts,
 # and `ksptrace trace` on a C program built against the stack's PETSc and on petsc4py programs,
-# tests/harness/hook), problems, collectives, traces, trace's one-line errors, and
+# tests/harness/hook; the MPI wait and --events known-truth tests of issue 65 among them:
+# tests/harness/test_waits.py, test_events.py, hook/test_waits.py), problems, collectives, traces, trace's one-line errors, and
 # Ctrl-C/SIGTERM during a run, and the fitting engine (its maxima and statuses as on Debian's scipy
 # and numpy: tests/studies/fits). Extra arguments go to pytest.
 set -euo pipefail

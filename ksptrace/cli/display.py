@@ -13,7 +13,8 @@ SECONDS = frozenset({
     "setup_seconds",
 })
 """Trace attributes and summary figures that are times in seconds."""
-SHARES = frozenset({"foreign_cpu_share", "wait_share", "wait_share_max"})
+SHARES = frozenset({"foreign_cpu_share", "wait_share", "wait_share_max", "matmult_share",
+                    "pcapply_share", "vecreduce_share"})
 """Fractions shown as percentages."""
 NOTES = {
     "solve_max": "KSPSolve, the slowest rank",
@@ -25,6 +26,10 @@ NOTES = {
     "mean_iteration": "T_p^k, the mean over ranks and iterations",
     "rank_spread": "sum_k T_p^k, the slowest rank's minus the fastest's",
     "setup_max": "the set-up inside the first KSPSolve, the slowest rank",
+    "matmult_share": "time in MatMult over the iteration time, all ranks (--events)",
+    "pcapply_share": "time in PCApply over the iteration time, all ranks (--events)",
+    "vecreduce_share": "time in VecMDot, VecNorm and VecDot over the iteration time, all "
+                       "ranks (--events)",
 }
 """What ``ksptrace show``'s summary figures are, beside them (T_p^k: iteration k on rank p)."""
 

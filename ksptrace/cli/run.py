@@ -262,6 +262,8 @@ def _run_here(
               f"{seconds(outcome.solve_max)})")
         if outcome.monitor_note is not None:
             print(f"ksptrace: note: {outcome.monitor_note}", file=sys.stderr)
+        if outcome.events_note is not None:
+            print(f"ksptrace: {outcome.events_note}")
         if outcome.foreign is not None and outcome.foreign.loaded:
             print(f"ksptrace: warning: {outcome.foreign.warning()}", file=sys.stderr)
     return 0

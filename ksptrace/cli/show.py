@@ -20,7 +20,7 @@ HARNESS_ATTRS = frozenset((
     "cpu_count", "monitor_calls", "solution_error", "solve_max", "solve_min", "solve_mean",
     "petsc4py_version", "mpi4py_version", "mpi_standard", "h5py_version", "numpy_version",
     "python_version", "ksptrace_version", "openblas_num_threads", "omp_num_threads",
-    "wait_entry_points",
+    "wait_entry_points", "events",
 ))
 """Attributes every trace has that the summary leaves out (``--all`` prints them).
 Attributes outside this set and the headline are the problem's own and are always printed."""

@@ -1,4 +1,4 @@
-"""``ksptrace trace [--out DIR] [--depth N] [--ksp-prefix P] [--with-setup] -- COMMAND ...``:
+"""``ksptrace trace [--out DIR] [--depth N] [--ksp-prefix P] [--with-setup] [--events] -- COMMAND``:
 trace the Krylov solves of any unmodified PETSc program (C, C++, Fortran, Python).
 
 The command runs with ksptrace's solve hook preloaded (``LD_PRELOAD``, passed on by
@@ -7,7 +7,9 @@ By default the program's outermost solves are recorded: set-up solves (multigrid
 eigenvalue estimates) and nested solves (block Jacobi's and multigrid's sub-solves) are
 counted and named, not traced. ``--depth N`` records solves down to depth N;
 ``--with-setup`` adds the set-up solves one level deeper; ``--ksp-prefix P`` records only the
-KSPs with options prefix P (at any depth unless --depth is given).
+KSPs with options prefix P (at any depth unless --depth is given). Each rank's wait in MPI
+reductions per iteration is recorded as by ``ksptrace run``; ``--events`` adds its time in
+MatMult, PCApply and the vector reductions.
 """
 
 from __future__ import annotations
@@ -30,6 +32,9 @@ def register(sub: Any) -> None:
                    help="record only the KSPs whose options prefix is P")
     p.add_argument("--with-setup", action="store_true",
                    help="also record the set-up solves (eigenvalue estimates inside PCSetUp)")
+    p.add_argument("--events", action="store_true",
+                   help="also time MatMult, PCApply and the vector reductions (VecMDot, "
+                   "VecNorm, VecDot) per iteration and rank (dataset event_seconds)")
     p.add_argument("command", nargs=argparse.REMAINDER, metavar="-- COMMAND ...",
                    help="the program to run, with its launcher and arguments")
     p.set_defaults(func=main)
@@ -45,7 +50,8 @@ def main(args: argparse.Namespace) -> int:
     if args.depth is not None and args.depth < 1:
         raise UsageError(f"--depth {args.depth}: depths start at 1 (the program's outermost "
                          "solves)")
-    got = run(command, Path(args.out), Selection(args.depth, args.ksp_prefix, args.with_setup))
+    got = run(command, Path(args.out), Selection(args.depth, args.ksp_prefix, args.with_setup,
+                                                 args.events))
     if got.returncode != 0:
         print(f"ksptrace: error: the command exited with status {got.returncode}; no trace "
               "written", file=sys.stderr)

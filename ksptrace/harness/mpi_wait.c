@@ -21,12 +21,21 @@
      so that the halo exchanges of MatMult (also completed by MPI_Waitall) are not counted; no
      call.
 
+   With events asked (ksptrace_events_enable, `--events`), the slots of PETSc's MatMult,
+   PCApply and the vector reductions (VecMDot, VecNorm, VecDot, VecTDot and VecMTDot, which CG
+   uses for real scalars, and the split phases of pipelined methods: VecMDotBegin/End,
+   VecNormBegin/End, VecDotBegin/End) are rewritten too: each outermost call of a kind (a
+   MatMult inside a MatMult is its caller's) appends its start, its end and its kind (0
+   MatMult, 1 PCApply, 2 the vector reductions) to a growing buffer of spans, which Python
+   reads after the solve and sums per iteration (ksptrace/trace/iteration_events.py).
+
    Handles are forwarded as machine words, never looked at: Open MPI's are pointers, MPICH's
    ints, and on x86-64 and AArch64 both travel in one register or stack word, so one build
    serves both. Request arrays are walked with the handle size given at install time. */
 
 #define _GNU_SOURCE
 #include <dlfcn.h>
+#include <stdlib.h>
 #include <elf.h>
 #include <link.h>
 #include <string.h>
@@ -53,13 +62,19 @@ struct ksptrace_waits ksptrace_waits;
 enum {
   E_ALLREDUCE, E_REDUCE, E_SCAN, E_EXSCAN, E_REDUCE_SCATTER, E_REDUCE_SCATTER_BLOCK,
   E_IALLREDUCE, E_WAIT, E_WAITALL, E_WAITANY, E_WAITSOME, E_TEST, E_TESTALL, E_ALLREDUCE_C,
-  E_REDUCE_C, E_IALLREDUCE_C, E_COUNT
+  E_REDUCE_C, E_IALLREDUCE_C, E_MATMULT, E_PCAPPLY, E_VECMDOT, E_VECNORM, E_VECDOT, E_VECTDOT,
+  E_VECMTDOT, E_VECMDOTBEGIN, E_VECMDOTEND, E_VECNORMBEGIN, E_VECNORMEND, E_VECDOTBEGIN,
+  E_VECDOTEND, E_COUNT
 };
+enum { E_FIRST_EVENT = E_MATMULT };
+typedef char entries_fit_a_mask[E_COUNT < 32 ? 1 : -1]; /* `patched` has a bit for each */
 static const char *const names[E_COUNT] = {
   "MPI_Allreduce", "MPI_Reduce", "MPI_Scan", "MPI_Exscan", "MPI_Reduce_scatter",
   "MPI_Reduce_scatter_block", "MPI_Iallreduce", "MPI_Wait", "MPI_Waitall", "MPI_Waitany",
   "MPI_Waitsome", "MPI_Test", "MPI_Testall", "MPI_Allreduce_c", "MPI_Reduce_c",
-  "MPI_Iallreduce_c"};
+  "MPI_Iallreduce_c", "MatMult", "PCApply", "VecMDot", "VecNorm", "VecDot",
+  "VecTDot", "VecMTDot", "VecMDotBegin", "VecMDotEnd", "VecNormBegin", "VecNormEnd",
+  "VecDotBegin", "VecDotEnd"};
 static void *next[E_COUNT];          /* the function each slot reached before */
 static double entry_seconds[E_COUNT];
 static double entry_calls[E_COUNT];  /* every call, counted or not in the totals */
@@ -251,11 +266,69 @@ static int w_waitsome(word count, word requests, word outcount, word indices, wo
   return rc;
 }
 
+/* ---- PETSc's events: spans of the outermost call of each kind ---- */
+
+enum { V_MATMULT, V_PCAPPLY, V_REDUCTION, V_KINDS };
+static int events_on;
+static int depth[V_KINDS];
+static double *spans;                /* [start, end, kind] per span */
+static long nspans, capspans;
+static double spans_dropped;         /* spans not kept: no memory */
+
+static void span(int kind, double t0, double t1) {
+  if (nspans == capspans) {
+    long cap = capspans ? 2 * capspans : 4096;
+    double *grown = realloc(spans, (size_t)cap * 3 * sizeof(double));
+    if (!grown) {
+      ++spans_dropped;
+      return;
+    }
+    spans = grown, capspans = cap;
+  }
+  spans[3 * nspans] = t0, spans[3 * nspans + 1] = t1, spans[3 * nspans + 2] = kind;
+  ++nspans;
+}
+
+typedef int (*fn4)(word, word, word, word);
+/* MatMult(A, x, y), PCApply(pc, x, y), VecNorm(x, type, val), Vec[T]Dot(x, y, val) and
+   VecM[T]Dot(x, n, ys, vals): at most four words, a fourth passed to three is never read */
+#define EVENT4(fname, entry, kind)                                                     \
+  static int fname(word a, word b, word c, word d) {                                   \
+    double t0;                                                                         \
+    int rc;                                                                            \
+    if (depth[kind]++) {                                                               \
+      rc = ((fn4)next[entry])(a, b, c, d);                                             \
+      --depth[kind];                                                                   \
+      return rc;                                                                       \
+    }                                                                                  \
+    t0 = wtime();                                                                      \
+    rc = ((fn4)next[entry])(a, b, c, d);                                               \
+    span(kind, t0, wtime());                                                           \
+    --depth[kind];                                                                     \
+    return rc;                                                                         \
+  }
+EVENT4(w_matmult, E_MATMULT, V_MATMULT)
+EVENT4(w_pcapply, E_PCAPPLY, V_PCAPPLY)
+EVENT4(w_vecmdot, E_VECMDOT, V_REDUCTION)
+EVENT4(w_vecnorm, E_VECNORM, V_REDUCTION)
+EVENT4(w_vecdot, E_VECDOT, V_REDUCTION)
+EVENT4(w_vectdot, E_VECTDOT, V_REDUCTION)
+EVENT4(w_vecmtdot, E_VECMTDOT, V_REDUCTION)
+EVENT4(w_vecmdotbegin, E_VECMDOTBEGIN, V_REDUCTION)
+EVENT4(w_vecmdotend, E_VECMDOTEND, V_REDUCTION)
+EVENT4(w_vecnormbegin, E_VECNORMBEGIN, V_REDUCTION)
+EVENT4(w_vecnormend, E_VECNORMEND, V_REDUCTION)
+EVENT4(w_vecdotbegin, E_VECDOTBEGIN, V_REDUCTION)
+EVENT4(w_vecdotend, E_VECDOTEND, V_REDUCTION)
+
 static void *const wrappers[E_COUNT] = {
   (void *)w_allreduce, (void *)w_reduce, (void *)w_scan, (void *)w_exscan,
   (void *)w_reduce_scatter, (void *)w_reduce_scatter_block, (void *)w_iallreduce,
   (void *)w_wait, (void *)w_waitall, (void *)w_waitany, (void *)w_waitsome, (void *)w_test,
-  (void *)w_testall, (void *)w_allreduce_c, (void *)w_reduce_c, (void *)w_iallreduce_c};
+  (void *)w_testall, (void *)w_allreduce_c, (void *)w_reduce_c, (void *)w_iallreduce_c,
+  (void *)w_matmult, (void *)w_pcapply, (void *)w_vecmdot, (void *)w_vecnorm, (void *)w_vecdot,
+  (void *)w_vectdot, (void *)w_vecmtdot, (void *)w_vecmdotbegin, (void *)w_vecmdotend,
+  (void *)w_vecnormbegin, (void *)w_vecnormend, (void *)w_vecdotbegin, (void *)w_vecdotend};
 
 /* ---- rewriting the PLT slots of the matching libraries ---- */
 
@@ -267,9 +340,11 @@ struct install {
 };
 
 static int entry_of(const char *name) {
-  int e;
-  if (strncmp(name, "MPI_", 4) != 0) return -1;
-  for (e = 0; e < E_COUNT; ++e) /* E_COUNT < 32: `patched` has a bit for each */
+  int e, last = events_on ? E_COUNT : E_FIRST_EVENT;
+  if (strncmp(name, "MPI_", 4) != 0 && (!events_on || (name[0] != 'M' && name[0] != 'P' &&
+                                                       name[0] != 'V')))
+    return -1;
+  for (e = 0; e < last; ++e) /* E_COUNT < 32: `patched` has a bit for each */
     if (strcmp(name, names[e]) == 0) return e;
   return -1;
 }
@@ -388,3 +463,16 @@ void ksptrace_wait_entry(int entry, double *out) {
 double ksptrace_wait_dropped(void) { return dropped; }
 
 struct ksptrace_waits *ksptrace_wait_totals(void) { return &ksptrace_waits; }
+
+/* Rewrite the slots of PETSc's events too at the next ksptrace_wait_install (on: 1). */
+void ksptrace_events_enable(int on) { events_on = on; }
+
+/* The spans so far: *out points at `count` rows of [start, end, kind]; *dropped those lost. */
+long ksptrace_events_spans(const double **out, double *dropped_out) {
+  *out = spans;
+  *dropped_out = spans_dropped;
+  return nspans;
+}
+
+/* Forget the spans so far (before the timed solve). */
+void ksptrace_events_reset(void) { nspans = 0, spans_dropped = 0.0; }

@@ -17,6 +17,11 @@ the time and calls each carried (``wait_by_entry``).
 
 ``KSPTRACE_MPI_WAITS=off`` turns it off (traces then have no ``wait_seconds``); ``=on`` makes
 a missing interposer an error instead of a run without the datasets.
+
+With ``events`` (``--events``) it also rewrites libpetsc's slots of ``MatMult``, ``PCApply``,
+``VecMDot``, ``VecNorm`` and ``VecDot``: each outermost call leaves a span (start, end, kind)
+that :meth:`WaitCounter.spans` hands over and
+:func:`ksptrace.trace.iteration_events.per_iteration` sums per iteration.
 """
 
 from __future__ import annotations
@@ -54,6 +59,8 @@ class WaitCounter:
     """Address of two doubles: seconds in reductions, reductions started."""
     entry_points: tuple[str, ...]
     """The MPI entry points whose slots in libpetsc were rewritten."""
+    events: tuple[str, ...] = ()
+    """The PETSc functions whose slots were rewritten to time them (``--events``)."""
 
     def totals_now(self) -> tuple[float, float]:
         values = (ctypes.c_double * 2).from_address(self.totals)
@@ -69,6 +76,23 @@ class WaitCounter:
                 self.lib.ksptrace_wait_entry(e, out)
                 found[name] = (float(out[0]), float(out[1]))
         return found
+
+
+    def spans(self) -> np.ndarray:
+        """A copy of the event spans so far: float64 [n, 3] (start, end, kind)."""
+        start, dropped = ctypes.c_void_p(), ctypes.c_double()
+        count = int(self.lib.ksptrace_events_spans(ctypes.byref(start), ctypes.byref(dropped)))
+        if dropped.value:
+            raise EnvironmentProblem(f"{dropped.value:.0f} event spans were lost for want of "
+                                     "memory; run without --events")
+        if count == 0 or not start.value:
+            return np.zeros((0, 3))
+        values = (ctypes.c_double * (3 * count)).from_address(start.value)
+        return np.ctypeslib.as_array(values).reshape(count, 3).copy()
+
+    def reset_spans(self) -> None:
+        """Forget the event spans so far (those of the set-up and a warm-up solve)."""
+        self.lib.ksptrace_events_reset()
 
 
 def mode() -> str:
@@ -91,6 +115,12 @@ def _declare(lib: ctypes.CDLL) -> None:
     lib.ksptrace_wait_entry.argtypes = [ctypes.c_int, _vp]
     lib.ksptrace_wait_totals.restype = _vp
     lib.ksptrace_wait_totals.argtypes = []
+    lib.ksptrace_events_enable.restype = None
+    lib.ksptrace_events_enable.argtypes = [ctypes.c_int]
+    lib.ksptrace_events_spans.restype = ctypes.c_long
+    lib.ksptrace_events_spans.argtypes = [ctypes.POINTER(_vp), ctypes.POINTER(ctypes.c_double)]
+    lib.ksptrace_events_reset.restype = None
+    lib.ksptrace_events_reset.argtypes = []
 
 
 def load() -> tuple[ctypes.CDLL, Path] | str:
@@ -105,27 +135,33 @@ def load() -> tuple[ctypes.CDLL, Path] | str:
                              _declare, "the MPI wait interposer")
 
 
-def install(clock: int, handle_bytes: int, match: str = LIBRARY_MATCH) -> WaitCounter | str:
-    """Rewrite the reduction slots of the loaded libraries named like ``match``, the clock read
-    at ``clock`` (an ``MPI_Wtime``'s address) and requests ``handle_bytes`` long; the counter,
-    or why there is none."""
+def install(clock: int, handle_bytes: int, match: str = LIBRARY_MATCH,
+            events: bool = False) -> WaitCounter | str:
+    """Rewrite the reduction slots (and with ``events`` those of PETSc's events) of the loaded
+    libraries named like ``match``, the clock read at ``clock`` (an ``MPI_Wtime``'s address)
+    and requests ``handle_bytes`` long; the counter, or why there is none."""
     loaded = _loaded()
     if isinstance(loaded, str):
         return loaded
     lib = loaded
     patched = ctypes.c_uint(0)
+    lib.ksptrace_events_enable(int(events))
     found = lib.ksptrace_wait_install(match.encode(), clock, handle_bytes, ctypes.byref(patched))
     if found == -1:
         return f"a PLT slot of {match} could not be made writable"
     if found == -2:
         return f"an MPI entry point {match} calls was not found in the loaded libraries"
-    names = tuple(lib.ksptrace_wait_name(e).decode() for e in range(lib.ksptrace_wait_entries())
-                  if patched.value >> e & 1)
+    rewritten = [lib.ksptrace_wait_name(e).decode() for e in range(lib.ksptrace_wait_entries())
+                 if patched.value >> e & 1]
+    names = tuple(n for n in rewritten if n.startswith("MPI_"))
     if not names:
         return f"no loaded library named like {match!r} calls an MPI reduction through its PLT"
+    timed = tuple(n for n in rewritten if not n.startswith("MPI_"))
+    if events and not timed:
+        return f"no loaded library named like {match!r} calls MatMult or PCApply through its PLT"
     totals = lib.ksptrace_wait_totals()
     assert totals is not None
-    return WaitCounter(lib, int(totals), names)
+    return WaitCounter(lib, int(totals), names, timed)
 
 
 @functools.cache
@@ -146,17 +182,24 @@ def _mpi_clock() -> tuple[int, int] | str:
     return wtime, int(MPI._sizeof(MPI.Request))
 
 
-def counter() -> WaitCounter | None:
+def counter(events: bool = False) -> WaitCounter | None:
     """The wait counter for this process's libpetsc (petsc4py loaded), installed on first
     use; None when :data:`WAITS_ENV` is off, or (``auto``) when it cannot be installed: then
-    :func:`why_none` says why."""
+    :func:`why_none` says why. With ``events`` (``--events``) it times PETSc's events too, or
+    raises EnvironmentProblem saying why it cannot."""
     wanted = mode()
     if wanted == "off":
+        if events:
+            raise EnvironmentProblem(f"--events needs the MPI interposer, which {WAITS_ENV}=off "
+                                     f"turns off; unset {WAITS_ENV} or drop --events")
         _why[:] = [f"{WAITS_ENV}=off"]
         return None
     clock = _mpi_clock()
-    found = clock if isinstance(clock, str) else install(*clock)
+    found = clock if isinstance(clock, str) else install(*clock, events=events)
     if isinstance(found, str):
+        if events:
+            raise EnvironmentProblem(f"--events cannot time PETSc's events: {found}; drop "
+                                     "--events")
         if wanted == "on":
             raise EnvironmentProblem(f"{WAITS_ENV}=on but MPI waits cannot be timed: {found}; "
                                      f"unset {WAITS_ENV} to run without them")

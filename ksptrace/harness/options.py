@@ -31,6 +31,9 @@ RUN_PARAMS: tuple[Param, ...] = (
 CHECK_PARAMS: tuple[Param, ...] = (
     Param("allow_unused_options", bool, False,
           "record PETSc options that nothing used in the trace instead of refusing the run"),
+    Param("events", bool, False,
+          "also time MatMult, PCApply and the vector reductions (VecMDot, VecNorm, VecDot) "
+          "per iteration and rank (dataset event_seconds; its cost: docs/benchmarks.md)"),
 )
-"""How a run is checked, not what it measures: CLI flags and trace attributes, but not part of
-a run's identity (campaign run ids are computed from RUN_PARAMS)."""
+"""How a run is checked and instrumented, not what it measures: CLI flags and trace attributes,
+but not part of a run's identity (campaign run ids are computed from RUN_PARAMS)."""

@@ -45,14 +45,15 @@ from ksptrace.errors import (
     UsageError,
 )
 from ksptrace.harness import counters, cpuload, eventlog, mpiwait, native
-from ksptrace.harness.kspsetup import GMRES_FAMILY, PETSC_DEFAULT_RESTART, reason_name
+from ksptrace.harness.kspsetup import reason_name
 from ksptrace.harness.monitor import StampMonitor, check_reported
 from ksptrace.harness.mpienv import agree_on_error, cpu_list, node_layout
 from ksptrace.harness.provenance import versions
 from ksptrace.harness.pyhooks import PythonHooks
+from ksptrace.harness.recordargs import as_ksp, as_mpi, options_line, restart_of
 from ksptrace.harness.setuptime import setup_seconds
 from ksptrace.harness.solvehooks import NativeHooks, Recorded
-from ksptrace.trace import publish, write
+from ksptrace.trace import iteration_events, publish, write
 from ksptrace.trace.model import AttrValue, Solves, Trace
 
 SPARE = 2
@@ -61,56 +62,16 @@ _RECORDING: set[int] = set()
 """Handles of the KSPs inside a record block now (blocks on one KSP cannot nest)."""
 
 
-def _as_ksp(solver: Any) -> Any:
-    """The KSP of ``solver``: a KSP itself, or the linear solver of a SNES or TS."""
-    if isinstance(solver, PETSc.KSP):
-        return solver
-    if isinstance(solver, PETSc.SNES | PETSc.TS):
-        return solver.getKSP()
-    raise UsageError(f"ksptrace.record needs a PETSc KSP, SNES or TS, got a "
-                     f"{type(solver).__name__}; pass the solver whose linear solves to trace")
-
-
-def _restart(ksp: Any) -> int:
-    """The restart length of a GMRES-type KSP (petsc4py 3.18 cannot ask it), 0 for others."""
-    if ksp.getType() not in GMRES_FAMILY:
-        return 0
-    prefix = ksp.getOptionsPrefix() or ""
-    return int(PETSc.Options().getInt(f"{prefix}ksp_gmres_restart", PETSC_DEFAULT_RESTART))
-
-
-def _options_line() -> str:
-    """PETSc's options database as a command line (what the program ran with)."""
-    words: list[str] = []
-    for name, value in sorted(PETSc.Options().getAll().items()):
-        words += [f"-{name}", str(value)] if value not in (None, "") else [f"-{name}"]
-    return shlex.join(words)
-
-
-def _as_mpi(comm: Any, ksp: Any) -> Any:
-    """The mpi4py communicator the trace is written on; UsageError without one on > 1 rank."""
-    size = ksp.getComm().getSize()
-    if comm is None:
-        if size > 1:
-            raise UsageError(
-                f"ksptrace.record on {size} ranks needs comm=: pass the communicator the KSP "
-                "lives on, e.g. ksptrace.record(ksp, path, comm=MPI.COMM_WORLD)")
-        return MPI.COMM_SELF
-    mpicomm = comm.tompi4py() if hasattr(comm, "tompi4py") else comm
-    if mpicomm.Get_size() != size:
-        raise UsageError(f"comm has {mpicomm.Get_size()} ranks but the KSP lives on {size}; "
-                         "pass the KSP's communicator (ksp.getComm())")
-    return mpicomm
-
-
 class Recorder:
     """Records every KSPSolve of one KSP while the ``with`` block runs (see the module)."""
 
     def __init__(self, solver: Any, path: str | os.PathLike[str], comm: Any = None, *,
                  name: str | None = None, overwrite: bool = False,
-                 attrs: dict[str, AttrValue] | None = None) -> None:
-        self.ksp = _as_ksp(solver)
-        self.mpicomm = _as_mpi(comm, self.ksp)
+                 attrs: dict[str, AttrValue] | None = None, events: bool = False) -> None:
+        self.ksp = as_ksp(solver)
+        self.events = events
+        """Time PETSc's MatMult, PCApply and vector reductions per iteration too."""
+        self.mpicomm = as_mpi(comm, self.ksp)
         self.path = Path(path)
         self.name = name or Path(sys.argv[0] or "python").stem or "python"
         self.overwrite = overwrite
@@ -159,11 +120,13 @@ class Recorder:
         error = None
         counter = None
         try:  # every rank refuses alike (KSPTRACE_MPI_WAITS=on without the interposer)
-            counter = mpiwait.counter()
+            counter = mpiwait.counter(self.events)
         except KsptraceError as exc:
             error = exc
         agree_on_error(self.mpicomm, error)
         self._counter = counter if all(self.mpicomm.allgather(counter is not None)) else None
+        if self.events and self._counter is not None:
+            self._counter.reset_spans()  # only the block's solves
         self._hooks = self._native_hooks() or PythonHooks(self.ksp, self.monitor, self._log,
                                                           SPARE)
         self._hooks.attach(self._lib, ctypes.c_void_p(self.ksp.handle))
@@ -277,9 +240,11 @@ class Recorder:
         waits = self._waits(got, lengths)
         if not all(self.mpicomm.allgather(waits is not None)):
             waits = None
+        events = None if not self.events or self._counter is None else \
+            iteration_events.per_iteration(stamps, self._counter.spans(),
+                                           np.concatenate([[0], np.cumsum(lengths)]))
         rows = self.mpicomm.gather(
-            (stamps, np.array(got.seconds), self.layout.hostname, waits),
-            root=0)
+            (stamps, np.array(got.seconds), self.layout.hostname, waits, events), root=0)
         attrs = self._attrs(foreign)
         if self.mpicomm.Get_rank() == 0:
             assert rows is not None
@@ -292,6 +257,7 @@ class Recorder:
             timed = rows[0][3] is not None
             wait_seconds = np.stack([r[3][0] for r in rows]) if timed else None
             mpi_calls = np.stack([r[3][1] for r in rows]) if timed else None
+            event_seconds = None if events is None else np.stack([r[4] for r in rows])
             attrs["wait_accounting"] = (mpiwait.ACCOUNTING if timed
                                         else f"none ({self._why_no_waits()})")
             try:
@@ -306,7 +272,8 @@ class Recorder:
                 write.write_trace(Trace(trace.stamps, trace.residual_norms, trace.node_ids,
                                      trace.hostnames, trace.solve_seconds, attrs,
                                      solves=solves, wait_seconds=wait_seconds,
-                                     mpi_calls=mpi_calls), self.path, self.overwrite)
+                                     mpi_calls=mpi_calls, event_seconds=event_seconds),
+                                 self.path, self.overwrite)
             except KsptraceError as exc:
                 error = exc
             except OSError as exc:
@@ -348,8 +315,10 @@ class Recorder:
             "problem": self.name, "recorded": True, "n": int(op.getSize()[0]),
             "n_global": int(op.getSize()[0]), "ksp": self.ksp.getType(),
             "ksp_requested": self.ksp.getType(), "pc": pc.getType(), "noise": "none",
-            "restart": _restart(self.ksp), "warmup": False,
-            "petsc_options": _options_line(), "problem_config": "{}",
+            "restart": restart_of(self.ksp), "warmup": False, "events": self.events,
+            "event_functions": ",".join(self._counter.events) if self.events and self._counter
+            else None,
+            "petsc_options": options_line(), "problem_config": "{}",
             "solves": len(got.ends), "iterations_done": got.ends[-1] - len(got.ends),
             "petsc_iterations": int(sum(got.its)),
             "reductions_blocking": int(got.blocking), "reductions_split": int(got.split),
@@ -385,11 +354,14 @@ class Recorder:
 
 def record(solver: Any, path: str | os.PathLike[str], comm: Any = None, *,
            name: str | None = None, overwrite: bool = False,
-           attrs: dict[str, AttrValue] | None = None) -> Recorder:
+           attrs: dict[str, AttrValue] | None = None, events: bool = False) -> Recorder:
     """Record every KSPSolve of ``solver`` (a KSP, or a SNES's or TS's KSP) inside a ``with``
     block into the trace ``path``; ``comm`` is required on more than one rank.
 
     ``name`` is the trace's ``problem`` attribute (default: the script's name); ``attrs`` are
-    added to the trace's attributes (your own parameters: a grid size, a time step).
+    added to the trace's attributes (your own parameters: a grid size, a time step). With
+    ``events`` each iteration's time in MatMult, PCApply and the vector reductions is recorded
+    too (``event_seconds``, as ``ksptrace run --events``).
     """
-    return Recorder(solver, path, comm, name=name, overwrite=overwrite, attrs=attrs)
+    return Recorder(solver, path, comm, name=name, overwrite=overwrite, attrs=attrs,
+                    events=events)

@@ -7,6 +7,7 @@ attributes in :mod:`.provenance`.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import os
 import shlex
@@ -31,6 +32,7 @@ from ksptrace.harness.setuptime import setup_seconds
 from ksptrace.noise.draw import rank_detours
 from ksptrace.noise.spec import parse as parse_noise
 from ksptrace.problems import registry
+from ksptrace.trace import iteration_events
 from ksptrace.trace.model import AttrValue
 
 
@@ -88,7 +90,7 @@ def _solve_and_write(
     error = None
     counter = None
     try:  # every rank refuses alike (KSPTRACE_MPI_WAITS=on without the interposer)
-        counter = mpiwait.counter()
+        counter = mpiwait.counter(settings.events)
     except KsptraceError as exc:
         error = exc
     agree_on_error(mpicomm, error)
@@ -117,10 +119,13 @@ def _solve_and_write(
     load_start = cpuload.sample(layout.node_cpus)
     before = log.read()
     entries_before = None if counter is None else counter.by_entry()
+    if settings.events and counter is not None:
+        counter.reset_spans()  # the set-up's and the warm-up's are not the timed solve's
     with petsc_compat.python_errors_as_raised():  # Ctrl-C stays KeyboardInterrupt
         started = wtime()
         instance.solve()
         ended = wtime()
+    spans = counter.spans() if settings.events and counter is not None else None
     after = log.read()
     event_seconds = (None if after.seconds is None or before.seconds is None
                      else after.seconds - before.seconds)
@@ -137,6 +142,7 @@ def _solve_and_write(
     done = settings.iterations
     stamps, norms = monitor.recorded(done, settings.ksp)
     waits = monitor.waits(done)
+    kinds = None if spans is None else iteration_events.per_iteration(stamps, spans)
 
     solution_error = instance.solution_error()
     attrs: dict[str, AttrValue | None] | None = None
@@ -182,6 +188,9 @@ def _solve_and_write(
         event_log=log.event_log,
         petsc_options_unused=shlex.join(f"-{name}" for name in unused),
         allow_unused_options=settings.allow_unused_options,
+        events=settings.events,
+        event_functions=None if counter is None or not settings.events
+        else ",".join(counter.events),
         loadavg_before=loadavg,
         foreign_cpu_share=None if foreign is None else foreign.share,
         foreign_cpu_seconds=None if foreign is None else foreign.seconds,
@@ -191,6 +200,10 @@ def _solve_and_write(
     injected = None if detour is None else detour.injected[:done].copy()
     local = writer.LocalRecord(stamps, norms, layout.node_id, layout.hostname, solve_seconds,
                                injected, *(waits or (None, None)))
+    local = dataclasses.replace(local, event_seconds=kinds)
+    shares = None if kinds is None else mpicomm.gather(
+        (kinds.sum(axis=0), float(stamps[-1] - stamps[0]), spans.shape[0] if spans is not None
+         else 0), root=0)
     mode = writer.choose_mode(settings.hdf5_path, nprocs)
     attrs["hdf5_path"] = mode
     path = writer.write_distributed(
@@ -204,7 +217,24 @@ def _solve_and_write(
     elif native.build_notes():
         note = "; ".join(native.build_notes())
     return RunOutcome(path, done, reason, float(max(solves)), solution_error, rank, foreign,
-                      note)
+                      note, None if shares is None else events_note(shares, done))
+
+
+def events_note(shares: list[tuple[np.ndarray, float, int]], iterations: int) -> str:
+    """The summary line of ``--events``: each kind's share of all ranks' iteration time, and
+    the calls timed per iteration with what timing them costs (bench/wait_cost.py)."""
+    seconds = np.sum([s for s, _, _ in shares], axis=0)
+    total = sum(t for _, t, _ in shares)
+    spans = sum(n for _, _, n in shares) / (len(shares) * max(iterations, 1))
+    parts = ", ".join(f"{name} {100 * v / total:.1f} %" for name, v in
+                      zip(iteration_events.EVENTS, seconds, strict=True)) if total > 0 else "none"
+    return (f"events: {parts} of the iteration time; {spans:.1f} calls timed per iteration "
+            f"per rank, {EVENTS_COST}")
+
+
+EVENTS_COST = ("measured cost of --events: +2,406 instructions per iteration, run/bare 1.0247 "
+               "with the wait accounting, at 10^3 unknowns (bench/wait_cost.py --events)")
+"""The figure of ``bench/results/events_cost.json`` (main thread; every thread: +2,673)."""
 
 
 def _entry_steps(before: dict[str, tuple[float, float]],

@@ -31,6 +31,8 @@ class RunSettings:
     petsc_options: tuple[str, ...] = ()
     allow_unused_options: bool = False
     """Record PETSc options that nothing used instead of refusing the run."""
+    events: bool = False
+    """Also time PETSc's MatMult, PCApply and vector reductions per iteration (``--events``)."""
 
 
 @dataclass(frozen=True)
@@ -46,3 +48,5 @@ class RunOutcome:
     """Other processes' CPU use during the solve, on the most contaminated node."""
     monitor_note: str | None = None
     """Why the Python monitor stamped this run when the C one was wanted (None: C, or asked)."""
+    events_note: str | None = None
+    """With ``--events``: each event's share of the iteration time, and what timing them costs."""

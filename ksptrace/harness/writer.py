@@ -52,6 +52,8 @@ class LocalRecord:
     """Each iteration's time in MPI reductions (seconds), or None without wait accounting."""
     mpi_calls: np.ndarray | None = None
     """Each iteration's MPI reductions started (with :attr:`wait_seconds`)."""
+    event_seconds: np.ndarray | None = None
+    """[K, E]: each iteration's time in PETSc's events (``--events``), or None."""
 
 
 def h5py_has_mpi() -> bool:
@@ -128,13 +130,14 @@ def _write_mpio(
     nstamps: int,
 ) -> None:
     create_on_root(mpicomm, tmp, nprocs, nstamps, attrs, injected=local.injected is not None,
-                   waits=local.wait_seconds is not None)
+                   waits=local.wait_seconds is not None,
+                   events=local.event_seconds is not None)
     fill_rows(mpicomm, tmp, local)
 
 
 def create_on_root(
     mpicomm: Any, tmp: Path, nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None],
-    injected: bool = False, waits: bool = False,
+    injected: bool = False, waits: bool = False, events: bool = False,
 ) -> None:
     """Collective: rank 0 creates the whole file serially; every rank then sees it, or all
     raise the same OutputError and no file is left."""
@@ -143,7 +146,8 @@ def create_on_root(
     if rank == 0:
         try:
             write.write_image(tmp, write.placeholder_image(nprocs, nstamps, attrs,
-                                                           injected=injected, waits=waits))
+                                                           injected=injected, waits=waits,
+                                                           events=events))
         except KsptraceError as exc:
             error = exc
     _agree(mpicomm, error, tmp)
@@ -196,6 +200,8 @@ def _write_rows(f: h5py.File, rank: int, local: LocalRecord) -> None:
     if local.wait_seconds is not None:
         f["wait_seconds"][rank] = local.wait_seconds
         f["mpi_calls"][rank] = local.mpi_calls
+    if local.event_seconds is not None:
+        f["event_seconds"][rank] = local.event_seconds
     if rank == 0:
         f["residual_norms"][...] = local.residual_norms
 
@@ -219,6 +225,8 @@ def _write_gathered(
             else np.stack([r.wait_seconds for r in rows]),
             mpi_calls=None if rows[0].mpi_calls is None
             else np.stack([r.mpi_calls for r in rows]),
+            event_seconds=None if rows[0].event_seconds is None
+            else np.stack([r.event_seconds for r in rows]),
         )
         try:
             write.write_file(tmp, trace, midway=lambda: _maybe_fault(0))

@@ -13,6 +13,7 @@ import h5py
 import numpy as np
 
 from ksptrace.errors import TraceError
+from ksptrace.trace.iteration_events import EVENTS
 from ksptrace.trace.layout import DATASETS, SOLVE_DATASETS, SOLVES_GROUP
 from ksptrace.trace.model import (
     SCHEMA_VERSION,
@@ -74,6 +75,7 @@ _OPTIONAL_KINDS: dict[str, tuple[str, str]] = {
     "injected_seconds": ("f", "a float array"),
     "wait_seconds": ("f", "a float array"),
     "mpi_calls": ("iu", "an integer array"),
+    "event_seconds": ("f", "a float array"),
 }
 
 
@@ -162,6 +164,8 @@ def check_layout(f: h5py.File, file_bytes: int) -> None:
     for name in ("wait_seconds", "mpi_calls"):
         if name in present:
             expected[name] = (nprocs, nstamps - count)
+    if "event_seconds" in present:
+        expected["event_seconds"] = (nprocs, nstamps - count, len(EVENTS))
     for name, shape in expected.items():
         if shapes[name] != shape:
             raise TraceError(

@@ -200,6 +200,7 @@ def _fields(p: Path, f: h5py.File, file_bytes: int, alloc: Allocator | None) -> 
         ),
         "wait_seconds": _load(f["wait_seconds"], alloc) if "wait_seconds" in f else None,
         "mpi_calls": _load(f["mpi_calls"], alloc) if "mpi_calls" in f else None,
+        "event_seconds": _load(f["event_seconds"], alloc) if "event_seconds" in f else None,
     }
 
 

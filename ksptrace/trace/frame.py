@@ -10,6 +10,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from ksptrace.trace import iteration_events
 from ksptrace.trace.model import CONFIG_DEFAULTS, Trace
 from ksptrace.trace.waits import wait_share
 
@@ -22,7 +23,7 @@ ITERATION_COLUMNS: tuple[str, ...] = ("run", "rank", "node", "host", "k", "secon
 def summary_row(trace: Trace) -> dict[str, Any]:
     """The headline figures of one run (the columns the demo table prints), and for a trace
     with wait times its wait share: all ranks', the largest rank's and which rank that is, and
-    the median of reductions per iteration."""
+    the median of reductions per iteration; with ``--events`` each event's share."""
     t = trace.iteration_seconds
     row = {
         "nprocs": trace.nprocs,
@@ -42,6 +43,8 @@ def summary_row(trace: Trace) -> dict[str, Any]:
         row.update(wait_share=waits.share, wait_share_max=float(waits.per_rank.max()),
                    most_waiting_rank=waits.most_waiting_rank,
                    reductions_per_iteration=waits.reductions_per_iteration)
+    if trace.event_seconds is not None:  # --events: each kind's share of the iteration time
+        row.update(iteration_events.shares(trace.event_seconds, t))
     return row
 
 
@@ -76,8 +79,9 @@ def iterations_frame(traces: Iterable[Trace], extra: Sequence[str] = ()) -> pd.D
     made unique), ``rank``, ``node`` (node id), ``host``, ``k`` (1..K), ``seconds`` (T_p^k),
     then the configuration ``problem``, ``n``, ``ksp``, ``pc``, ``nprocs`` and ``noise`` (a
     trace without the attribute gets None; without ``noise``, 'none'), then the attributes
-    named in ``extra``; and ``wait_seconds`` and ``mpi_calls`` where any trace has wait times
-    (NaN for the rows of a trace without). Made for pandas in a notebook::
+    named in ``extra``; and ``wait_seconds`` and ``mpi_calls`` where any trace has wait times,
+    ``matmult_seconds``, ``pcapply_seconds`` and ``vecreduce_seconds`` where any has
+    ``--events`` times (NaN for the rows of a trace without). Made for pandas in a notebook::
 
         df = iterations_frame(read_trace(p) for p in paths)
         df.groupby(["ksp", "nprocs"])["seconds"].median()
@@ -99,6 +103,9 @@ def iterations_frame(traces: Iterable[Trace], extra: Sequence[str] = ()) -> pd.D
         if trace.wait_seconds is not None and trace.mpi_calls is not None:
             columns["wait_seconds"] = trace.wait_seconds.reshape(-1)
             columns["mpi_calls"] = trace.mpi_calls.reshape(-1)
+        if trace.event_seconds is not None:  # --events: one column per kind
+            for j, name in enumerate(iteration_events.EVENTS):
+                columns[f"{name.lower()}_seconds"] = trace.event_seconds[:, :, j].reshape(-1)
         for key in keys:
             default = trace.nprocs if key == "nprocs" else CONFIG_DEFAULTS.get(key)
             columns[key] = trace.attrs.get(key, default)

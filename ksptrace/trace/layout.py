@@ -15,6 +15,7 @@ from collections.abc import Callable, Mapping
 import h5py
 import numpy as np
 
+from ksptrace.trace import iteration_events
 from ksptrace.trace.model import (
     ATTRIBUTE_GROUPS,
     ONE_SOLVE_SCHEMA,
@@ -52,6 +53,8 @@ OPTIONAL_DATASETS: dict[str, str] = {
     "injected_seconds": "float64 [P, K]: detours injected into each iteration (runs with noise)",
     "wait_seconds": "float64 [P, K]: time inside the solve's MPI reductions in each iteration",
     "mpi_calls": "int64 [P, K]: MPI reductions started in each iteration",
+    "event_seconds": "float64 [P, K, E]: time in MatMult, PCApply and VecMDot + VecNorm + "
+                     "VecDot in each iteration (runs with --events)",
 }
 WAIT_DATASETS = ("wait_seconds", "mpi_calls")
 """Written together, by runs with MPI wait accounting (:mod:`ksptrace.harness.mpiwait`)."""
@@ -61,6 +64,7 @@ COORDINATES: dict[str, str] = {
     "rank": "int64 [P]: 0..P-1, the rank of each row",
     "stamp": "int64 [K+1]: 0..K, the monitor call of each column of stamps and residual_norms",
     "iteration": "int64 [K]: 1..K, the iteration k of each column of iteration_seconds",
+    "event": "int64 [E]: 0..E-1, the kinds of event_seconds (their names: attribute events)",
 }
 """Dimension scales (schema 2 on): they name the axes of the datasets for netCDF tools such as
 xarray. Readers of ksptrace need none of them."""
@@ -76,6 +80,7 @@ DIMENSIONS: dict[str, tuple[str, ...]] = {
     "injected_seconds": ("rank", "iteration"),
     "wait_seconds": ("rank", "iteration"),
     "mpi_calls": ("rank", "iteration"),
+    "event_seconds": ("rank", "iteration", "event"),
 }
 """The coordinate of each axis of each dataset."""
 
@@ -139,22 +144,27 @@ def _create_hostnames(f: h5py.File, nprocs: int) -> h5py.Dataset:
 
 def create_layout(
     f: h5py.File, nprocs: int, nstamps: int, injected: bool = False, solves: int = 1,
-    waits: bool = False,
+    waits: bool = False, events: bool = False,
 ) -> dict[str, h5py.Dataset]:
     """Create every dataset (``injected_seconds`` only for a run with injected noise,
-    :data:`WAIT_DATASETS` only for one with wait accounting), and the
-    coordinates of :data:`COORDINATES`, filled, as the dimension scales of their axes.
+    :data:`WAIT_DATASETS` only for one with wait accounting, ``event_seconds`` only for one
+    with ``--events``), and the coordinates of :data:`COORDINATES` they use, filled, as the
+    dimension scales of their axes.
 
     Returns the datasets still to be filled, by name (not the coordinates).
     """
-    sizes = {"rank": nprocs, "stamp": nstamps, "iteration": nstamps - solves}
+    sizes = {"rank": nprocs, "stamp": nstamps, "iteration": nstamps - solves,
+             "event": len(iteration_events.EVENTS)}
     scales: dict[str, h5py.Dataset] = {}
-    for name, first in (("rank", 0), ("stamp", 0), ("iteration", 1)):
+    for name, first in (("rank", 0), ("stamp", 0), ("iteration", 1),
+                        *((("event", 0),) if events else ())):
         scale = f.create_dataset(name, data=np.arange(first, first + sizes[name], dtype="i8"))
         scale.make_scale(name)
         scales[name] = scale
+    if events:
+        scales["event"].attrs["events"] = ",".join(iteration_events.EVENTS)
     names = [*DATASETS, *(["injected_seconds"] if injected else ()),
-             *(WAIT_DATASETS if waits else ())]
+             *(WAIT_DATASETS if waits else ()), *(["event_seconds"] if events else ())]
     made: dict[str, h5py.Dataset] = {}
     for name in names:
         dims = DIMENSIONS[name]
@@ -175,7 +185,8 @@ def fill_file(f: h5py.File, trace: Trace, after_stamps: Callable[[], None] | Non
     count = 1 if trace.solves is None else trace.solves.count
     ds = create_layout(f, trace.nprocs, trace.stamps.shape[1],
                        injected=trace.injected_seconds is not None, solves=count,
-                       waits=trace.wait_seconds is not None)
+                       waits=trace.wait_seconds is not None,
+                       events=trace.event_seconds is not None)
     write_attrs(f, trace.attrs, ONE_SOLVE_SCHEMA if trace.solves is None else SCHEMA_VERSION)
     if trace.solves is not None:
         _write_solves(f, trace.solves)
@@ -184,6 +195,8 @@ def fill_file(f: h5py.File, trace: Trace, after_stamps: Callable[[], None] | Non
     if trace.wait_seconds is not None:
         ds["wait_seconds"][...] = trace.wait_seconds
         ds["mpi_calls"][...] = trace.mpi_calls
+    if trace.event_seconds is not None:
+        ds["event_seconds"][...] = trace.event_seconds
     ds["stamps"][...] = trace.stamps
     if after_stamps is not None:
         after_stamps()

@@ -14,6 +14,7 @@ from types import MappingProxyType
 import numpy as np
 
 from ksptrace.errors import TraceError
+from ksptrace.trace import iteration_events
 
 SCHEMA_VERSION = 3
 """The newest schema this ksptrace reads; bumped whenever a reader of the old version could not
@@ -62,8 +63,7 @@ ATTRIBUTE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
         "problem", "n", "n_global", "nnz", "ksp", "ksp_requested", "pc", "iterations", "restart",
         "warmup", "noise", "petsc_options", "petsc_options_unused", "allow_unused_options",
         "problem_config", "recorded", "monitor", "monitor_compiler", "event_log",
-        "solve_time_source",
-        "reductions_source",
+        "solve_time_source", "reductions_source", "events",
     ),
     "result": (
         "iterations_done", "petsc_iterations", "monitor_calls", "converged_reason", "solve_max",
@@ -78,8 +78,7 @@ ATTRIBUTE_GROUPS: Mapping[str, tuple[str, ...]] = MappingProxyType({
     ),
     "layout": (
         "nprocs", "n_nodes", "ranks_per_node", "cpu_count", "oversubscribed", "rank_cpus",
-        "ranks_pinned", "launcher",
-        "launcher_flags", "hdf5_path",
+        "ranks_pinned", "launcher", "launcher_flags", "hdf5_path",
     ),
     "provenance": (
         "start_utc", "command_line", "argv", "petsc_version", "petsc4py_version",
@@ -211,6 +210,9 @@ class Trace:
     mpi_calls: np.ndarray | None = None
     """int64 [P, K], the MPI reductions each rank started during each iteration (with
     :attr:`wait_seconds`)."""
+    event_seconds: np.ndarray | None = None
+    """float64 [P, K, E], each rank's time in MatMult, PCApply and the vector reductions per
+    iteration (:mod:`ksptrace.trace.iteration_events`), or None (a run without ``--events``)."""
     solves: Solves | None = None
     """Several solves back to back (schema 3), or None for a trace of one solve. With solves,
     ``stamps`` and ``residual_norms`` hold every solve's monitor calls one after the other,
@@ -262,6 +264,9 @@ class Trace:
                 raise TraceError("injected_seconds holds negative or non-finite detours")
             object.__setattr__(self, "injected_seconds", _readonly(injected))
         self._check_waits(nprocs, nstamps)
+        if self.event_seconds is not None:
+            events = iteration_events.check(self.event_seconds, (nprocs, self.iterations))
+            object.__setattr__(self, "event_seconds", _readonly(events))
 
     def _check_waits(self, nprocs: int, nstamps: int) -> None:
         if (self.wait_seconds is None) != (self.mpi_calls is None):

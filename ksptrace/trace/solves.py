@@ -70,14 +70,15 @@ def _part(trace: Trace, picked: list[int], pool: bool) -> Trace:
     if setups is not None:  # a ksptrace trace trace's set-up, kept apart: this part's own
         attrs["setup_seconds"] = float(setups[picked].sum())
     path = None if trace.path is None else f"{trace.path}#solve={attrs['solve']}"
+    # iteration columns of solve i: its stamps' columns minus the i + 1 calls 0 so far
+    cols = np.concatenate([np.arange(a - i, b - i - 1) for i, (a, b) in zip(picked, spans,
+                                                                            strict=True)])
     waits = calls = None
     if trace.wait_seconds is not None and trace.mpi_calls is not None:
-        # iteration columns of solve i: its stamps' columns minus the i + 1 calls 0 so far
-        cols = np.concatenate([np.arange(a - i, b - i - 1) for i, (a, b) in zip(picked, spans,
-                                                                                strict=True)])
         waits, calls = trace.wait_seconds[:, cols], trace.mpi_calls[:, cols]
+    events = None if trace.event_seconds is None else trace.event_seconds[:, cols]
     return Trace(stamps, norms, trace.node_ids, trace.hostnames, seconds, attrs, path,
-                 wait_seconds=waits, mpi_calls=calls)
+                 wait_seconds=waits, mpi_calls=calls, event_seconds=events)
 
 
 def _per_solve(text: object, count: int) -> np.ndarray | None:

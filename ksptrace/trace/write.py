@@ -41,7 +41,7 @@ PLACEHOLDERS: dict[str, Any] = {"f": np.nan, "i": 0, "S": b""}
 
 def placeholder_image(
     nprocs: int, nstamps: int, attrs: Mapping[str, AttrValue | None], injected: bool = False,
-    waits: bool = False,
+    waits: bool = False, events: bool = False,
 ) -> memoryview:
     """The bytes of a trace file with every attribute written (in its group), the coordinates
     filled and attached as dimension scales, and every dataset allocated and filled with
@@ -55,7 +55,8 @@ def placeholder_image(
     buf = BytesIO()
     with h5py.File(buf, "w") as f:
         write_attrs(f, attrs)
-        for ds in create_layout(f, nprocs, nstamps, injected, waits=waits).values():
+        for ds in create_layout(f, nprocs, nstamps, injected, waits=waits,
+                                events=events).values():
             ds[...] = np.full(ds.shape, PLACEHOLDERS[ds.dtype.kind], dtype=ds.dtype)
     return buf.getbuffer()
 

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from ksptrace.errors import EnvironmentProblem
+from ksptrace.trace.iteration_events import EVENTS
 from ksptrace.trace.model import Trace
 
 if TYPE_CHECKING:
@@ -35,7 +36,9 @@ def to_xarray(trace: Trace) -> xr.Dataset:
     the monitor calls). Variables: ``iteration_seconds`` (rank, iteration), ``stamps`` (rank,
     stamp), ``residual_norms`` (stamp), ``solve_seconds`` (rank) and, for a run with injected
     noise, ``injected_seconds`` (rank, iteration); with wait times, ``wait_seconds`` and
-    ``mpi_calls`` (rank, iteration). Coordinates along ``rank``: ``node`` (the
+    ``mpi_calls`` (rank, iteration); with ``--events``, ``event_seconds`` (rank, iteration,
+    event), the coordinate ``event`` naming MatMult, PCApply and VecReduce. Coordinates along
+    ``rank``: ``node`` (the
     node id) and ``host`` (its name), so ``ds.iteration_seconds.groupby("node")`` works. The
     Dataset's attributes are the trace's (a flat dict, as :attr:`Trace.attrs`), plus ``path``
     when the trace was read from a file.
@@ -65,7 +68,15 @@ def to_xarray(trace: Trace) -> xr.Dataset:
         )
         data["mpi_calls"] = (("rank", "iteration"), np.array(trace.mpi_calls),
                              {"long_name": "MPI reductions started in iteration k"})
+    extra: dict[str, Any] = {}
+    if trace.event_seconds is not None:
+        data["event_seconds"] = (
+            ("rank", "iteration", "event"), np.array(trace.event_seconds),
+            {**seconds, "long_name": "time in each kind of PETSc event in iteration k"},
+        )
+        extra["event"] = np.array(EVENTS, dtype=object)
     coords = {
+        **extra,
         "rank": np.arange(nprocs),
         "iteration": np.arange(1, iterations + 1),
         "stamp": np.arange(iterations + 1),

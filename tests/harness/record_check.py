@@ -218,6 +218,17 @@ def gamg() -> None:
     emit(case="gamg", its=inst.ksp.getIterationNumber())
 
 
+def events() -> None:
+    """--events through record: three CG solves, each iteration's MatMult, PCApply and dot
+    products timed (CG's are VecTDot for real scalars)."""
+    inst = laplacian()
+    with ksptrace.record(inst.ksp, OUT / "events.h5", comm=COMM, events=True):
+        for _ in range(3):
+            inst.reset()
+            inst.solve()
+    emit(case="events", its=inst.ksp.getIterationNumber())
+
+
 for case in (loop, raising, raising_on_one_rank, no_comm, newton, timestepping, blocks, many,
-             aborted, gamg):
+             aborted, gamg, events):
     case()

@@ -30,8 +30,11 @@ def main() -> None:
         time.sleep(0.2)
     lib.ksptrace_test_allreduce()
     after = counter.totals_now()
-    print(json.dumps({"rank": comm.Get_rank(), "seconds": after[0] - before[0],
-                      "calls": after[1] - before[1]}), flush=True)
+    rows = comm.gather({"rank": comm.Get_rank(), "seconds": after[0] - before[0],
+                        "calls": after[1] - before[1]}, root=0)
+    if rows is not None:  # one line: two ranks' lines may interleave
+        for row in rows:
+            print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

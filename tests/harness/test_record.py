@@ -297,3 +297,23 @@ def test_recorded_solves_carry_their_waits(
     else:  # CG: every iteration reduces, on both ranks alike
         assert (trace.mpi_calls >= 1).all()
         assert (trace.mpi_calls[0] == trace.mpi_calls[1]).all()
+
+
+def test_recorded_solves_carry_their_events(
+    recorded: tuple[int, Path, dict[str, dict[str, object]]]
+) -> None:
+    """``events=True`` (issue 65), by the C hooks and the Python ones alike (the spans come
+    from the interposer, not the hooks): every CG iteration of every solve multiplies,
+    preconditions and takes dot products, within the iteration's time."""
+    nprocs, out, _ = recorded
+    trace = read_trace(out / "events.h5")
+    assert trace.solves is not None
+    assert trace.solves.count == 3
+    assert bool(trace.attrs["events"]) is True
+    assert "VecTDot" in str(trace.attrs["event_functions"])
+    ev = trace.event_seconds
+    assert ev is not None
+    assert ev.shape == (nprocs, trace.iterations, 3)
+    assert (ev > 0).all()
+    assert (ev.sum(axis=2) <= trace.iteration_seconds).all()
+    assert read_trace(out / "loop.h5").event_seconds is None  # only when asked

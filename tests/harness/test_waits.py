@@ -45,8 +45,8 @@ def _interposer_rows(command: list[str], python: str, env: dict[str, str],
     proc = subprocess.run([*command, "-n", str(nprocs), python, str(SCRIPT)], env=env,
                           capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    rows = sorted((json.loads(line) for line in proc.stdout.splitlines()
-                   if line.startswith("{")), key=lambda r: r["rank"])
+    (line,) = [ln for ln in proc.stdout.splitlines() if ln.startswith('{"ranks"')]
+    rows = sorted(json.loads(line)["ranks"], key=lambda r: r["rank"])
     assert [r["rank"] for r in rows] == list(range(nprocs))
     return rows
 

@@ -24,7 +24,7 @@ def written(ksptrace_cli, tmp_path_factory: pytest.TempPathFactory) -> dict[str,
     for mode in ("mpio", "gather"):
         path = out / f"{mode}.h5"
         proc = ksptrace_cli("run", "--n", "1000", "--iterations", str(K), "--np", "2",
-                            "--hdf5-path", mode, "--noise", "fixed:value=1us,p=0.5",
+                            "--hdf5-path", mode, "--noise", "fixed:value=1us,p=0.5", "--events",
                             "--out", str(path))
         assert proc.returncode == 0, proc.stderr
         paths[mode] = path
@@ -69,5 +69,7 @@ def test_xarray_opens_the_mpio_trace(written: dict[str, Path]) -> None:
     pytest.importorskip("h5netcdf")
     with xr.open_dataset(written["mpio"], engine="h5netcdf") as ds:
         assert ds["iteration_seconds"].dims == ("rank", "iteration")
-        assert dict(ds.sizes) == {"rank": 2, "iteration": K, "stamp": K + 1}
+        # --events: the event axis, named by the scale's attribute, opens as netCDF too
+        assert dict(ds.sizes) == {"rank": 2, "iteration": K, "stamp": K + 1, "event": 3}
+        assert ds["event_seconds"].dims == ("rank", "iteration", "event")
         assert all(isinstance(h, str) and h for h in ds["hostnames"].values)

@@ -1,11 +1,12 @@
 """Run under mpiexec (Open MPI or MPICH) by tests/harness/test_waits.py: the wait interposer
 installed into mpi4py's own extension module, whose MPI calls go through its PLT as libpetsc's
-do, then waits with a known truth. Prints one JSON line per rank.
+do, then waits with a known truth.
 
 Rank 1 sleeps ``DELAY`` seconds before each of three operations, so rank 0 waits about that
 long: in an MPI_Allreduce (counted), in the MPI_Wait of an MPI_Iallreduce (counted) and in the
 MPI_Wait of a plain receive (a halo exchange's kind: not counted). Alone (one rank) it
-makes the two reductions only, with nobody to wait for.
+makes the two reductions only, with nobody to wait for. Rank 0 prints every rank's row on one
+line, ``{"ranks": [...]}``.
 """
 
 from __future__ import annotations
@@ -48,9 +49,11 @@ def main() -> None:
         after = counter.totals_now()
         steps.append({"what": what, "seconds": after[0] - before[0],
                       "calls": after[1] - before[1]})
-    print(json.dumps({"rank": rank, "library": MPI.Get_library_version().split()[0],
-                      "entry_points": list(counter.entry_points), "steps": steps,
-                      "by_entry": counter.by_entry()}), flush=True)
+    rows = comm.gather({"rank": rank, "library": MPI.Get_library_version().split()[0],
+                        "entry_points": list(counter.entry_points), "steps": steps,
+                        "by_entry": counter.by_entry()}, root=0)
+    if rank == 0:  # one line: two ranks' lines may interleave (seen on the PyPI stack)
+        print(json.dumps({"ranks": rows}), flush=True)
 
 
 if __name__ == "__main__":

@@ -32,8 +32,8 @@ UNLISTED = {"mx": 7, "hom": "A", "seed": 3, "some_new_flag": True}
 
 
 def full_trace(nprocs: int = 3, k: int = 5, injected: bool = True, waits: bool = True) -> Trace:
-    """A trace with an attribute of every kind and group, unlisted ones, injected noise and
-    wait times."""
+    """A trace with an attribute of every kind and group, unlisted ones, injected noise, and
+    wait and event times."""
     base = synthetic_trace(nprocs, k, 1, "gmres", seed=4)
     attrs = {**EVERY_GROUP, **UNLISTED, "solve_max": 0.5, "oversubscribed": False,
              "nprocs": nprocs}
@@ -41,7 +41,8 @@ def full_trace(nprocs: int = 3, k: int = 5, injected: bool = True, waits: bool =
     return Trace(base.stamps, base.residual_norms, base.node_ids, base.hostnames,
                  base.solve_seconds, attrs, injected_seconds=noise,
                  wait_seconds=np.full((nprocs, k), 2e-7) if waits else None,
-                 mpi_calls=np.full((nprocs, k), 2) if waits else None)
+                 mpi_calls=np.full((nprocs, k), 2) if waits else None,
+                 event_seconds=np.full((nprocs, k, 3), 1e-7) if waits else None)
 
 
 def assert_same_trace(a: Trace, b: Trace, ignore: tuple[str, ...] = ("schema_version",)) -> None:
@@ -54,7 +55,7 @@ def assert_same_trace(a: Trace, b: Trace, ignore: tuple[str, ...] = ("schema_ver
     else:
         assert b.injected_seconds is not None
         np.testing.assert_array_equal(a.injected_seconds, b.injected_seconds)
-    for name in ("wait_seconds", "mpi_calls"):
+    for name in ("wait_seconds", "mpi_calls", "event_seconds"):
         mine, theirs = getattr(a, name), getattr(b, name)
         assert (mine is None) == (theirs is None), name
         if mine is not None:

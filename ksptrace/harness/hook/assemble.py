@@ -11,6 +11,12 @@ iteration; the set-up is kept apart (attributes ``setup_seconds``, the slowest r
 ``setup_seconds_solves``), and so is the rest of the time outside the iterations: before the
 first monitor call (the initial residual) and after the last (``outside_seconds``,
 ``outside_seconds_solves``; ``setup_max`` is the first solve's, as ``ksptrace.record`` writes it).
+With MPI wait accounting on every rank, each iteration's wait in MPI reductions and reductions
+started (``wait_seconds``, ``mpi_calls``) come from the totals the hook copied at each stamp,
+as ``ksptrace.record`` computes them; ``wait_by_entry`` sums each entry point over the ranks
+and the whole program (not only the traced solves). With ``trace --events`` each rank's event
+spans are summed into the iterations of each trace (``event_seconds``), as ``ksptrace.record``
+does.
 """
 
 from __future__ import annotations
@@ -23,7 +29,9 @@ import numpy as np
 
 from ksptrace.errors import TraceError
 from ksptrace.harness.hook.records import KspSummary, RankFile, SolveRecord
+from ksptrace.harness.mpiwait import ACCOUNTING, per_iteration
 from ksptrace.harness.setuptime import setup_seconds
+from ksptrace.trace import iteration_events
 from ksptrace.trace.model import AttrValue, Solves, Trace
 
 
@@ -54,8 +62,34 @@ def _label(s: SolveRecord | KspSummary) -> str:
     return f"{s.ksp_type or '?'}{prefix}"
 
 
+def wait_attributes(files: list[RankFile], why_off: str | None) -> dict[str, AttrValue]:
+    """The trace attributes of the wait accounting (``why_off``: why ``trace`` did not ask for
+    it), as ``ksptrace run`` writes them."""
+    if why_off is not None:
+        return {"wait_accounting": f"none ({why_off})"}
+    missing = next((f for f in files if f.waits is None or not f.waits.installed), None)
+    if missing is not None:
+        why = "no record" if missing.waits is None else missing.waits.why_not()
+        return {"wait_accounting": f"none (rank {missing.rank}: {why})"}
+    points = tuple(dict.fromkeys(n for f in files if f.waits for n in f.waits.entry_points))
+    shown = []
+    for name in points:
+        seconds = sum(f.waits.by_entry.get(name, (0.0, 0.0))[0] for f in files if f.waits)
+        calls = sum(f.waits.by_entry.get(name, (0.0, 0.0))[1] for f in files if f.waits)
+        if calls:
+            shown.append(f"{name} {calls:.0f} calls {seconds:.6g} s")
+    found: dict[str, AttrValue] = {"wait_accounting": ACCOUNTING,
+                                   "wait_entry_points": ",".join(points),
+                                   "wait_by_entry": "; ".join(shown) or "no call"}
+    if all(f.spans is not None for f in files):  # trace --events
+        timed = dict.fromkeys(n for f in files if f.waits for n in f.waits.events)
+        found.update(events=True, event_functions=",".join(timed))
+    return found
+
+
 def assemble(files: list[RankFile], attrs: dict[str, AttrValue]) -> Assembled:
-    """The traces of ``files`` (one per rank of the program), each with ``attrs`` added."""
+    """The traces of ``files`` (one per rank of the program), each with ``attrs`` added (with
+    :func:`wait_attributes` among them, a trace without wait times says so)."""
     if not files:
         raise TraceError("no process reported a KSPSolve")
     size = files[0].size
@@ -80,7 +114,7 @@ def assemble(files: list[RankFile], attrs: dict[str, AttrValue]) -> Assembled:
     for index in range(len(orders[0])):
         per_rank = [[s for s in f.solves if s.ksp == o[index]]
                     for f, o in zip(files, orders, strict=True)]
-        made = _trace(per_rank, hosts, nodes, attrs, left)
+        made = _trace(per_rank, hosts, nodes, attrs, left, [f.spans for f in files])
         if made is not None:  # numbered among the traces made: no gap for a KSP left out
             name = "" if len(orders[0]) == 1 else _file_part(per_rank[0][0].prefix, len(traces))
             traces.append((name, made))
@@ -92,7 +126,7 @@ def assemble(files: list[RankFile], attrs: dict[str, AttrValue]) -> Assembled:
                     alone[s.ksp].append(s)
             number = 0
             for solves in alone.values():
-                made = _trace([solves], (f.hostname,), np.array([0]), attrs, left)
+                made = _trace([solves], (f.hostname,), np.array([0]), attrs, left, [f.spans])
                 if made is not None:
                     part = _file_part(solves[0].prefix, number)
                     traces.append((f"rank{f.rank}-{part}", made))
@@ -132,9 +166,10 @@ def _skipped(f: RankFile) -> list[str]:
 
 
 def _trace(per_rank: list[list[SolveRecord]], hosts: tuple[str, ...], nodes: np.ndarray,
-           attrs: dict[str, AttrValue], left: list[str]) -> Trace | None:
+           attrs: dict[str, AttrValue], left: list[str],
+           spans: list[np.ndarray | None]) -> Trace | None:
     """The trace of one KSP's recorded solves on the ranks given (None, said in ``left``,
-    when none of its solves has a stamp)."""
+    when none of its solves has a stamp), with its event times when each rank has ``spans``."""
     first = per_rank[0]
     counts = [[s.stamps.size for s in solves] for solves in per_rank]
     if any(c != counts[0] for c in counts):
@@ -182,5 +217,28 @@ def _trace(per_rank: list[list[SolveRecord]], hosts: tuple[str, ...], nodes: np.
         mine["setup_max"] = float(outside[:, 0].max())
     if rows > 0:
         mine["n"] = mine["n_global"] = int(rows)
+    waits = _waits(per_rank, keep)
+    events = None if any(s is None for s in spans) else np.stack([
+        iteration_events.per_iteration(stamps[p], s, offsets)
+        for p, s in enumerate(spans) if s is not None])
+    if waits is None and attrs.get("wait_accounting") == ACCOUNTING:
+        mine["wait_accounting"] = "none (a solve's wait totals were not copied at every stamp)"
     return Trace(stamps, norms, nodes, hosts, seconds.sum(axis=1), {**attrs, **mine},
-                 solves=solves)
+                 solves=solves, wait_seconds=None if waits is None else waits[0],
+                 mpi_calls=None if waits is None else waits[1], event_seconds=events)
+
+
+def _waits(per_rank: list[list[SolveRecord]], keep: list[int]
+           ) -> tuple[np.ndarray, np.ndarray] | None:
+    """[P, K] waits and reductions of the kept solves, back to back without the gaps between
+    solves (as the stamps' iteration times), or None unless every such solve has its marks."""
+    waits, calls = [], []
+    for solves in per_rank:
+        marks = [solves[i].marks for i in keep]
+        if any(m is None or m.shape[0] != solves[i].stamps.size or np.isnan(m).any()
+               for m, i in zip(marks, keep, strict=True)):
+            return None
+        steps = [per_iteration(m) for m in marks if m is not None]
+        waits.append(np.concatenate([w for w, _ in steps]))
+        calls.append(np.concatenate([c for _, c in steps]))
+    return np.stack(waits), np.stack(calls)

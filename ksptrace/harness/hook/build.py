@@ -22,8 +22,8 @@ from ksptrace.errors import EnvironmentProblem
 from ksptrace.harness import native, private_files
 
 SOURCE = Path(__file__).with_name("solve_hook.c")
-PARTS = (SOURCE, SOURCE.with_name("output.c"))
-"""The sources of the one translation unit (``solve_hook.c`` includes ``output.c``)."""
+PARTS = (SOURCE, SOURCE.with_name("output.c"), SOURCE.with_name("waits.c"))
+"""The sources of the one translation unit (``solve_hook.c`` includes the others)."""
 FLAGS = ["-O2", "-fPIC", "-shared"]
 
 

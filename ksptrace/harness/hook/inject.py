@@ -25,7 +25,8 @@ from ksptrace.errors import UsageError
 from ksptrace.harness import launch
 
 HOOK_VARIABLES = ("LD_PRELOAD", "KSPTRACE_HOOK_DIR", "KSPTRACE_HOOK_DEPTH",
-                  "KSPTRACE_HOOK_PREFIX", "KSPTRACE_HOOK_SETUP")
+                  "KSPTRACE_HOOK_PREFIX", "KSPTRACE_HOOK_SETUP", "KSPTRACE_HOOK_WAITS",
+                  "KSPTRACE_HOOK_EVENTS")
 MPIEXEC_NAMES = ("mpiexec", "mpirun", "orterun", "mpiexec.openmpi", "mpirun.openmpi",
                  "mpiexec.hydra", "mpiexec.mpich", "mpirun.mpich")
 _PT_INTERP, _PT_DYNAMIC = 3, 2

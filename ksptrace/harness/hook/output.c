@@ -2,7 +2,8 @@
    file. It is opened at the first PETSc call (rank-<rank>-<pid>.bin, or -<k> for the k-th
    program the process became by exec), written through a buffer (a record costs a copy, not a
    system call: a short solve's share), flushed when the buffer is full and at the end. The end
-   is the KSP summaries and an end mark, written at exit, and before the process becomes another
+   is the wait accounting's records (waits.c), the KSP summaries and an end mark, written at
+   exit, and before the process becomes another
    program (exec), whose file would otherwise look cut short by a kill; a file without its end
    mark is refused. glibc's execl, execlp and execle call execve inside libc, not through the
    dynamic linker, so they are wrapped as well; posix_spawn and system() start another process
@@ -85,6 +86,7 @@ static void end_records(void) {
   int kind = REC_END;
   struct iovec end = {&kind, sizeof kind};
   if (H.ended || H.fd < 0 || getpid() != H.pid) return;
+  write_waits();
   for (c = H.ksps; c; c = c->next) {
     int ints[8] = {REC_KSP, c->id, c->comm_size, c->min_depth, c->setup_seen, c->recorded,
                    c->refused, c->direct};

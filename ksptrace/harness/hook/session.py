@@ -8,6 +8,10 @@ run shares. After the command exits, the records are assembled into ordinary ksp
 when all are written are they published, each by an atomic rename. The private folder is
 removed whatever happens: by ``trace`` itself, or, when ``trace`` is killed, by its guard
 (:mod:`ksptrace.harness.hook.guard`), which also ends what is left of the command.
+
+MPI wait accounting (:mod:`ksptrace.harness.mpiwait`, ``KSPTRACE_MPI_WAITS``) is on as in
+``ksptrace run``: the interposer is built (or found verified) here and its path handed to the
+hook, which loads it into each process (``waits.c``).
 """
 
 from __future__ import annotations
@@ -24,9 +28,10 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from ksptrace.errors import OutputError, SolverError, TraceError, UsageError
+from ksptrace.errors import EnvironmentProblem, OutputError, SolverError, TraceError, UsageError
+from ksptrace.harness import mpiwait
 from ksptrace.harness.hook import build, inject, records, safety, surroundings
-from ksptrace.harness.hook.assemble import Assembled, assemble
+from ksptrace.harness.hook.assemble import Assembled, assemble, wait_attributes
 from ksptrace.harness.hook.guard import Guard
 from ksptrace.harness.lifeline import Supervised
 from ksptrace.harness.provenance import PROVENANCE_ENV
@@ -43,9 +48,13 @@ class Selection:
     depth: int | None = None
     prefix: str | None = None
     with_setup: bool = False
+    events: bool = False
+    """Also time PETSc's MatMult, PCApply and vector reductions (``--events``)."""
 
     def env(self) -> dict[str, str]:
         env = {"KSPTRACE_HOOK_SETUP": "1" if self.with_setup else "0"}
+        if self.events:
+            env["KSPTRACE_HOOK_EVENTS"] = "1"
         if self.depth is not None:
             env["KSPTRACE_HOOK_DEPTH"] = str(self.depth)
         if self.prefix is not None:
@@ -110,6 +119,42 @@ def _attrs(argv: list[str], cmd: inject.Launch, files: list[records.RankFile], p
     return {k: v for k, v in attrs.items() if v is not None}
 
 
+def _wait_library(events: bool) -> tuple[dict[str, str], str | None]:
+    """The hook's environment for MPI wait accounting, and why there is none (None: asked)."""
+    wanted = mpiwait.mode()
+    if wanted == "off":
+        if events:
+            raise EnvironmentProblem(f"--events needs the MPI interposer, which "
+                                     f"{mpiwait.WAITS_ENV}=off turns off; unset "
+                                     f"{mpiwait.WAITS_ENV} or drop --events")
+        return {}, f"{mpiwait.WAITS_ENV}=off"
+    found = mpiwait.load()
+    if isinstance(found, str):
+        if wanted == "on" or events:
+            raise EnvironmentProblem(f"{mpiwait.WAITS_ENV}=on but MPI waits cannot be timed: "
+                                     f"{found}; unset {mpiwait.WAITS_ENV} to trace without them")
+        return {}, found
+    return {"KSPTRACE_HOOK_WAITS": str(found[1])}, None
+
+
+def _waits_refused(files: list[records.RankFile], events: bool) -> None:
+    """With ``KSPTRACE_MPI_WAITS=on``, an EnvironmentProblem unless every process timed them;
+    with ``--events``, unless every process timed PETSc's events."""
+    for f in files:
+        if events and f.spans is None:
+            why = "no record" if f.waits is None else f.waits.why_not()
+            raise EnvironmentProblem(f"--events but rank {f.rank} timed no PETSc event ({why});"
+                                     " no trace written; trace without --events")
+    if mpiwait.mode() != "on":
+        return
+    for f in files:
+        if f.waits is None or not f.waits.installed:
+            why = "no record" if f.waits is None else f.waits.why_not()
+            raise EnvironmentProblem(f"{mpiwait.WAITS_ENV}=on but rank {f.rank} timed no MPI "
+                                     f"wait ({why}); no trace written; unset "
+                                     f"{mpiwait.WAITS_ENV} to trace without them")
+
+
 def _names(out: Path, program: str, start: str, assembled: Assembled) -> list[Path]:
     """A fresh file name for each trace: program, start time, and which KSP."""
     stamp = start.replace(":", "").replace("-", "").split("+")[0]
@@ -152,6 +197,7 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
         raise UsageError(f"{static} is statically linked, so LD_PRELOAD cannot reach it; "
                          "link it against a shared libpetsc to trace it")
     lib = build.library()
+    waits_env, waits_off = _wait_library(selection.events)
     made = not out.exists()
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -165,9 +211,12 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
     copy = None
     try:
         env = dict(os.environ, **guard.env)
+        for name in ("KSPTRACE_HOOK_WAITS", "KSPTRACE_HOOK_EVENTS"):
+            env.pop(name, None)  # only the interposer built here, and events when asked
         copy = safety.preload_path(lib, raw)
         preload = " ".join(p for p in (str(copy), env.get("LD_PRELOAD", "")) if p)
-        env.update(LD_PRELOAD=preload, KSPTRACE_HOOK_DIR=str(raw), **selection.env())
+        env.update(LD_PRELOAD=preload, KSPTRACE_HOOK_DIR=str(raw), **selection.env(),
+                   **waits_env)
         cmd = inject.with_hook(argv, launcher, env)
         start = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
         load = os.getloadavg()[0] if hasattr(os, "getloadavg") else None
@@ -197,8 +246,10 @@ def run(argv: list[str], out: Path, selection: Selection) -> Outcome:
         contamination, said = surroundings.load_attrs(foreign, cmd.launcher,
                                                       tuple(f.hostname for f in files))
         notes = () if said is None else (said,)
+        _waits_refused(files, selection.events)
         attrs = _attrs(argv, cmd, files, name, start, load)
-        assembled = assemble(files, {**attrs, **contamination})
+        assembled = assemble(files, {**attrs, **contamination,
+                                     **wait_attributes(files, waits_off)})
         prefixes = tuple(sorted({k.prefix for f in files for k in f.ksps}
                                 | {s.prefix for f in files for s in f.solves}))
         if not assembled.traces:

@@ -9,11 +9,14 @@
    residual it otherwise skips). A KSP is known by its address and PETSc's object id (a new KSP
    at a destroyed one's address is another). A set-up is timed only before the first iteration
    of the solve around it (PCApply's PCSetUp in every iteration is that iteration's). Each
-   process writes <KSPTRACE_HOOK_DIR>/rank-<rank>-<pid>.bin (output.c; read by records.py). No
+   process writes <KSPTRACE_HOOK_DIR>/rank-<rank>-<pid>.bin (output.c; read by records.py).
+   With KSPTRACE_HOOK_WAITS the monitor also copies the MPI wait totals at each iteration
+   (waits.c: ksptrace's interposer, mpi_wait.c, rewrites libpetsc's PLT slots of MPI's
+   reductions, as `ksptrace run` and `record` do). No
    header is included: PETSc's objects are pointers and its integer and real sizes are asked of
    the PETSc the program loaded, at run time. */
 
-enum { RTLD_LAZY = 1, RTLD_NOLOAD = 4 };
+enum { RTLD_LAZY = 1, RTLD_NOW = 2, RTLD_NOLOAD = 4 };
 #define RTLD_NEXT ((void *)-1l)
 
 typedef unsigned long size_t;
@@ -43,7 +46,8 @@ typedef int (*get_ptr_fn)(void *, const void **);
 typedef int (*get_int_fn)(void *, void *);
 typedef double (*wtime_fn)(void);
 
-enum { HOOK_VERSION = 2, REC_SOLVE = 1, REC_KSP = 2, REC_NOTE = 3, REC_END = 9 };
+enum { HOOK_VERSION = 3, REC_SOLVE = 1, REC_KSP = 2, REC_NOTE = 3, REC_WAITS = 4, REC_SPANS = 5,
+       REC_END = 9 };
 enum { NAME = 64, MAX_FRAMES = 256 };
 
 struct ksp_ctx {                /* one KSP seen by this process */
@@ -53,7 +57,7 @@ struct ksp_ctx {                /* one KSP seen by this process */
   long long skipped;            /* its solves not recorded */
   int min_depth, setup_seen, active;  /* active: a recorded solve of it is running */
   char type[NAME], prefix[NAME];
-  double *stamps, *norms;
+  double *stamps, *norms, *marks;  /* marks: the wait totals at each stamp (waits.c), or 0 */
   long long cap, count;
   struct ksp_ctx *next;
 };
@@ -83,7 +87,10 @@ static struct {
 } H = {.fd = -1};
 
 int KSPSolve(void *ksp, void *b, void *x);
+static void write_waits(void);
+static const double *wait_totals;  /* the interposer's running totals (waits.c), or 0 */
 #include "output.c"  /* the raw file: opened, written through a buffer, ended at exit or exec */
+#include "waits.c"   /* MPI wait accounting: the interposer loaded, its totals at exit */
 
 static int find_in(struct dl_phdr_info *info, size_t size, void *data) {
   void **found = data, *h, *f;
@@ -140,6 +147,7 @@ static int resolve(void) {
                                               : (H.prefix ? 1 << 20 : 1);
   H.with_setup = getenv("KSPTRACE_HOOK_SETUP") && !strcmp(getenv("KSPTRACE_HOOK_SETUP"), "1");
   open_file(info.dli_fname);
+  if (H.wtime) install_waits();
   if (!H.ksp_setup || !H.pc_setup || !H.wtime || !H.monitor_set || !H.ksp_type || !H.pc_type ||
       !H.ksp_prefix || !H.get_pc || !H.iterations || !H.reason || !H.get_comm) {
     note("this PETSc lacks a function the hook needs; nothing is recorded");
@@ -158,14 +166,19 @@ static void stamp(struct ksp_ctx *c, long long its, double rnorm) {
   if (!c->active || its < 0) return;
   if (its >= c->cap) {
     long long cap = 2 * c->cap > its + 1 ? 2 * c->cap : its + 1;
-    double *s = realloc(c->stamps, (size_t)cap * sizeof(double));
-    double *n = s ? realloc(c->norms, (size_t)cap * sizeof(double)) : 0;
-    if (s) c->stamps = s;
-    if (!n) { c->active = 0; c->count = -1; return; }   /* no memory: the solve is lost */
-    c->norms = n, c->cap = cap;
+    double *s = realloc(c->stamps, (size_t)cap * sizeof(double)), *n = 0, *m = 0;
+    if (s) c->stamps = s, n = realloc(c->norms, (size_t)cap * sizeof(double));
+    if (n) c->norms = n, m = wait_totals ? realloc(c->marks, 2 * (size_t)cap * sizeof *m) : n;
+    if (m && wait_totals) c->marks = m;
+    if (!m) { c->active = 0; c->count = -1; return; }   /* no memory: the solve is lost */
+    c->cap = cap;
   }
-  for (k = c->count; k < its; ++k) c->stamps[k] = c->norms[k] = 0.0 / 0.0;
+  for (k = c->count; k < its; ++k) {
+    c->stamps[k] = c->norms[k] = 0.0 / 0.0;
+    if (c->marks) c->marks[2 * k] = c->marks[2 * k + 1] = 0.0 / 0.0;
+  }
   c->stamps[its] = t, c->norms[its] = rnorm;
+  if (c->marks) c->marks[2 * its] = wait_totals[0], c->marks[2 * its + 1] = wait_totals[1];
   if (its >= c->count) c->count = its + 1;
 }
 
@@ -209,7 +222,7 @@ static struct ksp_ctx *context(void *ksp) {
     if (c->ksp == ksp && c->oid == oid) return last = c;
     if (c->ksp == ksp) {
       c->ksp = 0, c->attached = 0, c->cap = 0;
-      free(c->stamps), free(c->norms), c->stamps = c->norms = 0;
+      free(c->stamps), free(c->norms), free(c->marks), c->stamps = c->norms = c->marks = 0;
     }
     if (!c->ksp && !c->skipped && !dead) dead = c;
   }
@@ -263,12 +276,14 @@ static void write_solve(struct ksp_ctx *c, int depth, int setup, const double *t
       !H.mat_size(mat, &head[3], 0) && H.int_bytes == 4)
     head[3] = (long long)(int)head[3];
   {
-    int ints[8] = {REC_SOLVE, c->id, depth, setup, c->comm_size, reason, c->refused, 0};
-    struct iovec iov[6] = {{ints, sizeof ints}, {head, sizeof head},
+    int marked = c->marks != 0;  /* the wait totals at each stamp follow the norms */
+    int ints[8] = {REC_SOLVE, c->id, depth, setup, c->comm_size, reason, c->refused, marked};
+    struct iovec iov[7] = {{ints, sizeof ints}, {head, sizeof head},
                            {times, 4 * sizeof(double)}, {names, sizeof names},
                            {c->stamps, (size_t)head[1] * sizeof(double)},
-                           {c->norms, (size_t)head[1] * sizeof(double)}};
-    put(iov, 6);
+                           {c->norms, (size_t)head[1] * sizeof(double)},
+                           {c->marks, 2 * (size_t)head[1] * sizeof(double)}};
+    put(iov, 6 + marked);
   }
 }
 

@@ -14,6 +14,11 @@ one track, a track is a thread (``tid``) of a process (``pid``), and metadata ev
 - inside it, a slice ``wait in MPI reductions`` as long as the iteration's total wait, drawn
   at the iteration's end: the trace holds each iteration's total, not when each reduction
   happened (a GMRES iteration's reductions do end it);
+- with ``--events`` (``event_seconds``), inside it slices ``MatMult`` and ``PCApply`` back
+  to back from the iteration's start and ``VecMDot + VecNorm + VecDot`` ending at its end
+  (around the wait, which happens inside them), each as long as the iteration's total in
+  it: the order of a GMRES iteration, not the moments of each call, which are not recorded;
+  a slice that would overlap the next is cut at it (its ``args`` keep the total);
 - an instant event ``detour`` at the iteration's start where noise was injected (when in the
   iteration the preconditioner spun it is not recorded).
 """
@@ -31,6 +36,11 @@ from ksptrace.errors import UsageError
 WAIT_SLICE = "wait in MPI reductions"
 WAIT_PLACEMENT = ("each iteration's total time inside MPI reductions, drawn at the end of the "
                   "iteration (when each reduction happened is not recorded)")
+EVENT_PLACEMENT = ("each iteration's total time in MatMult and PCApply, back to back from its "
+                   "start, and in VecMDot + VecNorm + VecDot, ending at its end (when each "
+                   "call happened is not recorded)")
+EVENT_NAMES = ("MatMult", "PCApply", "VecMDot + VecNorm + VecDot")
+"""The slice of each kind of ``event_seconds``, in its order."""
 CLOCKS = ("each rank's MPI_Wtime minus the earliest time drawn; ranks on different nodes are "
           "not aligned by any clock synchronisation")
 
@@ -124,11 +134,29 @@ def solve_events(rank: int, node: int, t0: float, spans: list[SolveSpan]) -> Ite
                      ',"args":{"what":"KSPSolve before its first monitor call"}')
 
 
+def event_slices(node: int, rank: int, k: int, start: float, end: float,
+                 seconds: np.ndarray, wait: float = 0.0) -> Iterator[str]:
+    """The ``--events`` slices of one iteration (times relative to the timeline's zero):
+    MatMult then PCApply from ``start``, the vector reductions ending at ``end``; the first
+    two end before the reductions and the ``wait`` slice (also ending at ``end``) begin, so
+    that every slice nests."""
+    matmult, pcapply, reduce = (float(v) for v in seconds[:3])
+    tail = end - min(max(reduce, wait), end - start)
+    cuts = [(EVENT_NAMES[0], start, min(start + matmult, tail), matmult)]
+    cuts.append((EVENT_NAMES[1], cuts[0][2], min(cuts[0][2] + pcapply, tail), pcapply))
+    cuts.append((EVENT_NAMES[2], end - min(reduce, end - start), end, reduce))
+    for name, a, b, total in cuts:
+        if total > 0:
+            yield _slice(name, node, rank, a, b, f',"args":{{"k":{k},"total_us":{_us(total)}}}')
+
+
 def iteration_events(rank: int, node: int, t0: float, first_iteration: int, starts: np.ndarray,
                      ends: np.ndarray, waits: np.ndarray | None, calls: np.ndarray | None,
-                     detours: np.ndarray | None) -> Iterator[str]:
+                     detours: np.ndarray | None,
+                     event_seconds: np.ndarray | None = None) -> Iterator[str]:
     """A rank's iteration slices (numbered from ``first_iteration``, 1-based), each with its
-    wait slice and detour marker; ``starts``/``ends`` are its stamps around each iteration."""
+    wait slice, its event slices (``event_seconds`` [n, E], with ``--events``) and detour
+    marker; ``starts``/``ends`` are its stamps around each iteration."""
     for j in range(starts.shape[0]):
         start, end = float(starts[j]), float(ends[j])
         k = first_iteration + j
@@ -141,6 +169,9 @@ def iteration_events(rank: int, node: int, t0: float, first_iteration: int, star
             args.append(f'"detour_us":{_us(detour)}')
         yield _slice(f"iteration {k}", node, rank, start - t0, end - t0,
                      ',"args":{' + ",".join(args) + "}")
+        if event_seconds is not None:
+            yield from event_slices(node, rank, k, start - t0, end - t0, event_seconds[j],
+                                    wait or 0.0)
         if wait:
             shown = min(wait, end - start)
             n = 0 if calls is None else int(calls[j])

@@ -132,6 +132,7 @@ def _write_events(out: IO[str], src: _Source, ranks: Window, its: Window) -> tup
     ends = src.ends[its.start - 1:its.stop - 1] - lo
     waits = "wait_seconds" in f and "mpi_calls" in f
     injected = "injected_seconds" in f
+    timed = "event_seconds" in f
     seen: set[int] = set()
     count = 0
     sep = ""
@@ -143,6 +144,7 @@ def _write_events(out: IO[str], src: _Source, ranks: Window, its: Window) -> tup
         wait = np.asarray(f["wait_seconds"][r0:r1, cols]) if waits else None
         calls = np.asarray(f["mpi_calls"][r0:r1, cols]) if waits else None
         detours = np.asarray(f["injected_seconds"][r0:r1, cols]) if injected else None
+        kinds = np.asarray(f["event_seconds"][r0:r1, cols]) if timed else None
         for i in range(r1 - r0):
             rank = r0 + i
             node = int(src.node_ids[rank])
@@ -151,7 +153,8 @@ def _write_events(out: IO[str], src: _Source, ranks: Window, its: Window) -> tup
                      *events.iteration_events(
                          rank, node, t0, its.start, stamps[i, ends - 1], stamps[i, ends],
                          None if wait is None else wait[i], None if calls is None else calls[i],
-                         None if detours is None else detours[i])]
+                         None if detours is None else detours[i],
+                         None if kinds is None else kinds[i])]
             seen.add(node)
             out.write(sep + ",\n".join(lines))
             sep = ",\n"
@@ -174,6 +177,7 @@ def _provenance(src: _Source, path: Path, ranks: Window, its: Window) -> dict[st
         "iterations": f"{its.start}:{its.stop}",
         "clocks": events.CLOCKS,
         "wait_slices": events.WAIT_PLACEMENT,
+        **({"event_slices": events.EVENT_PLACEMENT} if "event_seconds" in src.f else {}),
         "trace_attributes": {k: _json_value(v) for k, v in sorted(src.attrs.items())},
     }
 

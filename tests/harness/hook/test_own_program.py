@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ksptrace.harness import mpiwait
 from tests.conftest import Runner
 from tests.harness.hook import own_program
 from tests.harness.hook.test_tutorials import assert_as_monitored, mpiexec, traced
@@ -52,6 +53,14 @@ def test_own_c_program_counts_and_norms_are_the_monitors(
     assert t.attrs["petsc_int_bytes"] == own_program.int_bytes(petsc)
     # PETSc's own log (PetscLogHandler since 3.20) still counts the three solves beside the hook
     assert re.search(r"^KSPSolve\s+3\s", proc.stdout, re.MULTILINE), proc.stdout[-3000:]
+    # each iteration's wait in MPI reductions, with the counts and norms above unchanged
+    assert t.attrs["wait_accounting"] == mpiwait.ACCOUNTING, t.attrs["wait_accounting"]
+    assert t.wait_seconds is not None
+    assert t.mpi_calls is not None
+    assert t.wait_seconds.shape == t.iteration_seconds.shape
+    if nprocs == 2:  # CG's dot products and norms are reductions over both ranks
+        assert (t.mpi_calls >= 1).all()
+        assert (t.mpi_calls[0] == t.mpi_calls[1]).all()
 
 
 SNES_PROGRAM = """

@@ -11,6 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from ksptrace.harness import mpiwait
 from ksptrace.trace.io import read_trace
 from ksptrace.trace.model import Trace
 from tests.conftest import Runner
@@ -55,7 +56,12 @@ def test_ex2_counts_and_norms_are_the_monitors(
     assert t.attrs["launcher"] == "openmpi"
     assert "-x LD_PRELOAD" in str(t.attrs["launcher_flags"])
     assert str(t.attrs["command_line"]).startswith("mpiexec -n")
+    assert t.attrs["wait_accounting"] == mpiwait.ACCOUNTING, t.attrs["wait_accounting"]
+    assert t.wait_seconds is not None
+    assert t.mpi_calls is not None
+    assert t.wait_seconds.shape == t.iteration_seconds.shape
     if nprocs == 2:  # block Jacobi's sub-solves are nested: counted and named, not traced
+        assert (t.mpi_calls >= 1).all()  # GMRES's orthogonalisation and norm
         assert "nested solves of KSP preonly (prefix sub_) at depth 2" in proc.stderr
         assert "nested solves of KSP preonly (prefix sub_)" in str(t.attrs["solves_left_out"])
 
