@@ -6,7 +6,8 @@ a single thread level (issue 66). Asking for ``MPI_THREAD_FUNNELED`` costs the s
 4.1: its ``MPI_Init_thread`` turns OPAL's thread support (the atomics and locks of the
 point-to-point layer) on for any level above single (``opal_set_using_threads`` when
 ``provided != MPI_THREAD_SINGLE``, ompi_mpi_init.c). A C program at funneled paid what one at
-multiple paid (1.12x at 8 B against ``MPI_Init``), and ksptrace at funneled 1.50-1.61x at
+multiple paid (8 B against ``MPI_Init``: 1.14x and 1.40x in two interleaved runs, multiple
+1.14x and 1.35x), and ksptrace at funneled 1.50-1.61x at
 8-256 B against a separate C program (docs/collectives.md, "Against a separate C program").
 A C benchmark (the Intel MPI Benchmarks, OSU) calls ``MPI_Init``, and so does
 :func:`start_mpi` (``mpi4py.rc.threads = False``): single, unless the user's
