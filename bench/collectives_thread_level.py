@@ -11,6 +11,7 @@ ksptrace; then ksptrace, C) so that the machine's other load falls on both; per 
 over pairs of the ratio ksptrace / C, and the thread level each side ran at.
 
     python bench/collectives_thread_level.py [--pairs 6] [--calls 1000] [--out FILE]
+        [--c-init MPI_Init|single|funneled|serialized|multiple]
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -37,21 +39,25 @@ PROGRAM = r"""
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
-/* b2b CALLS REPS SIZE...: per size, the median over REPS of the slower rank's time per call. */
+/* b2b LEVEL CALLS REPS SIZE...: per size, the median over REPS of the slower rank's time per
+   call; LEVEL -1: MPI_Init, else MPI_Init_thread at that level. */
 static int cmp(const void *a, const void *b) {
     double x = *(const double *)a, y = *(const double *)b;
     return (x > y) - (x < y);
 }
 int main(int argc, char **argv) {
-    MPI_Init(&argc, &argv);
-    int rank, level;
+    int rank, level, asked = atoi(argv[1]);
+    if (asked < 0)
+        MPI_Init(&argc, &argv);
+    else
+        MPI_Init_thread(&argc, &argv, asked, &level);
     MPI_Comm_rank(MPI_COMM_WORLD, &rank);
     MPI_Query_thread(&level);
-    long calls = atol(argv[1]);
-    int reps = atoi(argv[2]);
+    long calls = atol(argv[2]);
+    int reps = atoi(argv[3]);
     double *t = malloc(sizeof(double) * reps);
     if (rank == 0) printf("level %d\n", level);
-    for (int k = 3; k < argc; ++k) {
+    for (int k = 4; k < argc; ++k) {
         int count = atoi(argv[k]) / 8;
         double *send = malloc(8 * count), *recv = malloc(8 * count);
         for (int i = 0; i < count; ++i) send[i] = rank + 1;
@@ -82,8 +88,10 @@ def env() -> dict[str, str]:
             "OMP_NUM_THREADS": "1"}
 
 
-def run_c(program: Path, calls: int) -> tuple[dict[int, float], str]:
-    proc = subprocess.run(["mpiexec", "-n", "2", str(program), str(calls), str(REPETITIONS),
+def run_c(program: Path, calls: int, asked: str) -> tuple[dict[int, float], str]:
+    code = {v: k for k, v in LEVELS.items()}.get(asked, -1)
+    proc = subprocess.run(["mpiexec", "-n", "2", str(program), str(code), str(calls),
+                           str(REPETITIONS),
                            *map(str, SIZES)], env=env(), capture_output=True, text=True,
                           check=True, timeout=600)
     lines = proc.stdout.split("\n")
@@ -110,6 +118,9 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=6)
     ap.add_argument("--calls", type=int, default=1000)
     ap.add_argument("--out", default=str(RESULTS))
+    ap.add_argument("--c-init", choices=("MPI_Init", *LEVELS.values()), default="MPI_Init",
+                    help="how the C program starts MPI: MPI_Init (the standard benchmarks), or "
+                         "MPI_Init_thread at a level (what that level costs)")
     args = ap.parse_args()
     mpicc = shutil.which("mpicc")
     if mpicc is None:
@@ -128,18 +139,18 @@ def main() -> None:
             first_c = i % 2 == 0
             for side in (("c", "k") if first_c else ("k", "c")):
                 if side == "c":
-                    c, levels["c"] = run_c(folder / "b2b", args.calls)
+                    c, levels["c"] = run_c(folder / "b2b", args.calls, args.c_init)
                 else:
                     k, levels["ksptrace"] = run_ksptrace(folder, args.calls)
             for m in SIZES:
                 ratios[m].append(k[m] / c[m])
                 c_us[m].append(c[m] * 1e6)
                 k_us[m].append(k[m] * 1e6)
-    rows = [{"bytes": m, "c_median_us": float(np.median(c_us[m])),
+    rows: list[dict[str, Any]] = [{"bytes": m, "c_median_us": float(np.median(c_us[m])),
              "ksptrace_median_us": float(np.median(k_us[m])),
              "ratio_ksptrace_over_c": float(np.median(ratios[m])),
              "ratio_range": [float(min(ratios[m])), float(max(ratios[m]))]} for m in SIZES]
-    result = {"pairs": args.pairs, "calls_per_repetition": args.calls,
+    result = {"pairs": args.pairs, "calls_per_repetition": args.calls, "c_init": args.c_init,
               "repetitions": REPETITIONS, "thread_levels": levels, "sizes": rows,
               "loadavg_before": load_before, "loadavg_after": os.getloadavg(),
               "cpu_count": os.cpu_count(), "python": platform.python_version()}

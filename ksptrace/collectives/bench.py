@@ -259,7 +259,8 @@ def _maybe_fault(prepared: Prepared, rank: int) -> Prepared:
 
 
 def _attributes(s: BenchSettings, layout: Any, nprocs: int, start_utc: str,
-                compute_units: int, loadavg_before: float) -> dict[str, AttrValue | None]:
+                compute_units: int, loadavg_before: float, thread: str
+                ) -> dict[str, AttrValue | None]:
     import h5py
     import mpi4py
     from mpi4py import MPI
@@ -293,7 +294,7 @@ def _attributes(s: BenchSettings, layout: Any, nprocs: int, start_utc: str,
         "mpi4py_version": mpi4py.__version__, "h5py_version": h5py.__version__,
         "numpy_version": np.__version__, "python_version": platform.python_version(),
         "ksptrace_version": __version__, "loadavg_before": loadavg_before,
-        "loadavg_after": os.getloadavg()[0], "mpi_thread_level": thread_level(),
+        "loadavg_after": os.getloadavg()[0], "mpi_thread_level": thread,
         "wtick": float(MPI.Wtick()),
     }
     for env, key in PROVENANCE_ENV.items():
@@ -308,13 +309,15 @@ def execute(s: BenchSettings, comm: Any) -> Path:
 
     lifeline.start_watchdog()
     start_utc = dt.datetime.now(dt.UTC).isoformat(timespec="seconds")
+    thread = thread_level()  # as MPI_Init gave it, before any MPI_T session (issue 66)
     held, refused = held_forcing(s.forcing)
     agree_on_error(comm, refused)
     layout = node_layout(comm)
     load = os.getloadavg()[0]  # before the measurement (issue 66: it was read after)
     reporter = eta.Reporter(sys.stderr, load) if comm.Get_rank() == 0 and not s.quiet else None
     timings = _measure(comm, s, MPI.Wtime, reporter)
-    attrs = _attributes(s, layout, comm.Get_size(), start_utc, timings.compute_units, load)
+    attrs = _attributes(s, layout, comm.Get_size(), start_utc, timings.compute_units, load,
+                        thread)
     attrs.update(timings.attrs or {})
     attrs["algorithm_held"] = json.dumps(held) if held else None
     if probes_default(s, comm.Get_size()):

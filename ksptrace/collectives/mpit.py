@@ -54,12 +54,31 @@ def _cvar_index(lib: ctypes.CDLL, name: str) -> int | None:
     return index.value
 
 
+def running_thread_level(lib: ctypes.CDLL) -> int:
+    """The thread level MPI provides in this process (``MPI_Query_thread``), or single (0)
+    before ``MPI_Init`` and after ``MPI_Finalize``."""
+    initialized, finalized, level = ctypes.c_int(0), ctypes.c_int(0), ctypes.c_int(0)
+    if lib.MPI_Initialized(ctypes.byref(initialized)) != MPI_SUCCESS or not initialized.value:
+        return 0
+    if lib.MPI_Finalized(ctypes.byref(finalized)) != MPI_SUCCESS or finalized.value:
+        return 0
+    if lib.MPI_Query_thread(ctypes.byref(level)) != MPI_SUCCESS:
+        return 0
+    return level.value
+
+
 @contextlib.contextmanager
 def _session(library: str | None = None) -> Iterator[ctypes.CDLL | None]:
-    """An initialised MPI_T of the loaded (or named) library, finalised after; None without."""
+    """An initialised MPI_T of the loaded (or named) library, finalised after; None without.
+
+    MPI_T is asked for the thread level MPI already runs at: Open MPI's first
+    ``MPI_T_init_thread`` sets the level the process reports (``MPI_Query_thread``) to the one
+    MPI_T asked for, so asking for single under a funneled MPI made the trace record
+    ``single`` (issue 66), while the library kept its thread support on."""
     lib = _library(library)
     provided = ctypes.c_int()
-    if lib is None or lib.MPI_T_init_thread(0, ctypes.byref(provided)) != MPI_SUCCESS:
+    if lib is None or lib.MPI_T_init_thread(running_thread_level(lib),
+                                            ctypes.byref(provided)) != MPI_SUCCESS:
         yield None
         return
     try:
