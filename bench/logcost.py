@@ -27,7 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ksptrace.harness.petscenv import solver_job_env
+from ksptrace.harness.petsc.petscenv import solver_job_env
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "logcost.json"
@@ -42,7 +42,7 @@ import petsc4py
 petsc4py.init([])
 from petsc4py import PETSc
 from mpi4py import MPI
-from ksptrace.harness import eventlog
+from ksptrace.harness.monitoring import eventlog
 from ksptrace.problems import registry
 mode, n, k = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 inst = registry.get("laplace1d").build(PETSc.COMM_WORLD, n, {})
@@ -55,7 +55,7 @@ if mode == "all":
 elif mode == "only":
     eventlog.keep_only_needed(PETSc)
 elif mode == "instrument":
-    from ksptrace.harness.monitor import StampMonitor
+    from ksptrace.harness.monitoring.monitor import StampMonitor
     monitor = StampMonitor(k + 1, MPI.Wtime)
     assert monitor.attach(ksp) == "c"
     eventlog.keep_only_needed(PETSc)

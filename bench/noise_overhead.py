@@ -145,9 +145,9 @@ def summarise(nprocs: int, n: int, iterations: int, runs: list[dict[str, Any]],
 
 def in_process_child(out: Path, case: int) -> None:
     """Wrapped vs plain KSPSolve in one MPI job (run under mpiexec by in_process())."""
-    from ksptrace.harness.monitor import StampMonitor
-    from ksptrace.harness.noise import wrap_pc
-    from ksptrace.harness.petscenv import init_petsc
+    from ksptrace.harness.monitoring.monitor import StampMonitor
+    from ksptrace.harness.petsc.petscenv import init_petsc
+    from ksptrace.harness.runner.noise import wrap_pc
     from ksptrace.noise.draw import rank_detours
 
     petsc = init_petsc([])
@@ -204,7 +204,7 @@ def in_process_child(out: Path, case: int) -> None:
 
 def in_process(case: int) -> dict[str, Any]:
     """Run in_process_child under mpiexec; its paired ratios and per-iteration overhead."""
-    from ksptrace.harness.petscenv import locate_petsc4py
+    from ksptrace.harness.petsc.petscenv import locate_petsc4py
 
     nprocs, n, iterations, repeats = IN_PROCESS[case]
     with tempfile.TemporaryDirectory() as tmp:

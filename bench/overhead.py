@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from ksptrace.harness.petscenv import solver_job_env
+from ksptrace.harness.petsc.petscenv import solver_job_env
 
 ROOT = Path(__file__).resolve().parents[1]
 RESULTS = ROOT / "bench" / "results" / "overhead.json"

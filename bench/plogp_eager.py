@@ -24,8 +24,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from ksptrace.harness.launch import find_mpiexec, is_root
-from ksptrace.harness.mpienv import under_mpi_launcher
+from ksptrace.harness.launching.launch import find_mpiexec, is_root
+from ksptrace.harness.launching.mpienv import under_mpi_launcher
 
 if __name__ == "__main__" and not under_mpi_launcher():  # start the two ranks ourselves
     if "--timing" in sys.argv[:-1]:

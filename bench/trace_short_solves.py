@@ -109,7 +109,7 @@ def main() -> int:
     ap.add_argument("--no-waits", action="store_true", help="the hook without wait accounting")
     args = ap.parse_args()
     if not args.no_waits:
-        from ksptrace.harness import mpiwait
+        from ksptrace.harness.monitoring import mpiwait
 
         found = mpiwait.load()
         if isinstance(found, str):

@@ -61,7 +61,7 @@ LOOP = """
 import ctypes, sys
 import numpy as np
 from mpi4py import MPI
-from ksptrace.harness import mpiwait
+from ksptrace.harness.monitoring import mpiwait
 mode, n = sys.argv[1], int(sys.argv[2])
 if mode == "on":
     clock = ctypes.cast(ctypes.CDLL(MPI.__file__).MPI_Wtime, ctypes.c_void_p).value

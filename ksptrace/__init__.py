@@ -10,7 +10,7 @@ __all__ = ["__version__", "record"]
 def __getattr__(name: str) -> Any:
     """``ksptrace.record`` loads petsc4py and mpi4py only when first used."""
     if name == "record":
-        from ksptrace.harness.record import record
+        from ksptrace.harness.recording.record import record
 
         return record
     raise AttributeError(f"module 'ksptrace' has no attribute {name!r}")

@@ -29,7 +29,7 @@ if [ "${1:-}" = "--stack" ]; then
   esac
 fi
 
-# gcc builds the C stamping monitor on first use (ksptrace/harness/native.py); Debian's PETSc
+# gcc builds the C stamping monitor on first use (ksptrace/harness/monitoring/native.py); Debian's PETSc
 # stack pulls it in anyway.
 APT_PACKAGES=(python3-petsc4py python3-mpi4py python3-h5py-mpi openmpi-bin python3-venv
               python3-scipy python3-pandas python3-matplotlib python3-jinja2 python3-tqdm

@@ -30,7 +30,7 @@ def solver_env(**extra: str) -> dict[str, str]:
 
 def petsc_available() -> bool:
     from ksptrace.errors import EnvironmentProblem
-    from ksptrace.harness.petscenv import locate_petsc4py
+    from ksptrace.harness.petsc.petscenv import locate_petsc4py
 
     try:
         locate_petsc4py({})

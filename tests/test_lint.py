@@ -60,6 +60,8 @@ def test_import_contracts_hold() -> None:
 
 
 @pytest.mark.parametrize(("module", "imports", "contract"), [
+    ("harness/launching/_probe_import.py", "from ksptrace.harness.hook import session",
+     "The harness"),
     ("harness/_probe_import.py", "from ksptrace.studies.variability.stats import ks",
      "never import"),
     ("studies/variability/_probe_import.py", "from ksptrace.studies.decisions import maps",
@@ -138,3 +140,18 @@ def test_the_readme_stays_short() -> None:
             in_code = not in_code
         elif not in_code:
             assert len(line) <= 120, f"README.md:{number} has {len(line)} characters"
+
+
+def test_the_harness_is_in_subpackages_under_its_contract() -> None:
+    """Every module of ksptrace/harness/ is in a subpackage, and every subpackage is a layer of
+    the harness-layers contract: a module elsewhere would escape the contract."""
+    import tomllib
+
+    harness = ROOT / "ksptrace" / "harness"
+    top = sorted(p.name for p in harness.glob("*.py"))
+    assert top == ["__init__.py"], f"{top}: put each module in the subpackage of its job"
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text())
+    (layers,) = [c["layers"] for c in config["tool"]["importlinter"]["contracts"]
+                 if c["id"] == "harness-layers"]
+    named = {name.strip() for layer in layers for name in layer.split("|")}
+    assert named == {p.parent.name for p in harness.glob("*/__init__.py")}

@@ -32,7 +32,7 @@ from ksptrace.collectives.params import (
     per_octave,
 )
 from ksptrace.errors import EnvironmentProblem, KsptraceError, UsageError
-from ksptrace.harness.mpienv import AGREED, launched_size, under_mpi_launcher
+from ksptrace.harness.launching.mpienv import AGREED, launched_size, under_mpi_launcher
 from ksptrace.params import resolve
 from ksptrace.trace import publish, temporaries
 
@@ -72,7 +72,7 @@ def detect_library(mpiexec: str | None) -> str:
         return "openmpi"
     if "PMI_RANK" in os.environ or "PMI_SIZE" in os.environ:
         return "mpich"
-    from ksptrace.harness.launch import find_mpiexec
+    from ksptrace.harness.launching.launch import find_mpiexec
 
     try:
         return find_mpiexec(mpiexec).flavor
@@ -216,7 +216,7 @@ def _run_here(values: dict[str, Any], forcing: alg.Forcing, sizes: tuple[int, ..
     MPI = start_mpi()
 
     from ksptrace.collectives.bench import BenchSettings, execute
-    from ksptrace.harness.mpienv import agree_on_error, fail_together
+    from ksptrace.harness.launching.mpienv import agree_on_error, fail_together
 
     comm = MPI.COMM_WORLD
     with fail_together(comm):
@@ -265,9 +265,9 @@ def _launch(args: argparse.Namespace, values: dict[str, Any], forcing: alg.Forci
             path: Path) -> int:
     from ksptrace.cli.run import _report_failure
     from ksptrace.collectives.bench import LAUNCH_ENV
-    from ksptrace.harness.launch import find_mpiexec, is_root
-    from ksptrace.harness.lifeline import Supervised
-    from ksptrace.harness.petscenv import force_solver_env
+    from ksptrace.harness.launching.launch import find_mpiexec, is_root
+    from ksptrace.harness.launching.lifeline import Supervised
+    from ksptrace.harness.petsc.petscenv import force_solver_env
 
     env = dict(os.environ)
     force_solver_env(env)

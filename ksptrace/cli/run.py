@@ -18,8 +18,8 @@ from ksptrace import escape
 from ksptrace.cli.common import add_params, output_target
 from ksptrace.cli.display import seconds, stop_reason
 from ksptrace.errors import EnvironmentProblem, TraceError, UsageError
-from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
-from ksptrace.harness.options import CHECK_PARAMS, RUN_PARAMS
+from ksptrace.harness.config.options import CHECK_PARAMS, RUN_PARAMS
+from ksptrace.harness.launching.mpienv import launched_size, under_mpi_launcher
 from ksptrace.noise.spec import parse as parse_noise
 from ksptrace.params import nearest, resolve
 from ksptrace.problems import registry
@@ -94,7 +94,7 @@ def _check_type_names(ksp: str, pc: str) -> None:
     """Refuse a KSP or PC name PETSc does not have before starting mpiexec (the harness checks
     again against the PETSc it runs). The installed petsc4py is asked only when a name is not
     in ksptrace's built-in PETSc 3.18 lists, since a newer PETSc may have more types."""
-    from ksptrace.harness import petsc_types
+    from ksptrace.harness.petsc import petsc_types
 
     if ksp in petsc_types.KSP_TYPES and pc in petsc_types.PC_TYPES:
         return
@@ -247,8 +247,8 @@ def _run_here(
     path: Path,
     overwrite: bool,
 ) -> int:
-    from ksptrace.harness.run import execute
-    from ksptrace.harness.settings import RunSettings
+    from ksptrace.harness.config.settings import RunSettings
+    from ksptrace.harness.runner.run import execute
 
     settings = RunSettings(
         out=path, overwrite=overwrite, problem_options=problem, petsc_options=petsc_options, **run
@@ -299,10 +299,10 @@ def _launch(
     petsc_options: tuple[str, ...],
     path: Path,
 ) -> int:
-    from ksptrace.harness.launch import find_mpiexec, is_root
-    from ksptrace.harness.lifeline import Supervised
-    from ksptrace.harness.petscenv import force_solver_env, locate_petsc4py
-    from ksptrace.harness.provenance import LAUNCH_ENV
+    from ksptrace.harness.config.provenance import LAUNCH_ENV
+    from ksptrace.harness.launching.launch import find_mpiexec, is_root
+    from ksptrace.harness.launching.lifeline import Supervised
+    from ksptrace.harness.petsc.petscenv import force_solver_env, locate_petsc4py
 
     env = dict(os.environ)
     locate_petsc4py(env)

@@ -16,7 +16,7 @@ import signal
 import threading
 from collections.abc import Iterator
 
-from ksptrace.harness.mpienv import under_mpi_launcher
+from ksptrace.harness.launching.mpienv import under_mpi_launcher
 
 
 def sigint_ignored() -> bool:

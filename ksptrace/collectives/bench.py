@@ -41,8 +41,8 @@ from ksptrace.collectives.operations import (
 )
 from ksptrace.collectives.plogp import PARTS, time_plogp
 from ksptrace.errors import KsptraceError, OutputError, UsageError, WrongResult
-from ksptrace.harness import lifeline
-from ksptrace.harness.mpienv import agree_on_error, node_layout
+from ksptrace.harness.launching import lifeline
+from ksptrace.harness.launching.mpienv import agree_on_error, node_layout
 from ksptrace.trace import collectives as ctrace
 from ksptrace.trace import publish
 from ksptrace.trace.model import AttrValue

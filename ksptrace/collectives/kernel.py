@@ -7,7 +7,7 @@ Benchmarks' loop). This kernel runs the standard benchmarks' loop without the in
 ``MPI_Allreduce``, ``MPI_Barrier`` and ``MPI_Wtime`` are taken from the MPI library mpi4py
 loaded, and the handles passed as that library's handle type, so no MPI header or wrapper
 compiler is needed and the kernel cannot link a second MPI. It is compiled once per machine
-and handle type and loaded like the stamping monitor (:func:`ksptrace.harness.native.
+and handle type and loaded like the stamping monitor (:func:`ksptrace.harness.monitoring.native.
 load_built`: a private cache folder, the library's digest checked before each load).
 """
 
@@ -26,7 +26,7 @@ import numpy as np
 
 from ksptrace.collectives.operations import Prepared
 from ksptrace.errors import EnvironmentProblem
-from ksptrace.harness import native
+from ksptrace.harness.monitoring import native
 
 SOURCE = Path(__file__).with_name("timing_kernel.c")
 _HANDLE_TYPES = {4: ("int", ctypes.c_int), 8: ("void*", ctypes.c_void_p)}

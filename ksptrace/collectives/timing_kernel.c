@@ -1,6 +1,6 @@
 /* ksptrace's timing kernel: a collective called back to back in C, between two clock reads.
  *
- * Built and loaded by ksptrace/collectives/kernel.py (through ksptrace/harness/native.py: a
+ * Built and loaded by ksptrace/collectives/kernel.py (through ksptrace/harness/monitoring/native.py: a
  * private cache folder, the library's digest checked before each load). It includes no MPI
  * header: the MPI functions come as pointers from the library mpi4py loaded, and the handles
  * (communicator, datatype, operation) as values of KSPTRACE_HANDLE, the handle type of that

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from ksptrace.errors import CampaignError, KsptraceError
-from ksptrace.harness.petsc_types import BUILTIN, PetscTypes
+from ksptrace.harness.petsc.petsc_types import BUILTIN, PetscTypes
 from ksptrace.inputs import read_bounded
 from ksptrace.jobs.program import PROGRAM_KEYS, check_axis, check_command
 from ksptrace.jobs.schema import (
@@ -144,7 +144,7 @@ def load_campaign_file(path: str | Path, petsc: PetscTypes | None = BUILTIN) -> 
     """Read and check a campaign file. Every fault is one CampaignError naming file and line.
 
     KSP and PC names are checked against ``petsc`` (see
-    :func:`ksptrace.harness.petsc_types.current`); None leaves them to the caller
+    :func:`ksptrace.harness.petsc.petsc_types.current`); None leaves them to the caller
     (:func:`check_types`), e.g. until the sweep's size is known.
     """
     path = Path(path)

@@ -25,8 +25,8 @@ from typing import Any
 
 from ksptrace.collectives.params import COLLECTIVE_PARAMS
 from ksptrace.errors import CampaignError
-from ksptrace.harness.options import RUN_PARAMS
-from ksptrace.harness.petsc_types import PetscTypes, current
+from ksptrace.harness.config.options import RUN_PARAMS
+from ksptrace.harness.petsc.petsc_types import PetscTypes, current
 from ksptrace.jobs.campaign_file import check_types, load_campaign_file
 from ksptrace.jobs.program import argv, trace_flags
 from ksptrace.jobs.schema import NPROCS, CampaignFile
@@ -266,8 +266,8 @@ def load_spec(path: str | Path, output: str | Path | None = None, allow_large: b
     """Load, check and expand a campaign file.
 
     KSP and PC names are checked against ``petsc``, by default the installed petsc4py's lists
-    or the built-in ones (:func:`ksptrace.harness.petsc_types.current`: about 1 s, so only once the
-    sweep's size has passed and only when the sweep names a KSP or PC)."""
+    or the built-in ones (:func:`ksptrace.harness.petsc.petsc_types.current`: about 1 s, so only
+    once the sweep's size has passed and only when the sweep names a KSP or PC)."""
     cf = load_campaign_file(path, None)
     check_size(cf, allow_large)
     if cf.campaign["kind"] != PROGRAM and ("ksp" in cf.sweep or "pc" in cf.sweep):
@@ -283,7 +283,7 @@ def check_algorithms(cf: CampaignFile, spec: CampaignSpec, library: str | None =
     (checked when the MPI is Open MPI or MPICH; elsewhere the runs check for themselves)."""
     from ksptrace.collectives import algorithms as alg
     from ksptrace.errors import EnvironmentProblem, UsageError
-    from ksptrace.harness.launch import find_mpiexec
+    from ksptrace.harness.launching.launch import find_mpiexec
 
     if library is None:
         try:

@@ -8,7 +8,7 @@ import re
 from typing import ClassVar
 
 from ksptrace.errors import CampaignError
-from ksptrace.harness.launch import MpiExec, find_mpiexec, is_root
+from ksptrace.harness.launching.launch import MpiExec, find_mpiexec, is_root
 from ksptrace.jobs.spec import SchedulerSpec
 
 

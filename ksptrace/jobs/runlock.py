@@ -15,7 +15,7 @@ leader is still the process the holder started (same pid and start time) and car
 otherwise the processes that name the dead holder as their launcher and carry the token. Pids,
 start times and group numbers are public, so a lock written by anyone else (another user, a
 copy) names nothing that gets signalled; an old lock without a token neither (its orphaned ranks
-stop by themselves, :mod:`ksptrace.harness.lifeline`).
+stop by themselves, :mod:`ksptrace.harness.launching.lifeline`).
 
 The lock is opened without following links and without blocking, and read only when it is a
 regular file of at most :data:`MAX_BYTES`: a link, a FIFO or a device in its place is refused
@@ -40,7 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from ksptrace.errors import CampaignError
-from ksptrace.harness import lifeline
+from ksptrace.harness.launching import lifeline
 
 LOCK = "campaign.lock"
 MAX_BYTES = 64 * 1024

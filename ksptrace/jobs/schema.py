@@ -22,7 +22,7 @@ from typing import Any
 
 from ksptrace.collectives.params import COLLECTIVE_PARAMS
 from ksptrace.errors import CampaignError
-from ksptrace.harness.options import RUN_PARAMS
+from ksptrace.harness.config.options import RUN_PARAMS
 from ksptrace.jobs.spec import COLLECTIVES, KINDS, PROGRAM, SOLVER
 from ksptrace.params import Param
 from ksptrace.problems import registry

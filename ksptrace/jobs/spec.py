@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from ksptrace.harness.options import RUN_PARAMS
+from ksptrace.harness.config.options import RUN_PARAMS
 from ksptrace.params import Param
 from ksptrace.problems import registry
 

@@ -8,8 +8,8 @@ use: ``VecMDotBegin``/``End``, ``VecNormBegin``/``End``, ``VecDotBegin``/``End``
 inclusive, as PETSc's event log times it: a call's whole time, its MPI wait included; a call
 nested in another of the same kind counts once (the outer one), while a MatMult inside PCApply
 counts in both. The harness records spans (start, end, kind) with the clock of the stamps
-(:mod:`ksptrace.harness.mpiwait`); :func:`per_iteration` sums them into the iterations whose
-stamps bracket their start.
+(:mod:`ksptrace.harness.monitoring.mpiwait`); :func:`per_iteration` sums them into the iterations
+whose stamps bracket their start.
 """
 
 from __future__ import annotations

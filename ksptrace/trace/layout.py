@@ -57,7 +57,8 @@ OPTIONAL_DATASETS: dict[str, str] = {
                      "VecDot in each iteration (runs with --events)",
 }
 WAIT_DATASETS = ("wait_seconds", "mpi_calls")
-"""Written together, by runs with MPI wait accounting (:mod:`ksptrace.harness.mpiwait`)."""
+"""Written together, by runs with MPI wait accounting
+(:mod:`ksptrace.harness.monitoring.mpiwait`)."""
 
 
 COORDINATES: dict[str, str] = {

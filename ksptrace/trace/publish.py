@@ -2,7 +2,7 @@
 one-line messages for failed writes, and the atomic publish (hard link or rename).
 
 Shared by the serial writer (:mod:`ksptrace.trace.write`) and the MPI-IO writer
-(``ksptrace.harness.writer``).
+(``ksptrace.harness.runner.writer``).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 """The serial writer: a trace's file image built in memory, written with plain OS calls into a
 new temporary file, then published atomically.
 
-The parallel (MPI-IO) writer lives in ``ksptrace.harness.writer``; it starts from
+The parallel (MPI-IO) writer lives in ``ksptrace.harness.runner.writer``; it starts from
 :func:`placeholder_image`. This module imports h5py but neither mpi4py nor petsc4py.
 """
 

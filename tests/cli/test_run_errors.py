@@ -104,7 +104,7 @@ def test_missing_mpiexec(ksptrace_cli, tmp_path: Path) -> None:
 
 def test_missing_petsc4py(monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
                           tmp_path: Path) -> None:
-    from ksptrace.harness import petscenv
+    from ksptrace.harness.petsc import petscenv
 
     monkeypatch.setitem(__import__("sys").modules, "petsc4py", None)
     monkeypatch.setattr(petscenv, "petsc_dir_candidates", list)

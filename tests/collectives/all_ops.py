@@ -11,7 +11,7 @@ from ksptrace.collectives.algorithms import default_forcing
 from ksptrace.collectives.bench import BenchSettings, execute
 from ksptrace.collectives.operations import OPERATIONS
 from ksptrace.collectives.params import POINT_TO_POINT
-from ksptrace.harness.mpienv import fail_together
+from ksptrace.harness.launching.mpienv import fail_together
 
 out = Path(sys.argv[1])
 sizes = (1, 3, 8, 24, 1024)

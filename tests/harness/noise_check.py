@@ -12,11 +12,11 @@ import time
 
 import numpy as np
 
-from ksptrace.harness.petscenv import init_petsc
+from ksptrace.harness.petsc.petscenv import init_petsc
 
 PETSc = init_petsc([])
 
-from ksptrace.harness.noise import wrap_pc  # noqa: E402
+from ksptrace.harness.runner.noise import wrap_pc  # noqa: E402
 from ksptrace.noise.draw import rank_detours  # noqa: E402
 from ksptrace.noise.spec import parse  # noqa: E402
 from ksptrace.problems import registry  # noqa: E402

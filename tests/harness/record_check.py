@@ -11,7 +11,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from ksptrace.harness.petscenv import init_petsc
+from ksptrace.harness.petsc.petscenv import init_petsc
 
 PETSc = init_petsc([])
 
@@ -20,7 +20,7 @@ from mpi4py import MPI  # noqa: E402
 
 import ksptrace  # noqa: E402
 from ksptrace.errors import KsptraceError  # noqa: E402
-from ksptrace.harness.petsc_compat import python_cause  # noqa: E402
+from ksptrace.harness.petsc.petsc_compat import python_cause  # noqa: E402
 from ksptrace.problems import registry  # noqa: E402
 
 COMM = MPI.COMM_WORLD

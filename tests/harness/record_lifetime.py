@@ -16,7 +16,7 @@ import threading
 from pathlib import Path
 from typing import Any
 
-from ksptrace.harness.petscenv import init_petsc
+from ksptrace.harness.petsc.petscenv import init_petsc
 
 PETSc = init_petsc([])
 

@@ -13,7 +13,7 @@ import time
 
 from mpi4py import MPI
 
-from ksptrace.harness import mpiwait
+from ksptrace.harness.monitoring import mpiwait
 
 
 def main() -> None:

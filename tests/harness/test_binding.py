@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ksptrace.harness.mpienv import NodeLayout, cpu_list
+from ksptrace.harness.launching.mpienv import NodeLayout, cpu_list
 from ksptrace.trace.read import read_trace
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ksptrace.harness import cpuload
-from ksptrace.harness.cpuload import Sample, busy_seconds, foreign_load
+from ksptrace.harness.monitoring import cpuload
+from ksptrace.harness.monitoring.cpuload import Sample, busy_seconds, foreign_load
 from ksptrace.studies.variability.run.options import AnalysisOptions
 from ksptrace.studies.variability.run.pipeline import analyze_trace
 from ksptrace.trace.model import FOREIGN_LOAD_LIMIT
@@ -128,7 +128,7 @@ def test_a_sample_of_this_process_cpus() -> None:
 
 RECORDED = """
 import sys
-from ksptrace.harness.petscenv import init_petsc
+from ksptrace.harness.petsc.petscenv import init_petsc
 PETSc = init_petsc([])
 import ksptrace
 from ksptrace.problems import registry
@@ -165,7 +165,7 @@ def test_a_recorded_solve_beside_a_busy_process_warns_as_run_does(tmp_path: Path
 def test_a_share_from_a_tick_or_two_is_not_a_loaded_machine() -> None:
     """A 10 ms recorded block read 18 % foreign from one clock tick and warned; a share that
     high over a real duration still does."""
-    from ksptrace.harness.cpuload import ForeignLoad
+    from ksptrace.harness.monitoring.cpuload import ForeignLoad
 
     assert not ForeignLoad(share=0.18, seconds=0.0036, node=0, wall=0.01, cpus=2).loaded
     assert ForeignLoad(share=0.18, seconds=0.36, node=0, wall=1.0, cpus=2).loaded

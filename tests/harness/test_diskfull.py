@@ -169,7 +169,7 @@ import sys
 from pathlib import Path
 import numpy as np
 from mpi4py import MPI
-from ksptrace.harness import writer
+from ksptrace.harness.runner import writer
 
 comm = MPI.COMM_WORLD
 rank, nprocs = comm.Get_rank(), comm.Get_size()

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from ksptrace.harness import counters, eventlog
+from ksptrace.harness.monitoring import counters, eventlog
 from ksptrace.studies.variability.run.options import AnalysisOptions
 from ksptrace.studies.variability.run.pipeline import analyze_trace
 from ksptrace.trace.read import read_trace
@@ -26,7 +26,7 @@ FAST = AnalysisOptions(candidates=("norm",), fit_size=1000, mc_runs=2)
 
 COUNTING = """
 from petsc4py import PETSc
-from ksptrace.harness import counters, eventlog
+from ksptrace.harness.monitoring import counters, eventlog
 from ksptrace.problems import registry
 inst = registry.get("laplace1d").build(PETSc.COMM_WORLD, 1000, {})
 inst.ksp.setTolerances(rtol=0.0, atol=0.0, divtol=1e300, max_it=50)
@@ -50,7 +50,7 @@ def test_only_the_needed_events_are_logged() -> None:
 
 LOG_OFF = """
 from petsc4py import PETSc
-from ksptrace.harness import eventlog
+from ksptrace.harness.monitoring import eventlog
 from ksptrace.problems import registry
 inst = registry.get("laplace1d").build(PETSc.COMM_WORLD, 1000, {})
 inst.ksp.setTolerances(rtol=0.0, atol=0.0, divtol=1e300, max_it=50)

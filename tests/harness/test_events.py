@@ -88,7 +88,7 @@ def test_events_without_the_interposer_are_one_error(ksptrace_cli: Runner,
 
 
 def test_the_summary_line_gives_each_kinds_share_and_the_calls_timed() -> None:
-    from ksptrace.harness.run import EVENTS_COST, events_note
+    from ksptrace.harness.runner.run import EVENTS_COST, events_note
 
     shares = [(np.array([1.0, 2.0, 3.0]), 10.0, 8), (np.array([1.0, 0.0, 1.0]), 10.0, 8)]
     assert events_note(shares, 4) == (

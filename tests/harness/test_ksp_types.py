@@ -56,9 +56,9 @@ DRIVER = """
 import json, sys
 from pathlib import Path
 from ksptrace.errors import KsptraceError
-from ksptrace.harness.petscenv import init_petsc
-from ksptrace.harness.run import execute
-from ksptrace.harness.settings import RunSettings
+from ksptrace.harness.petsc.petscenv import init_petsc
+from ksptrace.harness.runner.run import execute
+from ksptrace.harness.config.settings import RunSettings
 
 out, n, k = Path(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3])
 petsc = init_petsc([])

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from ksptrace.harness.launch import MpiExec
-from ksptrace.harness.mpienv import launched_size, under_mpi_launcher
+from ksptrace.harness.launching.launch import MpiExec
+from ksptrace.harness.launching.mpienv import launched_size, under_mpi_launcher
 from ksptrace.trace.read import read_trace
 from tests.conftest import ROOT, solver_env
 
@@ -41,7 +41,7 @@ def test_launcher_detection() -> None:
 def test_runs_under_an_external_mpiexec(require_petsc: None, tmp_path: Path) -> None:
     path = tmp_path / "ext.h5"
     env = solver_env()
-    from ksptrace.harness.petscenv import locate_petsc4py
+    from ksptrace.harness.petsc.petscenv import locate_petsc4py
 
     locate_petsc4py(env)
     proc = subprocess.run(

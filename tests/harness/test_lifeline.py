@@ -21,15 +21,15 @@ from pathlib import Path
 import pytest
 
 from ksptrace.errors import SolverError
-from ksptrace.harness import lifeline
-from ksptrace.harness.lifeline import LAUNCHER_ENV, LAUNCHER_HOST_ENV
+from ksptrace.harness.launching import lifeline
+from ksptrace.harness.launching.lifeline import LAUNCHER_ENV, LAUNCHER_HOST_ENV
 from tests.conftest import ROOT, solver_env
 
 MESSAGE = "ksptrace: the process that launched this solve (pid {}) has died; stopping this rank"
 
 SPINNER = textwrap.dedent("""
     import sys
-    from ksptrace.harness import lifeline
+    from ksptrace.harness.launching import lifeline
     thread = lifeline.start_watchdog()
     print("watching" if thread is not None else "not watching", flush=True)
     if thread is None:

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import SolverError
-from ksptrace.harness.monitor import StampMonitor
+from ksptrace.harness.monitoring.monitor import StampMonitor
 
 
 def clock() -> itertools.count[float]:

@@ -1,5 +1,5 @@
-"""The C stamping monitor (ksptrace/harness/stamp_monitor.c) called as PETSc calls it, its
-build and cache, and the choice between it and the Python monitor."""
+"""The C stamping monitor (ksptrace/harness/monitoring/stamp_monitor.c) called as PETSc calls it,
+its build and cache, and the choice between it and the Python monitor."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 
 from ksptrace.errors import EnvironmentProblem
-from ksptrace.harness import native
+from ksptrace.harness.monitoring import native
 
 CLOCK = ctypes.CFUNCTYPE(ctypes.c_double)
 MONITOR = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_int, ctypes.c_double,
@@ -184,11 +184,11 @@ def test_the_monitor_mode_comes_from_the_environment(monkeypatch: pytest.MonkeyP
 INTERRUPTED = """
 import signal, sys, time
 signal.signal(signal.SIGINT, signal.default_int_handler)  # a suite started in the background
-from ksptrace.harness.petscenv import init_petsc
+from ksptrace.harness.petsc.petscenv import init_petsc
 petsc = init_petsc([])
 from mpi4py import MPI
-from ksptrace.harness.monitor import StampMonitor
-from ksptrace.harness.petsc_compat import python_errors_as_raised
+from ksptrace.harness.monitoring.monitor import StampMonitor
+from ksptrace.harness.petsc.petsc_compat import python_errors_as_raised
 from ksptrace.problems import registry
 inst = registry.get("laplace1d").build(petsc.COMM_WORLD, 2000, {})
 ksp = inst.ksp

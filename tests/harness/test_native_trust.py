@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from ksptrace.harness import native, private_files
+from ksptrace.harness.monitoring import native, private_files
 from tests.conftest import Runner
 
 needs_cc = pytest.mark.skipif(native._compiler() is None, reason="no C compiler on this machine")

@@ -14,7 +14,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ksptrace.harness.noise import spin
+from ksptrace.harness.runner.noise import spin
 from tests.conftest import ROOT, solver_env
 
 SCRIPT = Path(__file__).with_name("noise_check.py")

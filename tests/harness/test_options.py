@@ -12,7 +12,7 @@ import pytest
 
 from ksptrace.cli.run import _check_type_names, output_path
 from ksptrace.errors import UsageError
-from ksptrace.harness.petscenv import file_option_problem, petsc_error_text
+from ksptrace.harness.petsc.petscenv import file_option_problem, petsc_error_text
 from ksptrace.trace.read import read_trace
 from tests.cli.test_run_errors import one_error_line
 from tests.conftest import ROOT, solver_env

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from ksptrace.harness import petsc_compat
+from ksptrace.harness.petsc import petsc_compat
 
 Error = type("Error", (RuntimeError,), {"__module__": "petsc4py.PETSc"})
 """Stands in for petsc4py's PETSc.Error (recognised by its name and module)."""

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from ksptrace.harness import petscbuild
+from ksptrace.harness.petsc import petscbuild
 
 HELP = b"\x00configure using --with-debugging=yes, recompile, link, and run\x00"
 

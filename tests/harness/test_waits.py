@@ -1,7 +1,7 @@
 """Wait time in MPI reductions per rank and iteration (issue 65), checked against known truth.
 
-The interposer (ksptrace/harness/mpi_wait.c) is checked on its own under Open MPI and MPICH
-(tests/harness/wait_check.py: mpi4py's calls, a sleep of known length on rank 1), then in real
+The interposer (ksptrace/harness/monitoring/mpi_wait.c) is checked on its own under Open MPI and
+MPICH (tests/harness/wait_check.py: mpi4py's calls, a sleep of known length on rank 1), then in real
 runs: detours of 1 ms injected on rank 1 only must show as rank 0's wait in the same
 iterations, and nobody waits at P = 1.
 """
@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ksptrace.harness import mpiwait
+from ksptrace.harness.monitoring import mpiwait
 from tests.conftest import ROOT, Runner, solver_env
 
 SCRIPT = Path(__file__).with_name("wait_check.py")

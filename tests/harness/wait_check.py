@@ -18,7 +18,7 @@ import time
 import numpy as np
 from mpi4py import MPI
 
-from ksptrace.harness import mpiwait
+from ksptrace.harness.monitoring import mpiwait
 
 DELAY = 0.2
 

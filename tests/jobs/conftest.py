@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from ksptrace.harness.petsc_types import SOURCE_ENV
+from ksptrace.harness.petsc.petsc_types import SOURCE_ENV
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "jobs"
 FAKE = DATA / "fake_ksptrace.py"

@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from ksptrace.errors import CampaignError, UsageError
-from ksptrace.harness.petsc_types import BUILTIN
+from ksptrace.harness.petsc.petsc_types import BUILTIN
 from ksptrace.jobs.backends import get_backend
 from ksptrace.jobs.campaign_file import control_character
 from ksptrace.jobs.expand import load_spec

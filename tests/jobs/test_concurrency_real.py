@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ksptrace.cli.campaign import status
-from ksptrace.harness.lifeline import LAUNCHER_ENV
+from ksptrace.harness.launching.lifeline import LAUNCHER_ENV
 from ksptrace.jobs import state
 from ksptrace.jobs.backends import alive_any
 from ksptrace.jobs.expand import load_spec

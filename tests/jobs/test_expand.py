@@ -11,7 +11,7 @@ import pytest
 
 from ksptrace.cli.main import build_parser, main
 from ksptrace.errors import CampaignError
-from ksptrace.harness.petsc_types import BUILTIN, SOURCE_ENV
+from ksptrace.harness.petsc.petsc_types import BUILTIN, SOURCE_ENV
 from ksptrace.jobs import expand
 from ksptrace.jobs.campaign_file import load_campaign_file
 from ksptrace.jobs.expand import load_spec, run_id, sweep_size

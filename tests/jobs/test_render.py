@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ksptrace.errors import CampaignError
-from ksptrace.harness.petsc_types import BUILTIN, KSP_TYPES, PC_TYPES, PetscTypes
+from ksptrace.harness.petsc.petsc_types import BUILTIN, KSP_TYPES, PC_TYPES, PetscTypes
 from ksptrace.jobs.backends import BACKENDS, get_backend
 from ksptrace.jobs.expand import load_spec
 from ksptrace.jobs.runner import write_scripts

@@ -14,7 +14,7 @@ import pytest
 
 from ksptrace.cli.campaign import plan
 from ksptrace.errors import CampaignError
-from ksptrace.harness.petsc_types import BUILTIN
+from ksptrace.harness.petsc.petsc_types import BUILTIN
 from ksptrace.jobs.backends import get_backend
 from ksptrace.jobs.expand import load_spec
 

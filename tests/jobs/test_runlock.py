@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 
 from ksptrace.errors import CampaignError
-from ksptrace.harness import lifeline
+from ksptrace.harness.launching import lifeline
 from ksptrace.jobs.backends import get_backend
 from ksptrace.jobs.expand import load_spec
 from ksptrace.jobs.runlock import LOCK, CampaignLock, campaign_lock

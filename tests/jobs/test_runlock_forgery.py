@@ -23,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from ksptrace.errors import CampaignError
-from ksptrace.harness import lifeline
+from ksptrace.harness.launching import lifeline
 from ksptrace.jobs.runlock import LOCK, MAX_BYTES, CampaignLock, campaign_lock
 from tests.conftest import dies_with_the_suite
 

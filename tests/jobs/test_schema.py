@@ -9,8 +9,8 @@ import pytest
 
 from ksptrace.cli.main import main
 from ksptrace.errors import CampaignError
-from ksptrace.harness.options import RUN_PARAMS
-from ksptrace.harness.petsc_types import BUILTIN, KSP_TYPES, PC_TYPES, SOURCE_ENV, PetscTypes
+from ksptrace.harness.config.options import RUN_PARAMS
+from ksptrace.harness.petsc.petsc_types import BUILTIN, KSP_TYPES, PC_TYPES, SOURCE_ENV, PetscTypes
 from ksptrace.jobs.campaign_file import load_campaign_file
 from ksptrace.jobs.schema import (
     CAMPAIGN_KEYS,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ksptrace.harness.mpienv import without_mpi_runtime
+from ksptrace.harness.launching.mpienv import without_mpi_runtime
 from ksptrace.jobs.backends import get_backend
 from ksptrace.jobs.backends.base import Script
 

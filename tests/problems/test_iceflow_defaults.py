@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from ksptrace.harness import eventlog
+from ksptrace.harness.monitoring import eventlog
 from ksptrace.trace.read import read_trace
 
 pytestmark = pytest.mark.mpi

@@ -37,7 +37,7 @@ def test_residuals_match_petsc_ex23(ksptrace_cli, tmp_path: Path, ksp: str) -> N
 
 
 def test_local_rows_are_tridiag(require_petsc: None) -> None:
-    from ksptrace.harness.petscenv import locate_petsc4py
+    from ksptrace.harness.petsc.petscenv import locate_petsc4py
 
     locate_petsc4py()
     from ksptrace.problems.laplace1d import local_csr

@@ -29,8 +29,8 @@ import numpy as np
 
 from ksptrace.errors import TraceError
 from ksptrace.harness.hook.records import KspSummary, RankFile, SolveRecord
-from ksptrace.harness.mpiwait import ACCOUNTING, per_iteration
-from ksptrace.harness.setuptime import setup_seconds
+from ksptrace.harness.monitoring.mpiwait import ACCOUNTING, per_iteration
+from ksptrace.harness.monitoring.setuptime import setup_seconds
 from ksptrace.trace import iteration_events
 from ksptrace.trace.model import AttrValue, Solves, Trace
 

@@ -1,10 +1,10 @@
 """The solve hook's library (``solve_hook.c``): built once per machine, like the C monitor.
 
 It is compiled with the machine's C compiler into the user's cache folder by
-:mod:`ksptrace.harness.native`'s builder, in a private folder, and published under its content
-digest. Before each use the file is opened without following links and its digest checked
-(:mod:`ksptrace.harness.private_files`): a library handed to ``LD_PRELOAD`` runs as this user
-in every process of the traced command, so it must be the one that was built. It includes no
+:mod:`ksptrace.harness.monitoring.native`'s builder, in a private folder, and published under its
+content digest. Before each use the file is opened without following links and its digest checked
+(:mod:`ksptrace.harness.monitoring.private_files`): a library handed to ``LD_PRELOAD`` runs as this
+user in every process of the traced command, so it must be the one that was built. It includes no
 header and asks the loaded PETSc for its integer and real sizes at run time, so one build
 serves every PETSc on the machine.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 
 from ksptrace.cachedir import CACHE_ENV
 from ksptrace.errors import EnvironmentProblem
-from ksptrace.harness import native, private_files
+from ksptrace.harness.monitoring import native, private_files
 
 SOURCE = Path(__file__).with_name("solve_hook.c")
 PARTS = (SOURCE, SOURCE.with_name("output.c"), SOURCE.with_name("waits.c"))

@@ -1,6 +1,6 @@
 """The lifeline of a traced command: nothing of it outlives ``ksptrace trace``.
 
-``trace`` runs the command through :class:`ksptrace.harness.lifeline.Supervised` (its own
+``trace`` runs the command through :class:`ksptrace.harness.launching.lifeline.Supervised` (its own
 process group, dying with ``trace``, every process of it carrying ``trace``'s identity in its
 environment) and forks a *guard* first: a small process that holds the read end of a pipe whose
 write end only ``trace`` holds. When ``trace`` ends normally it says so down the pipe and the
@@ -22,7 +22,7 @@ import signal
 import time
 from pathlib import Path
 
-from ksptrace.harness import lifeline
+from ksptrace.harness.launching import lifeline
 
 DONE = b"d"
 GRACE_SECONDS = 20.0

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ksptrace.errors import UsageError
-from ksptrace.harness import launch
+from ksptrace.harness.launching import launch
 
 HOOK_VARIABLES = ("LD_PRELOAD", "KSPTRACE_HOOK_DIR", "KSPTRACE_HOOK_DEPTH",
                   "KSPTRACE_HOOK_PREFIX", "KSPTRACE_HOOK_SETUP", "KSPTRACE_HOOK_WAITS",

@@ -9,7 +9,7 @@ when all are written are they published, each by an atomic rename. The private f
 removed whatever happens: by ``trace`` itself, or, when ``trace`` is killed, by its guard
 (:mod:`ksptrace.harness.hook.guard`), which also ends what is left of the command.
 
-MPI wait accounting (:mod:`ksptrace.harness.mpiwait`, ``KSPTRACE_MPI_WAITS``) is on as in
+MPI wait accounting (:mod:`ksptrace.harness.monitoring.mpiwait`, ``KSPTRACE_MPI_WAITS``) is on as in
 ``ksptrace run``: the interposer is built (or found verified) here and its path handed to the
 hook, which loads it into each process (``waits.c``).
 """
@@ -29,12 +29,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ksptrace.errors import EnvironmentProblem, OutputError, SolverError, TraceError, UsageError
-from ksptrace.harness import mpiwait
+from ksptrace.harness.config.provenance import PROVENANCE_ENV
 from ksptrace.harness.hook import build, inject, records, safety, surroundings
 from ksptrace.harness.hook.assemble import Assembled, assemble, wait_attributes
 from ksptrace.harness.hook.guard import Guard
-from ksptrace.harness.lifeline import Supervised
-from ksptrace.harness.provenance import PROVENANCE_ENV
+from ksptrace.harness.launching.lifeline import Supervised
+from ksptrace.harness.monitoring import mpiwait
 from ksptrace.trace import publish, write
 from ksptrace.trace.model import AttrValue
 from ksptrace.trace.temporaries import temp_path_for

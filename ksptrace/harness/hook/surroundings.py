@@ -7,10 +7,10 @@ path the program loaded it by, its real path, or ``$PETSC_DIR`` when a library t
 file; a library loaded from the system folder (``/lib/x86_64-linux-gnu``) names none rather than
 ``/lib``.
 
-The load is measured as ``ksptrace run`` measures it (:mod:`ksptrace.harness.cpuload`), over the
-whole command: the machine's busy CPU time from ``/proc/stat`` less the CPU time of the command's
-process tree (``getrusage`` of this process and of its children, which ``mpiexec`` waits for)
-and of this process. It holds only for ranks that ran on this node as its descendants: under
+The load is measured as ``ksptrace run`` measures it (:mod:`ksptrace.harness.monitoring.cpuload`),
+over the whole command: the machine's busy CPU time from ``/proc/stat`` less the CPU time of the
+command's process tree (``getrusage`` of this process and of its children, which ``mpiexec`` waits
+for) and of this process. It holds only for ranks that ran on this node as its descendants: under
 ``srun`` (ranks are slurmstepd's children) or on other nodes nothing is measured, and said so.
 """
 
@@ -23,7 +23,7 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from ksptrace.harness import cpuload
+from ksptrace.harness.monitoring import cpuload
 
 _MARKS = ("lib/petsc/conf/petscvariables", "include/petscversion.h")
 

@@ -1,6 +1,6 @@
 /* Part of solve_hook.c (included after output.c: one translation unit): MPI wait accounting in
    a traced program (issue 65). When KSPTRACE_HOOK_WAITS names ksptrace's interposer
-   (ksptrace/harness/mpi_wait.c, built and digest-checked by `ksptrace trace`), the hook loads
+   (ksptrace/harness/monitoring/mpi_wait.c, built and digest-checked by `ksptrace trace`), the hook loads
    it at its first PETSc call and has it rewrite the PLT slots of MPI's reductions in the
    libpetsc the program loaded, as `ksptrace run` and `record` do: only PETSc's calls are
    timed, the program's own are not. The stamping monitor then copies its two running totals

@@ -14,9 +14,9 @@ import time
 from collections.abc import Sequence
 
 from ksptrace.errors import CampaignError, EnvironmentProblem, Interrupted
-from ksptrace.harness.lifeline import TOKEN_ENV, Supervised
-from ksptrace.harness.mpienv import without_mpi_runtime
-from ksptrace.harness.petscenv import force_solver_env, locate_petsc4py
+from ksptrace.harness.launching.lifeline import TOKEN_ENV, Supervised
+from ksptrace.harness.launching.mpienv import without_mpi_runtime
+from ksptrace.harness.petsc.petscenv import force_solver_env, locate_petsc4py
 from ksptrace.jobs import state
 from ksptrace.jobs.backends.base import Backend, Progress, Script
 from ksptrace.jobs.script import TaskFlavour, render_script
@@ -62,7 +62,7 @@ class LocalBackend(Backend):
 
     def submit(self, spec: CampaignSpec, scripts: Sequence[Script],
                progress: Progress | None = None) -> list[str]:
-        from ksptrace.harness.provenance import LAUNCH_ENV  # numpy: not for --help
+        from ksptrace.harness.config.provenance import LAUNCH_ENV  # numpy: not for --help
 
         env = without_mpi_runtime()
         locate_petsc4py(env)

@@ -26,7 +26,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from ksptrace.errors import CampaignError
-from ksptrace.harness.mpienv import without_mpi_runtime
+from ksptrace.harness.launching.mpienv import without_mpi_runtime
 from ksptrace.jobs import state
 from ksptrace.jobs.backends.base import Backend, Progress, Script, SubmissionRejected
 from ksptrace.jobs.backends.slurm import split

@@ -14,7 +14,7 @@ from itertools import groupby
 from pathlib import Path
 
 from ksptrace.errors import CampaignError
-from ksptrace.harness.mpienv import without_mpi_runtime
+from ksptrace.harness.launching.mpienv import without_mpi_runtime
 from ksptrace.jobs import state
 from ksptrace.jobs.backends.base import Backend, Progress, Script, SubmissionRejected
 from ksptrace.jobs.schema import format_walltime

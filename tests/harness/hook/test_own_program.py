@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ksptrace.harness import mpiwait
+from ksptrace.harness.monitoring import mpiwait
 from tests.conftest import Runner
 from tests.harness.hook import own_program
 from tests.harness.hook.test_tutorials import assert_as_monitored, mpiexec, traced

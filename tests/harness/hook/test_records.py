@@ -10,7 +10,7 @@ import pytest
 from ksptrace.errors import TraceError
 from ksptrace.harness.hook import records
 from ksptrace.harness.hook.assemble import assemble, wait_attributes
-from ksptrace.harness.mpiwait import ACCOUNTING
+from ksptrace.harness.monitoring.mpiwait import ACCOUNTING
 
 
 def header(rank: int, size: int, host: str = "node0") -> bytes:

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from ksptrace.harness import cpuload
 from ksptrace.harness.hook import surroundings
+from ksptrace.harness.monitoring import cpuload
 from tests.conftest import Runner
 from tests.harness.hook import tutorials
 from tests.harness.hook.test_tutorials import mpiexec, traced

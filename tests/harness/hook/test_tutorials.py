@@ -11,7 +11,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ksptrace.harness import mpiwait
+from ksptrace.harness.monitoring import mpiwait
 from ksptrace.trace.io import read_trace
 from ksptrace.trace.model import Trace
 from tests.conftest import Runner

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from ksptrace.harness import mpiwait
+from ksptrace.harness.monitoring import mpiwait
 from ksptrace.trace.model import Trace
 from tests.conftest import Runner
 from tests.harness.hook.test_tutorials import mpiexec, traced

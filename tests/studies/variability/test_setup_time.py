@@ -8,7 +8,7 @@ import dataclasses
 import numpy as np
 import pytest
 
-from ksptrace.harness.setuptime import setup_seconds
+from ksptrace.harness.monitoring.setuptime import setup_seconds
 from ksptrace.studies.variability.conclusions.findings import predictions
 from ksptrace.studies.variability.run.options import AnalysisOptions
 from ksptrace.studies.variability.run.pipeline import analyze_trace

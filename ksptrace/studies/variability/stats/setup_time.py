@@ -2,9 +2,9 @@
 
 PETSc sets a solver up inside its first KSPSolve (PCSetUp of GAMG can take longer than the
 iterations); a trace written since issue 52 records that set-up as ``setup_max`` (see
-``ksptrace/harness/setuptime.py``). The models describe the iterations, so the analysis compares
-them with KSPSolve without its set-up and says how much set-up there was. Traces written before
-do not record it, and are compared with the whole KSPSolve as before. Pure.
+``ksptrace/harness/monitoring/setuptime.py``). The models describe the iterations, so the analysis
+compares them with KSPSolve without its set-up and says how much set-up there was. Traces written
+before do not record it, and are compared with the whole KSPSolve as before. Pure.
 """
 
 from __future__ import annotations

@@ -10,7 +10,7 @@ from mpi4py import MPI
 from petsc4py import PETSc
 
 from ksptrace.errors import UsageError
-from ksptrace.harness.kspsetup import GMRES_FAMILY, PETSC_DEFAULT_RESTART
+from ksptrace.harness.config.kspsetup import GMRES_FAMILY, PETSC_DEFAULT_RESTART
 
 
 def as_ksp(solver: Any) -> Any:

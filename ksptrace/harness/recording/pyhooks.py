@@ -1,12 +1,12 @@
 """ksptrace.record's pre- and post-solve hooks in Python: where the C ones cannot be had.
 
-The C hooks (:mod:`ksptrace.harness.solvehooks`) need the C monitor and PETSc's message
+The C hooks (:mod:`ksptrace.harness.recording.solvehooks`) need the C monitor and PETSc's message
 counters. Without them (no compiler, ``KSPTRACE_MONITOR=python``, a PETSc without counters)
 these ctypes callbacks do the same work, at some 20 µs per solve: every solve stamps into one
 growing buffer, the pre-solve hook points the monitor at the free slots after the last solve,
 the post-solve hook reads the solve's iteration count, converged reason, time (``MPI_Wtime`` in
-the two hooks) and reductions (:class:`ksptrace.harness.eventlog.SolveLog`) and moves the free
-slots on. Nothing may escape into PETSc's C code: an error is kept and raised after the block.
+the two hooks) and reductions (:class:`ksptrace.harness.monitoring.eventlog.SolveLog`) and moves the
+free slots on. Nothing may escape into PETSc's C code: an error is kept and raised after the block.
 """
 
 from __future__ import annotations
@@ -17,9 +17,9 @@ from typing import Any
 import numpy as np
 
 from ksptrace.errors import KsptraceError, SolverError
-from ksptrace.harness.eventlog import Snapshot, SolveLog
-from ksptrace.harness.monitor import StampMonitor
-from ksptrace.harness.solvehooks import Recorded
+from ksptrace.harness.monitoring.eventlog import Snapshot, SolveLog
+from ksptrace.harness.monitoring.monitor import StampMonitor
+from ksptrace.harness.recording.solvehooks import Recorded
 
 HOOK = ctypes.CFUNCTYPE(ctypes.c_int, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p,
                         ctypes.c_void_p)

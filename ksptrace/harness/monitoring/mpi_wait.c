@@ -1,4 +1,4 @@
-/* Time spent in MPI reductions, per process (see ksptrace/harness/mpiwait.py).
+/* Time spent in MPI reductions, per process (see ksptrace/harness/monitoring/mpiwait.py).
 
    ksptrace_wait_install(match, ...) rewrites the PLT slots (R_*_JUMP_SLOT relocations) of every
    loaded library whose file name contains `match` (libpetsc) for the MPI entry points below:

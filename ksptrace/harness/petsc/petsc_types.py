@@ -2,7 +2,7 @@
 
 The two tables below are those of PETSc 3.18 (Debian bookworm's petsc4py 3.18.5). They were
 generated, not typed: ``PETSC_DIR=/usr/lib/petscdir/petsc3.18/x86_64-linux-gnu-real
-python -m ksptrace.harness.petsc_types`` prints them from the installed petsc4py
+python -m ksptrace.harness.petsc.petsc_types`` prints them from the installed petsc4py
 (``PETSc.KSP.Type`` and ``PETSc.PC.Type``); paste its output here when moving to another PETSc.
 A test checks that they still equal petsc4py's when petsc4py 3.18 is importable.
 
@@ -22,7 +22,7 @@ import textwrap
 from dataclasses import dataclass
 
 from ksptrace.errors import EnvironmentProblem
-from ksptrace.harness.petscenv import force_solver_env, locate_petsc4py
+from ksptrace.harness.petsc.petscenv import force_solver_env, locate_petsc4py
 
 GENERATED_FOR = (3, 18)
 """The PETSc major and minor version the built-in tables come from."""

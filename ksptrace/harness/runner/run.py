@@ -16,19 +16,22 @@ from typing import Any
 import numpy as np
 
 from ksptrace.errors import KsptraceError, SolverError, UsageError
-from ksptrace.harness import cpuload, eventlog, lifeline, mpiwait, native, petsc_compat, writer
-from ksptrace.harness.kspsetup import check_iterations, check_unused, configure, validate
-from ksptrace.harness.monitor import StampMonitor
-from ksptrace.harness.mpienv import NodeLayout, agree_on_error, fail_together, node_layout
-from ksptrace.harness.noise import DetourPC, wrap_pc
-from ksptrace.harness.petscenv import (
+from ksptrace.harness.config.kspsetup import check_iterations, check_unused, configure, validate
+from ksptrace.harness.config.provenance import run_attributes
+from ksptrace.harness.config.settings import RunOutcome, RunSettings
+from ksptrace.harness.launching import lifeline
+from ksptrace.harness.launching.mpienv import NodeLayout, agree_on_error, fail_together, node_layout
+from ksptrace.harness.monitoring import cpuload, eventlog, mpiwait, native
+from ksptrace.harness.monitoring.monitor import StampMonitor
+from ksptrace.harness.monitoring.setuptime import setup_seconds
+from ksptrace.harness.petsc import petsc_compat
+from ksptrace.harness.petsc.petscenv import (
     force_solver_env,
     init_petsc,
     petsc_error_text,
 )
-from ksptrace.harness.provenance import run_attributes
-from ksptrace.harness.settings import RunOutcome, RunSettings
-from ksptrace.harness.setuptime import setup_seconds
+from ksptrace.harness.runner import writer
+from ksptrace.harness.runner.noise import DetourPC, wrap_pc
 from ksptrace.noise.draw import rank_detours
 from ksptrace.noise.spec import parse as parse_noise
 from ksptrace.problems import registry

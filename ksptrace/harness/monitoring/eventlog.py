@@ -2,7 +2,7 @@
 
 By default the timed solve runs with no event log at all: the solve is timed with
 ``MPI_Wtime`` around ``KSPSolve`` and its reductions come from PETSc's message counters
-(:mod:`ksptrace.harness.counters`), so the solver runs exactly as in a program that logs
+(:mod:`ksptrace.harness.monitoring.counters`), so the solver runs exactly as in a program that logs
 nothing. Only where the KSPSolve event itself is needed (a problem whose timed solve is more
 than one KSPSolve, such as a Newton step, or a PETSc without counters) is the log begun, and
 then narrowed as follows.
@@ -25,7 +25,7 @@ import ctypes
 from dataclasses import dataclass
 from typing import Any
 
-from ksptrace.harness import counters
+from ksptrace.harness.monitoring import counters
 
 OFF = "off"
 """The ``event_log`` attribute of a solve timed with no event log (ksptrace's default)."""

@@ -3,13 +3,14 @@
 Hooks written in Python cost some 20 µs per solve (two ctypes callbacks and their bodies): 3 %
 of a 0.7 ms solve. The C hooks do the same work without entering the interpreter: the
 pre-solve hook moves the C monitor's window to the free slots of one buffer and notes the clock
-and PETSc's message counters (:mod:`ksptrace.harness.counters`), the post-solve hook notes them
-again with the iteration count and the converged reason, in per-solve arrays. The buffers are
-the C context's own and grow by ``realloc`` (pages remapped, not copied), NaN-filled only as
+and PETSc's message counters (:mod:`ksptrace.harness.monitoring.counters`), the post-solve hook
+notes them again with the iteration count and the converged reason, in per-solve arrays. The buffers
+are the C context's own and grow by ``realloc`` (pages remapped, not copied), NaN-filled only as
 far as the next solve may reach: growing them inside a solve once cost that solve 2-4 ms with
 numpy arrays filled whole (bench/record_spikes.py found the spikes at solves 128, 256, 512 and
 1024). After the block, :meth:`NativeHooks.results` copies the recording out in the form the
-Python hooks keep, so both paths share the rest of :class:`ksptrace.harness.record.Recorder`.
+Python hooks keep, so both paths share the rest of
+:class:`ksptrace.harness.recording.record.Recorder`.
 """
 
 from __future__ import annotations
@@ -21,8 +22,8 @@ from typing import Any
 import numpy as np
 
 from ksptrace.errors import KsptraceError, OutputError, SolverError
-from ksptrace.harness.counters import Counters
-from ksptrace.harness.monitor import check_reported
+from ksptrace.harness.monitoring.counters import Counters
+from ksptrace.harness.monitoring.monitor import check_reported
 
 _vp = ctypes.c_void_p
 _ll = ctypes.c_longlong

@@ -11,16 +11,16 @@ from typing import Any
 import numpy as np
 
 from ksptrace.errors import KsptraceError, SolverError, UsageError
-from ksptrace.harness.monitor import StampMonitor
-from ksptrace.harness.mpienv import agree_on_error
-from ksptrace.harness.petscenv import (
+from ksptrace.harness.config.settings import RunSettings
+from ksptrace.harness.launching.mpienv import agree_on_error
+from ksptrace.harness.monitoring.monitor import StampMonitor
+from ksptrace.harness.petsc.petscenv import (
     file_option_problem,
     finalize_value_problem,
     known_option_names,
     petsc_error_text,
     unused_options,
 )
-from ksptrace.harness.settings import RunSettings
 from ksptrace.params import nearest
 from ksptrace.trace import publish
 

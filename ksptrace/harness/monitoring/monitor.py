@@ -1,7 +1,7 @@
 """The KSP monitor that stamps MPI.Wtime() at every iteration, with no allocation per call.
 
-Two implementations fill the same arrays. The C monitor (:mod:`ksptrace.harness.native`) is
-used wherever it can be built and costs some 30 ns per iteration. The Python callback is the
+Two implementations fill the same arrays. The C monitor (:mod:`ksptrace.harness.monitoring.native`)
+is used wherever it can be built and costs some 30 ns per iteration. The Python callback is the
 fallback: a closure whose arrays, clock and capacity are bound as default arguments, so a call
 does two stores into preallocated numpy arrays, about 0.15 us on top of petsc4py's own 0.3 us
 per monitor call (see bench/overhead.py).
@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from ksptrace.errors import SolverError
-from ksptrace.harness import mpiwait, native
+from ksptrace.harness.monitoring import mpiwait, native
 
 MonitorCallback = Callable[[Any, int, float], None]
 _owners = itertools.count(1)

@@ -1,12 +1,13 @@
 """Wait time in MPI reductions per iteration: the interposer ``mpi_wait.c``, built and installed.
 
 :func:`counter` compiles ``mpi_wait.c`` once per machine (like the C monitor, into a private
-cache folder, its digest checked before each load: :func:`ksptrace.harness.native.load_built`)
-and rewrites the PLT slots of the loaded libpetsc for MPI's reduction entry points, so that
-every reduction PETSc makes reads ``MPI_Wtime`` on entry and on exit and adds to two running
-totals: seconds in reductions and reductions started. The stamping monitor copies both totals
-at each iteration (:class:`ksptrace.harness.monitor.StampMonitor`); their differences are a
-trace's ``wait_seconds`` and ``mpi_calls``.
+cache folder, its digest checked before each load:
+:func:`ksptrace.harness.monitoring.native.load_built`) and rewrites the PLT slots of the loaded
+libpetsc for MPI's reduction entry points, so that every reduction PETSc makes reads ``MPI_Wtime``
+on entry and on exit and adds to two running totals: seconds in reductions and reductions started.
+The stamping monitor copies both totals at each iteration
+(:class:`ksptrace.harness.monitoring.monitor.StampMonitor`); their differences are a trace's
+``wait_seconds`` and ``mpi_calls``.
 
 Which entry points carry time: the blocking reductions (``MPI_Allreduce`` and its kin) their
 whole duration; ``MPI_Iallreduce`` the time to start; the completions (``MPI_Wait``,
@@ -37,7 +38,7 @@ from pathlib import Path
 import numpy as np
 
 from ksptrace.errors import EnvironmentProblem
-from ksptrace.harness import native
+from ksptrace.harness.monitoring import native
 
 WAITS_ENV = "KSPTRACE_MPI_WAITS"
 """``auto`` (default): wait accounting where it can be installed; ``on``: it or an error;

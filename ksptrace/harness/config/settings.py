@@ -8,7 +8,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ksptrace.harness import cpuload
+from ksptrace.harness.monitoring import cpuload
 
 
 @dataclass(frozen=True)

@@ -27,8 +27,8 @@ import h5py
 import numpy as np
 
 from ksptrace.errors import KsptraceError, OutputError, UsageError
-from ksptrace.harness import lifeline
-from ksptrace.harness.mpienv import agree_on_error
+from ksptrace.harness.launching import lifeline
+from ksptrace.harness.launching.mpienv import agree_on_error
 from ksptrace.trace import layout, publish, temporaries, write
 from ksptrace.trace.model import AttrValue, Trace
 

@@ -6,19 +6,20 @@
         for step in range(nsteps):
             ksp.solve(b, x)
 
-The block attaches the stamping monitor of :mod:`ksptrace.harness.monitor` (the same allocation-
-free hot path as ``ksptrace run``) and a pre- and post-solve hook (``KSPSetPreSolve`` and
+The block attaches the stamping monitor of :mod:`ksptrace.harness.monitoring.monitor` (the same
+allocation-free hot path as ``ksptrace run``) and a pre- and post-solve hook (``KSPSetPreSolve`` and
 ``KSPSetPostSolve``, through ctypes: petsc4py 3.18 wraps neither), in C beside the C monitor
-(:mod:`ksptrace.harness.solvehooks`), else in Python (:mod:`ksptrace.harness.pyhooks`). Every
-solve stamps into one growing buffer: the pre-solve hook points the monitor at the free slots
-after the last solve, the post-solve hook reads the solve's iteration count, its converged
-reason, its time (``MPI_Wtime`` in the two hooks) and its reductions (PETSc's message counters,
-with no event log running: :mod:`ksptrace.harness.counters`) and moves the free slots on.
-Nothing is copied or reset between solves, and whether every iteration was reported is checked
-once, on leaving the block, so that a program of many small solves pays well under a microsecond
-per solve with the C hooks. Solves run as the program asks: nothing is forced. On leaving the
-block the ranks write one trace of several solves (schema 3) collectively and atomically, or,
-when an exception escaped on any rank, nothing.
+(:mod:`ksptrace.harness.recording.solvehooks`), else in Python
+(:mod:`ksptrace.harness.recording.pyhooks`). Every solve stamps into one growing buffer: the
+pre-solve hook points the monitor at the free slots after the last solve, the post-solve hook reads
+the solve's iteration count, its converged reason, its time (``MPI_Wtime`` in the two hooks) and its
+reductions (PETSc's message counters, with no event log running:
+:mod:`ksptrace.harness.monitoring.counters`) and moves the free slots on. Nothing is copied or reset
+between solves, and whether every iteration was reported is checked once, on leaving the block, so
+that a program of many small solves pays well under a microsecond per solve with the C hooks. Solves
+run as the program asks: nothing is forced. On leaving the block the ranks write one trace of
+several solves (schema 3) collectively and atomically, or, when an exception escaped on any rank,
+nothing.
 """
 
 from __future__ import annotations
@@ -44,15 +45,15 @@ from ksptrace.errors import (
     SolverError,
     UsageError,
 )
-from ksptrace.harness import counters, cpuload, eventlog, mpiwait, native
-from ksptrace.harness.kspsetup import reason_name
-from ksptrace.harness.monitor import StampMonitor, check_reported
-from ksptrace.harness.mpienv import agree_on_error, cpu_list, node_layout
-from ksptrace.harness.provenance import versions
-from ksptrace.harness.pyhooks import PythonHooks
-from ksptrace.harness.recordargs import as_ksp, as_mpi, options_line, restart_of
-from ksptrace.harness.setuptime import setup_seconds
-from ksptrace.harness.solvehooks import NativeHooks, Recorded
+from ksptrace.harness.config.kspsetup import reason_name
+from ksptrace.harness.config.provenance import versions
+from ksptrace.harness.launching.mpienv import agree_on_error, cpu_list, node_layout
+from ksptrace.harness.monitoring import counters, cpuload, eventlog, mpiwait, native
+from ksptrace.harness.monitoring.monitor import StampMonitor, check_reported
+from ksptrace.harness.monitoring.setuptime import setup_seconds
+from ksptrace.harness.recording.pyhooks import PythonHooks
+from ksptrace.harness.recording.recordargs import as_ksp, as_mpi, options_line, restart_of
+from ksptrace.harness.recording.solvehooks import NativeHooks, Recorded
 from ksptrace.trace import iteration_events, publish, write
 from ksptrace.trace.model import AttrValue, Solves, Trace
 

@@ -19,8 +19,8 @@ import tempfile
 from types import ModuleType
 
 from ksptrace.errors import EnvironmentProblem, UsageError
-from ksptrace.harness import petsc_compat
-from ksptrace.harness.mpienv import without_mpi_runtime
+from ksptrace.harness.launching.mpienv import without_mpi_runtime
+from ksptrace.harness.petsc import petsc_compat
 
 SOLVER_ENV: dict[str, str] = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1"}
 """Forced for every solver process: threaded BLAS changes timings and even rounding."""

@@ -13,9 +13,9 @@ from typing import Any
 
 import numpy as np
 
-from ksptrace.harness.kspsetup import effective_restart
-from ksptrace.harness.mpienv import cpu_list
-from ksptrace.harness.settings import RunSettings
+from ksptrace.harness.config.kspsetup import effective_restart
+from ksptrace.harness.config.settings import RunSettings
+from ksptrace.harness.launching.mpienv import cpu_list
 from ksptrace.trace.model import AttrValue
 from ksptrace.version import __version__
 
@@ -45,7 +45,7 @@ def versions(petsc: Any) -> dict[str, AttrValue]:
     import petsc4py
     from mpi4py import MPI
 
-    from ksptrace.harness import petscbuild
+    from ksptrace.harness.petsc import petscbuild
 
     major, minor, patch = petsc.Sys.getVersion()
     config = petsc4py.get_config()

@@ -9,9 +9,9 @@ It is compiled on first use with the machine's C compiler (``$CC``, else ``cc``;
 stack brings gcc) for this PETSc build's integer and real types, into the user's cache folder
 (:func:`ksptrace.cachedir.cache_dir`), and reused from there. A library is code: it is built
 and loaded only in a folder no one else can write, named after its content's digest, which is
-checked before each load (:mod:`ksptrace.harness.private_files`); a corrupt one is rebuilt once.
-Where that cannot be done (no compiler, a PETSc with quad-precision reals, a clock other than
-``MPI.Wtime``, no private folder), the Python monitor is used, and a trace says which one
+checked before each load (:mod:`ksptrace.harness.monitoring.private_files`); a corrupt one is
+rebuilt once. Where that cannot be done (no compiler, a PETSc with quad-precision reals, a clock
+other than ``MPI.Wtime``, no private folder), the Python monitor is used, and a trace says which one
 stamped it (attribute ``monitor``).
 ``KSPTRACE_MONITOR=python`` always uses the Python monitor; ``=c`` makes a missing C monitor an
 error instead of a fallback.
@@ -41,7 +41,7 @@ from typing import Any
 
 from ksptrace.cachedir import CACHE_ENV, cache_dir
 from ksptrace.errors import EnvironmentProblem
-from ksptrace.harness import private_files
+from ksptrace.harness.monitoring import private_files
 
 MONITOR_ENV = "KSPTRACE_MONITOR"
 """``auto`` (default): the C monitor where it can be built; ``c``: it or an error; ``python``."""
@@ -232,7 +232,7 @@ def _address(function: Any) -> int:
 
 def load_library(int_bytes: int, real_bytes: int) -> tuple[ctypes.CDLL, Path] | str:
     """The C monitor's library for these PETSc types and its file, built when missing, loaded
-    only from a private folder (:mod:`ksptrace.harness.private_files`) and only when its
+    only from a private folder (:mod:`ksptrace.harness.monitoring.private_files`) and only when its
     content is what was built; or why it cannot be had."""
     spec = _spec(int_bytes, real_bytes)
     if isinstance(spec, str):

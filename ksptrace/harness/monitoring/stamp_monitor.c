@@ -1,11 +1,11 @@
-/* The stamping KSP monitor of ksptrace in C (see ksptrace/harness/native.py).
+/* The stamping KSP monitor of ksptrace in C (see ksptrace/harness/monitoring/native.py).
 
    PETSc calls ksptrace_stamp(ksp, its, rnorm, ctx) at every iteration. It stores the clock
    (MPI_Wtime, through a pointer) and the residual norm at index `its` of two arrays that
    Python owns, exactly as the Python monitor does, without entering the interpreter: a Python
    monitor costs about 0.45 us per iteration through petsc4py, this one some 30 ns.
 
-   With MPI wait accounting (ksptrace/harness/mpi_wait.c) it also copies the running totals
+   With MPI wait accounting (ksptrace/harness/monitoring/mpi_wait.c) it also copies the running totals
    of time in MPI reductions and of reductions started, two doubles, into row `its` of a
    third array, [capacity][2] (ksptrace_stamp_marks); the differences of consecutive rows are
    each iteration's wait and reduction count.
