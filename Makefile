@@ -45,7 +45,7 @@ stack-mpich:
 	@bash scripts/bootstrap.sh --mpich
 
 # PETSc and petsc4py (the PyPI stack's versions) built against MPICH into that venv, for
-# `ksptrace run`/`trace` on MPICH (docs/install.md; 15 to 30 minutes once; `make test` builds it).
+# `ksptrace run`/`trace` on MPICH (docs/install.md; about 30 minutes once; `make test` builds it).
 stack-mpich-petsc:
 	@bash scripts/bootstrap.sh --mpich-petsc
 

@@ -167,10 +167,10 @@ if [ "${1:-}" = "--test" ] && [ "${KSPTRACE_SKIP_PBS:-0}" != 1 ]; then
 fi
 
 # Last, the test command builds PETSc and petsc4py against MPICH into the MPICH stack's venv
-# (scripts/stack_mpich_petsc.sh: 15 to 30 minutes the first time, then instant), so that
+# (scripts/stack_mpich_petsc.sh: 29 minutes here the first time at load 2.5-11, then instant), so that
 # `ksptrace trace` of PETSc's ex2 and the waits' known-truth tests run on MPICH as on Open MPI
 # (tests/stack/test_mpich_petsc.py). It comes after the other stacks: CI's 90 minutes hold the
-# three builds (about 20 minutes together for MPICH and OpenPBS, this one 15 to 30) and the
+# three builds (about 20 minutes together for MPICH and OpenPBS, this one about 30) and the
 # suite (about 20). Where it cannot be built (not root and packages missing: exit 3) those
 # tests skip with the reason; KSPTRACE_SKIP_MPICH_PETSC=1 leaves it out.
 if [ "${1:-}" = "--test" ] && [ "${KSPTRACE_SKIP_MPICH:-0}" != 1 ] \

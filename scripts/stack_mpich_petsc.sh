@@ -91,7 +91,7 @@ slow() {
 unset PETSC_DIR PETSC_ARCH
 export MPICC=mpicc.mpich MPICXX=mpicxx.mpich
 export PETSC_CONFIGURE_OPTIONS="--with-fc=0 --with-mpiexec=mpiexec.mpich"
-say "building PETSc $PETSC_VERSION and petsc4py against MPICH into $VENV (wheels and log in $STACK; 15 to 30 minutes on 2 cores)"
+say "building PETSc $PETSC_VERSION and petsc4py against MPICH into $VENV (wheels and log in $STACK; about 30 minutes on 2 cores the first time, seconds from its wheels)"
 SDIST=$STACK/petsc-$PETSC_VERSION.tar.gz
 if [ ! -f "$SDIST" ]; then
   rm -rf "$STACK/download"

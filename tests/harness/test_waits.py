@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 
 from ksptrace.harness import mpiwait
+from ksptrace.trace.model import Trace
 from tests.conftest import ROOT, Runner, solver_env
 from tests.stack import stacks
 
@@ -141,7 +142,7 @@ def test_the_interposer_times_reductions_under_mpich() -> None:
 
 
 def _run(cli: Runner, tmp: Path, nprocs: int, ksp: str, noise: str, *extra: str,
-         library: str = "openmpi", **env: str):
+         library: str = "openmpi", **env: str) -> Trace:
     """A ``ksptrace run`` on Debian's PETSc and Open MPI, or (``library="mpich"``) with the
     MPICH stack's python, PETSc and mpiexec.mpich."""
     from ksptrace.trace.io import read_trace

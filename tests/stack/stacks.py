@@ -111,7 +111,7 @@ def mpich_petsc() -> tuple[Stack, Path] | str:
     stamp = built / ".done"
     if not python.exists() or not stamp.exists():
         return (f"PETSc on MPICH is not built in {built}; build it with "
-                f"'{MPICH_BUILD_COMMAND}' (15 to 30 minutes on 2 cores, once)")
+                f"'{MPICH_BUILD_COMMAND}' (about 30 minutes on 2 cores, once)")
     if stamp.read_text() != PINS.read_text():
         return (f"PETSc on MPICH in {built} was built from other pins than "
                 f"scripts/stack-pypi.txt; rebuild it with '{MPICH_BUILD_COMMAND}'")
