@@ -1,7 +1,8 @@
 """Run under mpiexec by tests/harness/test_waits.py: the wait interposer on a library linked
 with full RELRO (``-z now``: its PLT slots read-only once loaded), so the slots must be made
 writable for the rewrite and read-only again. Argument: that library (built by the test), whose
-``ksptrace_test_allreduce`` calls MPI_Allreduce through its PLT. Prints one JSON line per rank.
+``ksptrace_test_allreduce`` calls MPI_Allreduce through its PLT. Rank 0 prints one JSON line
+per rank.
 """
 
 from __future__ import annotations
@@ -30,8 +31,10 @@ def main() -> None:
         time.sleep(0.2)
     lib.ksptrace_test_allreduce()
     after = counter.totals_now()
-    print(json.dumps({"rank": comm.Get_rank(), "seconds": after[0] - before[0],
-                      "calls": after[1] - before[1]}), flush=True)
+    rows = comm.gather({"rank": comm.Get_rank(), "seconds": after[0] - before[0],
+                        "calls": after[1] - before[1]}, root=0)
+    for row in rows or ():  # from rank 0 alone: two ranks' lines can interleave in one
+        print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

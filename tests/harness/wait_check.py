@@ -5,7 +5,7 @@ do, then waits with a known truth. Prints one JSON line per rank.
 Rank 1 sleeps ``DELAY`` seconds before each of three operations, so rank 0 waits about that
 long: in an MPI_Allreduce (counted), in the MPI_Wait of an MPI_Iallreduce (counted) and in the
 MPI_Wait of a plain receive (a halo exchange's kind: not counted). Alone (one rank) it
-makes the two reductions only, with nobody to wait for.
+makes the two reductions only, with nobody to wait for. Rank 0 prints every rank's line.
 """
 
 from __future__ import annotations
@@ -48,9 +48,11 @@ def main() -> None:
         after = counter.totals_now()
         steps.append({"what": what, "seconds": after[0] - before[0],
                       "calls": after[1] - before[1]})
-    print(json.dumps({"rank": rank, "library": MPI.Get_library_version().split()[0],
-                      "entry_points": list(counter.entry_points), "steps": steps,
-                      "by_entry": counter.by_entry()}), flush=True)
+    rows = comm.gather({"rank": rank, "library": MPI.Get_library_version().split()[0],
+                        "entry_points": list(counter.entry_points), "steps": steps,
+                        "by_entry": counter.by_entry()}, root=0)
+    for row in rows or ():  # from rank 0 alone: two ranks' lines can interleave in one
+        print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":
