@@ -2,7 +2,8 @@
 against the PETSc that ``make stack-mpich-petsc`` compiles with MPICH (the tutorial of that very
 version, kept by the build), traced under ``mpiexec.mpich`` at 1 and 2 ranks: the iterations and
 residual norms are those ex2's ``-ksp_monitor`` printed, and the trace names MPICH's launcher,
-the flags that passed the hook on (``-genv``), MPICH and that PETSc.
+the flags that passed the hook on (``-genv``), MPICH and that PETSc. ``ksptrace.record`` (through
+its C hooks) writes each iteration's wait in reductions there too (issue 65).
 
 Skipped, with the command that builds it, where the stack is not built (``make test`` builds it:
 scripts/bootstrap.sh --test).
@@ -17,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from ksptrace.trace.io import read_trace
-from tests.conftest import Runner
+from tests.conftest import ROOT, Runner, solver_env
 from tests.harness.hook import own_program
 from tests.harness.hook.test_tutorials import assert_as_monitored
 from tests.stack import stacks
@@ -74,3 +75,27 @@ def test_ex2_traced_under_mpiexec_mpich(on_mpich: tuple[stacks.Stack, Path],
     assert str(t.attrs["command_line"]).startswith("mpiexec.mpich -n")
     if nprocs == 2:  # block Jacobi's sub-solves are nested: counted and named, not traced
         assert "nested solves of KSP preonly (prefix sub_)" in str(t.attrs["solves_left_out"])
+
+
+@pytest.mark.mpi
+@pytest.mark.parametrize("nprocs", [1, 2])
+def test_record_writes_the_waits_on_mpich(on_mpich: tuple[stacks.Stack, Path], tmp_path: Path,
+                                          nprocs: int) -> None:
+    stack, _ = on_mpich
+    proc = subprocess.run([stack.mpiexec, "-n", str(nprocs), stack.python,
+                           str(ROOT / "tests" / "harness" / "record_check.py"), str(tmp_path)],
+                          env=stack.environ(solver_env(KSPTRACE_MONITOR="c")),
+                          capture_output=True, text=True, timeout=300, check=False, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    trace = read_trace(tmp_path / "loop.h5")
+    assert str(trace.attrs["mpi_library"]).startswith("MPICH")
+    assert trace.attrs["petsc_version"] == stacks.pypi_version()
+    assert trace.attrs["monitor"] == "c"
+    assert trace.wait_seconds is not None
+    assert trace.mpi_calls is not None
+    assert (trace.wait_seconds <= trace.iteration_seconds).all()
+    if nprocs == 1:  # sequential vectors: hardly a reduction reaches MPI
+        assert trace.mpi_calls.sum() < 0.1 * trace.iterations
+    else:  # CG: every iteration reduces, on both ranks alike
+        assert (trace.mpi_calls >= 1).all()
+        assert (trace.mpi_calls[0] == trace.mpi_calls[1]).all()
