@@ -12,7 +12,7 @@ export OMP_NUM_THREADS := 1
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 
-.PHONY: setup demo noise-demo test lint bench collectives-sweep stack-pypi test-stack stack-mpich
+.PHONY: setup demo noise-demo test lint bench collectives-sweep stack-pypi test-stack stack-mpich stack-mpich-petsc
 setup:
 	@bash scripts/bootstrap.sh
 
@@ -43,6 +43,11 @@ test-stack:
 # (docs/collectives.md); `make test` builds it too.
 stack-mpich:
 	@bash scripts/bootstrap.sh --mpich
+
+# PETSc and petsc4py (the PyPI stack's versions) built against MPICH into that venv, for
+# `ksptrace run`/`trace` on MPICH (docs/install.md; about 30 minutes once; `make test` builds it).
+stack-mpich-petsc:
+	@bash scripts/bootstrap.sh --mpich-petsc
 
 lint: setup
 	$(VENV)/bin/ruff check ksptrace tests bench conftest.py

@@ -1,7 +1,8 @@
 """Run under mpiexec by tests/harness/test_waits.py: the wait interposer on a library linked
 with full RELRO (``-z now``: its PLT slots read-only once loaded), so the slots must be made
 writable for the rewrite and read-only again. Argument: that library (built by the test), whose
-``ksptrace_test_allreduce`` calls MPI_Allreduce through its PLT. Prints one JSON line per rank.
+``ksptrace_test_allreduce`` calls MPI_Allreduce through its PLT. Rank 0 prints one JSON line
+per rank.
 """
 
 from __future__ import annotations
@@ -32,9 +33,8 @@ def main() -> None:
     after = counter.totals_now()
     rows = comm.gather({"rank": comm.Get_rank(), "seconds": after[0] - before[0],
                         "calls": after[1] - before[1]}, root=0)
-    if rows is not None:  # one line: two ranks' lines may interleave
-        for row in rows:
-            print(json.dumps(row), flush=True)
+    for row in rows or ():  # from rank 0 alone: two ranks' lines can interleave in one
+        print(json.dumps(row), flush=True)
 
 
 if __name__ == "__main__":

@@ -3,7 +3,8 @@
 The interposer (ksptrace/harness/monitoring/mpi_wait.c) is checked on its own under Open MPI and
 MPICH (tests/harness/wait_check.py: mpi4py's calls, a sleep of known length on rank 1), then in real
 runs: detours of 1 ms injected on rank 1 only must show as rank 0's wait in the same
-iterations, and nobody waits at P = 1.
+iterations, and nobody waits at P = 1, on Debian's PETSc (Open MPI) and on PETSc built against
+MPICH (``make stack-mpich-petsc``; skipped with that command where it is not built).
 """
 
 from __future__ import annotations
@@ -17,7 +18,9 @@ import numpy as np
 import pytest
 
 from ksptrace.harness.monitoring import mpiwait
+from ksptrace.trace.model import Trace
 from tests.conftest import ROOT, Runner, solver_env
+from tests.stack import stacks
 
 SCRIPT = Path(__file__).with_name("wait_check.py")
 DETOUR = 1e-3
@@ -138,19 +141,34 @@ def test_the_interposer_times_reductions_under_mpich() -> None:
     _check_alone(_interposer_rows(command, python, _env(python), 1), "MPICH")
 
 
-def _run(cli: Runner, tmp: Path, nprocs: int, ksp: str, noise: str, *extra: str, **env: str):
+def _run(cli: Runner, tmp: Path, nprocs: int, ksp: str, noise: str, *extra: str,
+         library: str = "openmpi", **env: str) -> Trace:
+    """A ``ksptrace run`` on Debian's PETSc and Open MPI, or (``library="mpich"``) with the
+    MPICH stack's python, PETSc and mpiexec.mpich."""
     from ksptrace.trace.io import read_trace
 
     out = tmp / f"{ksp}-{nprocs}.h5"
-    proc = cli("run", "--np", str(nprocs), "--n", "20000", "--iterations", "300", "--ksp", ksp,
-               "--noise", noise, "--out", str(out), *extra, **env)
+    args = ["run", "--np", str(nprocs), "--n", "20000", "--iterations", "300", "--ksp", ksp,
+            "--noise", noise, "--out", str(out), *extra]
+    if library == "mpich":
+        found = stacks.mpich_petsc()
+        if isinstance(found, str):
+            pytest.skip(found)
+        proc = found[0].ksptrace(*args, env=solver_env(**env))
+    else:
+        proc = cli(*args, **env)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return read_trace(out)
+    trace = read_trace(out)
+    assert ("MPICH" in str(trace.attrs["mpi_library"])) == (library == "mpich")
+    return trace
 
 
 @pytest.mark.mpi
-def test_rank_0_waits_for_rank_1s_detours(ksptrace_cli: Runner, tmp_path: Path) -> None:
-    trace = _run(ksptrace_cli, tmp_path, 2, "gmres", NOISE_RANK1, "--hdf5-path", "auto")
+@pytest.mark.parametrize("library", ["openmpi", "mpich"])
+def test_rank_0_waits_for_rank_1s_detours(ksptrace_cli: Runner, tmp_path: Path,
+                                          library: str) -> None:
+    trace = _run(ksptrace_cli, tmp_path, 2, "gmres", NOISE_RANK1, "--hdf5-path", "auto",
+                 library=library)
     assert trace.wait_seconds is not None
     assert trace.mpi_calls is not None
     assert trace.injected_seconds is not None
@@ -180,8 +198,10 @@ def test_rank_0_waits_for_rank_1s_detours(ksptrace_cli: Runner, tmp_path: Path) 
 
 
 @pytest.mark.mpi
-def test_alone_nobody_waits(ksptrace_cli: Runner, tmp_path: Path) -> None:
-    trace = _run(ksptrace_cli, tmp_path, 1, "gmres", "fixed:value=1ms,p=0.1,ranks=0")
+@pytest.mark.parametrize("library", ["openmpi", "mpich"])
+def test_alone_nobody_waits(ksptrace_cli: Runner, tmp_path: Path, library: str) -> None:
+    trace = _run(ksptrace_cli, tmp_path, 1, "gmres", "fixed:value=1ms,p=0.1,ranks=0",
+                 library=library)
     assert trace.wait_seconds is not None
     assert trace.injected_seconds is not None
     assert trace.mpi_calls is not None
@@ -195,13 +215,16 @@ def test_alone_nobody_waits(ksptrace_cli: Runner, tmp_path: Path) -> None:
 
 
 @pytest.mark.mpi
+@pytest.mark.parametrize("library", ["openmpi", "mpich"])
 def test_a_pipelined_method_hides_the_detour_from_its_reduction(ksptrace_cli: Runner,
-                                                                 tmp_path: Path) -> None:
+                                                                 tmp_path: Path,
+                                                                 library: str) -> None:
     """PGMRES starts its MPI_Iallreduce before the preconditioner (where rank 1 detours) and
-    waits for it after: with Open MPI at P = 2, rank 1's contribution is already sent, so
-    rank 0's reduction wait stays small; rank 1's delay reaches rank 0 one iteration later
-    through the next MatMult's halo exchange, which is not a reduction and not counted."""
-    trace = _run(ksptrace_cli, tmp_path, 2, "pgmres", NOISE_RANK1, "--hdf5-path", "gather")
+    waits for it after: at P = 2 (Open MPI and MPICH alike), rank 1's contribution is already
+    sent, so rank 0's reduction wait stays small; rank 1's delay reaches rank 0 one iteration
+    later through the next MatMult's halo exchange, which is not a reduction and not counted."""
+    trace = _run(ksptrace_cli, tmp_path, 2, "pgmres", NOISE_RANK1, "--hdf5-path", "gather",
+                 library=library)
     assert trace.attrs["hdf5_path"] == "gather"  # the GMRES run: auto (MPI-IO where h5py has it)
     assert trace.wait_seconds is not None
     assert trace.mpi_calls is not None

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
+
+from tests.stack import stacks
 from tests.stack.stacks import ROOT
 
 
@@ -37,3 +40,34 @@ def test_test_stack_runs_the_trace_tests() -> None:
                    "tests/cli/test_trace.py", "tests/studies/fits/test_maxima.py"):
         assert any(wanted == p or wanted.startswith(p.rstrip("/") + "/") for p in paths), wanted
         assert (ROOT / wanted).is_file()
+
+
+def test_the_test_command_builds_petsc_on_mpich_after_the_other_stacks() -> None:
+    """``bootstrap.sh --test`` builds PETSc on MPICH (issues 64, 65), last: after the MPICH venv
+    it builds into and after OpenPBS; KSPTRACE_SKIP_MPICH_PETSC=1 (or KSPTRACE_SKIP_MPICH=1)
+    leaves it out."""
+    script = (ROOT / "scripts" / "bootstrap.sh").read_text()
+    build = script.index("bash scripts/stack_mpich_petsc.sh > /dev/null")
+    assert script.index("bash scripts/stack_mpich.sh > /dev/null") < build
+    assert script.index("bash scripts/pbs-local.sh build") < build
+    guard = script.rindex("\nif ", 0, build)
+    assert 'KSPTRACE_SKIP_MPICH_PETSC:-0}" != 1' in script[guard:build]
+    assert 'KSPTRACE_SKIP_MPICH:-0}" != 1' in script[guard:build]
+    assert '"${1:-}" = "--test"' in script[guard:build]
+    assert "bootstrap.sh --mpich-petsc" in (ROOT / "Makefile").read_text()
+
+
+def test_a_built_mpich_petsc_stack_is_found_not_rebuilt() -> None:
+    """Once built, the script builds nothing (its log is untouched) and prints the venv's
+    python, whose petsc4py runs PETSc on MPICH."""
+    found = stacks.mpich_petsc()
+    if isinstance(found, str):
+        pytest.skip(found)
+    stack, tutorials = found
+    log = tutorials.parent / "build.log"
+    before = log.stat()
+    done = _bash("scripts/stack_mpich_petsc.sh")
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == stack.python
+    after = log.stat()
+    assert (after.st_size, after.st_mtime_ns) == (before.st_size, before.st_mtime_ns)

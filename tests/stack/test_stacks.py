@@ -1,6 +1,7 @@
 """What must hold on every software stack (issue 34): Debian's PETSc 3.18, which this suite runs
-on, and the PyPI stack where it has been built (``make stack-pypi``; skipped with that command
-otherwise).
+on, the PyPI stack where it has been built (``make stack-pypi``; skipped with that command
+otherwise), and the PyPI stack's PETSc on MPICH (``make stack-mpich-petsc``, which ``make test``
+builds).
 
 - ksptrace's residual history equals a bare petsc4py solve of ex23 on the same stack, bit for
   bit, for gmres, pgmres, bcgs and pipebcgs at P = 1 and 2 (also on a PyPI build with 64-bit
@@ -33,6 +34,11 @@ pytestmark = pytest.mark.usefixtures("require_petsc")
 def _stack(name: str) -> stacks.Stack:
     if name == "debian":
         return stacks.debian()
+    if name == "mpich":
+        on_mpich = stacks.mpich_petsc()
+        if isinstance(on_mpich, str):
+            pytest.skip(on_mpich)
+        return on_mpich[0]
     found = stacks.pypi(64 if name == "pypi-int64" else 32)
     if isinstance(found, str):
         pytest.skip(found)
@@ -47,24 +53,25 @@ def _run(stack: stacks.Stack, args: list[str], timeout: float = 300) -> str:
     return proc.stdout
 
 
-def _mpiexec(nprocs: int) -> list[str]:
-    found = shutil.which("mpiexec")
-    assert found, "mpiexec is not on PATH"
+def _mpiexec(stack: stacks.Stack, nprocs: int) -> list[str]:
+    found = shutil.which(stack.mpiexec)
+    assert found, f"{stack.mpiexec} is not on PATH"
     return [found, "-n", str(nprocs)]
 
 
 @pytest.mark.parametrize("nprocs", [1, 2])
-@pytest.mark.parametrize("name", ["debian", "pypi", "pypi-int64"])
+@pytest.mark.parametrize("name", ["debian", "pypi", "pypi-int64", "mpich"])
 def test_residual_histories_equal_a_bare_petsc4py_solve(
     name: str, nprocs: int, tmp_path: Path
 ) -> None:
     stack = _stack(name)
-    bare = json.loads(_run(stack, [*_mpiexec(nprocs), stack.python, str(BARE), str(N), str(K),
-                                   *KSPS]).strip().splitlines()[-1])
+    bare = json.loads(_run(stack, [*_mpiexec(stack, nprocs), stack.python, str(BARE), str(N),
+                                   str(K), *KSPS]).strip().splitlines()[-1])
     for ksp in KSPS:
         out = tmp_path / f"{ksp}.h5"
         _run(stack, [stack.python, "-m", "ksptrace", "run", "--np", str(nprocs), "--ksp", ksp,
-                     "--n", str(N), "--iterations", str(K), "--out", str(out)])
+                     "--n", str(N), "--iterations", str(K), "--out", str(out),
+                     "--mpiexec", stack.mpiexec])
         trace = read_trace(out)
         expected = np.array([float.fromhex(v) for v in bare["histories"][ksp]])
         assert trace.residual_norms.shape == expected.shape, ksp
@@ -74,6 +81,7 @@ def test_residual_histories_equal_a_bare_petsc4py_solve(
         assert str(trace.attrs["petsc_version"]).startswith(bare["petsc"]), trace.attrs
         assert trace.attrs["monitor"] == "c", f"{ksp} on {name}: {trace.attrs['monitor']}"
         assert trace.attrs["petsc_int_bytes"] == (8 if name == "pypi-int64" else 4)
+        assert ("MPICH" in str(trace.attrs["mpi_library"])) == (name == "mpich"), trace.attrs
 
 
 ICEFLOW = ["--problem", "iceflow", "--mx", "6", "--my", "6", "--mz", "3", "--iterations", "20"]
