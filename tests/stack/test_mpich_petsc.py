@@ -75,6 +75,12 @@ def test_ex2_traced_under_mpiexec_mpich(on_mpich: tuple[stacks.Stack, Path],
     assert str(t.attrs["command_line"]).startswith("mpiexec.mpich -n")
     if nprocs == 2:  # block Jacobi's sub-solves are nested: counted and named, not traced
         assert "nested solves of KSP preonly (prefix sub_)" in str(t.attrs["solves_left_out"])
+    # the hook's waits under MPICH (issue 65): PETSc reduces through MPI_Allreduce_c there
+    assert t.wait_seconds is not None
+    assert t.mpi_calls is not None
+    assert (t.wait_seconds <= t.iteration_seconds).all()
+    if nprocs == 2:  # GMRES reduces in every iteration, on both ranks
+        assert (t.mpi_calls >= 1).all()
 
 
 @pytest.mark.mpi
