@@ -110,6 +110,13 @@ def curve_figures(points: Sequence[PairedStudy]) -> str:
     else:
         text += (f"At no length could a difference be told ({CANNOT_TELL}): the paper's claim "
                  "is not shown on this machine.")
+    told = len(less) + len(more)
+    if told and len(points) > 1:
+        chance = 1 - 0.95 ** len(points)
+        text += (f" Each length's interval is at 95 % on its own: where no length differs, one "
+                 f"or more of {len(points)} is told apart by chance in {100 * chance:.0f} % of "
+                 f"such curves, so {told} told of {len(points)} is "
+                 + ("weak evidence." if told == 1 else "stronger evidence than any one alone."))
     return text + (" In the discrete-event model a pipeline of depth one hides another rank's "
                    "detour only while it fits in one iteration's local work (docs/noise.md).")
 
