@@ -81,7 +81,7 @@ def share_answer(paths: Sequence[str | os.PathLike[str]],
         return None
     table = reductions_of_files(solver_paths, traces)
     return {"key": "collectives", "question": SHARE_QUESTION,
-            "sentences": share_sentences(table)}
+            "sentences": share_sentences(table), "short": ""}
 
 
 def html(report: CollectivesReport, count: int, pictures: list[tuple[str, bytes]],

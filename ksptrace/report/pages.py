@@ -126,7 +126,7 @@ def render_site(results: Results, metadata: dict[str, Any],
             for part in ctx["parts"]:
                 for fig in part["figures"]:
                     fig["src"] = fig["src"].removeprefix("studies/")
-    answers = [{**a, "tables": _placed(results, a["key"])}
+    answers = [{"short": "", **a, "tables": _placed(results, a["key"])}
                for a in [*merged(results.studies), *extra]]
     common = {"metadata": metadata, "standalone": True}
     pages = {MAIN: ENV.get_template("report.html.j2").render(
