@@ -62,6 +62,9 @@ class PairedStudy:
     """The share of iterations (per rank) with a detour."""
     iteration: float = 0.0
     """The standard method's mean noise-free iteration (mean T_p^k over its blocks, s)."""
+    noisy_waits: tuple[float, float] | None = None
+    """The share of their iteration time the ranks waited inside MPI reductions in the noisy
+    runs, standard and pipelined (the median over blocks; None without wait datasets)."""
 
     def told(self) -> tuple[str, str]:
         """The one verdict on this comparison, and why: from the whole-solve pairing (each
@@ -199,8 +202,19 @@ def paired_studies(analyses: Sequence[TraceAnalysis]) -> tuple[PairedStudy, ...]
             in_run=_in_run(blocks, first.iterations), over_mean=_over_mean(blocks),
             detour=spec.mean_detour() / spec.p if single and spec is not None else 0.0,
             detour_p=spec.p if single and spec is not None else 0.0,
-            iteration=float(np.mean([b[0].bounds.mean for b in blocks]))))
+            iteration=float(np.mean([b[0].bounds.mean for b in blocks])),
+            noisy_waits=_noisy_waits(blocks)))
     return tuple(out)
+
+
+def _noisy_waits(blocks: list[list[TraceAnalysis]]) -> tuple[float, float] | None:
+    """The median over blocks of each method's wait share in its noisy run (issue 65: the
+    pipelined method's wait beside the standard one's, under the same detours)."""
+    std = [b[1].mpi_waits.share for b in blocks if b[1].mpi_waits is not None]
+    pip = [b[3].mpi_waits.share for b in blocks if b[3].mpi_waits is not None]
+    if len(std) != len(blocks) or len(pip) != len(blocks):
+        return None
+    return float(np.median(std)), float(np.median(pip))
 
 
 def _over_mean(blocks: list[list[TraceAnalysis]]) -> tuple[Interval, Interval] | None:

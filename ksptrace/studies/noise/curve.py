@@ -110,6 +110,16 @@ def curve_figures(points: Sequence[PairedStudy]) -> str:
     else:
         text += (f"At no length could a difference be told ({CANNOT_TELL}): the paper's claim "
                  "is not shown on this machine.")
+    waited = [s for s in points if s.noisy_waits is not None]
+    if waited:
+        std, pip = points[0].standard.upper(), points[0].pipelined.upper()
+        text += (" Measured inside MPI reductions, the share of their iteration time the ranks "
+                 "waited in the noisy runs (median over blocks): " + "; ".join(
+                     f"{significant(s.detour / s.iteration, 2)}× {std} "
+                     f"{100 * s.noisy_waits[0]:.1f} %, {pip} {100 * s.noisy_waits[1]:.1f} %"
+                     for s in waited if s.noisy_waits is not None)
+                 + " (a pipelined method's delay that reaches a neighbour through the halo "
+                   "exchange is not counted).")
     told = len(less) + len(more)
     if told and len(points) > 1:
         chance = 1 - 0.95 ** len(points)

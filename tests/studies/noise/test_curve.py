@@ -120,3 +120,15 @@ def test_the_first_screen_counts_a_sweep_by_detour_length() -> None:
     assert verdict_counts(families) == (
         "GMRES vs PGMRES at P = 2: cannot tell on this data in 2 of 3 designs, "
         "pipelined pays less in 1")
+
+
+def test_the_curve_shows_each_methods_wait_under_the_same_detours() -> None:
+    """Issue 65: Q2 shows the pipelined method's wait against the standard one's, on the same
+    detours, where the traces hold wait times."""
+    points = curves([dataclasses.replace(_study(0.5, 0.0, 30e-6), noisy_waits=(0.31, 0.12)),
+                     dataclasses.replace(_study(4.0, 0.0, 30e-6), noisy_waits=(0.42, 0.40))])[0]
+    text = curve_figures(points)
+    assert ("the share of their iteration time the ranks waited in the noisy runs (median over "
+            "blocks): 0.5× GMRES 31.0 %, PGMRES 12.0 %; 4× GMRES 42.0 %, PGMRES 40.0 %") in text
+    assert "waited in the noisy runs" not in curve_figures(curves(
+        [_study(0.5, 0.0, 30e-6), _study(4.0, 0.0, 30e-6)])[0])
