@@ -24,11 +24,13 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+import numpy as np
+
 from ksptrace.studies.variability.conclusions.findings import file_name, n_of
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 from ksptrace.studies.variability.stats import models
 from ksptrace.studies.variability.stats.plausible import ABSURD_PCT, plausible_pct
-from ksptrace.studies.variability.stats.skill import pair_skill
+from ksptrace.studies.variability.stats.skill import pair_skill, skill
 from ksptrace.trace.model import CONFIG_DEFAULTS, CONFIG_KEYS
 
 REPETITION = "held-out repetition"
@@ -214,3 +216,19 @@ same_size = _same_size
 def held_out(analyses: Sequence[TraceAnalysis]) -> tuple[HeldOut, ...]:
     """Every out-of-sample prediction the data allow, repetitions first."""
     return (*repetition_predictions(analyses), *same_local_size_predictions(analyses))
+
+
+def against_baseline(pairs: Sequence[tuple[float | None, float | None]],
+                     name: str) -> str | None:
+    """"no better than <name> (mean |error| m % against b %, skill s)" or "better than ...",
+    over the (model error, baseline error) pairs both made, in per cent; None when none."""
+    both = [(m, b) for m, b in pairs if m is not None and b is not None]
+    if not both:
+        return None
+    s = skill(np.array([m for m, _ in both]), np.array([b for _, b in both]))
+    figures = f"mean |error| {s.model_mae_pct:.1f} % against {s.baseline_mae_pct:.1f} %"
+    if s.score is None:
+        return f"{name} is exact here ({figures}): no skill"
+    verdict = "better than" if s.beats else "no better than"
+    return (f"{verdict} {name} ({figures}, skill {s.score:+.2f}, closer in {s.closer} of "
+            f"{s.count})").replace("skill -", "skill −")

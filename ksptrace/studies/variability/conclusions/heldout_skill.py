@@ -22,6 +22,7 @@ from ksptrace.studies.variability.conclusions.findings import fmt_pct, fmt_time
 from ksptrace.studies.variability.conclusions.heldout import (
     REPETITION,
     HeldOut,
+    against_baseline,
     held_out,
     other_size_pairs,
     p1_sources,
@@ -109,20 +110,9 @@ def heldout_table(analyses: Sequence[TraceAnalysis]) -> Table:
 
 
 def _against(found: Sequence[HeldOut], scaled: bool, name: str) -> str | None:
-    """"no better than <name> (mean |error| m % against b %, skill s)" or "better than ...",
-    over the predictions both made; None when there are none."""
-    pairs = [(h.error_pct, h.scaled_error_pct if scaled else h.baseline_error_pct)
-             for h in found]
-    both = [(m, b) for m, b in pairs if m is not None and b is not None]
-    if not both:
-        return None
-    s = skill(np.array([m for m, _ in both]), np.array([b for _, b in both]))
-    figures = f"mean |error| {s.model_mae_pct:.1f} % against {s.baseline_mae_pct:.1f} %"
-    if s.score is None:
-        return f"{name} is exact here ({figures}): no skill"
-    verdict = "better than" if s.beats else "no better than"
-    return (f"{verdict} {name} ({figures}, skill {s.score:+.2f}, closer in {s.closer} of "
-            f"{s.count})").replace("skill -", "skill −")
+    """The predictions against one baseline (:func:`..heldout.against_baseline`)."""
+    return against_baseline([(h.error_pct, h.scaled_error_pct if scaled else
+                              h.baseline_error_pct) for h in found], name)
 
 
 def heldout_sentence(found: Sequence[HeldOut], where: str, clause: str) -> str:

@@ -19,17 +19,16 @@ import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-import numpy as np
-
 from ksptrace.studies.variability.conclusions.findings import file_name, fmt_pct
 from ksptrace.studies.variability.conclusions.heldout import (
+    against_baseline,
     configurations,
     growth_scaled,
     same_size,
 )
 from ksptrace.studies.variability.run.pipeline import TraceAnalysis
 from ksptrace.studies.variability.stats.plausible import plausible_pct
-from ksptrace.studies.variability.stats.skill import pair_skill, skill
+from ksptrace.studies.variability.stats.skill import pair_skill
 
 LARGER_P = "larger P (bulk plus detours)"
 SCALED_NAME = "the smaller-P time scaled by the measured per-iteration growth"
@@ -107,18 +106,9 @@ def larger_p_predictions(analyses: Sequence[TraceAnalysis],
 
 
 def _against(found: Sequence[LargerP], scaled: bool, name: str) -> str | None:
-    both = [(h.error_pct, h.scaled_error_pct if scaled else h.baseline_error_pct)
-            for h in found]
-    pairs = [(m, b) for m, b in both if m is not None and b is not None]
-    if not pairs:
-        return None
-    s = skill(np.array([m for m, _ in pairs]), np.array([b for _, b in pairs]))
-    figures = f"mean |error| {s.model_mae_pct:.1f} % against {s.baseline_mae_pct:.1f} %"
-    if s.score is None:
-        return f"{name} is exact here ({figures}): no skill"
-    verdict = "better than" if s.beats else "no better than"
-    return (f"{verdict} {name} ({figures}, skill {s.score:+.2f}, closer in {s.closer} of "
-            f"{s.count})").replace("skill -", "skill −")
+    """The predictions against one baseline (:func:`..heldout.against_baseline`)."""
+    return against_baseline([(h.error_pct, h.scaled_error_pct if scaled else
+                              h.baseline_error_pct) for h in found], name)
 
 
 def larger_p_sentence(found: Sequence[LargerP], clause: str, caveated: str = "") -> str:
